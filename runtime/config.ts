@@ -1,0 +1,199 @@
+/**
+ * The table layout the counter works on, shared by the API-side client, the stream consumer,
+ * the redrive handler and the Pulumi component (which passes it to the Lambdas as environment).
+ *
+ * This module is pure: no AWS SDK, no Pulumi. The component imports it so that the environment
+ * variable names and defaults are defined exactly once.
+ */
+
+/** Attribute names and reserved values of the table the counter lives in. */
+export interface CounterTableLayout {
+    /** Partition key attribute (type S). The counter key is the resource item's partition key. */
+    readonly partitionKey: string;
+    /** Sort key attribute (type S). A resource's id is its sort key. */
+    readonly sortKey: string;
+    /** Idempotency flag the consumer flips from false to true when it counts a creation. */
+    readonly processedAttribute: string;
+    /** Soft-delete flag the API sets; the consumer hard-deletes the item when it counts the deletion. */
+    readonly deletedAttribute: string;
+    /** Per-write token that lets the client recognise its own write after an SDK retry. */
+    readonly tokenAttribute: string;
+    /**
+     * Sort-key prefix reserved for the counter items. Resource ids must not start with it.
+     * The best-effort item is `${counterPrefix}best-effort`, the eventual item `${counterPrefix}eventual`.
+     */
+    readonly counterPrefix: string;
+    /** Numeric attribute that holds a counter item's value. */
+    readonly countAttribute: string;
+}
+
+/** A layout plus the table it applies to. */
+export interface CounterTableConfig extends CounterTableLayout {
+    readonly tableName: string;
+}
+
+export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
+    partitionKey: "pk",
+    sortKey: "sk",
+    processedAttribute: "counter_processed",
+    deletedAttribute: "deleted",
+    tokenAttribute: "counter_token",
+    counterPrefix: "#counter#",
+    countAttribute: "count",
+});
+
+/** Sort key of the best-effort counter item: written only by the API-side client. */
+export function bestEffortSortKey(layout: CounterTableLayout): string {
+    return `${layout.counterPrefix}best-effort`;
+}
+
+/** Sort key of the eventual counter item: written only by the consumer's transactions. */
+export function eventualSortKey(layout: CounterTableLayout): string {
+    return `${layout.counterPrefix}eventual`;
+}
+
+/** Environment variable names the Lambdas read their configuration from. */
+export const ENV = Object.freeze({
+    tableName: "HYBRID_COUNTER_TABLE_NAME",
+    partitionKey: "HYBRID_COUNTER_PARTITION_KEY",
+    sortKey: "HYBRID_COUNTER_SORT_KEY",
+    processedAttribute: "HYBRID_COUNTER_PROCESSED_ATTRIBUTE",
+    deletedAttribute: "HYBRID_COUNTER_DELETED_ATTRIBUTE",
+    tokenAttribute: "HYBRID_COUNTER_TOKEN_ATTRIBUTE",
+    counterPrefix: "HYBRID_COUNTER_PREFIX",
+    countAttribute: "HYBRID_COUNTER_COUNT_ATTRIBUTE",
+    /** URL of the fatal queue: poison records and unrecoverable batches go there, in full. */
+    fatalQueueUrl: "HYBRID_COUNTER_FATAL_QUEUE_URL",
+    /** Namespace of the CloudWatch EMF metrics. */
+    metricsNamespace: "HYBRID_COUNTER_METRICS_NAMESPACE",
+} as const);
+
+export const DEFAULT_METRICS_NAMESPACE = "HybridCounter";
+
+/** Everything the Lambda handlers need, as read from their environment. */
+export interface HandlerConfig extends CounterTableConfig {
+    readonly fatalQueueUrl: string;
+    readonly metricsNamespace: string;
+}
+
+/** Raised when configuration (environment or options) is missing or invalid. */
+export class ConfigurationError extends Error {
+    constructor(readonly problems: readonly string[]) {
+        super(`invalid hybrid-counter configuration: ${problems.join("; ")}`);
+        this.name = "ConfigurationError";
+    }
+}
+
+const ATTRIBUTE_NAME_MAX_BYTES = 255;
+
+/**
+ * Checks a layout: every name non-empty, within DynamoDB's 255-byte attribute name limit, and the
+ * five attribute names distinct. Returns the problems, each naming its field.
+ */
+export function layoutProblems(layout: CounterTableLayout): string[] {
+    const problems: string[] = [];
+    const names: Array<keyof CounterTableLayout> = [
+        "partitionKey",
+        "sortKey",
+        "processedAttribute",
+        "deletedAttribute",
+        "tokenAttribute",
+        "countAttribute",
+    ];
+    for (const field of names) {
+        const value = layout[field];
+        if (typeof value !== "string" || value.length === 0) {
+            problems.push(`[${field}] must be a non-empty string`);
+        } else if (Buffer.byteLength(value, "utf8") > ATTRIBUTE_NAME_MAX_BYTES) {
+            problems.push(`[${field}] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
+        }
+    }
+    const itemAttributes: Array<keyof CounterTableLayout> = [
+        "partitionKey",
+        "sortKey",
+        "processedAttribute",
+        "deletedAttribute",
+        "tokenAttribute",
+    ];
+    const seen = new Map<string, string>();
+    for (const field of itemAttributes) {
+        const value = layout[field];
+        const earlier = seen.get(value);
+        if (earlier !== undefined) {
+            problems.push(`[${field}] must differ from [${earlier}] (both are "${value}")`);
+        } else {
+            seen.set(value, field);
+        }
+    }
+    if (typeof layout.counterPrefix !== "string" || layout.counterPrefix.length === 0) {
+        problems.push("[counterPrefix] must be a non-empty string");
+    } else if (Buffer.byteLength(layout.counterPrefix, "utf8") > 64) {
+        problems.push("[counterPrefix] must be at most 64 bytes");
+    }
+    return problems;
+}
+
+/** Fills defaults into a partial layout and validates it; throws ConfigurationError naming each bad field. */
+export function resolveLayout(partial: Partial<CounterTableLayout> = {}): CounterTableLayout {
+    const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
+    const problems = layoutProblems(layout);
+    if (problems.length > 0) {
+        throw new ConfigurationError(problems);
+    }
+    return layout;
+}
+
+/** The environment a Lambda handler needs, as the component sets it. */
+export function handlerEnvironment(config: HandlerConfig): Record<string, string> {
+    return {
+        [ENV.tableName]: config.tableName,
+        [ENV.partitionKey]: config.partitionKey,
+        [ENV.sortKey]: config.sortKey,
+        [ENV.processedAttribute]: config.processedAttribute,
+        [ENV.deletedAttribute]: config.deletedAttribute,
+        [ENV.tokenAttribute]: config.tokenAttribute,
+        [ENV.counterPrefix]: config.counterPrefix,
+        [ENV.countAttribute]: config.countAttribute,
+        [ENV.fatalQueueUrl]: config.fatalQueueUrl,
+        [ENV.metricsNamespace]: config.metricsNamespace,
+    };
+}
+
+/** Reads a handler's configuration from its environment; throws ConfigurationError naming each missing variable. */
+export function handlerConfigFromEnv(env: Readonly<Record<string, string | undefined>>): HandlerConfig {
+    const problems: string[] = [];
+    const required = (name: string): string => {
+        const value = env[name];
+        if (value === undefined || value.length === 0) {
+            problems.push(`[${name}] must be set`);
+            return "";
+        }
+        return value;
+    };
+    const tableName = required(ENV.tableName);
+    const fatalQueueUrl = required(ENV.fatalQueueUrl);
+    const partial: Partial<CounterTableLayout> = {
+        partitionKey: env[ENV.partitionKey] || undefined,
+        sortKey: env[ENV.sortKey] || undefined,
+        processedAttribute: env[ENV.processedAttribute] || undefined,
+        deletedAttribute: env[ENV.deletedAttribute] || undefined,
+        tokenAttribute: env[ENV.tokenAttribute] || undefined,
+        counterPrefix: env[ENV.counterPrefix] || undefined,
+        countAttribute: env[ENV.countAttribute] || undefined,
+    };
+    const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
+    problems.push(...layoutProblems(layout));
+    if (problems.length > 0) {
+        throw new ConfigurationError(problems);
+    }
+    return {
+        ...layout,
+        tableName,
+        fatalQueueUrl,
+        metricsNamespace: env[ENV.metricsNamespace] || DEFAULT_METRICS_NAMESPACE,
+    };
+}
+
+function stripUndefined<T extends object>(value: Partial<T>): Partial<T> {
+    return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,16 @@
+/**
+ * Lambda entry point: drains the first dead-letter queue. Each message names a stream batch (shard and
+ * sequence range); the handler re-reads those records from the stream and counts them again.
+ */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { handlerConfigFromEnv } from "../config";
+import { createRedriveHandler } from "../redrive";
+
+export const handler = createRedriveHandler({
+    config: handlerConfigFromEnv(process.env),
+    dynamodb: new DynamoDBClient({}),
+    streams: new DynamoDBStreamsClient({}),
+    sqs: new SQSClient({}),
+});

@@ -1,0 +1,11 @@
+/** Lambda entry point: the consumer of the table's DynamoDB stream. Configured by environment (see ../config.ts). */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { handlerConfigFromEnv } from "../config";
+import { createStreamHandler } from "../consumer";
+
+export const handler = createStreamHandler({
+    config: handlerConfigFromEnv(process.env),
+    dynamodb: new DynamoDBClient({}),
+    sqs: new SQSClient({}),
+});
