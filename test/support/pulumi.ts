@@ -68,6 +68,13 @@ export interface MockOptions {
      * @default {} (every invoke throws)
      */
     readonly invokes?: Readonly<Record<string, InvokeHandler>>;
+    /**
+     * Pulumi reports a failed resource registration (for example an input whose Output rejected) as an
+     * unhandled promise rejection, which is how the engine learns of it. By default `runProgram` rethrows
+     * the first such error after the run settles; with `captureErrors` the run returns them in `errors`.
+     * @default false
+     */
+    readonly captureErrors?: boolean;
 }
 
 /** What a run of a program under mocks recorded. */
@@ -83,6 +90,8 @@ export interface ProgramRun<T> {
     readonly result: T;
     readonly resources: RecordedResource[];
     readonly invokes: RecordedInvoke[];
+    /** Registration errors Pulumi raised during the run (only with `captureErrors`; otherwise they are thrown). */
+    readonly errors: unknown[];
 }
 
 /** Invoke handlers for the three common identity data sources, answering with the MOCK_* constants. */
@@ -340,9 +349,29 @@ export async function runProgram(program: () => unknown, options: MockOptions = 
 /** Like `runProgram`, and also returns what the program returned (e.g. the component) and the invokes made. */
 export async function runProgramWithResult<T>(program: () => T | Promise<T>, options: MockOptions = {}): Promise<ProgramRun<T>> {
     const recorder = await setupPulumiMocks(options);
-    const result = await program();
-    await settle(recorder);
-    return { result, resources: recorder.resources, invokes: recorder.invokes };
+    const errors: unknown[] = [];
+    const record = (reason: unknown) => {
+        errors.push(reason);
+    };
+    // Take the process's unhandled-rejection listeners (mocha's among them) aside while the program runs,
+    // so that Pulumi's registration errors reach this run instead of failing whichever test is current.
+    const previous = process.listeners("unhandledRejection");
+    process.removeAllListeners("unhandledRejection");
+    process.on("unhandledRejection", record);
+    let result: T;
+    try {
+        result = await program();
+        await settle(recorder);
+    } finally {
+        process.removeListener("unhandledRejection", record);
+        for (const listener of previous) {
+            process.on("unhandledRejection", listener);
+        }
+    }
+    if (errors.length > 0 && !options.captureErrors) {
+        throw errors[0];
+    }
+    return { result, resources: recorder.resources, invokes: recorder.invokes, errors };
 }
 
 /**

@@ -1,0 +1,172 @@
+import type * as aws from "@pulumi/aws";
+import type * as pulumi from "@pulumi/pulumi";
+import type { HybridCounterAlarmName } from "./defaults";
+
+/**
+ * Arguments of {@link HybridCounterComponent}. Every field is optional: `new HybridCounterComponent("orders", {})`
+ * creates a complete, encrypted, alarmed counter pipeline with its own table.
+ */
+export interface HybridCounterComponentArgs {
+    // ---------------------------------------------------------------- table
+
+    /**
+     * A table this program already manages, to attach the counter to instead of creating one. It must have
+     * streams enabled with `streamViewType: "NEW_AND_OLD_IMAGES"`, and its hash and range keys must be
+     * `partitionKey` and `sortKey`; a mismatch fails the deployment with an error naming `[table]`.
+     *
+     * Excludes `tableName`, `billingMode`, `readCapacity`, `writeCapacity`, `tableKmsKeyArn` and
+     * `deletionProtection`, which only describe a table the component creates.
+     * @default undefined (the component creates the table)
+     */
+    readonly table?: aws.dynamodb.Table;
+    /**
+     * Physical name of the table the component creates.
+     * @default undefined (Pulumi auto-names it from `${name}-table`)
+     */
+    readonly tableName?: pulumi.Input<string>;
+    /**
+     * Billing mode of the created table. `PROVISIONED` requires `readCapacity` and `writeCapacity`.
+     * @default "PAY_PER_REQUEST"
+     */
+    readonly billingMode?: "PAY_PER_REQUEST" | "PROVISIONED";
+    /**
+     * Read capacity units of the created table; only with `billingMode: "PROVISIONED"`.
+     * @default undefined
+     */
+    readonly readCapacity?: number;
+    /**
+     * Write capacity units of the created table; only with `billingMode: "PROVISIONED"`.
+     * @default undefined
+     */
+    readonly writeCapacity?: number;
+    /**
+     * ARN of a customer managed KMS key for the created table. Server-side encryption is on either way.
+     * @default undefined (the AWS owned key)
+     */
+    readonly tableKmsKeyArn?: pulumi.Input<string>;
+    /**
+     * Deletion protection of the created table.
+     * @default false
+     */
+    readonly deletionProtection?: boolean;
+
+    // ---------------------------------------------------------------- table layout (runtime/config.ts)
+
+    /** Partition key attribute (type S). @default "pk" */
+    readonly partitionKey?: string;
+    /** Sort key attribute (type S). @default "sk" */
+    readonly sortKey?: string;
+    /** Idempotency flag the consumer flips from false to true when it counts a creation. @default "counter_processed" */
+    readonly processedAttribute?: string;
+    /** Soft-delete flag the API sets. @default "deleted" */
+    readonly deletedAttribute?: string;
+    /** Per-write token attribute of the API-side client. @default "counter_token" */
+    readonly tokenAttribute?: string;
+    /** Sort-key prefix reserved for counter items. @default "#counter#" */
+    readonly counterPrefix?: string;
+    /** Numeric attribute holding a counter's value. @default "count" */
+    readonly countAttribute?: string;
+    /** Namespace of the metrics the handlers emit (CloudWatch embedded metric format). @default "HybridCounter" */
+    readonly metricsNamespace?: string;
+
+    // ---------------------------------------------------------------- functions
+
+    /** Lambda runtime of both functions, `nodejs22.x` or newer. @default "nodejs22.x" */
+    readonly lambdaRuntime?: string;
+    /** Instruction set of both functions. @default "arm64" */
+    readonly architecture?: "arm64" | "x86_64";
+    /** Memory (MB) of the stream consumer, 128..10240. @default 256 */
+    readonly consumerMemorySize?: number;
+    /** Timeout (s) of the stream consumer, 1..900. @default 60 */
+    readonly consumerTimeout?: number;
+    /**
+     * Reserved concurrency of the stream consumer, 0..1000. A stream mapping invokes at most
+     * shards x `parallelizationFactor` instances, so this is rarely needed.
+     * @default undefined (unreserved)
+     */
+    readonly consumerReservedConcurrency?: number;
+    /** Memory (MB) of the redrive function, 128..10240. @default 256 */
+    readonly redriveMemorySize?: number;
+    /**
+     * Timeout (s) of the redrive function, 1..900. The first DLQ's visibility timeout is six times this.
+     * @default 120
+     */
+    readonly redriveTimeout?: number;
+    /** X-Ray active tracing on both functions (adds the two X-Ray write actions to their roles). @default false */
+    readonly tracing?: boolean;
+    /** Retention (days) of both functions' log groups; one of the values CloudWatch Logs accepts. @default 30 */
+    readonly logRetentionInDays?: number;
+
+    // ---------------------------------------------------------------- stream event source mapping
+
+    /** Records per consumer invocation, 1..10000. @default 100 */
+    readonly batchSize?: number;
+    /** Seconds to gather records before invoking, 0..300. @default 0 */
+    readonly maximumBatchingWindowInSeconds?: number;
+    /** Concurrent batches per shard, 1..10. Order is then kept per item, which the counter needs. @default 1 */
+    readonly parallelizationFactor?: number;
+    /**
+     * Retries of a failed batch before its metadata goes to the first DLQ, 0..10000 (-1, infinite, is rejected:
+     * it would block a shard for up to 24 hours).
+     * @default 10
+     */
+    readonly maximumRetryAttempts?: number;
+    /**
+     * Age (s) after which a record goes to the first DLQ instead of being retried, 60..604800 (-1 is rejected).
+     * Keep it well under the stream's 24-hour retention so the redrive can still re-read the batch.
+     * @default 21600 (6 hours)
+     */
+    readonly maximumRecordAgeInSeconds?: number;
+
+    // ---------------------------------------------------------------- queues
+
+    /** Receives of one first-DLQ message before SQS moves it to the fatal DLQ, 1..1000. @default 5 */
+    readonly redriveMaxReceiveCount?: number;
+    /**
+     * ARN of a customer managed KMS key for both queues (the functions get `kms:GenerateDataKey` and
+     * `kms:Decrypt` on it).
+     * @default undefined (SQS-managed server-side encryption)
+     */
+    readonly queueKmsKeyArn?: pulumi.Input<string>;
+
+    // ---------------------------------------------------------------- alarms and dashboard
+
+    /**
+     * SNS topic ARN that receives every alarm's ALARM and OK notifications. Excludes `createAlarmTopic`.
+     * @default undefined (no actions, unless `createAlarmTopic`)
+     */
+    readonly alarmTopicArn?: pulumi.Input<string>;
+    /**
+     * Create an SNS topic (encrypted with the AWS managed SNS key) for the alarms. Excludes `alarmTopicArn`.
+     * @default false
+     */
+    readonly createAlarmTopic?: boolean;
+    /** Alarms not to create. @default [] (all six) */
+    readonly disabledAlarms?: readonly HybridCounterAlarmName[];
+    /**
+     * Consumer IteratorAge (ms, maximum over 5 minutes) above which the lag alarm fires. Must be below
+     * `maximumRecordAgeInSeconds`.
+     * @default 900000 (15 minutes)
+     */
+    readonly iteratorAgeAlarmThresholdMs?: number;
+    /** Consumer Errors (sum over 5 minutes) at or above which the alarm fires. @default 1 */
+    readonly consumerErrorsAlarmThreshold?: number;
+    /** Consumer Throttles (sum over 5 minutes) at or above which the alarm fires. @default 1 */
+    readonly consumerThrottlesAlarmThreshold?: number;
+    /** First DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
+    readonly firstDlqAlarmThreshold?: number;
+    /** Fatal DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
+    readonly fatalDlqAlarmThreshold?: number;
+    /** Redrive Errors (sum over 5 minutes) at or above which the alarm fires. @default 1 */
+    readonly redriveErrorsAlarmThreshold?: number;
+    /**
+     * Name of the CloudWatch dashboard (letters, digits, `-` and `_`, at most 255).
+     * @default `hybrid-counter-${project}-${stack}-${name}` with other characters replaced by `-`
+     */
+    readonly dashboardName?: string;
+
+    // ---------------------------------------------------------------- everything
+
+    /** Tags for every child resource that takes tags. @default undefined */
+    readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+}

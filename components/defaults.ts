@@ -1,0 +1,156 @@
+/**
+ * Every default of HybridCounterComponent, in one pure module (no resources are created here).
+ *
+ * Facts these values rest on (AWS Lambda and DynamoDB Streams documentation):
+ * - A DynamoDB stream keeps records for 24 hours; after that GetRecords raises TrimmedDataAccessException.
+ * - An event source mapping left at its defaults retries a failing batch forever
+ *   (MaximumRetryAttempts -1, MaximumRecordAgeInSeconds -1), blocking the shard for up to 24 hours.
+ * - An SQS on-failure destination receives only the batch's metadata (shard and sequence range), so the
+ *   redrive must re-read the records from the stream while they still exist.
+ */
+import { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE, type CounterTableLayout } from "../runtime/config";
+
+export { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE };
+
+/** Type token of the component. */
+export const COMPONENT_TYPE = "hybrid-counter:index:HybridCounterComponent";
+
+/** The alarms the component creates, by the key used in `disabledAlarms` and `alarmArns`. */
+export const ALARM_NAMES = [
+    "consumerIteratorAge",
+    "consumerErrors",
+    "consumerThrottles",
+    "firstDlqDepth",
+    "fatalDlqDepth",
+    "redriveErrors",
+] as const;
+
+export type HybridCounterAlarmName = (typeof ALARM_NAMES)[number];
+
+export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
+    // Table
+    billingMode: "PAY_PER_REQUEST" as "PAY_PER_REQUEST" | "PROVISIONED",
+    deletionProtection: false,
+    /** The view type the consumer needs: it reads NewImage and OldImage. */
+    streamViewType: "NEW_AND_OLD_IMAGES",
+
+    // Functions
+    lambdaRuntime: "nodejs22.x",
+    architecture: "arm64" as "arm64" | "x86_64",
+    consumerMemorySize: 256,
+    consumerTimeout: 60,
+    redriveMemorySize: 256,
+    redriveTimeout: 120,
+    tracing: false,
+    logRetentionInDays: 30,
+    metricsNamespace: DEFAULT_METRICS_NAMESPACE,
+
+    // Stream event source mapping
+    batchSize: 100,
+    maximumBatchingWindowInSeconds: 0,
+    parallelizationFactor: 1,
+    /**
+     * Retries of a failing batch before Lambda gives up on it and sends its metadata to the first DLQ.
+     * Bisecting a batch does not consume retries, so ten retries still isolates a poison record.
+     */
+    maximumRetryAttempts: 10,
+    /**
+     * Six hours: a record older than this goes to the first DLQ instead of blocking the shard. The stream
+     * keeps records for 24 hours, so the redrive still has at least 18 hours to re-read the batch.
+     */
+    maximumRecordAgeInSeconds: 6 * 60 * 60,
+
+    // Queues
+    /** Receives of one first-DLQ message before SQS moves it to the fatal DLQ. */
+    redriveMaxReceiveCount: 5,
+
+    // Alarms
+    /** 15 minutes of lag: far below the 6-hour record age at which records start to leave the stream path. */
+    iteratorAgeAlarmThresholdMs: 15 * 60 * 1000,
+    consumerErrorsAlarmThreshold: 1,
+    consumerThrottlesAlarmThreshold: 1,
+    /** Any message in the first DLQ means a batch left the stream path. */
+    firstDlqAlarmThreshold: 0,
+    /** Any message in the fatal DLQ needs an operator. */
+    fatalDlqAlarmThreshold: 0,
+    redriveErrorsAlarmThreshold: 1,
+    createAlarmTopic: false,
+});
+
+/** Fixed settings (not args) with the reason for each. */
+export const FIXED = Object.freeze({
+    /** Lambda handler export in each bundle. */
+    handler: "index.handler",
+    /** TRIM_HORIZON: LATEST can miss records written while the mapping is being created. */
+    startingPosition: "TRIM_HORIZON",
+    /** Split a failing batch to isolate the failing record. */
+    bisectBatchOnFunctionError: true,
+    /** The handlers return `batchItemFailures`, so only the failed part of a batch is retried. */
+    functionResponseTypes: ["ReportBatchItemFailures"],
+    /** 14 days, the SQS maximum: operators get the longest time to look at a failed batch. */
+    queueMessageRetentionSeconds: 1_209_600,
+    /**
+     * AWS recommends a visibility timeout of at least six times the function timeout for an SQS event
+     * source, so that a message is not received again while a retried invocation still holds it.
+     */
+    visibilityTimeoutPerFunctionTimeout: 6,
+    /** One first-DLQ message (one stream batch) per redrive invocation, so one bad batch fails alone. */
+    redriveBatchSize: 1,
+    /** Text logs: the handlers write CloudWatch embedded-metric-format lines to stdout. */
+    logFormat: "Text",
+    /** Every alarm looks at one 5-minute period: a breach anywhere in it alarms. */
+    alarmPeriodSeconds: 300,
+    alarmEvaluationPeriods: 1,
+});
+
+/** The retention values CloudWatch Logs accepts. */
+export const LOG_RETENTION_DAYS: readonly number[] = Object.freeze([
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+]);
+
+/** Limits the validation enforces, each the AWS limit unless said otherwise. */
+export const LIMITS = Object.freeze({
+    batchSize: [1, 10_000],
+    maximumBatchingWindowInSeconds: [0, 300],
+    parallelizationFactor: [1, 10],
+    maximumRetryAttempts: [0, 10_000],
+    maximumRecordAgeInSeconds: [60, 604_800],
+    memorySize: [128, 10_240],
+    /** The redrive's queue visibility timeout is six times its timeout and SQS allows at most 12 hours. */
+    consumerTimeout: [1, 900],
+    redriveTimeout: [1, 900],
+    redriveMaxReceiveCount: [1, 1000],
+    reservedConcurrency: [0, 1000],
+    capacity: [1, 40_000],
+    /** Oldest Node.js runtime the bundles target (esbuild target node22). */
+    minimumNodeMajor: 22,
+} as const);
+
+/** Filter patterns that let only the records the counter needs invoke the consumer. */
+export function streamFilterPatterns(layout: CounterTableLayout): string[] {
+    return [
+        JSON.stringify({
+            eventName: ["INSERT"],
+            dynamodb: { NewImage: { [layout.processedAttribute]: { BOOL: [false] } } },
+        }),
+        JSON.stringify({
+            eventName: ["MODIFY"],
+            dynamodb: {
+                NewImage: { [layout.deletedAttribute]: { BOOL: [true] } },
+                OldImage: { [layout.deletedAttribute]: [{ exists: false }] },
+            },
+        }),
+        JSON.stringify({
+            eventName: ["MODIFY"],
+            dynamodb: {
+                NewImage: { [layout.deletedAttribute]: { BOOL: [true] } },
+                OldImage: { [layout.deletedAttribute]: { BOOL: [false] } },
+            },
+        }),
+    ];
+}
+
+/** Visibility timeout of the first DLQ for a given redrive timeout. */
+export function firstDlqVisibilityTimeout(redriveTimeout: number): number {
+    return redriveTimeout * FIXED.visibilityTimeoutPerFunctionTimeout;
+}

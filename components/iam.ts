@@ -1,0 +1,150 @@
+/**
+ * IAM documents of the component, as pure functions of resolved ARNs.
+ *
+ * Least privilege, action by action:
+ * - DynamoDB has no `dynamodb:TransactWriteItems` IAM action. "Permissions for Put, Update, Delete, and
+ *   Get actions are governed by the permissions used for the underlying PutItem, UpdateItem, DeleteItem,
+ *   and GetItem operations" (Amazon DynamoDB Developer Guide, "Using IAM with DynamoDB transactions",
+ *   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+ *   The handlers' transactions hold only Update and Delete actions (no Put, no ConditionCheck), and they
+ *   read with GetItem, so UpdateItem, DeleteItem and GetItem are all they get.
+ * - A stream event source mapping reads with the function's role: DescribeStream, GetShardIterator and
+ *   GetRecords on the stream, and ListStreams, which has no resource type and so needs `"*"`.
+ * - Lambda sends a stream mapping's on-failure record to its SQS destination with the function's role:
+ *   "Your execution role must have permissions for the destination: For SQS destinations: sqs:SendMessage"
+ *   (AWS Lambda Developer Guide, https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html).
+ * - An SQS event source mapping polls with the function's role: ReceiveMessage, DeleteMessage and
+ *   GetQueueAttributes on the queue.
+ * - Sending to or receiving from a queue encrypted with a customer managed key needs kms:GenerateDataKey
+ *   and kms:Decrypt on that key.
+ * - X-Ray's PutTraceSegments and PutTelemetryRecords have no resource type either, so they need `"*"`;
+ *   they are granted only when tracing is on.
+ */
+
+export interface PolicyStatement {
+    Sid: string;
+    Effect: "Allow" | "Deny";
+    Action: string[];
+    /** Absent only in a trust policy, where IAM forbids it. */
+    Resource?: string | string[];
+    Principal?: string | Record<string, string | string[]>;
+    Condition?: Record<string, Record<string, string | string[]>>;
+}
+
+export interface PolicyDocument {
+    Version: "2012-10-17";
+    Statement: PolicyStatement[];
+}
+
+/** Trust policy of both execution roles. */
+export function lambdaAssumeRolePolicy(): PolicyDocument {
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            {
+                Sid: "LambdaAssumeRole",
+                Effect: "Allow",
+                Principal: { Service: "lambda.amazonaws.com" },
+                Action: ["sts:AssumeRole"],
+            },
+        ],
+    };
+}
+
+export interface ConsumerPolicyInputs {
+    readonly tableArn: string;
+    readonly streamArn: string;
+    readonly firstDlqArn: string;
+    readonly fatalDlqArn: string;
+    readonly logGroupArn: string;
+    readonly queueKmsKeyArn?: string;
+    readonly tracing: boolean;
+}
+
+export interface RedrivePolicyInputs {
+    readonly tableArn: string;
+    readonly streamArn: string;
+    readonly firstDlqArn: string;
+    readonly fatalDlqArn: string;
+    readonly logGroupArn: string;
+    readonly queueKmsKeyArn?: string;
+    readonly tracing: boolean;
+}
+
+const TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"];
+const STREAM_READ_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"];
+const XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
+
+function logStatement(logGroupArn: string): PolicyStatement {
+    // `${arn}:*` covers the group's log streams, which is where CreateLogStream and PutLogEvents act.
+    return { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${logGroupArn}:*` };
+}
+
+function tracingStatement(): PolicyStatement {
+    // X-Ray write actions support no resource-level permissions.
+    return { Sid: "WriteTraces", Effect: "Allow", Action: XRAY_ACTIONS, Resource: "*" };
+}
+
+/** Inline policy of the stream consumer's execution role. */
+export function consumerPolicy(p: ConsumerPolicyInputs): PolicyDocument {
+    const statements: PolicyStatement[] = [
+        { Sid: "ReadOwnStream", Effect: "Allow", Action: STREAM_READ_ACTIONS, Resource: p.streamArn },
+        // ListStreams has no resource type: it is the one stream action that must be granted on "*".
+        { Sid: "ListStreams", Effect: "Allow", Action: ["dynamodb:ListStreams"], Resource: "*" },
+        { Sid: "CountInOwnTable", Effect: "Allow", Action: TABLE_ACTIONS, Resource: p.tableArn },
+        // Lambda delivers the mapping's on-failure record to the first DLQ with this role.
+        { Sid: "SendFailedBatchesToFirstDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.firstDlqArn },
+        { Sid: "SendPoisonRecordsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.fatalDlqArn },
+        logStatement(p.logGroupArn),
+    ];
+    if (p.queueKmsKeyArn !== undefined) {
+        statements.push({ Sid: "UseQueueKey", Effect: "Allow", Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: p.queueKmsKeyArn });
+    }
+    if (p.tracing) {
+        statements.push(tracingStatement());
+    }
+    return { Version: "2012-10-17", Statement: statements };
+}
+
+/** Inline policy of the redrive function's execution role. */
+export function redrivePolicy(p: RedrivePolicyInputs): PolicyDocument {
+    const statements: PolicyStatement[] = [
+        { Sid: "ReadOwnStream", Effect: "Allow", Action: STREAM_READ_ACTIONS, Resource: p.streamArn },
+        { Sid: "CountInOwnTable", Effect: "Allow", Action: TABLE_ACTIONS, Resource: p.tableArn },
+        {
+            Sid: "ConsumeFirstDlq",
+            Effect: "Allow",
+            Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
+            Resource: p.firstDlqArn,
+        },
+        { Sid: "SendExpiredBatchesToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.fatalDlqArn },
+        logStatement(p.logGroupArn),
+    ];
+    if (p.queueKmsKeyArn !== undefined) {
+        statements.push({ Sid: "UseQueueKey", Effect: "Allow", Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: p.queueKmsKeyArn });
+    }
+    if (p.tracing) {
+        statements.push(tracingStatement());
+    }
+    return { Version: "2012-10-17", Statement: statements };
+}
+
+/**
+ * Queue policy that refuses every request not made over TLS. It is a Deny, so its `sqs:*` grants nothing:
+ * listing actions instead would leave any action SQS adds later open to plain HTTP.
+ */
+export function denyInsecureTransportPolicy(queueArn: string): PolicyDocument {
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            {
+                Sid: "DenyInsecureTransport",
+                Effect: "Deny",
+                Principal: "*",
+                Action: ["sqs:*"],
+                Resource: queueArn,
+                Condition: { Bool: { "aws:SecureTransport": "false" } },
+            },
+        ],
+    };
+}

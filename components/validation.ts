@@ -1,0 +1,220 @@
+/**
+ * Validation of HybridCounterComponent's args: pure, run before any resource is created.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { layoutProblems, type CounterTableLayout } from "../runtime/config";
+import type { HybridCounterComponentArgs } from "./args";
+import { ALARM_NAMES, DEFAULT_LAYOUT, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
+
+/** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
+export class HybridCounterArgsError extends Error {
+    constructor(readonly problems: readonly string[]) {
+        super(`invalid HybridCounterComponent args:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+        this.name = "HybridCounterArgsError";
+    }
+}
+
+/** The args the table-creating path uses; none may be combined with `table`. */
+const CREATE_TABLE_ARGS = ["tableName", "billingMode", "readCapacity", "writeCapacity", "tableKmsKeyArn", "deletionProtection"] as const;
+
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
+const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
+const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
+const DASHBOARD_NAME = /^[A-Za-z0-9_-]{1,255}$/;
+const METRICS_NAMESPACE = /^[A-Za-z0-9.\-_/#:]{1,255}$/;
+const NODE_RUNTIME = /^nodejs(\d+)\.x$/;
+
+/** The layout the args describe, with defaults filled in (not validated). */
+export function layoutFromArgs(args: HybridCounterComponentArgs): CounterTableLayout {
+    return {
+        partitionKey: args.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
+        sortKey: args.sortKey ?? DEFAULT_LAYOUT.sortKey,
+        processedAttribute: args.processedAttribute ?? DEFAULT_LAYOUT.processedAttribute,
+        deletedAttribute: args.deletedAttribute ?? DEFAULT_LAYOUT.deletedAttribute,
+        tokenAttribute: args.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
+        counterPrefix: args.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
+        countAttribute: args.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
+    };
+}
+
+/**
+ * Checks every arg and throws one HybridCounterArgsError listing all problems. Values that are Outputs
+ * or promises are checked only for what is knowable now (presence); an attached table's stream settings
+ * are checked when they resolve (see {@link attachedTableProblems}).
+ */
+export function validateHybridCounterArgs(args: HybridCounterComponentArgs): void {
+    const problems = hybridCounterArgsProblems(args);
+    if (problems.length > 0) {
+        throw new HybridCounterArgsError(problems);
+    }
+}
+
+/** Every problem in the args, in a stable order; empty if the args are valid. */
+export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): string[] {
+    const problems: string[] = [];
+    const a = args as Record<string, unknown>;
+
+    const integerBetween = (key: keyof HybridCounterComponentArgs, [min, max]: readonly [number, number]) => {
+        const value = a[key];
+        if (value === undefined) {
+            return;
+        }
+        if (typeof value !== "number" || !Number.isInteger(value)) {
+            problems.push(`[${key}] must be an integer`);
+        } else if (value < min || value > max) {
+            problems.push(`[${key}] must be between ${min} and ${max}`);
+        }
+    };
+    const integerAtLeast = (key: keyof HybridCounterComponentArgs, min: number) => {
+        const value = a[key];
+        if (value === undefined) {
+            return;
+        }
+        if (typeof value !== "number" || !Number.isInteger(value)) {
+            problems.push(`[${key}] must be an integer`);
+        } else if (value < min) {
+            problems.push(`[${key}] must be at least ${min}`);
+        }
+    };
+    const oneOf = (key: keyof HybridCounterComponentArgs, allowed: readonly string[]) => {
+        const value = a[key];
+        if (value !== undefined && !allowed.includes(value as string)) {
+            problems.push(`[${key}] must be ${allowed.map((v) => `"${v}"`).join(" or ")}`);
+        }
+    };
+    const plainMatches = (key: keyof HybridCounterComponentArgs, pattern: RegExp, what: string) => {
+        const value = a[key];
+        if (value === undefined || pulumi.Output.isInstance(value) || value instanceof Promise) {
+            return;
+        }
+        if (typeof value !== "string" || !pattern.test(value)) {
+            problems.push(`[${key}] must be ${what}`);
+        }
+    };
+
+    // Table: attach or create, never both.
+    if (args.table !== undefined) {
+        for (const key of CREATE_TABLE_ARGS) {
+            if (a[key] !== undefined) {
+                problems.push(`[${key}] must not be set together with [table]`);
+            }
+        }
+    }
+    plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
+    oneOf("billingMode", ["PAY_PER_REQUEST", "PROVISIONED"]);
+    integerBetween("readCapacity", LIMITS.capacity);
+    integerBetween("writeCapacity", LIMITS.capacity);
+    if (args.table === undefined) {
+        const provisioned = args.billingMode === "PROVISIONED";
+        for (const key of ["readCapacity", "writeCapacity"] as const) {
+            if (provisioned && args[key] === undefined) {
+                problems.push(`[${key}] must be set when [billingMode] is "PROVISIONED"`);
+            } else if (!provisioned && args[key] !== undefined) {
+                problems.push(`[${key}] must not be set unless [billingMode] is "PROVISIONED"`);
+            }
+        }
+    }
+    plainMatches("tableKmsKeyArn", KMS_KEY_ARN, "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)");
+
+    // Layout (the runtime's own rules, so component and handlers agree).
+    problems.push(...layoutProblems(layoutFromArgs(args)));
+    plainMatches("metricsNamespace", METRICS_NAMESPACE, "1 to 255 characters of letters, digits and . - _ / # :");
+    if (typeof args.metricsNamespace === "string" && args.metricsNamespace.startsWith("AWS/")) {
+        problems.push(`[metricsNamespace] must not start with "AWS/"`);
+    }
+
+    // Functions.
+    if (args.lambdaRuntime !== undefined) {
+        const match = NODE_RUNTIME.exec(String(args.lambdaRuntime));
+        if (!match || Number(match[1]) < LIMITS.minimumNodeMajor) {
+            problems.push(`[lambdaRuntime] must be nodejs${LIMITS.minimumNodeMajor}.x or a newer nodejs<major>.x runtime`);
+        }
+    }
+    oneOf("architecture", ["arm64", "x86_64"]);
+    integerBetween("consumerMemorySize", LIMITS.memorySize);
+    integerBetween("consumerTimeout", LIMITS.consumerTimeout);
+    integerAtLeast("consumerReservedConcurrency", 1);
+    integerBetween("redriveMemorySize", LIMITS.memorySize);
+    integerBetween("redriveTimeout", LIMITS.redriveTimeout);
+    if (args.logRetentionInDays !== undefined && !LOG_RETENTION_DAYS.includes(args.logRetentionInDays)) {
+        problems.push(`[logRetentionInDays] must be one of ${LOG_RETENTION_DAYS.join(", ")}`);
+    }
+
+    // Stream event source mapping.
+    integerBetween("batchSize", LIMITS.batchSize);
+    integerBetween("maximumBatchingWindowInSeconds", LIMITS.maximumBatchingWindowInSeconds);
+    integerBetween("parallelizationFactor", LIMITS.parallelizationFactor);
+    if (args.maximumRetryAttempts === -1) {
+        problems.push("[maximumRetryAttempts] must be between 0 and 10000: -1 (retry forever) would block a shard for up to 24 hours");
+    } else {
+        integerBetween("maximumRetryAttempts", LIMITS.maximumRetryAttempts);
+    }
+    if (args.maximumRecordAgeInSeconds === -1) {
+        problems.push(
+            "[maximumRecordAgeInSeconds] must be between 60 and 604800: -1 (no limit) would block a shard for up to 24 hours",
+        );
+    } else {
+        integerBetween("maximumRecordAgeInSeconds", LIMITS.maximumRecordAgeInSeconds);
+    }
+
+    // Queues.
+    integerBetween("redriveMaxReceiveCount", LIMITS.redriveMaxReceiveCount);
+    plainMatches("queueKmsKeyArn", KMS_KEY_ARN, "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)");
+
+    // Alarms.
+    if (args.alarmTopicArn !== undefined && args.createAlarmTopic === true) {
+        problems.push("[alarmTopicArn] must not be set together with [createAlarmTopic]");
+    }
+    plainMatches("alarmTopicArn", SNS_TOPIC_ARN, "an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<topic>)");
+    for (const alarm of args.disabledAlarms ?? []) {
+        if (!ALARM_NAMES.includes(alarm as HybridCounterAlarmName)) {
+            problems.push(`[disabledAlarms] must contain only ${ALARM_NAMES.map((n) => `"${n}"`).join(", ")} (found "${alarm}")`);
+        }
+    }
+    integerAtLeast("iteratorAgeAlarmThresholdMs", 1);
+    integerAtLeast("consumerErrorsAlarmThreshold", 1);
+    integerAtLeast("consumerThrottlesAlarmThreshold", 1);
+    integerAtLeast("firstDlqAlarmThreshold", 0);
+    integerAtLeast("fatalDlqAlarmThreshold", 0);
+    integerAtLeast("redriveErrorsAlarmThreshold", 1);
+    const iteratorAge = args.iteratorAgeAlarmThresholdMs ?? D.iteratorAgeAlarmThresholdMs;
+    const recordAge = args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds;
+    if (Number.isInteger(iteratorAge) && Number.isInteger(recordAge) && recordAge > 0 && iteratorAge >= recordAge * 1000) {
+        problems.push(
+            `[iteratorAgeAlarmThresholdMs] must be below [maximumRecordAgeInSeconds] x 1000 (${recordAge * 1000}): ` +
+                "records older than that leave the stream path before the lag alarm would fire",
+        );
+    }
+    plainMatches("dashboardName", DASHBOARD_NAME, "1 to 255 characters of letters, digits, '-' and '_'");
+
+    return problems;
+}
+
+/** The stream and key settings of a table the user attaches, as resolved from its outputs. */
+export interface AttachedTableSettings {
+    readonly streamEnabled: boolean | undefined;
+    readonly streamViewType: string | undefined;
+    readonly hashKey: string | undefined;
+    readonly rangeKey: string | undefined;
+}
+
+/**
+ * Problems with an attached table, checked when its outputs resolve (at preview for a table declared with
+ * literal settings in the same program). The component fails the deployment with these.
+ */
+export function attachedTableProblems(table: AttachedTableSettings, layout: CounterTableLayout): string[] {
+    const problems: string[] = [];
+    if (table.streamEnabled !== true || table.streamViewType !== D.streamViewType) {
+        problems.push(
+            `[table] must have streamEnabled: true and streamViewType: "${D.streamViewType}" ` +
+                `(found streamEnabled: ${String(table.streamEnabled ?? false)}, streamViewType: ${JSON.stringify(table.streamViewType ?? "")})`,
+        );
+    }
+    if (table.hashKey !== layout.partitionKey) {
+        problems.push(`[table] must have hashKey "${layout.partitionKey}" ([partitionKey]); found ${JSON.stringify(table.hashKey ?? null)}`);
+    }
+    if (table.rangeKey !== layout.sortKey) {
+        problems.push(`[table] must have rangeKey "${layout.sortKey}" ([sortKey]); found ${JSON.stringify(table.rangeKey ?? null)}`);
+    }
+    return problems;
+}
