@@ -1,3 +1,22 @@
+/**
+ * hybrid-counter/runtime: the API-side client and the Lambda handlers. Plain TypeScript, no Pulumi.
+ */
 export * from "./config";
+export * from "./errors";
+export {
+    HybridCounterClient,
+    type BestEffortFailure,
+    type CounterMode,
+    type CounterValue,
+    type CreateResult,
+    type DeleteResult,
+    type HybridCounterClientOptions,
+    type TryCreateResult,
+} from "./client";
 export { createStreamHandler, type StreamHandlerDeps } from "./consumer";
-export { createRedriveHandler, type RedriveHandlerDeps } from "./redrive";
+export { createRedriveHandler, parseBatchInfo, type RedriveHandlerDeps } from "./redrive";
+export { countRecords, planBatch, type CountOutcome } from "./counting";
+export { classifyRecord, type CounterEvent } from "./records";
+export { fatalMessageBody, type FatalMessage, type FatalQueue } from "./fatal";
+export { readRange, toLambdaRecord, type SequenceRange } from "./stream-reader";
+export { METRIC_NAMES, type LineSink } from "./telemetry";

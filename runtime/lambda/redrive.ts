@@ -8,9 +8,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { handlerConfigFromEnv } from "../config";
 import { createRedriveHandler } from "../redrive";
 
-export const handler = createRedriveHandler({
-    config: handlerConfigFromEnv(process.env),
-    dynamodb: new DynamoDBClient({}),
-    streams: new DynamoDBStreamsClient({}),
-    sqs: new SQSClient({}),
-});
+/** The SDK clients the handler uses, exported so a host can add middleware (tracing, local endpoints). */
+export const clients = { dynamodb: new DynamoDBClient({}), streams: new DynamoDBStreamsClient({}), sqs: new SQSClient({}) };
+
+export const handler = createRedriveHandler({ config: handlerConfigFromEnv(process.env), ...clients });

@@ -4,8 +4,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { handlerConfigFromEnv } from "../config";
 import { createStreamHandler } from "../consumer";
 
-export const handler = createStreamHandler({
-    config: handlerConfigFromEnv(process.env),
-    dynamodb: new DynamoDBClient({}),
-    sqs: new SQSClient({}),
-});
+/** The SDK clients the handler uses, exported so a host can add middleware (tracing, local endpoints). */
+export const clients = { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}) };
+
+export const handler = createStreamHandler({ config: handlerConfigFromEnv(process.env), ...clients });

@@ -1,0 +1,430 @@
+/**
+ * An emulator of Lambda's event source mapping for a DynamoDB stream, for DynamoDB Local (which
+ * never invokes Lambda). It polls the real stream through the Streams API and honours the mapping's
+ * settings: starting position, filter criteria, batch size, batching window, parallelization factor
+ * (per-item ordering), retries, bisect on function error, ReportBatchItemFailures checkpoints,
+ * maximum record age, and the on-failure destination's metadata-only record.
+ */
+import {
+    DescribeStreamCommand,
+    GetRecordsCommand,
+    GetShardIteratorCommand,
+    type DynamoDBStreamsClient,
+    type Shard,
+} from "@aws-sdk/client-dynamodb-streams";
+import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
+import { createHash } from "node:crypto";
+import { toLambdaRecord } from "../runtime/stream-reader";
+import { matchesAny, parsePattern } from "./filter";
+
+export interface MappingSettings {
+    readonly batchSize: number;
+    readonly maximumBatchingWindowInSeconds: number;
+    readonly parallelizationFactor: number;
+    /** -1: retry until the record expires. */
+    readonly maximumRetryAttempts: number;
+    /** -1: no age limit. */
+    readonly maximumRecordAgeInSeconds: number;
+    readonly bisectBatchOnFunctionError: boolean;
+    readonly reportBatchItemFailures: boolean;
+    /** Filter criteria patterns (JSON strings); empty: every record is delivered. */
+    readonly filterPatterns: readonly string[];
+    readonly startingPosition: "TRIM_HORIZON" | "LATEST";
+}
+
+/** What Lambda does when a setting is left unset (FACTS: the documented defaults). */
+export const LAMBDA_DEFAULTS: MappingSettings = Object.freeze({
+    batchSize: 100,
+    maximumBatchingWindowInSeconds: 0,
+    parallelizationFactor: 1,
+    maximumRetryAttempts: -1,
+    maximumRecordAgeInSeconds: -1,
+    bisectBatchOnFunctionError: false,
+    reportBatchItemFailures: false,
+    filterPatterns: [],
+    startingPosition: "TRIM_HORIZON",
+});
+
+/** The record Lambda sends to an SQS on-failure destination: metadata only, never the records. */
+export interface OnFailureRecord {
+    readonly requestContext: {
+        readonly requestId: string;
+        readonly functionArn: string;
+        readonly condition: "RetryAttemptsExhausted" | "RecordAgeExceeded";
+        readonly approximateInvokeCount: number;
+    };
+    readonly responseContext: {
+        readonly statusCode: number;
+        readonly executedVersion: string;
+        readonly functionError?: string;
+    };
+    readonly version: "1.0";
+    readonly timestamp: string;
+    readonly DDBStreamBatchInfo: {
+        readonly shardId: string;
+        readonly startSequenceNumber: string;
+        readonly endSequenceNumber: string;
+        readonly approximateArrivalOfFirstRecord: string;
+        readonly approximateArrivalOfLastRecord: string;
+        readonly batchSize: number;
+        readonly streamArn: string;
+    };
+}
+
+export type Invoke = (event: DynamoDBStreamEvent) => Promise<unknown>;
+
+export interface MappingEmulatorOptions {
+    readonly streams: DynamoDBStreamsClient;
+    readonly streamArn: string;
+    readonly settings: MappingSettings;
+    readonly invoke: Invoke;
+    readonly onFailure?: (record: OnFailureRecord) => Promise<void> | void;
+    readonly functionArn?: string;
+    /** Milliseconds since the epoch; tests move it to age records. */
+    readonly now?: () => number;
+}
+
+export interface MappingStats {
+    invocations: number;
+    functionErrors: number;
+    partialFailures: number;
+    recordsRead: number;
+    recordsFiltered: number;
+    recordsDelivered: number;
+    bisections: number;
+    batchesToOnFailure: number;
+    recordsToOnFailure: number;
+}
+
+interface Pending {
+    readonly record: DynamoDBRecord;
+    readonly readAt: number;
+}
+
+interface Batch {
+    records: Pending[];
+    /** Failed invocations that included these records. */
+    attempts: number;
+    invokeCount: number;
+}
+
+interface Lane {
+    readonly shardId: string;
+    readonly pending: Pending[];
+    /** The batch being worked on, split into parts by bisection; processed front to back. */
+    readonly head: Batch[];
+}
+
+interface ShardState {
+    iterator: string | undefined;
+    closed: boolean;
+    readonly lanes: Lane[];
+}
+
+export function validateSettings(settings: MappingSettings): string[] {
+    const problems: string[] = [];
+    const range = (field: keyof MappingSettings, value: number, min: number, max: number, allowMinusOne = false) => {
+        if (!Number.isInteger(value) || ((value < min || value > max) && !(allowMinusOne && value === -1))) {
+            problems.push(`[${field}] must be an integer from ${min} to ${max}${allowMinusOne ? " or -1" : ""}`);
+        }
+    };
+    range("batchSize", settings.batchSize, 1, 10_000);
+    range("maximumBatchingWindowInSeconds", settings.maximumBatchingWindowInSeconds, 0, 300);
+    range("parallelizationFactor", settings.parallelizationFactor, 1, 10);
+    range("maximumRetryAttempts", settings.maximumRetryAttempts, 0, 10_000, true);
+    range("maximumRecordAgeInSeconds", settings.maximumRecordAgeInSeconds, 60, 604_800, true);
+    for (const [i, p] of settings.filterPatterns.entries()) {
+        try {
+            parsePattern(p);
+        } catch (error) {
+            problems.push(`[filterPatterns[${i}]] ${(error as Error).message}`);
+        }
+    }
+    return problems;
+}
+
+export class MappingEmulator {
+    readonly stats: MappingStats = {
+        invocations: 0,
+        functionErrors: 0,
+        partialFailures: 0,
+        recordsRead: 0,
+        recordsFiltered: 0,
+        recordsDelivered: 0,
+        bisections: 0,
+        batchesToOnFailure: 0,
+        recordsToOnFailure: 0,
+    };
+    private readonly shards = new Map<string, ShardState>();
+    private readonly patterns;
+    private readonly now: () => number;
+    private requestCounter = 0;
+
+    constructor(private readonly options: MappingEmulatorOptions) {
+        const problems = validateSettings(options.settings);
+        if (problems.length > 0) {
+            throw new Error(`invalid event source mapping settings: ${problems.join("; ")}`);
+        }
+        this.patterns = options.settings.filterPatterns.map(parsePattern);
+        this.now = options.now ?? Date.now;
+    }
+
+    /** Records read but not yet settled (delivered successfully or sent to the on-failure destination). */
+    get backlog(): number {
+        let n = 0;
+        for (const shard of this.shards.values()) {
+            for (const lane of shard.lanes) {
+                n += lane.pending.length + lane.head.reduce((s, b) => s + b.records.length, 0);
+            }
+        }
+        return n;
+    }
+
+    /** Reads what is new on every shard. Returns the number of records read. */
+    async poll(): Promise<number> {
+        const description = await this.options.streams.send(new DescribeStreamCommand({ StreamArn: this.options.streamArn }));
+        const shards: Shard[] = description.StreamDescription?.Shards ?? [];
+        let read = 0;
+        for (const shard of shards) {
+            const shardId = shard.ShardId!;
+            let state = this.shards.get(shardId);
+            if (!state) {
+                // A child shard is read only after its parent is drained, to keep per-item order.
+                const parent = shard.ParentShardId ? this.shards.get(shard.ParentShardId) : undefined;
+                if (parent && (!parent.closed || this.laneBacklog(parent) > 0)) {
+                    continue;
+                }
+                const iterator = await this.options.streams.send(
+                    new GetShardIteratorCommand({
+                        StreamArn: this.options.streamArn,
+                        ShardId: shardId,
+                        ShardIteratorType: this.options.settings.startingPosition,
+                    }),
+                );
+                state = {
+                    iterator: iterator.ShardIterator,
+                    closed: false,
+                    lanes: Array.from({ length: this.options.settings.parallelizationFactor }, () => ({
+                        shardId,
+                        pending: [],
+                        head: [],
+                    })),
+                };
+                this.shards.set(shardId, state);
+            }
+            while (state.iterator && !state.closed) {
+                const page = await this.options.streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: 1000 }));
+                state.iterator = page.NextShardIterator;
+                if (!state.iterator) {
+                    state.closed = true;
+                }
+                const records = page.Records ?? [];
+                const readAt = this.now();
+                for (const raw of records) {
+                    const record = toLambdaRecord(raw, this.options.streamArn);
+                    read++;
+                    this.stats.recordsRead++;
+                    if (!matchesAny(record, this.patterns)) {
+                        this.stats.recordsFiltered++;
+                        continue;
+                    }
+                    state.lanes[this.laneOf(record)]!.pending.push({ record, readAt });
+                }
+                if (records.length === 0) {
+                    break;
+                }
+            }
+        }
+        return read;
+    }
+
+    /** Invokes every batch that is ready, lanes in parallel. Returns the number of invocations. */
+    async deliver(): Promise<number> {
+        const lanes = [...this.shards.values()].flatMap((s) => s.lanes);
+        const counts = await Promise.all(lanes.map((lane) => this.runLane(lane)));
+        return counts.reduce((a, b) => a + b, 0);
+    }
+
+    /**
+     * Polls and delivers until the stream has nothing new and nothing is pending, `idlePolls` times
+     * in a row. `maxRounds` bounds the work so a test can never loop forever.
+     */
+    async drain({ idlePolls = 2, pollIntervalMs = 50, maxRounds = 10_000 } = {}): Promise<void> {
+        let idle = 0;
+        for (let round = 0; round < maxRounds; round++) {
+            const read = await this.poll();
+            const invoked = await this.deliver();
+            if (read === 0 && invoked === 0 && this.backlog === 0) {
+                if (++idle >= idlePolls) {
+                    return;
+                }
+            } else {
+                idle = 0;
+            }
+            if (invoked === 0) {
+                await new Promise((r) => setTimeout(r, pollIntervalMs));
+            }
+        }
+        throw new Error(`the stream did not drain within ${maxRounds} rounds (backlog ${this.backlog})`);
+    }
+
+    private laneBacklog(state: ShardState): number {
+        return state.lanes.reduce((n, l) => n + l.pending.length + l.head.length, 0);
+    }
+
+    private laneOf(record: DynamoDBRecord): number {
+        const n = this.options.settings.parallelizationFactor;
+        if (n === 1) {
+            return 0;
+        }
+        // Lambda keeps order per item (partition + sort key) across concurrent batches of a shard.
+        const digest = createHash("sha1").update(JSON.stringify(record.dynamodb?.Keys ?? {})).digest();
+        return digest.readUInt32BE(0) % n;
+    }
+
+    private async runLane(lane: Lane): Promise<number> {
+        const s = this.options.settings;
+        let invocations = 0;
+        for (;;) {
+            if (lane.head.length === 0) {
+                if (lane.pending.length === 0) {
+                    return invocations;
+                }
+                const windowMs = s.maximumBatchingWindowInSeconds * 1000;
+                const full = lane.pending.length >= s.batchSize;
+                if (!full && windowMs > 0 && this.now() - lane.pending[0]!.readAt < windowMs) {
+                    return invocations;
+                }
+                lane.head.push({ records: lane.pending.splice(0, s.batchSize), attempts: 0, invokeCount: 0 });
+            }
+            const batch = lane.head[0]!;
+            await this.expireOldRecords(lane, batch);
+            if (batch.records.length === 0) {
+                lane.head.shift();
+                continue;
+            }
+            invocations++;
+            await this.invokeBatch(lane, batch);
+        }
+    }
+
+    private async expireOldRecords(lane: Lane, batch: Batch): Promise<void> {
+        const maxAge = this.options.settings.maximumRecordAgeInSeconds;
+        if (maxAge === -1) {
+            return;
+        }
+        const nowSeconds = this.now() / 1000;
+        const expired = batch.records.filter((p) => nowSeconds - (p.record.dynamodb?.ApproximateCreationDateTime ?? nowSeconds) > maxAge);
+        if (expired.length === 0) {
+            return;
+        }
+        batch.records = batch.records.filter((p) => !expired.includes(p));
+        await this.sendToOnFailure(lane, expired, "RecordAgeExceeded", batch.invokeCount, undefined);
+    }
+
+    private async invokeBatch(lane: Lane, batch: Batch): Promise<void> {
+        const s = this.options.settings;
+        this.stats.invocations++;
+        this.stats.recordsDelivered += batch.records.length;
+        batch.invokeCount++;
+        let failedFrom: number | undefined;
+        let functionError: string | undefined;
+        try {
+            const response = await this.options.invoke({ Records: batch.records.map((p) => p.record) });
+            if (s.reportBatchItemFailures) {
+                failedFrom = this.checkpoint(batch, response);
+            }
+        } catch (error) {
+            functionError = error instanceof Error ? error.name : "Unhandled";
+        }
+        if (functionError === undefined && failedFrom === undefined) {
+            lane.head.shift();
+            return;
+        }
+        batch.attempts++;
+        if (functionError !== undefined) {
+            this.stats.functionErrors++;
+        } else {
+            this.stats.partialFailures++;
+            // Records before the checkpoint are done; the rest are retried.
+            batch.records = batch.records.slice(failedFrom);
+        }
+        const exhausted = s.maximumRetryAttempts !== -1 && batch.attempts > s.maximumRetryAttempts;
+        if (exhausted) {
+            lane.head.shift();
+            await this.sendToOnFailure(lane, batch.records, "RetryAttemptsExhausted", batch.invokeCount, functionError);
+            return;
+        }
+        if (functionError !== undefined && s.bisectBatchOnFunctionError && batch.records.length > 1) {
+            this.stats.bisections++;
+            const half = Math.ceil(batch.records.length / 2);
+            lane.head.splice(
+                0,
+                1,
+                { records: batch.records.slice(0, half), attempts: batch.attempts, invokeCount: batch.invokeCount },
+                { records: batch.records.slice(half), attempts: batch.attempts, invokeCount: batch.invokeCount },
+            );
+        }
+    }
+
+    /**
+     * Interprets a ReportBatchItemFailures response: the index of the lowest reported record, or
+     * undefined for success. An empty, unknown or malformed identifier fails the whole batch, as Lambda does.
+     */
+    private checkpoint(batch: Batch, response: unknown): number | undefined {
+        if (response === undefined || response === null) {
+            return undefined;
+        }
+        const failures = (response as { batchItemFailures?: unknown }).batchItemFailures;
+        if (failures === undefined || failures === null) {
+            return undefined;
+        }
+        if (!Array.isArray(failures)) {
+            return 0;
+        }
+        let lowest: number | undefined;
+        for (const failure of failures) {
+            const id = (failure as { itemIdentifier?: unknown } | null)?.itemIdentifier;
+            const index = typeof id === "string" && id.length > 0 ? batch.records.findIndex((p) => p.record.dynamodb?.SequenceNumber === id) : -1;
+            if (index === -1) {
+                return 0;
+            }
+            lowest = lowest === undefined ? index : Math.min(lowest, index);
+        }
+        return lowest;
+    }
+
+    private async sendToOnFailure(
+        lane: Lane,
+        records: Pending[],
+        condition: OnFailureRecord["requestContext"]["condition"],
+        invokeCount: number,
+        functionError: string | undefined,
+    ): Promise<void> {
+        this.stats.batchesToOnFailure++;
+        this.stats.recordsToOnFailure += records.length;
+        const first = records[0]!.record.dynamodb!;
+        const last = records[records.length - 1]!.record.dynamodb!;
+        const iso = (seconds: number | undefined) => new Date((seconds ?? this.now() / 1000) * 1000).toISOString();
+        await this.options.onFailure?.({
+            requestContext: {
+                requestId: `local-${++this.requestCounter}`,
+                functionArn: this.options.functionArn ?? "arn:aws:lambda:ddblocal:000000000000:function:consumer",
+                condition,
+                approximateInvokeCount: invokeCount,
+            },
+            responseContext: { statusCode: 200, executedVersion: "$LATEST", ...(functionError ? { functionError: "Unhandled" } : {}) },
+            version: "1.0",
+            timestamp: new Date(this.now()).toISOString(),
+            DDBStreamBatchInfo: {
+                shardId: lane.shardId,
+                startSequenceNumber: first.SequenceNumber!,
+                endSequenceNumber: last.SequenceNumber!,
+                approximateArrivalOfFirstRecord: iso(first.ApproximateCreationDateTime),
+                approximateArrivalOfLastRecord: iso(last.ApproximateCreationDateTime),
+                batchSize: records.length,
+                streamArn: this.options.streamArn,
+            },
+        });
+    }
+}

@@ -1,0 +1,121 @@
+/**
+ * A workload generator that drives HybridCounterClient the way an API would: concurrent creates
+ * (through tryCreate when a limit is set) and deletes of live items, over several keys, seeded.
+ */
+import { HybridCounterClient } from "../runtime/client";
+import { InvalidArgumentError } from "../runtime/errors";
+import { seededRandom } from "./faults";
+
+export interface WorkloadOptions {
+    readonly ops: number;
+    readonly keys: readonly string[];
+    readonly concurrency: number;
+    /** Share of operations that delete a live item (when the key has one). */
+    readonly deleteRatio: number;
+    /** Per-key limit enforced through tryCreate; undefined: plain create. */
+    readonly limit?: number;
+    readonly seed: number;
+    /** Key choice skew: 0 uniform; 1 puts about half the traffic on the first key. @default 0 */
+    readonly hotKeyShare?: number;
+}
+
+export interface WorkloadResult {
+    ops: number;
+    created: number;
+    deleted: number;
+    limitRejected: number;
+    existsRejected: number;
+    unavailable: number;
+    /** Errors the client surfaced to the caller, other than InvalidArgumentError. */
+    apiErrors: Array<{ operation: string; error: string }>;
+    validationErrors: number;
+    /** Time of every counted create/delete per key (ms since epoch), in order: the ground-truth timeline. */
+    readonly events: Array<{ key: string; at: number; delta: 1 | -1 }>;
+}
+
+export async function runWorkload(
+    client: HybridCounterClient,
+    options: WorkloadOptions,
+    onProgress?: (result: WorkloadResult) => void,
+): Promise<WorkloadResult> {
+    const random = seededRandom(options.seed);
+    const live = new Map<string, string[]>(options.keys.map((k) => [k, []]));
+    const result: WorkloadResult = {
+        ops: 0,
+        created: 0,
+        deleted: 0,
+        limitRejected: 0,
+        existsRejected: 0,
+        unavailable: 0,
+        apiErrors: [],
+        validationErrors: 0,
+        events: [],
+    };
+    let issued = 0;
+    let nextId = 0;
+    const pickKey = (): string => {
+        const hot = options.hotKeyShare ?? 0;
+        if (hot > 0 && random() < hot / 2) {
+            return options.keys[0]!;
+        }
+        return options.keys[Math.floor(random() * options.keys.length)]!;
+    };
+
+    const worker = async (): Promise<void> => {
+        while (issued < options.ops) {
+            issued++;
+            const key = pickKey();
+            const ids = live.get(key)!;
+            const deleting = ids.length > 0 && random() < options.deleteRatio;
+            try {
+                if (deleting) {
+                    // Take the id out before the call so no two workers delete the same item.
+                    const id = ids.splice(Math.floor(random() * ids.length), 1)[0]!;
+                    const { deleted } = await client.delete(key, id);
+                    if (deleted) {
+                        result.deleted++;
+                        result.events.push({ key, at: Date.now(), delta: -1 });
+                    }
+                } else {
+                    const id = `item-${options.seed}-${nextId++}`;
+                    if (options.limit === undefined) {
+                        const { created } = await client.create(key, id, { payload: "x" });
+                        if (created) {
+                            ids.push(id);
+                            result.created++;
+                            result.events.push({ key, at: Date.now(), delta: 1 });
+                        } else {
+                            result.existsRejected++;
+                        }
+                    } else {
+                        const outcome = await client.tryCreate(key, id, options.limit, { payload: "x" });
+                        if (outcome.created) {
+                            ids.push(id);
+                            result.created++;
+                            result.events.push({ key, at: Date.now(), delta: 1 });
+                        } else if (outcome.reason === "limit") {
+                            result.limitRejected++;
+                        } else if (outcome.reason === "exists") {
+                            result.existsRejected++;
+                        } else {
+                            result.unavailable++;
+                        }
+                    }
+                }
+            } catch (error) {
+                if (error instanceof InvalidArgumentError) {
+                    result.validationErrors++;
+                } else {
+                    result.apiErrors.push({
+                        operation: deleting ? "delete" : "create",
+                        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+                    });
+                }
+            }
+            result.ops++;
+            onProgress?.(result);
+        }
+    };
+    await Promise.all(Array.from({ length: options.concurrency }, worker));
+    return result;
+}

@@ -1,0 +1,284 @@
+/**
+ * A counter system on DynamoDB Local for the runtime tests: a table with its real stream, the
+ * API-side client, the stream consumer driven by the mapping emulator, a local fatal queue and
+ * first DLQ, and helpers that read the ground truth from the table.
+ */
+import { QueryCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { strict as assert } from "node:assert";
+import { HybridCounterClient, type CounterMode } from "../../runtime/client";
+import { DEFAULT_LAYOUT, bestEffortSortKey, eventualSortKey, type CounterTableLayout, type HandlerConfig } from "../../runtime/config";
+import { createStreamHandler } from "../../runtime/consumer";
+import { createRedriveHandler } from "../../runtime/redrive";
+import type { LocalEngine } from "../../local/engine";
+import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../../local/faults";
+import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/mapping-emulator";
+import { LocalQueues } from "../../local/sqs";
+import { createCounterTable } from "../../local/table";
+
+let tableCounter = 0;
+
+export const FATAL_QUEUE_URL = "https://sqs.local/000000000000/fatal";
+export const FIRST_DLQ_URL = "https://sqs.local/000000000000/first-dlq";
+
+/** The mapping settings the component deploys with (bounded retries, bisect, partial batch responses). */
+export const COMPONENT_LIKE_SETTINGS: MappingSettings = {
+    ...LAMBDA_DEFAULTS,
+    batchSize: 100,
+    maximumRetryAttempts: 10,
+    maximumRecordAgeInSeconds: 21_600,
+    bisectBatchOnFunctionError: true,
+    reportBatchItemFailures: true,
+};
+
+export interface FixtureOptions {
+    readonly layout?: Partial<CounterTableLayout>;
+    readonly mode?: CounterMode;
+    readonly settings?: Partial<MappingSettings>;
+    /** Faults in the API-side client's DynamoDB calls. */
+    readonly clientFaults?: { rate: number; kinds?: FaultKind[]; seed: number };
+    /** Faults in the consumer's DynamoDB calls. */
+    readonly consumerFaults?: { rate: number; kinds?: FaultKind[]; seed: number };
+    /** Wraps the consumer invocation (to crash after commit, or to deliver twice). */
+    readonly wrapInvoke?: (
+        invoke: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>,
+    ) => (event: DynamoDBStreamEvent) => Promise<unknown>;
+}
+
+export interface CounterFixture {
+    readonly tableName: string;
+    readonly layout: CounterTableLayout;
+    readonly config: HandlerConfig;
+    readonly streamArn: string;
+    readonly client: HybridCounterClient;
+    readonly clientDynamo: DynamoDBClient;
+    readonly consumerDynamo: DynamoDBClient;
+    /** A clean client for reading the ground truth (no faults). */
+    readonly reader: DynamoDBClient;
+    readonly emulator: MappingEmulator;
+    readonly queues: LocalQueues;
+    readonly consumer: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
+    readonly redrive: ReturnType<typeof createRedriveHandler>;
+    readonly logs: string[];
+    readonly clientFaults?: FaultStats;
+    readonly consumerFaults?: FaultStats;
+    /** Redrives every message in the first DLQ once; returns how many were fully counted. */
+    redriveAll(): Promise<number>;
+    snapshot(key: string): Promise<Snapshot>;
+    keys(): Promise<string[]>;
+    close(): void;
+}
+
+export interface Snapshot {
+    readonly bestEffort: number;
+    readonly eventual: number;
+    /** Items that exist and are not soft-deleted. */
+    readonly live: number;
+    /** Items whose processed flag is true (the eventual counter's invariant). */
+    readonly processed: number;
+    readonly softDeleted: number;
+}
+
+export async function counterFixture(engine: LocalEngine, options: FixtureOptions = {}): Promise<CounterFixture> {
+    const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...options.layout };
+    const tableName = `counter-test-${++tableCounter}-${process.pid}`;
+    const reader = engine.dynamodb();
+    const { streamArn } = await createCounterTable(reader, tableName, layout);
+    const config: HandlerConfig = { ...layout, tableName, fatalQueueUrl: FATAL_QUEUE_URL, metricsNamespace: "HybridCounterTest" };
+
+    const clientDynamo = engine.dynamodb();
+    const consumerDynamo = engine.dynamodb();
+    const clientFaults = options.clientFaults
+        ? injectFaults(clientDynamo, { ...options.clientFaults, random: seededRandom(options.clientFaults.seed) })
+        : undefined;
+    const consumerFaults = options.consumerFaults
+        ? injectFaults(consumerDynamo, { ...options.consumerFaults, random: seededRandom(options.consumerFaults.seed) })
+        : undefined;
+
+    const queues = new LocalQueues();
+    const sqs = new SQSClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+    queues.attach(sqs);
+    const logs: string[] = [];
+    const sink = (line: string) => logs.push(line);
+
+    const consumer = createStreamHandler({ config, dynamodb: consumerDynamo, sqs, sink });
+    const redrive = createRedriveHandler({ config, dynamodb: consumerDynamo, streams: engine.streams(), sqs, sink });
+    const invoke = options.wrapInvoke ? options.wrapInvoke((e) => consumer(e)) : (e: DynamoDBStreamEvent) => consumer(e);
+    const emulator = new MappingEmulator({
+        streams: engine.streams(),
+        streamArn,
+        settings: { ...COMPONENT_LIKE_SETTINGS, ...options.settings },
+        invoke,
+        onFailure: (record: OnFailureRecord) => {
+            queues.send(FIRST_DLQ_URL, JSON.stringify(record));
+        },
+    });
+    const client = new HybridCounterClient({ ...layout, tableName, dynamodb: clientDynamo, mode: options.mode });
+
+    const fixture: CounterFixture = {
+        tableName,
+        layout,
+        config,
+        streamArn,
+        client,
+        clientDynamo,
+        consumerDynamo,
+        reader,
+        emulator,
+        queues,
+        consumer,
+        redrive,
+        logs,
+        clientFaults,
+        consumerFaults,
+        async redriveAll() {
+            const messages = queues.receive(FIRST_DLQ_URL, 1_000);
+            const response = await redrive({
+                Records: messages.map((m) => ({
+                    messageId: m.messageId,
+                    receiptHandle: m.receiptHandle,
+                    body: m.body,
+                    attributes: {
+                        ApproximateReceiveCount: String(m.receiveCount),
+                        SentTimestamp: "0",
+                        SenderId: "local",
+                        ApproximateFirstReceiveTimestamp: "0",
+                    },
+                    messageAttributes: {},
+                    md5OfBody: "",
+                    eventSource: "aws:sqs",
+                    eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:first-dlq",
+                    awsRegion: "us-east-1",
+                })),
+            });
+            const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+            queues.release(FIRST_DLQ_URL, messages.filter((m) => failed.has(m.messageId)));
+            return messages.length - failed.size;
+        },
+        async snapshot(key) {
+            return snapshot(reader, tableName, layout, key);
+        },
+        async keys() {
+            const keys = new Set<string>();
+            let start: Record<string, AttributeValue> | undefined;
+            do {
+                const page = await reader.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start, ConsistentRead: true }));
+                for (const item of page.Items ?? []) {
+                    keys.add(item[layout.partitionKey]!.S!);
+                }
+                start = page.LastEvaluatedKey;
+            } while (start);
+            return [...keys].sort();
+        },
+        close() {
+            reader.destroy();
+            clientDynamo.destroy();
+            consumerDynamo.destroy();
+        },
+    };
+    return fixture;
+}
+
+/**
+ * Reads a key's whole partition in one strongly consistent Query (one page for test-sized keys),
+ * so both counters and the items are observed together.
+ */
+export async function snapshot(reader: DynamoDBClient, tableName: string, layout: CounterTableLayout, key: string): Promise<Snapshot> {
+    let bestEffort = 0;
+    let eventual = 0;
+    let live = 0;
+    let processed = 0;
+    let softDeleted = 0;
+    let start: Record<string, AttributeValue> | undefined;
+    let pages = 0;
+    do {
+        const page = await reader.send(
+            new QueryCommand({
+                TableName: tableName,
+                ConsistentRead: true,
+                KeyConditionExpression: "#pk = :key",
+                ExpressionAttributeNames: { "#pk": layout.partitionKey },
+                ExpressionAttributeValues: { ":key": { S: key } },
+                ExclusiveStartKey: start,
+            }),
+        );
+        pages++;
+        for (const item of page.Items ?? []) {
+            const sk = item[layout.sortKey]!.S!;
+            if (sk === bestEffortSortKey(layout)) {
+                bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
+            } else if (sk === eventualSortKey(layout)) {
+                eventual = Number(item[layout.countAttribute]?.N ?? 0);
+            } else {
+                if (item[layout.deletedAttribute]?.BOOL === true) {
+                    softDeleted++;
+                } else {
+                    live++;
+                }
+                if (item[layout.processedAttribute]?.BOOL === true) {
+                    processed++;
+                }
+            }
+        }
+        start = page.LastEvaluatedKey;
+    } while (start);
+    assert.equal(pages, 1, `key ${key} spans ${pages} pages: the snapshot would not be one observation`);
+    return { bestEffort, eventual, live, processed, softDeleted };
+}
+
+/** After the stream has drained: eventual == live == processed for every key, and nothing is left soft-deleted. */
+export async function assertExact(fixture: CounterFixture): Promise<Map<string, Snapshot>> {
+    const all = new Map<string, Snapshot>();
+    for (const key of await fixture.keys()) {
+        const s = await fixture.snapshot(key);
+        all.set(key, s);
+        assert.equal(s.eventual, s.live, `key ${key}: eventual ${s.eventual} != live ${s.live}`);
+        assert.equal(s.processed, s.live, `key ${key}: ${s.processed} processed items != live ${s.live}`);
+        assert.equal(s.softDeleted, 0, `key ${key}: ${s.softDeleted} soft-deleted items were not removed`);
+    }
+    return all;
+}
+
+/**
+ * Snapshots the keys round-robin until `work` settles, checking `invariant` on every observation.
+ * Returns the number of observations and every violation seen.
+ */
+export async function observeWhile<T>(
+    fixture: CounterFixture,
+    keys: readonly string[],
+    work: Promise<T>,
+    invariant: (s: Snapshot) => string | undefined,
+): Promise<{ result: T; observations: number; violations: string[] }> {
+    let done = false;
+    const settled = work.finally(() => {
+        done = true;
+    });
+    let observations = 0;
+    const violations: string[] = [];
+    const observe = async () => {
+        for (let i = 0; !done; i++) {
+            const key = keys[i % keys.length]!;
+            const s = await fixture.snapshot(key);
+            observations++;
+            const problem = invariant(s);
+            if (problem) {
+                violations.push(`${key}: ${problem} (${JSON.stringify(s)})`);
+            }
+        }
+    };
+    const [result] = await Promise.all([settled, observe()]);
+    return { result, observations, violations };
+}
+
+export const utilizationInvariant = (s: Snapshot): string | undefined =>
+    s.bestEffort > s.live ? `best-effort ${s.bestEffort} > live ${s.live}` : undefined;
+
+export const strictInvariant =
+    (limit: number) =>
+    (s: Snapshot): string | undefined =>
+        s.bestEffort < s.live
+            ? `best-effort ${s.bestEffort} < live ${s.live}`
+            : s.live > limit
+              ? `live ${s.live} > limit ${limit}`
+              : undefined;
