@@ -179,7 +179,9 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     integerAtLeast("redriveErrorsAlarmThreshold", 1);
     const iteratorAge = args.iteratorAgeAlarmThresholdMs ?? D.iteratorAgeAlarmThresholdMs;
     const recordAge = args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds;
-    if (Number.isInteger(iteratorAge) && Number.isInteger(recordAge) && recordAge > 0 && iteratorAge >= recordAge * 1000) {
+    const [minAge, maxAge] = LIMITS.maximumRecordAgeInSeconds;
+    const recordAgeValid = Number.isInteger(recordAge) && recordAge >= minAge && recordAge <= maxAge;
+    if (recordAgeValid && Number.isInteger(iteratorAge) && iteratorAge >= recordAge * 1000) {
         problems.push(
             `[iteratorAgeAlarmThresholdMs] must be below [maximumRecordAgeInSeconds] x 1000 (${recordAge * 1000}): ` +
                 "records older than that leave the stream path before the lag alarm would fire",

@@ -1,0 +1,64 @@
+import * as assert from "node:assert/strict";
+import { HYBRID_COUNTER_DEFAULTS as D, HybridCounterComponent } from "../index";
+import { findResource, resourcesOfType, runProgram, type RecordedResource } from "./support/pulumi";
+
+/** Each default, proven on its own against a default instance (and pinned to its documented value). */
+describe("HybridCounterComponent defaults", () => {
+    let resources: RecordedResource[];
+    const input = (type: string, name: string, key: string) => findResource(resources, type, name).inputs[key];
+    const table = (key: string) => input("aws:dynamodb/table:Table", "orders-table", key);
+    const mapping = (key: string) => input("aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping", key);
+    const consumer = (key: string) => input("aws:lambda/function:Function", "orders-consumer", key);
+    const redrive = (key: string) => input("aws:lambda/function:Function", "orders-redrive", key);
+    const alarm = (name: string) => input("aws:cloudwatch/metricAlarm:MetricAlarm", `orders-${name}`, "threshold");
+
+    before(async () => {
+        resources = await runProgram(() => new HybridCounterComponent("orders", {}));
+    });
+
+    const cases: Array<[string, () => unknown, unknown, unknown]> = [
+        ["billingMode is PAY_PER_REQUEST", () => table("billingMode"), D.billingMode, "PAY_PER_REQUEST"],
+        ["deletion protection is off", () => table("deletionProtectionEnabled"), D.deletionProtection, false],
+        ["the stream view is NEW_AND_OLD_IMAGES", () => table("streamViewType"), D.streamViewType, "NEW_AND_OLD_IMAGES"],
+        ["the runtime is nodejs22.x", () => consumer("runtime"), D.lambdaRuntime, "nodejs22.x"],
+        ["the architecture is arm64", () => consumer("architectures")[0], D.architecture, "arm64"],
+        ["the consumer has 256 MB", () => consumer("memorySize"), D.consumerMemorySize, 256],
+        ["the consumer times out after 60 s", () => consumer("timeout"), D.consumerTimeout, 60],
+        ["the redrive has 256 MB", () => redrive("memorySize"), D.redriveMemorySize, 256],
+        ["the redrive times out after 120 s", () => redrive("timeout"), D.redriveTimeout, 120],
+        ["tracing is off", () => consumer("tracingConfig").mode === "Active", D.tracing, false],
+        ["logs are kept 30 days", () => input("aws:cloudwatch/logGroup:LogGroup", "orders-consumer-logs", "retentionInDays"), D.logRetentionInDays, 30],
+        ["the metrics namespace is HybridCounter", () => consumer("environment").variables.HYBRID_COUNTER_METRICS_NAMESPACE, D.metricsNamespace, "HybridCounter"],
+        ["batchSize is 100", () => mapping("batchSize"), D.batchSize, 100],
+        ["the batching window is 0 s", () => mapping("maximumBatchingWindowInSeconds"), D.maximumBatchingWindowInSeconds, 0],
+        ["the parallelization factor is 1", () => mapping("parallelizationFactor"), D.parallelizationFactor, 1],
+        ["a batch is retried 10 times", () => mapping("maximumRetryAttempts"), D.maximumRetryAttempts, 10],
+        ["records older than 6 hours leave the stream path", () => mapping("maximumRecordAgeInSeconds"), D.maximumRecordAgeInSeconds, 21_600],
+        [
+            "a first-DLQ message is received 5 times before the fatal DLQ",
+            () => JSON.parse(input("aws:sqs/queue:Queue", "orders-first-dlq", "redrivePolicy")).maxReceiveCount,
+            D.redriveMaxReceiveCount,
+            5,
+        ],
+        ["the lag alarm fires above 15 minutes", () => alarm("consumer-iterator-age"), D.iteratorAgeAlarmThresholdMs, 900_000],
+        ["the consumer errors alarm fires at 1", () => alarm("consumer-errors"), D.consumerErrorsAlarmThreshold, 1],
+        ["the consumer throttles alarm fires at 1", () => alarm("consumer-throttles"), D.consumerThrottlesAlarmThreshold, 1],
+        ["the first DLQ alarm fires above 0", () => alarm("first-dlq-depth"), D.firstDlqAlarmThreshold, 0],
+        ["the fatal DLQ alarm fires above 0", () => alarm("fatal-dlq-depth"), D.fatalDlqAlarmThreshold, 0],
+        ["the redrive errors alarm fires at 1", () => alarm("redrive-errors"), D.redriveErrorsAlarmThreshold, 1],
+        ["no alarm topic is created", () => resourcesOfType(resources, "aws:sns/topic:Topic").length > 0, D.createAlarmTopic, false],
+    ];
+
+    for (const [title, actual, defaultValue, documented] of cases) {
+        it(title, () => {
+            // Assess
+            assert.equal(defaultValue, documented);
+            assert.deepEqual(actual(), documented);
+        });
+    }
+
+    it("every default is covered above", () => {
+        // Assess
+        assert.equal(Object.keys(D).length, cases.length);
+    });
+});

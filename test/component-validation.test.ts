@@ -1,0 +1,228 @@
+import * as assert from "node:assert/strict";
+import * as aws from "@pulumi/aws";
+import {
+    HybridCounterArgsError,
+    HybridCounterComponent,
+    attachedTableProblems,
+    hybridCounterArgsProblems,
+    validateHybridCounterArgs,
+    type HybridCounterComponentArgs,
+} from "../index";
+import { assertBundlesExist, bundlePathsUnder } from "../components/bundles";
+import { settle, setupPulumiMocks } from "./support/pulumi";
+
+const RETENTIONS = "1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653";
+const KMS = "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)";
+
+/** One bad arg each, with the exact problem it must produce. */
+const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
+    ["batchSize below range", { batchSize: 0 }, ["[batchSize] must be between 1 and 10000"]],
+    ["batchSize above range", { batchSize: 10_001 }, ["[batchSize] must be between 1 and 10000"]],
+    ["batchSize not an integer", { batchSize: 1.5 }, ["[batchSize] must be an integer"]],
+    ["batching window", { maximumBatchingWindowInSeconds: 301 }, ["[maximumBatchingWindowInSeconds] must be between 0 and 300"]],
+    ["parallelization factor", { parallelizationFactor: 11 }, ["[parallelizationFactor] must be between 1 and 10"]],
+    [
+        "infinite retries",
+        { maximumRetryAttempts: -1 },
+        ["[maximumRetryAttempts] must be between 0 and 10000: -1 (retry forever) would block a shard for up to 24 hours"],
+    ],
+    ["too many retries", { maximumRetryAttempts: 10_001 }, ["[maximumRetryAttempts] must be between 0 and 10000"]],
+    [
+        "infinite record age",
+        { maximumRecordAgeInSeconds: -1 },
+        ["[maximumRecordAgeInSeconds] must be between 60 and 604800: -1 (no limit) would block a shard for up to 24 hours"],
+    ],
+    ["record age below range", { maximumRecordAgeInSeconds: 59 }, ["[maximumRecordAgeInSeconds] must be between 60 and 604800"]],
+    ["consumer memory", { consumerMemorySize: 64 }, ["[consumerMemorySize] must be between 128 and 10240"]],
+    ["redrive memory", { redriveMemorySize: 20_000 }, ["[redriveMemorySize] must be between 128 and 10240"]],
+    ["consumer timeout", { consumerTimeout: 0 }, ["[consumerTimeout] must be between 1 and 900"]],
+    ["redrive timeout", { redriveTimeout: 901 }, ["[redriveTimeout] must be between 1 and 900"]],
+    ["reserved concurrency 0", { consumerReservedConcurrency: 0 }, ["[consumerReservedConcurrency] must be at least 1"]],
+    ["log retention", { logRetentionInDays: 2 }, [`[logRetentionInDays] must be one of ${RETENTIONS}`]],
+    ["old runtime", { lambdaRuntime: "nodejs20.x" }, ["[lambdaRuntime] must be nodejs22.x or a newer nodejs<major>.x runtime"]],
+    ["non-node runtime", { lambdaRuntime: "python3.13" }, ["[lambdaRuntime] must be nodejs22.x or a newer nodejs<major>.x runtime"]],
+    ["architecture", { architecture: "sparc" as "arm64" }, ['[architecture] must be "arm64" or "x86_64"']],
+    ["billing mode", { billingMode: "ON_DEMAND" as "PROVISIONED" }, ['[billingMode] must be "PAY_PER_REQUEST" or "PROVISIONED"']],
+    [
+        "provisioned without capacity",
+        { billingMode: "PROVISIONED" },
+        ['[readCapacity] must be set when [billingMode] is "PROVISIONED"', '[writeCapacity] must be set when [billingMode] is "PROVISIONED"'],
+    ],
+    ["capacity without provisioned", { readCapacity: 5 }, ['[readCapacity] must not be set unless [billingMode] is "PROVISIONED"']],
+    [
+        "capacity out of range",
+        { billingMode: "PROVISIONED", readCapacity: 0, writeCapacity: 5 },
+        ["[readCapacity] must be between 1 and 40000"],
+    ],
+    ["table name", { tableName: "ab" }, ["[tableName] must be 3 to 255 characters of letters, digits, '_', '-' and '.'"]],
+    ["table key alias", { tableKmsKeyArn: "alias/orders" }, [`[tableKmsKeyArn] must be ${KMS}`]],
+    ["queue key id", { queueKmsKeyArn: "1234abcd-12ab-34cd-56ef-1234567890ab" }, [`[queueKmsKeyArn] must be ${KMS}`]],
+    ["empty partition key", { partitionKey: "" }, ["[partitionKey] must be a non-empty string"]],
+    [
+        "attribute clash",
+        { deletedAttribute: "counter_processed" },
+        ['[deletedAttribute] must differ from [processedAttribute] (both are "counter_processed")'],
+    ],
+    ["AWS namespace", { metricsNamespace: "AWS/Lambda" }, ['[metricsNamespace] must not start with "AWS/"']],
+    ["namespace characters", { metricsNamespace: "my counter" }, ["[metricsNamespace] must be 1 to 255 characters of letters, digits and . - _ / # :"]],
+    [
+        "topic passed and created",
+        { alarmTopicArn: "arn:aws:sns:us-east-1:123456789012:ops", createAlarmTopic: true },
+        ["[alarmTopicArn] must not be set together with [createAlarmTopic]"],
+    ],
+    ["topic not an ARN", { alarmTopicArn: "ops" }, ["[alarmTopicArn] must be an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<topic>)"]],
+    [
+        "unknown alarm",
+        { disabledAlarms: ["consumerLag" as "consumerErrors"] },
+        [
+            '[disabledAlarms] must contain only "consumerIteratorAge", "consumerErrors", "consumerThrottles", "firstDlqDepth", ' +
+                '"fatalDlqDepth", "redriveErrors" (found "consumerLag")',
+        ],
+    ],
+    ["iterator age threshold 0", { iteratorAgeAlarmThresholdMs: 0 }, ["[iteratorAgeAlarmThresholdMs] must be at least 1"]],
+    ["errors threshold 0", { consumerErrorsAlarmThreshold: 0 }, ["[consumerErrorsAlarmThreshold] must be at least 1"]],
+    ["throttles threshold 0", { consumerThrottlesAlarmThreshold: 0 }, ["[consumerThrottlesAlarmThreshold] must be at least 1"]],
+    ["redrive errors threshold 0", { redriveErrorsAlarmThreshold: 0 }, ["[redriveErrorsAlarmThreshold] must be at least 1"]],
+    ["first DLQ threshold negative", { firstDlqAlarmThreshold: -1 }, ["[firstDlqAlarmThreshold] must be at least 0"]],
+    ["fatal DLQ threshold fractional", { fatalDlqAlarmThreshold: 0.5 }, ["[fatalDlqAlarmThreshold] must be an integer"]],
+    [
+        "lag alarm after records leave the stream path",
+        { maximumRecordAgeInSeconds: 600, iteratorAgeAlarmThresholdMs: 600_000 },
+        [
+            "[iteratorAgeAlarmThresholdMs] must be below [maximumRecordAgeInSeconds] x 1000 (600000): " +
+                "records older than that leave the stream path before the lag alarm would fire",
+        ],
+    ],
+    ["dashboard name", { dashboardName: "orders counter" }, ["[dashboardName] must be 1 to 255 characters of letters, digits, '-' and '_'"]],
+    ["receive count", { redriveMaxReceiveCount: 0 }, ["[redriveMaxReceiveCount] must be between 1 and 1000"]],
+];
+
+function expectArgsError(problems: string[]) {
+    return (error: unknown) => {
+        assert.ok(error instanceof HybridCounterArgsError);
+        assert.deepEqual(error.problems, problems);
+        assert.equal(error.message, `invalid HybridCounterComponent args:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+        return true;
+    };
+}
+
+describe("HybridCounterComponent validation", () => {
+    for (const [title, args, problems] of CASES) {
+        it(`rejects ${title} with ${problems.join(" / ")} and creates nothing`, async () => {
+            // Prepare
+            const recorder = await setupPulumiMocks();
+
+            // Act / Assess
+            assert.throws(() => new HybridCounterComponent("orders", args), expectArgsError(problems));
+            await settle(recorder);
+            assert.deepEqual(recorder.resources, []);
+        });
+    }
+
+    it("collects every problem and throws once", () => {
+        // Prepare
+        const args: HybridCounterComponentArgs = { batchSize: 0, parallelizationFactor: 0, maximumRetryAttempts: -1 };
+
+        // Act / Assess
+        assert.throws(
+            () => validateHybridCounterArgs(args),
+            expectArgsError([
+                "[batchSize] must be between 1 and 10000",
+                "[parallelizationFactor] must be between 1 and 10",
+                "[maximumRetryAttempts] must be between 0 and 10000: -1 (retry forever) would block a shard for up to 24 hours",
+            ]),
+        );
+    });
+
+    it("accepts the empty args and every boundary value", () => {
+        // Prepare
+        const low: HybridCounterComponentArgs = {
+            batchSize: 1,
+            maximumBatchingWindowInSeconds: 0,
+            parallelizationFactor: 1,
+            maximumRetryAttempts: 0,
+            maximumRecordAgeInSeconds: 60,
+            iteratorAgeAlarmThresholdMs: 59_999,
+            consumerMemorySize: 128,
+            consumerTimeout: 1,
+            redriveTimeout: 1,
+            redriveMaxReceiveCount: 1,
+        };
+        const high: HybridCounterComponentArgs = {
+            batchSize: 10_000,
+            maximumBatchingWindowInSeconds: 300,
+            parallelizationFactor: 10,
+            maximumRetryAttempts: 10_000,
+            maximumRecordAgeInSeconds: 604_800,
+            consumerMemorySize: 10_240,
+            consumerTimeout: 900,
+            redriveTimeout: 900,
+            redriveMaxReceiveCount: 1000,
+            lambdaRuntime: "nodejs24.x",
+        };
+
+        // Act / Assess
+        assert.deepEqual(hybridCounterArgsProblems({}), []);
+        assert.deepEqual(hybridCounterArgsProblems(low), []);
+        assert.deepEqual(hybridCounterArgsProblems(high), []);
+    });
+
+    it("rejects create-table args next to an attached table, creating nothing but the user's table", async () => {
+        // Prepare
+        const recorder = await setupPulumiMocks();
+        const table = new aws.dynamodb.Table("user-table", { hashKey: "pk", rangeKey: "sk", streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES" });
+        const args: HybridCounterComponentArgs = {
+            table,
+            tableName: "orders",
+            billingMode: "PROVISIONED",
+            readCapacity: 5,
+            writeCapacity: 5,
+            tableKmsKeyArn: "arn:aws:kms:us-east-1:123456789012:key/abc",
+            deletionProtection: true,
+        };
+
+        // Act / Assess
+        assert.throws(
+            () => new HybridCounterComponent("orders", args),
+            expectArgsError([
+                "[tableName] must not be set together with [table]",
+                "[billingMode] must not be set together with [table]",
+                "[readCapacity] must not be set together with [table]",
+                "[writeCapacity] must not be set together with [table]",
+                "[tableKmsKeyArn] must not be set together with [table]",
+                "[deletionProtection] must not be set together with [table]",
+            ]),
+        );
+        await settle(recorder);
+        assert.deepEqual(recorder.resources.map((r) => `${r.type} ${r.name}`), ["aws:dynamodb/table:Table user-table"]);
+    });
+
+    it("checks an attached table's stream and keys", () => {
+        // Prepare
+        const layout = { partitionKey: "pk", sortKey: "sk", processedAttribute: "p", deletedAttribute: "d", tokenAttribute: "t", counterPrefix: "#", countAttribute: "c" };
+
+        // Act
+        const good = attachedTableProblems({ streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", hashKey: "pk", rangeKey: "sk" }, layout);
+        const bad = attachedTableProblems({ streamEnabled: true, streamViewType: "KEYS_ONLY", hashKey: "id", rangeKey: undefined }, layout);
+
+        // Assess
+        assert.deepEqual(good, []);
+        assert.deepEqual(bad, [
+            '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: true, streamViewType: "KEYS_ONLY")',
+            '[table] must have hashKey "pk" ([partitionKey]); found "id"',
+            '[table] must have rangeKey "sk" ([sortKey]); found null',
+        ]);
+    });
+
+    it("tells the user to build when a bundle is missing", () => {
+        // Prepare
+        const paths = bundlePathsUnder("/nonexistent-root");
+
+        // Act / Assess
+        assert.throws(() => assertBundlesExist(paths), {
+            message:
+                "Lambda bundle not found: /nonexistent-root/dist/bundles/stream-consumer/index.js, " +
+                "/nonexistent-root/dist/bundles/redrive/index.js. Run `npm run build` (or `npm run build:bundles`) first.",
+        });
+    });
+});
