@@ -1,0 +1,129 @@
+/**
+ * The component passes its own pack: HybridCounterComponent with defaults, run under Pulumi mocks,
+ * then every recorded resource and the stack fed to every policy of the pack.
+ *
+ * Under mocks `newResource` receives no per-property dependencies (FACTS.md), so they are rebuilt
+ * here: an input depends on another resource when one of its values is that resource's mocked
+ * output (an ARN or URL anywhere in the value, or a name or id equal to a whole value).
+ */
+import * as assert from "node:assert/strict";
+import { HybridCounterComponent } from "../index";
+import { hybridCounterPolicies, POLICY_NAMES } from "../policy/index";
+import { RecordedResource as PolicyRecord, runPolicies } from "./support/policy-harness";
+import { runProgram, type RecordedResource as MockRecord } from "./support/pulumi";
+
+/** Every string in a value, descending into objects, arrays and JSON text. */
+function strings(value: unknown, into: string[] = []): string[] {
+    if (typeof value === "string") {
+        into.push(value);
+        const text = value.trim();
+        if (text.startsWith("{") || text.startsWith("[")) {
+            try {
+                strings(JSON.parse(text) as unknown, into);
+            } catch {
+                // Not JSON: the string itself was recorded.
+            }
+        }
+    } else if (Array.isArray(value)) {
+        value.forEach((v) => strings(v, into));
+    } else if (typeof value === "object" && value !== null) {
+        Object.values(value).forEach((v) => strings(v, into));
+    }
+    return into;
+}
+
+/** The outputs another resource's inputs can be computed from. */
+function identifiers(r: MockRecord): { exact: Set<string>; embedded: string[] } {
+    const exact = new Set<string>();
+    const embedded: string[] = [];
+    const candidates = [r.id, ...["arn", "streamArn", "url", "id", "name", "qualifiedArn", "invokeArn", "dashboardName", "keyId"].map((k) => r.state[k] as unknown)];
+    for (const c of candidates) {
+        if (typeof c !== "string" || c === "") {
+            continue;
+        }
+        exact.add(c);
+        if (c.startsWith("arn:") || c.startsWith("https://")) {
+            embedded.push(c);
+        }
+    }
+    return { exact, embedded };
+}
+
+/** Rebuilds `propertyDependencies` and `dependencies` (by logical name) for every custom resource. */
+function withRebuiltDependencies(recorded: readonly MockRecord[]): PolicyRecord[] {
+    const custom = recorded.filter((r) => r.custom);
+    const ids = new Map(custom.map((r) => [r, identifiers(r)]));
+    const byUrn = new Map(custom.map((r) => [r.urn, r.name]));
+    return custom.map((r) => {
+        const propertyDependencies: Record<string, string[]> = {};
+        for (const [key, value] of Object.entries(r.inputs)) {
+            const values = strings(value);
+            const sources = custom.filter((other) => {
+                if (other === r) {
+                    return false;
+                }
+                const { exact, embedded } = ids.get(other)!;
+                return values.some((v) => exact.has(v) || embedded.some((id) => v.includes(id)));
+            });
+            if (sources.length > 0) {
+                propertyDependencies[key] = sources.map((s) => s.name);
+            }
+        }
+        const registered = r.dependencies.map((urn) => byUrn.get(urn)).filter((n): n is string => n !== undefined);
+        const dependencies = [...new Set([...registered, ...Object.values(propertyDependencies).flat()])];
+        return { type: r.type, name: r.name, inputs: r.inputs, urn: r.urn, dependencies, propertyDependencies };
+    });
+}
+
+describe("policy pack: the component passes its own pack", () => {
+    let stack: PolicyRecord[];
+
+    before(async () => {
+        const recorded = await runProgram(() => new HybridCounterComponent("orders", {}));
+        stack = withRebuiltDependencies(recorded);
+    });
+
+    it("rebuilds the dependencies the stack policies walk", () => {
+        // Assess
+        const deps = (name: string, property: string) => stack.find((r) => r.name === name)?.propertyDependencies?.[property];
+        assert.deepEqual(deps("orders-stream-mapping", "eventSourceArn"), ["orders-table"]);
+        assert.deepEqual(deps("orders-stream-mapping", "functionName"), ["orders-consumer"]);
+        assert.deepEqual(deps("orders-stream-mapping", "destinationConfig"), ["orders-first-dlq"]);
+        assert.deepEqual(deps("orders-redrive-mapping", "eventSourceArn"), ["orders-first-dlq"]);
+        assert.deepEqual(deps("orders-first-dlq", "redrivePolicy"), ["orders-fatal-dlq"]);
+        assert.deepEqual(deps("orders-consumer", "role"), ["orders-consumer-role"]);
+        assert.deepEqual(deps("orders-consumer-policy", "role"), ["orders-consumer-role"]);
+        assert.deepEqual(deps("orders-consumer-iterator-age", "dimensions"), ["orders-consumer"]);
+        assert.deepEqual(deps("orders-first-dlq-depth", "dimensions"), ["orders-first-dlq"]);
+    });
+
+    it("reports zero violations, and every policy of the pack applies to it", async () => {
+        // Act
+        const run = await runPolicies(hybridCounterPolicies(), stack);
+
+        // Assess
+        assert.deepEqual(run.violations, []);
+        assert.deepEqual(run.unknownValueErrors, []);
+        assert.deepEqual(run.notApplicable, []);
+        assert.equal(POLICY_NAMES.length, 13);
+    });
+
+    it("would catch a change to the component's mapping (the check is not vacuous)", async () => {
+        // Prepare
+        const changed = stack.map((r) => (r.name === "orders-stream-mapping" ? { ...r, inputs: { ...r.inputs, startingPosition: "LATEST" } } : r));
+
+        // Act
+        const run = await runPolicies(hybridCounterPolicies(), changed);
+
+        // Assess
+        assert.deepEqual(run.violations.map((v) => [v.policy, v.resource]), [["stream-mapping-trim-horizon", "orders-stream-mapping"]]);
+    });
+
+    it("reports zero violations with every policy raised to mandatory", async () => {
+        // Act
+        const run = await runPolicies(hybridCounterPolicies({ all: "mandatory" }), stack);
+
+        // Assess
+        assert.deepEqual(run.violations, []);
+    });
+});
