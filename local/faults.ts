@@ -44,6 +44,8 @@ export interface FaultOptions {
 
 export interface FaultStats {
     injected: Record<FaultKind, number>;
+    /** The current fault probability; set it to change the rate while the client is in use. */
+    rate: number;
 }
 
 /** Deterministic PRNG (mulberry32). */
@@ -87,10 +89,10 @@ const throttleError = () =>
 
 const serverError = () => new InternalServerError({ $metadata: metadata(500), message: "Internal server error" });
 
-/** Adds the fault middleware to a client. Returns live counts of what was injected. */
+/** Adds the fault middleware to a client. Returns live counts of what was injected, and the rate to adjust. */
 export function injectFaults(client: DynamoDBClient, options: FaultOptions): FaultStats {
     const kinds = options.kinds ?? FAULT_KINDS;
-    const stats: FaultStats = { injected: { conflict: 0, throttle: 0, "500-before": 0, "500-after": 0 } };
+    const stats: FaultStats = { injected: { conflict: 0, throttle: 0, "500-before": 0, "500-after": 0 }, rate: options.rate };
     if (!(options.rate >= 0 && options.rate <= 1)) {
         throw new Error(`[rate] must be between 0 and 1 (got ${options.rate})`);
     }
@@ -99,7 +101,7 @@ export function injectFaults(client: DynamoDBClient, options: FaultOptions): Fau
             const name = context.commandName ?? "";
             const isWrite = WRITES.has(name);
             const isRead = (options.reads ?? true) && READS.has(name);
-            if ((!isWrite && !isRead) || options.random() >= options.rate) {
+            if ((!isWrite && !isRead) || options.random() >= stats.rate) {
                 return next(args);
             }
             const eligible = kinds.filter((k) => isWrite || k === "throttle" || k === "500-before");

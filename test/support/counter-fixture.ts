@@ -14,6 +14,7 @@ import { createRedriveHandler } from "../../runtime/redrive";
 import type { LocalEngine } from "../../local/engine";
 import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../../local/faults";
 import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/mapping-emulator";
+import { lambdaContext } from "../../local/lambda-context";
 import { LocalQueues } from "../../local/sqs";
 import { createCounterTable } from "../../local/table";
 
@@ -40,6 +41,8 @@ export interface FixtureOptions {
     readonly clientFaults?: { rate: number; kinds?: FaultKind[]; seed: number };
     /** Faults in the consumer's DynamoDB calls. */
     readonly consumerFaults?: { rate: number; kinds?: FaultKind[]; seed: number };
+    /** The consumer's timeout: its retry budget is this less a safety margin. @default 10000 */
+    readonly functionTimeoutMs?: number;
     /** Wraps the consumer invocation (to crash after commit, or to deliver twice). */
     readonly wrapInvoke?: (
         invoke: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>,
@@ -104,7 +107,9 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
 
     const consumer = createStreamHandler({ config, dynamodb: consumerDynamo, sqs, sink });
     const redrive = createRedriveHandler({ config, dynamodb: consumerDynamo, streams: engine.streams(), sqs, sink });
-    const invoke = options.wrapInvoke ? options.wrapInvoke((e) => consumer(e)) : (e: DynamoDBStreamEvent) => consumer(e);
+    const timeoutMs = options.functionTimeoutMs ?? 10_000;
+    const call = (e: DynamoDBStreamEvent) => consumer(e, lambdaContext("consumer", timeoutMs));
+    const invoke = options.wrapInvoke ? options.wrapInvoke(call) : call;
     const emulator = new MappingEmulator({
         streams: engine.streams(),
         streamArn,
@@ -134,7 +139,8 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         consumerFaults,
         async redriveAll() {
             const messages = queues.receive(FIRST_DLQ_URL, 1_000);
-            const response = await redrive({
+            const response = await redrive(
+                {
                 Records: messages.map((m) => ({
                     messageId: m.messageId,
                     receiptHandle: m.receiptHandle,
@@ -151,7 +157,9 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
                     eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:first-dlq",
                     awsRegion: "us-east-1",
                 })),
-            });
+                },
+                lambdaContext("redrive", timeoutMs),
+            );
             const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
             queues.release(FIRST_DLQ_URL, messages.filter((m) => failed.has(m.messageId)));
             return messages.length - failed.size;
