@@ -4,7 +4,7 @@
  * first DLQ, and helpers that read the ground truth from the table.
  */
 import { QueryCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
+import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { strict as assert } from "node:assert";
 import { HybridCounterClient, type CounterMode } from "../../runtime/client";
@@ -61,7 +61,7 @@ export interface CounterFixture {
     readonly reader: DynamoDBClient;
     readonly emulator: MappingEmulator;
     readonly queues: LocalQueues;
-    readonly consumer: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
+    readonly consumer: (event: DynamoDBStreamEvent, context?: Context) => Promise<DynamoDBBatchResponse>;
     readonly redrive: ReturnType<typeof createRedriveHandler>;
     readonly logs: string[];
     readonly clientFaults?: FaultStats;

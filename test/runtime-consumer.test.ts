@@ -1,0 +1,328 @@
+import { PutItemCommand, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
+import {
+    DescribeStreamCommand,
+    GetRecordsCommand,
+    GetShardIteratorCommand,
+    TrimmedDataAccessException,
+    type DynamoDBStreamsClient,
+} from "@aws-sdk/client-dynamodb-streams";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import type { InitializeMiddleware } from "@smithy/types";
+import type { DynamoDBRecord } from "aws-lambda";
+import { strict as assert } from "node:assert";
+import { startEngine, type LocalEngine } from "../local/engine";
+import { lambdaContext } from "../local/lambda-context";
+import { LocalQueues } from "../local/sqs";
+import { createStreamHandler } from "../runtime/consumer";
+import { createRedriveHandler } from "../runtime/redrive";
+import { toLambdaRecord } from "../runtime/stream-reader";
+import { assertExact, counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
+
+/** Every record on the table's stream so far, as Lambda would deliver them. */
+async function readStream(streams: DynamoDBStreamsClient, streamArn: string): Promise<DynamoDBRecord[]> {
+    const description = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+    const out: DynamoDBRecord[] = [];
+    for (const shard of description.StreamDescription?.Shards ?? []) {
+        let iterator = (
+            await streams.send(new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.ShardId, ShardIteratorType: "TRIM_HORIZON" }))
+        ).ShardIterator;
+        while (iterator) {
+            const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+            out.push(...(page.Records ?? []).map((r) => toLambdaRecord(r, streamArn)));
+            if ((page.Records ?? []).length === 0) {
+                break;
+            }
+            iterator = page.NextShardIterator;
+        }
+    }
+    return out;
+}
+
+const ctx = () => lambdaContext("consumer", 10_000);
+
+function metricsFrom(logs: readonly string[]): Record<string, number> {
+    const totals: Record<string, number> = {};
+    for (const line of logs) {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        if (parsed._aws) {
+            for (const [k, v] of Object.entries(parsed)) {
+                if (typeof v === "number") {
+                    totals[k] = (totals[k] ?? 0) + v;
+                }
+            }
+        }
+    }
+    return totals;
+}
+
+/** Counts the TransactWriteItems calls a client makes and the actions they hold. */
+function countTransactions(fixture: CounterFixture): { calls: number; actions: number } {
+    const seen = { calls: 0, actions: 0 };
+    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        if (context.commandName === "TransactWriteItemsCommand") {
+            seen.calls++;
+            seen.actions += (args.input as { TransactItems?: unknown[] }).TransactItems?.length ?? 0;
+        }
+        return next(args);
+    };
+    fixture.consumerDynamo.middlewareStack.add(middleware, { step: "initialize", name: "countTransactions" });
+    return seen;
+}
+
+describe("the stream consumer on DynamoDB Local", () => {
+    let engine: LocalEngine;
+    before(async () => {
+        engine = await startEngine();
+    });
+    after(async () => {
+        await engine.stop();
+    });
+
+    it("counts the same batch delivered twice once", async () => {
+        const fixture = await counterFixture(engine);
+        for (let i = 0; i < 30; i++) {
+            await fixture.client.create("twice", `r${i}`);
+        }
+        for (let i = 0; i < 10; i++) {
+            await fixture.client.delete("twice", `r${i}`);
+        }
+        const records = await readStream(engine.streams(), fixture.streamArn);
+        const resourceRecords = records.filter((r) => !r.dynamodb!.Keys!.sk!.S!.startsWith("#counter#"));
+        assert.equal(resourceRecords.length, 40, "30 inserts and 10 soft deletes, beside the counter items' own records");
+
+        const first = await fixture.consumer({ Records: records }, ctx());
+        const second = await fixture.consumer({ Records: records }, ctx());
+
+        assert.deepEqual(first, { batchItemFailures: [] });
+        assert.deepEqual(second, { batchItemFailures: [] });
+        const s = await fixture.snapshot("twice");
+        assert.deepEqual(s, { bestEffort: 20, eventual: 20, live: 20, processed: 20, softDeleted: 0 });
+        const metrics = metricsFrom(fixture.logs);
+        assert.equal(metrics.RecordsCounted, 30, "first delivery: 20 creations and 10 created-then-deleted items");
+        assert.equal(metrics.DuplicatesSkipped, 30, "second delivery: every item was already settled");
+        fixture.close();
+    });
+
+    it("two invocations processing overlapping batches at the same time count each record once", async () => {
+        const fixture = await counterFixture(engine);
+        const keys = ["o1", "o2", "o3"];
+        for (let i = 0; i < 60; i++) {
+            await fixture.client.create(keys[i % 3]!, `r${i}`);
+        }
+        for (let i = 0; i < 60; i += 4) {
+            await fixture.client.delete(keys[i % 3]!, `r${i}`);
+        }
+        const records = await readStream(engine.streams(), fixture.streamArn);
+        const a = records.slice(0, Math.floor((records.length * 2) / 3));
+        const b = records.slice(Math.floor(records.length / 3));
+
+        const results = await Promise.all([fixture.consumer({ Records: a }, ctx()), fixture.consumer({ Records: b }, ctx())]);
+
+        assert.deepEqual(results, [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+        const snapshots = await assertExact(fixture);
+        assert.deepEqual([...snapshots.values()].map((s) => s.live), [15, 15, 15]);
+        fixture.close();
+    });
+
+    it("aggregates a batch per counter key: one transaction per 99 items plus the counter", async () => {
+        const fixture = await counterFixture(engine);
+        for (let i = 0; i < 150; i++) {
+            await fixture.client.create("hot", `r${i}`);
+        }
+        for (let i = 0; i < 5; i++) {
+            await fixture.client.create("cold", `r${i}`);
+        }
+        const records = await readStream(engine.streams(), fixture.streamArn);
+        const seen = countTransactions(fixture);
+
+        await fixture.consumer({ Records: records }, ctx());
+
+        // hot: 99 + 1 and 51 + 1 actions; cold: 5 + 1. The paper's one transaction per record: 155 calls of 2.
+        assert.deepEqual(seen, { calls: 3, actions: 155 + 3 });
+        assert.equal((await fixture.snapshot("hot")).eventual, 150);
+        assert.equal((await fixture.snapshot("cold")).eventual, 5);
+        fixture.close();
+    });
+
+    it("a deletion counted before its creation removes the item without a decrement, and the late creation counts nothing", async () => {
+        const fixture = await counterFixture(engine);
+        await fixture.client.create("late", "r1");
+        await fixture.client.delete("late", "r1");
+        const records = (await readStream(engine.streams(), fixture.streamArn)).filter((r) => r.dynamodb?.Keys?.sk?.S === "r1");
+        const [insert, modify] = records;
+        assert.equal(insert!.eventName, "INSERT");
+        assert.equal(modify!.eventName, "MODIFY");
+
+        // As when the creation's batch went to the dead-letter queue and the deletion's did not.
+        await fixture.consumer({ Records: [modify!] }, ctx());
+        assert.deepEqual(await fixture.snapshot("late"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        await fixture.consumer({ Records: [insert!] }, ctx());
+
+        assert.deepEqual(await fixture.snapshot("late"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        fixture.close();
+    });
+
+    it("sends poison records whole to the fatal queue, counts the rest, and does not block the shard", async () => {
+        const fixture = await counterFixture(engine);
+        await fixture.client.create("p", "good-1");
+        // A creation written around the client, with a flag that is not a boolean: poison from the real stream.
+        await fixture.reader.send(
+            new PutItemCommand({
+                TableName: fixture.tableName,
+                Item: { pk: { S: "p" }, sk: { S: "bad-flag" }, counter_processed: { S: "false" } },
+            }),
+        );
+        await fixture.client.create("p", "good-2");
+        const real = await readStream(engine.streams(), fixture.streamArn);
+        const template = real.find((r) => r.dynamodb?.Keys?.sk?.S === "good-1")!;
+        const forged = (n: number, change: (r: DynamoDBRecord) => void): DynamoDBRecord => {
+            const r = JSON.parse(JSON.stringify(template)) as DynamoDBRecord;
+            r.dynamodb!.SequenceNumber = `9${String(n).padStart(20, "0")}`;
+            change(r);
+            return r;
+        };
+        const poison = [
+            forged(1, (r) => delete r.dynamodb!.Keys!.pk),
+            forged(2, (r) => (r.dynamodb!.Keys!.pk = { N: "7" })),
+            forged(3, (r) => delete r.dynamodb!.NewImage),
+            forged(4, (r) => (r.dynamodb!.Keys!.sk = { S: "x".repeat(1025) })),
+            forged(5, (r) => ((r as { eventName: string }).eventName = "UPSERT")),
+            forged(6, (r) => delete r.dynamodb!.SequenceNumber),
+        ];
+
+        const response = await fixture.consumer({ Records: [...real, ...poison] }, ctx());
+
+        assert.deepEqual(response, { batchItemFailures: [] });
+        assert.deepEqual(await fixture.snapshot("p"), { bestEffort: 2, eventual: 2, live: 3, processed: 2, softDeleted: 0 });
+        const parked = fixture.queues.messages(FATAL_QUEUE_URL).map((m) => JSON.parse(m.body) as { reason: string; problem: string; records: DynamoDBRecord[] });
+        assert.deepEqual(
+            parked.map((m) => m.problem),
+            [
+                "[dynamodb.NewImage.counter_processed] must be a boolean",
+                "[dynamodb.Keys.pk] is missing",
+                "[dynamodb.Keys.pk] must be a string (S) attribute",
+                "[dynamodb.NewImage] is missing: the stream must carry new images",
+                "[dynamodb.Keys.sk] must be at most 1024 bytes",
+                '[eventName] must be INSERT, MODIFY or REMOVE (got "UPSERT")',
+                "[dynamodb.SequenceNumber] must be a decimal string",
+            ],
+        );
+        for (const m of parked) {
+            assert.equal(m.reason, "poison-record");
+            assert.equal(m.records.length, 1, "the full record travels with the message");
+        }
+        assert.deepEqual(parked[2]!.records[0], JSON.parse(JSON.stringify(poison[1])));
+        assert.equal(metricsFrom(fixture.logs).PoisonRecords, 7);
+        fixture.close();
+    });
+
+    it("reports a poison record for redelivery when the fatal queue cannot take it, so nothing is lost", async () => {
+        const fixture = await counterFixture(engine);
+        await fixture.client.create("q", "good");
+        const real = await readStream(engine.streams(), fixture.streamArn);
+        const broken = JSON.parse(JSON.stringify(real.find((r) => r.dynamodb?.Keys?.sk?.S === "good"))) as DynamoDBRecord;
+        broken.dynamodb!.SequenceNumber = "99999999999999999999";
+        broken.dynamodb!.NewImage!.counter_processed = { N: "0" };
+        const failingSqs = new SQSClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "x", secretAccessKey: "x" }, maxAttempts: 1 });
+        const logs: string[] = [];
+        const consumer = createStreamHandler({ config: fixture.config, dynamodb: fixture.consumerDynamo, sqs: failingSqs, sink: (l) => logs.push(l) });
+
+        const response = await consumer({ Records: [...real, broken] }, ctx());
+
+        assert.deepEqual(response, { batchItemFailures: [{ itemIdentifier: "99999999999999999999" }] });
+        assert.equal((await fixture.snapshot("q")).eventual, 1, "the good record was counted");
+        assert.ok(logs.some((l) => l.includes("could not send to the fatal queue")));
+        fixture.close();
+    });
+
+    it("redrive: records gone from the stream leave a plain message for operators", async () => {
+        const fixture = await counterFixture(engine);
+        const streams = engine.streams();
+        streams.middlewareStack.add(
+            () => async () => {
+                throw new TrimmedDataAccessException({ $metadata: { httpStatusCode: 400 }, message: "records trimmed" });
+            },
+            { step: "initialize", name: "trimmed" },
+        );
+        const queues = new LocalQueues();
+        const sqs = new SQSClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+        queues.attach(sqs);
+        const redrive = createRedriveHandler({ config: fixture.config, dynamodb: fixture.consumerDynamo, streams, sqs, sink: () => undefined });
+        const body = JSON.stringify({
+            requestContext: { condition: "RetryAttemptsExhausted" },
+            DDBStreamBatchInfo: {
+                shardId: "shardId-00000001",
+                startSequenceNumber: "100",
+                endSequenceNumber: "200",
+                batchSize: 5,
+                streamArn: fixture.streamArn,
+            },
+        });
+        const message = (messageId: string, text: string) => ({ messageId, body: text }) as never;
+
+        const response = await redrive(
+            { Records: [message("m1", body), message("m2", "{not json"), message("m3", JSON.stringify({ DDBStreamBatchInfo: { streamArn: "arn:aws:dynamodb:us-east-1:1:table/other/stream/x" } }))] },
+            lambdaContext("redrive", 10_000),
+        );
+
+        assert.deepEqual(response, { batchItemFailures: [] });
+        const parked = queues.messages(FATAL_QUEUE_URL).map((m) => JSON.parse(m.body) as { reason: string; problem: string });
+        assert.deepEqual(
+            parked.map((m) => m.reason),
+            ["records-expired", "malformed-redrive-message", "malformed-redrive-message"],
+        );
+        assert.match(parked[0]!.problem, /^The records 100 to 200 of shard shardId-00000001 could not be read from the stream \(TrimmedDataAccessException\): DynamoDB keeps stream records for 24 hours\./);
+        assert.equal(parked[1]!.problem, "[body] is not JSON");
+        assert.match(parked[2]!.problem, /^\[DDBStreamBatchInfo\.streamArn\] names table "other", not "counter-test-/);
+        fixture.close();
+    });
+
+    it("works on an existing schema with its own attribute names", async () => {
+        const fixture = await counterFixture(engine, {
+            layout: {
+                partitionKey: "tenant",
+                sortKey: "resource",
+                processedAttribute: "counted",
+                deletedAttribute: "gone",
+                tokenAttribute: "writer",
+                counterPrefix: "~ctr~",
+                countAttribute: "n",
+            },
+        });
+        for (let i = 0; i < 12; i++) {
+            await fixture.client.create(`t${i % 2}`, `r${i}`);
+        }
+        for (let i = 0; i < 12; i += 3) {
+            await fixture.client.delete(`t${i % 2}`, `r${i}`);
+        }
+        await fixture.emulator.drain();
+
+        const snapshots = await assertExact(fixture);
+        assert.deepEqual([...snapshots.entries()].map(([k, s]) => [k, s.eventual, s.bestEffort]), [
+            ["t0", 4, 4],
+            ["t1", 4, 4],
+        ]);
+        assert.deepEqual(await fixture.client.count("t0"), { bestEffort: 4, eventual: 4, value: 4 });
+        fixture.close();
+    });
+
+    it("leaves the counter alone for a transaction that fails on a non-retryable error", async () => {
+        const fixture = await counterFixture(engine);
+        await fixture.client.create("v", "r1");
+        const records = await readStream(engine.streams(), fixture.streamArn);
+        // Point the consumer at a table that does not exist: every transaction is rejected outright.
+        const consumer = createStreamHandler({
+            config: { ...fixture.config, tableName: "no-such-table" },
+            dynamodb: fixture.consumerDynamo,
+            sqs: new SQSClient({ region: "us-east-1" }),
+            sink: () => undefined,
+        });
+        const insert = records.find((r) => r.dynamodb?.Keys?.sk?.S === "r1")!;
+
+        const response = await consumer({ Records: records }, ctx());
+
+        assert.deepEqual(response, { batchItemFailures: [{ itemIdentifier: insert.dynamodb!.SequenceNumber! }] });
+        assert.equal((await fixture.snapshot("v")).eventual, 0);
+        fixture.close();
+    });
+});
