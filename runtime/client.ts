@@ -527,6 +527,10 @@ export class HybridCounterClient {
             if (value === undefined) {
                 continue;
             }
+            const unstorable = findUnstorable(value);
+            if (unstorable !== undefined) {
+                throw new InvalidArgumentError(`attributes.${name}`, `cannot be stored: ${unstorable}`);
+            }
             try {
                 const marshalled = marshall({ [name]: value }, { removeUndefinedValues: true });
                 if (marshalled[name] !== undefined) {
@@ -544,4 +548,24 @@ function checkLimit(limit: unknown): asserts limit is number {
     if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 0) {
         throw new InvalidArgumentError("limit", "must be a non-negative safe integer");
     }
+}
+
+/** A value marshall() would drop without a word (a function or a symbol, at any depth), described. */
+function findUnstorable(value: unknown, depth = 0): string | undefined {
+    if (typeof value === "function" || typeof value === "symbol") {
+        return `a ${typeof value} is not a DynamoDB value`;
+    }
+    if (depth > 32) {
+        return "it is nested deeper than DynamoDB allows (32 levels)";
+    }
+    if (value !== null && typeof value === "object") {
+        const children = value instanceof Map ? [...value.values()] : value instanceof Set ? [...value] : Object.values(value);
+        for (const child of children) {
+            const found = findUnstorable(child, depth + 1);
+            if (found !== undefined) {
+                return found;
+            }
+        }
+    }
+    return undefined;
 }

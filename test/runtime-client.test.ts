@@ -1,0 +1,173 @@
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { strict as assert } from "node:assert";
+import { startEngine, type LocalEngine } from "../local/engine";
+import { injectFaults, seededRandom } from "../local/faults";
+import { HybridCounterClient } from "../runtime/client";
+import { ConfigurationError } from "../runtime/config";
+import { InvalidArgumentError } from "../runtime/errors";
+import { counterFixture } from "./support/counter-fixture";
+
+describe("HybridCounterClient on DynamoDB Local", () => {
+    let engine: LocalEngine;
+    before(async () => {
+        engine = await startEngine();
+    });
+    after(async () => {
+        await engine.stop();
+    });
+
+    describe("rejects bad input before writing anything", () => {
+        const cases: Array<[string, (c: HybridCounterClient) => Promise<unknown>, string, string]> = [
+            ["empty key", (c) => c.create("", "a"), "key", "[key] must be a non-empty string"],
+            ["non-string key", (c) => c.create(7 as unknown as string, "a"), "key", "[key] must be a non-empty string"],
+            ["oversized key", (c) => c.create("k".repeat(2049), "a"), "key", "[key] must be at most 2048 bytes"],
+            ["empty id", (c) => c.create("k", ""), "id", "[id] must be a non-empty string"],
+            ["oversized id", (c) => c.create("k", "é".repeat(513)), "id", "[id] must be at most 1024 bytes"],
+            ["id in the counter namespace", (c) => c.create("k", "#counter#best-effort"), "id", '[id] must not start with the reserved prefix "#counter#"'],
+            ["reserved attribute", (c) => c.create("k", "a", { deleted: false }), "attributes.deleted", "[attributes.deleted] is reserved by the counter and cannot be set"],
+            ["key attribute", (c) => c.create("k", "a", { pk: "other" }), "attributes.pk", "[attributes.pk] is reserved by the counter and cannot be set"],
+            ["unstorable value", (c) => c.create("k", "a", { when: () => 1 }), "attributes.when", "[attributes.when] cannot be stored: a function is not a DynamoDB value"],
+            ["nested function", (c) => c.create("k", "a", { nested: { deeper: [Symbol("s")] } }), "attributes.nested", "[attributes.nested] cannot be stored: a symbol is not a DynamoDB value"],
+            ["attributes not an object", (c) => c.create("k", "a", [] as unknown as Record<string, unknown>), "attributes", "[attributes] must be an object of attribute names to values"],
+            ["negative limit", (c) => c.tryCreate("k", "a", -1), "limit", "[limit] must be a non-negative safe integer"],
+            ["fractional limit", (c) => c.tryCreate("k", "a", 1.5), "limit", "[limit] must be a non-negative safe integer"],
+            ["NaN limit", (c) => c.tryCreate("k", "a", Number.NaN), "limit", "[limit] must be a non-negative safe integer"],
+            ["delete with empty id", (c) => c.delete("k", ""), "id", "[id] must be a non-empty string"],
+            ["count with empty key", (c) => c.count(""), "key", "[key] must be a non-empty string"],
+        ];
+        for (const mode of ["utilization", "strict"] as const) {
+            for (const [name, call, field, message] of cases) {
+                it(`${mode}: ${name}`, async () => {
+                    const fixture = await counterFixture(engine, { mode });
+                    const error = await call(fixture.client).then(
+                        () => assert.fail("expected an InvalidArgumentError"),
+                        (e: unknown) => e,
+                    );
+                    assert.ok(error instanceof InvalidArgumentError, String(error));
+                    assert.equal(error.field, field);
+                    assert.equal(error.message, message);
+                    const items = await fixture.reader.send(new ScanCommand({ TableName: fixture.tableName }));
+                    assert.equal(items.Count, 0, "nothing was written");
+                    fixture.close();
+                });
+            }
+        }
+    });
+
+    it("rejects bad options, naming every field", () => {
+        const dynamodb = engine.dynamodb();
+        assert.throws(
+            () => new HybridCounterClient({ tableName: "x", dynamodb, mode: "exact" as never, attempts: 0, sortKey: "pk" }),
+            (e: unknown) =>
+                e instanceof ConfigurationError &&
+                e.problems.join(" | ") ===
+                    '[sortKey] must differ from [partitionKey] (both are "pk") | [tableName] must be a table name of 3 to 255 characters | [mode] must be "utilization" or "strict" | [attempts] must be an integer from 1 to 20',
+        );
+        dynamodb.destroy();
+    });
+
+    it("create: a second create of the same id answers created: false and counts once", async () => {
+        const fixture = await counterFixture(engine);
+        assert.deepEqual(await fixture.client.create("k", "a", { name: "first" }), { created: true });
+        assert.deepEqual(await fixture.client.create("k", "a", { name: "second" }), { created: false });
+        assert.deepEqual(await fixture.client.count("k"), { bestEffort: 1, eventual: 0, value: 1 });
+        fixture.close();
+    });
+
+    it("create: a retried put whose first attempt committed is recognised, and the counter is sent exactly once", async () => {
+        const fixture = await counterFixture(engine);
+        // Every attempt commits and then loses its response: the SDK retries each write.
+        const stats = injectFaults(fixture.clientDynamo, { rate: 1, kinds: ["500-after"], random: seededRandom(1), reads: false });
+
+        const result = await fixture.client.create("k", "a");
+
+        assert.deepEqual(result, { created: true });
+        assert.ok(stats.injected["500-after"] >= 2);
+        stats.rate = 0;
+        assert.deepEqual(await fixture.client.count("k"), { bestEffort: 1, eventual: 0, value: 1 });
+        fixture.close();
+    });
+
+    it("delete: a missing or already deleted id answers deleted: false and leaves best-effort alone", async () => {
+        const fixture = await counterFixture(engine);
+        await fixture.client.create("k", "a");
+        assert.deepEqual(await fixture.client.delete("k", "missing"), { deleted: false });
+        assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: true });
+        assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: false });
+        assert.deepEqual(await fixture.client.count("k"), { bestEffort: 0, eventual: 0, value: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 1 });
+        fixture.close();
+    });
+
+    it("delete: a TransactionConflictException on the soft delete is retried inside the call", async () => {
+        const fixture = await counterFixture(engine);
+        for (let i = 0; i < 20; i++) {
+            await fixture.client.create("k", `r${i}`);
+        }
+        const stats = injectFaults(fixture.clientDynamo, { rate: 0.5, kinds: ["conflict"], random: seededRandom(9) });
+
+        for (let i = 0; i < 20; i++) {
+            assert.deepEqual(await fixture.client.delete("k", `r${i}`), { deleted: true });
+        }
+
+        assert.ok(stats.injected.conflict > 5);
+        const s = await fixture.snapshot("k");
+        assert.equal(s.softDeleted, 20);
+        assert.ok(s.bestEffort <= 0, "decrements retried on conflict can only undercount");
+        fixture.close();
+    });
+
+    it("tryCreate (utilization): answers limit with the count it saw", async () => {
+        const fixture = await counterFixture(engine);
+        assert.deepEqual(await fixture.client.tryCreate("k", "a", 2), { created: true, count: 1 });
+        assert.deepEqual(await fixture.client.tryCreate("k", "b", 2), { created: true, count: 2 });
+        assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: false, count: 2, reason: "limit" });
+        assert.deepEqual(await fixture.client.tryCreate("k", "a", 3), { created: false, count: 2, reason: "exists" });
+        assert.deepEqual(await fixture.client.tryCreate("k", "c", 0), { created: false, count: 2, reason: "limit" });
+        fixture.close();
+    });
+
+    it("tryCreate (strict): reserves before creating, gives the slot back for an existing id", async () => {
+        const fixture = await counterFixture(engine, { mode: "strict" });
+        assert.deepEqual(await fixture.client.tryCreate("k", "a", 2), { created: true, count: 1 });
+        assert.deepEqual(await fixture.client.tryCreate("k", "a", 2), { created: false, count: 1, reason: "exists" });
+        assert.deepEqual(await fixture.client.tryCreate("k", "b", 2), { created: true, count: 2 });
+        assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: false, count: 2, reason: "limit" });
+        assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: true });
+        assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: true, count: 2 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 2, eventual: 0, live: 2, processed: 0, softDeleted: 1 });
+        fixture.close();
+    });
+
+    it("tryCreate (strict): a counter that cannot be reserved answers unavailable and writes no item", async () => {
+        const fixture = await counterFixture(engine, { mode: "strict" });
+        const failures: string[] = [];
+        const client = new HybridCounterClient({
+            tableName: fixture.tableName,
+            dynamodb: fixture.clientDynamo,
+            mode: "strict",
+            attempts: 1,
+            onBestEffortFailure: (f) => failures.push(`${f.operation} ${(f.error as Error).name}`),
+        });
+        const stats = injectFaults(fixture.clientDynamo, { rate: 1, kinds: ["500-before"], random: seededRandom(2) });
+
+        const result = await client.tryCreate("k", "a", 5);
+
+        assert.deepEqual(result, { created: false, count: null, reason: "unavailable" });
+        assert.deepEqual(failures, ["reserve InternalServerError"]);
+        stats.rate = 0;
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        fixture.close();
+    });
+
+    it("the resource write's own error is returned unchanged", async () => {
+        const fixture = await counterFixture(engine);
+        const error = await fixture.client.create("k", "big", { blob: "x".repeat(410 * 1024) }).then(
+            () => assert.fail("expected the item to be too large"),
+            (e: unknown) => e as Error,
+        );
+        assert.equal(error.name, "ValidationException");
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        fixture.close();
+    });
+});
