@@ -8,7 +8,7 @@ import {
     outputValue,
     runProgram,
     runProgramWithResult,
-} from "./support/pulumi";
+} from "../local/pulumi-mocks";
 
 class Parent extends pulumi.ComponentResource {
     readonly queueArn: pulumi.Output<string>;

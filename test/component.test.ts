@@ -2,7 +2,7 @@ import * as assert from "node:assert/strict";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { HybridCounterArgsError, HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
-import { findResource, outputValue, resourcesOfType, runProgramWithResult, type RecordedResource } from "./support/pulumi";
+import { findResource, outputValue, resourcesOfType, runProgramWithResult, type RecordedResource } from "../local/pulumi-mocks";
 
 const ACCOUNT = "123456789012";
 const TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-table`;
