@@ -27,6 +27,8 @@ export interface StreamHandlerDeps {
     /** Overrides the fatal queue built from `sqs` and `config.fatalQueueUrl`. */
     readonly fatal?: FatalQueue;
     readonly onConsumedCapacity?: (capacity: ConsumedCapacity[]) => void;
+    /** False: one transaction per record (the paper's design), for comparison. @default true */
+    readonly aggregate?: boolean;
 }
 
 /** The budget when no Lambda context says how long is left (local runs, tests). */
@@ -58,6 +60,7 @@ export function createStreamHandler(
                 metrics,
                 remainingMs: remainingTime(context),
                 onConsumedCapacity: deps.onConsumedCapacity,
+                aggregate: deps.aggregate,
             });
             return batchResponse(outcome, metrics, logger);
         } finally {

@@ -1,0 +1,223 @@
+import { PutItemCommand, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBStreamEvent } from "aws-lambda";
+import { strict as assert } from "node:assert";
+import { startEngine, type LocalEngine } from "../local/engine";
+import { LAMBDA_DEFAULTS, MappingEmulator, validateSettings, type MappingSettings, type OnFailureRecord } from "../local/mapping-emulator";
+import { createCounterTable } from "../local/table";
+
+let tables = 0;
+
+describe("the event source mapping emulator, on DynamoDB Local's real stream", () => {
+    let engine: LocalEngine;
+    let dynamodb: DynamoDBClient;
+    before(async () => {
+        engine = await startEngine();
+        dynamodb = engine.dynamodb();
+    });
+    after(async () => {
+        dynamodb.destroy();
+        await engine.stop();
+    });
+
+    /** A table with `n` inserted items r0..r(n-1) under key k, and an emulator over its stream. */
+    async function setup(n: number, settings: Partial<MappingSettings>, invoke: (e: DynamoDBStreamEvent) => Promise<unknown>, now?: () => number) {
+        const tableName = `emulator-${++tables}`;
+        const { streamArn } = await createCounterTable(dynamodb, tableName);
+        for (let i = 0; i < n; i++) {
+            await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: `r${i}` }, n: { N: String(i) } } }));
+        }
+        const failures: OnFailureRecord[] = [];
+        const batches: string[][] = [];
+        const emulator = new MappingEmulator({
+            streams: engine.streams(),
+            streamArn,
+            settings: { ...LAMBDA_DEFAULTS, ...settings },
+            invoke: async (event) => {
+                batches.push(event.Records.map((r) => r.dynamodb!.Keys!.sk!.S!));
+                return invoke(event);
+            },
+            onFailure: (r) => {
+                failures.push(r);
+            },
+            now,
+        });
+        return { tableName, streamArn, emulator, failures, batches };
+    }
+
+    const fail = async (): Promise<never> => {
+        throw new Error("function error");
+    };
+
+    it("retries a failing batch maximumRetryAttempts times, then sends metadata only to the on-failure destination", async () => {
+        const { emulator, failures, batches, streamArn } = await setup(5, { batchSize: 10, maximumRetryAttempts: 2 }, fail);
+
+        await emulator.drain();
+
+        assert.equal(batches.length, 3, "one attempt and two retries");
+        assert.equal(failures.length, 1);
+        const f = failures[0]!;
+        assert.deepEqual(Object.keys(f).sort(), ["DDBStreamBatchInfo", "requestContext", "responseContext", "timestamp", "version"]);
+        assert.equal(f.requestContext.condition, "RetryAttemptsExhausted");
+        assert.equal(f.requestContext.approximateInvokeCount, 3);
+        assert.equal(f.responseContext.functionError, "Unhandled");
+        assert.equal(f.DDBStreamBatchInfo.batchSize, 5);
+        assert.equal(f.DDBStreamBatchInfo.streamArn, streamArn);
+        assert.match(f.DDBStreamBatchInfo.shardId, /^shardId-/);
+        assert.ok(BigInt(f.DDBStreamBatchInfo.startSequenceNumber) < BigInt(f.DDBStreamBatchInfo.endSequenceNumber));
+        assert.equal(JSON.stringify(f).includes('"r0"'), false, "no record content travels");
+    });
+
+    it("bisects a failing batch until the bad record is alone, delivering the rest", async () => {
+        const { emulator, failures, batches } = await setup(
+            8,
+            { batchSize: 8, maximumRetryAttempts: 3, bisectBatchOnFunctionError: true },
+            async (event) => {
+                if (event.Records.some((r) => r.dynamodb!.Keys!.sk!.S === "r5")) {
+                    throw new Error("poison");
+                }
+            },
+        );
+
+        await emulator.drain();
+
+        assert.deepEqual(batches.slice(0, 4), [
+            ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"],
+            ["r0", "r1", "r2", "r3"],
+            ["r4", "r5", "r6", "r7"],
+            ["r4", "r5"],
+        ]);
+        assert.equal(failures.length, 1);
+        assert.equal(failures[0]!.DDBStreamBatchInfo.batchSize, 1);
+        assert.equal(failures[0]!.DDBStreamBatchInfo.startSequenceNumber, failures[0]!.DDBStreamBatchInfo.endSequenceNumber);
+        const delivered = new Set(batches.filter((b) => !b.includes("r5")).flat());
+        assert.deepEqual([...delivered].sort(), ["r0", "r1", "r2", "r3", "r4", "r6", "r7"]);
+        assert.equal(emulator.stats.bisections, 3);
+    });
+
+    it("checkpoints at the lowest reported sequence number and redelivers from there", async () => {
+        let calls = 0;
+        const { emulator, batches, failures } = await setup(6, { batchSize: 6, maximumRetryAttempts: 5, reportBatchItemFailures: true }, async (event) => {
+            calls++;
+            if (calls === 1) {
+                return {
+                    batchItemFailures: [
+                        { itemIdentifier: event.Records[4]!.dynamodb!.SequenceNumber },
+                        { itemIdentifier: event.Records[2]!.dynamodb!.SequenceNumber },
+                    ],
+                };
+            }
+            return { batchItemFailures: [] };
+        });
+
+        await emulator.drain();
+
+        assert.deepEqual(batches, [
+            ["r0", "r1", "r2", "r3", "r4", "r5"],
+            ["r2", "r3", "r4", "r5"],
+        ]);
+        assert.deepEqual(failures, []);
+        assert.equal(emulator.stats.partialFailures, 1);
+    });
+
+    it("treats an empty or unknown itemIdentifier as a failure of the whole batch", async () => {
+        let calls = 0;
+        const { emulator, batches } = await setup(3, { batchSize: 3, maximumRetryAttempts: 5, reportBatchItemFailures: true }, async () => {
+            calls++;
+            return calls === 1 ? { batchItemFailures: [{ itemIdentifier: "" }] } : calls === 2 ? { batchItemFailures: [{ itemIdentifier: "123" }] } : {};
+        });
+
+        await emulator.drain();
+
+        assert.deepEqual(batches, [
+            ["r0", "r1", "r2"],
+            ["r0", "r1", "r2"],
+            ["r0", "r1", "r2"],
+        ]);
+    });
+
+    it("ignores the response when ReportBatchItemFailures is off", async () => {
+        const { emulator, batches } = await setup(3, { batchSize: 3, reportBatchItemFailures: false }, async (event) => ({
+            batchItemFailures: [{ itemIdentifier: event.Records[0]!.dynamodb!.SequenceNumber }],
+        }));
+
+        await emulator.drain();
+
+        assert.deepEqual(batches, [["r0", "r1", "r2"]]);
+    });
+
+    it("discards records older than maximumRecordAgeInSeconds to the on-failure destination without invoking", async () => {
+        let clock = Date.now();
+        const { emulator, batches, failures } = await setup(4, { batchSize: 10, maximumRecordAgeInSeconds: 60 }, async () => undefined, () => clock);
+        await emulator.poll();
+        clock += 3_600_000;
+
+        await emulator.drain();
+
+        assert.deepEqual(batches, []);
+        assert.equal(failures.length, 1);
+        assert.equal(failures[0]!.requestContext.condition, "RecordAgeExceeded");
+        assert.equal(failures[0]!.DDBStreamBatchInfo.batchSize, 4);
+    });
+
+    it("waits for the batching window unless the batch is full", async () => {
+        let clock = Date.now();
+        const { emulator, batches } = await setup(3, { batchSize: 10, maximumBatchingWindowInSeconds: 5 }, async () => undefined, () => clock);
+        await emulator.poll();
+        assert.equal(await emulator.deliver(), 0, "three records wait for the window");
+        clock += 5_000;
+        assert.equal(await emulator.deliver(), 1);
+        assert.deepEqual(batches, [["r0", "r1", "r2"]]);
+    });
+
+    it("drops records that match no filter pattern, never invoking for them", async () => {
+        const { emulator, batches, tableName } = await setup(
+            4,
+            { batchSize: 10, filterPatterns: [JSON.stringify({ eventName: ["MODIFY"], dynamodb: { NewImage: { flag: { BOOL: [true] } } } })] },
+            async () => undefined,
+        );
+        await dynamodb.send(
+            new UpdateItemCommand({
+                TableName: tableName,
+                Key: { pk: { S: "k" }, sk: { S: "r1" } },
+                UpdateExpression: "SET flag = :t",
+                ExpressionAttributeValues: { ":t": { BOOL: true } },
+            }),
+        );
+
+        await emulator.drain();
+
+        assert.deepEqual(batches, [["r1"]]);
+        assert.equal(emulator.stats.recordsFiltered, 4);
+    });
+
+    it("with a parallelization factor keeps each item's records in order across concurrent batches", async () => {
+        const seen: Array<[string, number]> = [];
+        const { emulator, batches, tableName } = await setup(0, { batchSize: 3, parallelizationFactor: 4 }, async (event) => {
+            for (const r of event.Records) {
+                seen.push([r.dynamodb!.Keys!.sk!.S!, Number(r.dynamodb!.NewImage!.n!.N)]);
+            }
+        });
+        for (let round = 0; round < 3; round++) {
+            for (let i = 0; i < 8; i++) {
+                await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: `r${i}` }, n: { N: String(round) } } }));
+            }
+        }
+
+        await emulator.drain();
+
+        assert.equal(seen.length, 24);
+        for (let i = 0; i < 8; i++) {
+            assert.deepEqual(seen.filter(([sk]) => sk === `r${i}`).map(([, n]) => n), [0, 1, 2], `r${i} in order`);
+        }
+        assert.ok(batches.length >= 4, "records were spread over lanes");
+    });
+
+    it("rejects settings Lambda would reject, naming each", () => {
+        assert.deepEqual(validateSettings({ ...LAMBDA_DEFAULTS, batchSize: 0, parallelizationFactor: 11, maximumRecordAgeInSeconds: 30, filterPatterns: ["[]"] }), [
+            "[batchSize] must be an integer from 1 to 10000",
+            "[parallelizationFactor] must be an integer from 1 to 10",
+            "[maximumRecordAgeInSeconds] must be an integer from 60 to 604800 or -1",
+            "[filterPatterns[0]] [pattern] must be a JSON object",
+        ]);
+    });
+});
