@@ -94,6 +94,9 @@ export interface MappingStats {
     bisections: number;
     batchesToOnFailure: number;
     recordsToOnFailure: number;
+    /** Wall time spent reading the stream and inside the function, in milliseconds. */
+    pollMs: number;
+    invokeMs: number;
 }
 
 interface Pending {
@@ -154,8 +157,12 @@ export class MappingEmulator {
         bisections: 0,
         batchesToOnFailure: 0,
         recordsToOnFailure: 0,
+        pollMs: 0,
+        invokeMs: 0,
     };
     private readonly shards = new Map<string, ShardState>();
+    private shardList: Shard[] = [];
+    private describedAt = -Infinity;
     private readonly patterns;
     private readonly now: () => number;
     private requestCounter = 0;
@@ -182,8 +189,22 @@ export class MappingEmulator {
 
     /** Reads what is new on every shard. Returns the number of records read. */
     async poll(): Promise<number> {
-        const description = await this.options.streams.send(new DescribeStreamCommand({ StreamArn: this.options.streamArn }));
-        const shards: Shard[] = description.StreamDescription?.Shards ?? [];
+        const started = Date.now();
+        try {
+            return await this.readShards();
+        } finally {
+            this.stats.pollMs += Date.now() - started;
+        }
+    }
+
+    private async readShards(): Promise<number> {
+        // New shards appear every few hours; describing the stream once a second finds them in time.
+        if (Date.now() - this.describedAt > 1_000) {
+            const description = await this.options.streams.send(new DescribeStreamCommand({ StreamArn: this.options.streamArn }));
+            this.shardList = description.StreamDescription?.Shards ?? [];
+            this.describedAt = Date.now();
+        }
+        const shards = this.shardList;
         let read = 0;
         for (const shard of shards) {
             const shardId = shard.ShardId!;
@@ -329,6 +350,7 @@ export class MappingEmulator {
         batch.invokeCount++;
         let failedFrom: number | undefined;
         let functionError: string | undefined;
+        const started = Date.now();
         try {
             const response = await this.options.invoke({ Records: batch.records.map((p) => p.record) });
             if (s.reportBatchItemFailures) {
@@ -336,6 +358,8 @@ export class MappingEmulator {
             }
         } catch (error) {
             functionError = error instanceof Error ? error.name : "Unhandled";
+        } finally {
+            this.stats.invokeMs += Date.now() - started;
         }
         if (functionError === undefined && failedFrom === undefined) {
             lane.head.shift();

@@ -17,6 +17,8 @@ export interface WorkloadOptions {
     readonly seed: number;
     /** Key choice skew: 0 uniform; 1 puts about half the traffic on the first key. @default 0 */
     readonly hotKeyShare?: number;
+    /** Stops issuing operations once it returns true (for runs bounded by time). */
+    readonly stop?: () => boolean;
 }
 
 export interface WorkloadResult {
@@ -30,7 +32,7 @@ export interface WorkloadResult {
     apiErrors: Array<{ operation: string; error: string }>;
     validationErrors: number;
     /** Time of every counted create/delete per key (ms since epoch), in order: the ground-truth timeline. */
-    readonly events: Array<{ key: string; at: number; delta: 1 | -1 }>;
+    readonly events: Array<{ key: string; id: string; at: number; delta: 1 | -1 }>;
 }
 
 export async function runWorkload(
@@ -62,7 +64,7 @@ export async function runWorkload(
     };
 
     const worker = async (): Promise<void> => {
-        while (issued < options.ops) {
+        while (issued < options.ops && !(options.stop?.() ?? false)) {
             issued++;
             const key = pickKey();
             const ids = live.get(key)!;
@@ -74,7 +76,7 @@ export async function runWorkload(
                     const { deleted } = await client.delete(key, id);
                     if (deleted) {
                         result.deleted++;
-                        result.events.push({ key, at: Date.now(), delta: -1 });
+                        result.events.push({ key, id, at: Date.now(), delta: -1 });
                     }
                 } else {
                     const id = `item-${options.seed}-${nextId++}`;
@@ -83,7 +85,7 @@ export async function runWorkload(
                         if (created) {
                             ids.push(id);
                             result.created++;
-                            result.events.push({ key, at: Date.now(), delta: 1 });
+                            result.events.push({ key, id, at: Date.now(), delta: 1 });
                         } else {
                             result.existsRejected++;
                         }
@@ -92,7 +94,7 @@ export async function runWorkload(
                         if (outcome.created) {
                             ids.push(id);
                             result.created++;
-                            result.events.push({ key, at: Date.now(), delta: 1 });
+                            result.events.push({ key, id, at: Date.now(), delta: 1 });
                         } else if (outcome.reason === "limit") {
                             result.limitRejected++;
                         } else if (outcome.reason === "exists") {

@@ -3,18 +3,19 @@
  * API-side client, the stream consumer driven by the mapping emulator, a local fatal queue and
  * first DLQ, and helpers that read the ground truth from the table.
  */
-import { QueryCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { strict as assert } from "node:assert";
 import { HybridCounterClient, type CounterMode } from "../../runtime/client";
-import { DEFAULT_LAYOUT, bestEffortSortKey, eventualSortKey, type CounterTableLayout, type HandlerConfig } from "../../runtime/config";
+import { DEFAULT_LAYOUT, type CounterTableLayout, type HandlerConfig } from "../../runtime/config";
 import { createStreamHandler } from "../../runtime/consumer";
 import { createRedriveHandler } from "../../runtime/redrive";
 import type { LocalEngine } from "../../local/engine";
 import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../../local/faults";
 import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/mapping-emulator";
 import { lambdaContext } from "../../local/lambda-context";
+import { snapshotKey, type KeySnapshot } from "../../local/observe";
 import { LocalQueues } from "../../local/sqs";
 import { createCounterTable } from "../../local/table";
 
@@ -73,15 +74,7 @@ export interface CounterFixture {
     close(): void;
 }
 
-export interface Snapshot {
-    readonly bestEffort: number;
-    readonly eventual: number;
-    /** Items that exist and are not soft-deleted. */
-    readonly live: number;
-    /** Items whose processed flag is true (the eventual counter's invariant). */
-    readonly processed: number;
-    readonly softDeleted: number;
-}
+export type Snapshot = KeySnapshot;
 
 export async function counterFixture(engine: LocalEngine, options: FixtureOptions = {}): Promise<CounterFixture> {
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...options.layout };
@@ -188,51 +181,11 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
     return fixture;
 }
 
-/**
- * Reads a key's whole partition in one strongly consistent Query (one page for test-sized keys),
- * so both counters and the items are observed together.
- */
+/** One observation of a key; fails the test if the partition did not fit one read. */
 export async function snapshot(reader: DynamoDBClient, tableName: string, layout: CounterTableLayout, key: string): Promise<Snapshot> {
-    let bestEffort = 0;
-    let eventual = 0;
-    let live = 0;
-    let processed = 0;
-    let softDeleted = 0;
-    let start: Record<string, AttributeValue> | undefined;
-    let pages = 0;
-    do {
-        const page = await reader.send(
-            new QueryCommand({
-                TableName: tableName,
-                ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": layout.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
-                ExclusiveStartKey: start,
-            }),
-        );
-        pages++;
-        for (const item of page.Items ?? []) {
-            const sk = item[layout.sortKey]!.S!;
-            if (sk === bestEffortSortKey(layout)) {
-                bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
-            } else if (sk === eventualSortKey(layout)) {
-                eventual = Number(item[layout.countAttribute]?.N ?? 0);
-            } else {
-                if (item[layout.deletedAttribute]?.BOOL === true) {
-                    softDeleted++;
-                } else {
-                    live++;
-                }
-                if (item[layout.processedAttribute]?.BOOL === true) {
-                    processed++;
-                }
-            }
-        }
-        start = page.LastEvaluatedKey;
-    } while (start);
+    const { pages, ...s } = await snapshotKey(reader, tableName, layout, key);
     assert.equal(pages, 1, `key ${key} spans ${pages} pages: the snapshot would not be one observation`);
-    return { bestEffort, eventual, live, processed, softDeleted };
+    return s;
 }
 
 /** After the stream has drained: eventual == live == processed for every key, and nothing is left soft-deleted. */

@@ -1,0 +1,109 @@
+/**
+ * Reads the system a HybridCounterComponent deploys from the resources it registered under Pulumi
+ * mocks, so the local twin runs exactly what `pulumi up` would create and nothing is defined twice:
+ * the table's keys and stream, the consumer's environment and timeout, every stream mapping setting,
+ * the queues and the redrive path.
+ */
+import type { MappingSettings } from "./mapping-emulator";
+import type { RecordedResource } from "./pulumi-mocks";
+
+export interface TableSpec {
+    readonly name: string;
+    readonly hashKey: string;
+    readonly rangeKey: string;
+    readonly streamEnabled: boolean;
+    readonly streamViewType: string;
+}
+
+export interface FunctionSpec {
+    readonly name: string;
+    readonly environment: Record<string, string>;
+    readonly timeoutSeconds: number;
+    readonly handler: string;
+}
+
+export interface DeployedSystem {
+    readonly table: TableSpec;
+    readonly consumer: FunctionSpec;
+    readonly redrive: FunctionSpec;
+    readonly streamMapping: MappingSettings;
+    readonly firstDlqUrl: string;
+    readonly fatalDlqUrl: string;
+    /** Receives after which SQS moves a first-DLQ message to the fatal queue. */
+    readonly maxReceiveCount: number;
+    readonly redriveBatchSize: number;
+}
+
+const TABLE = "aws:dynamodb/table:Table";
+const FUNCTION = "aws:lambda/function:Function";
+const MAPPING = "aws:lambda/eventSourceMapping:EventSourceMapping";
+const QUEUE = "aws:sqs/queue:Queue";
+
+function only(resources: readonly RecordedResource[], what: string, match: (r: RecordedResource) => boolean): RecordedResource {
+    const found = resources.filter(match);
+    if (found.length !== 1) {
+        throw new Error(`expected exactly one ${what} among the component's resources, found ${found.length}`);
+    }
+    return found[0]!;
+}
+
+function functionSpec(resource: RecordedResource): FunctionSpec {
+    const variables = resource.inputs.environment?.variables;
+    if (variables === undefined || typeof variables !== "object") {
+        throw new Error(`function ${resource.name} has no environment`);
+    }
+    return {
+        name: String(resource.state.name ?? resource.name),
+        environment: Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, String(v)])),
+        timeoutSeconds: Number(resource.inputs.timeout ?? 3),
+        handler: String(resource.inputs.handler),
+    };
+}
+
+export function describeDeployedSystem(resources: readonly RecordedResource[]): DeployedSystem {
+    const tableResource = only(resources, "table", (r) => r.type === TABLE);
+    const streamArn = String(tableResource.state.streamArn ?? "");
+    const streamMappingResource = only(resources, "stream mapping", (r) => r.type === MAPPING && r.inputs.eventSourceArn === streamArn);
+    const consumerResource = only(resources, "consumer function", (r) => r.type === FUNCTION && r.state.arn === streamMappingResource.inputs.functionName);
+    const firstDlqArn = streamMappingResource.inputs.destinationConfig?.onFailure?.destinationArn;
+    const firstDlq = only(resources, "first DLQ", (r) => r.type === QUEUE && r.state.arn === firstDlqArn);
+    const redrivePolicy = JSON.parse(String(firstDlq.inputs.redrivePolicy ?? "{}")) as { deadLetterTargetArn?: string; maxReceiveCount?: number };
+    const fatalDlq = only(resources, "fatal DLQ", (r) => r.type === QUEUE && r.state.arn === redrivePolicy.deadLetterTargetArn);
+    const redriveMapping = only(resources, "redrive mapping", (r) => r.type === MAPPING && r.inputs.eventSourceArn === firstDlqArn);
+    const redriveResource = only(resources, "redrive function", (r) => r.type === FUNCTION && r.state.arn === redriveMapping.inputs.functionName);
+
+    const m = streamMappingResource.inputs;
+    const attributes = new Map<string, string>((tableResource.inputs.attributes ?? []).map((a: { name: string; type: string }) => [a.name, a.type]));
+    const table: TableSpec = {
+        name: String(tableResource.state.name),
+        hashKey: String(tableResource.inputs.hashKey),
+        rangeKey: String(tableResource.inputs.rangeKey),
+        streamEnabled: tableResource.inputs.streamEnabled === true,
+        streamViewType: String(tableResource.inputs.streamViewType),
+    };
+    for (const key of [table.hashKey, table.rangeKey]) {
+        if (attributes.get(key) !== "S") {
+            throw new Error(`table key ${key} must be a string attribute`);
+        }
+    }
+    return {
+        table,
+        consumer: functionSpec(consumerResource),
+        redrive: functionSpec(redriveResource),
+        streamMapping: {
+            batchSize: m.batchSize ?? 100,
+            maximumBatchingWindowInSeconds: m.maximumBatchingWindowInSeconds ?? 0,
+            parallelizationFactor: m.parallelizationFactor ?? 1,
+            maximumRetryAttempts: m.maximumRetryAttempts ?? -1,
+            maximumRecordAgeInSeconds: m.maximumRecordAgeInSeconds ?? -1,
+            bisectBatchOnFunctionError: m.bisectBatchOnFunctionError ?? false,
+            reportBatchItemFailures: (m.functionResponseTypes ?? []).includes("ReportBatchItemFailures"),
+            filterPatterns: (m.filterCriteria?.filters ?? []).map((f: { pattern: string }) => f.pattern),
+            startingPosition: m.startingPosition,
+        },
+        firstDlqUrl: String(firstDlq.state.url),
+        fatalDlqUrl: String(fatalDlq.state.url),
+        maxReceiveCount: Number(redrivePolicy.maxReceiveCount),
+        redriveBatchSize: Number(redriveMapping.inputs.batchSize ?? 10),
+    };
+}

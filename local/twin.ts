@@ -1,0 +1,588 @@
+/**
+ * The local twin (`npm start`): runs the system HybridCounterComponent deploys on DynamoDB Local.
+ *
+ * The component runs under Pulumi mocks; the table, the stream mapping's settings, the consumer's
+ * bundle, environment and timeout, the queues and the redrive path are all read from the resources
+ * it registered. The bundled handlers (the exact files `pulumi up` uploads) are invoked by the
+ * mapping emulator, which polls the table's real stream. A workload drives HybridCounterClient,
+ * built from the component's `clientConfig` output, and the twin reports what it measured.
+ */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, Context } from "aws-lambda";
+import { mkdirSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import { HybridCounterComponent } from "../components/component";
+import { HybridCounterClient, type CounterMode } from "../runtime/client";
+import { classifyRecord } from "../runtime/records";
+import { resolveLayout, type CounterTableLayout } from "../runtime/config";
+import { meterWrites, type CapacityMeter } from "./capacity";
+import { lineChartSvg } from "./chart";
+import { startEngine, type LocalEngine } from "./engine";
+import { injectFaults, seededRandom, type FaultStats } from "./faults";
+import { lambdaContext } from "./lambda-context";
+import { MappingEmulator } from "./mapping-emulator";
+import { outputValue, runProgramWithResult } from "./pulumi-mocks";
+import { LocalQueues } from "./sqs";
+import { describeDeployedSystem, type DeployedSystem } from "./system";
+import { createCounterTable } from "./table";
+import { runWorkload, type WorkloadResult } from "./workload";
+import { snapshotKey, type KeySnapshot } from "./observe";
+
+export interface TwinOptions {
+    readonly ops: number;
+    readonly keys: number;
+    readonly concurrency: number;
+    readonly deleteRatio: number;
+    readonly limit?: number;
+    readonly mode: CounterMode;
+    readonly faults: number;
+    readonly seed: number;
+    /** Seconds to keep the workload running; 0: run `ops` operations. Infinity with --watch. */
+    readonly durationSeconds: number;
+    readonly json: boolean;
+    readonly chart: string;
+}
+
+export const USAGE = `Usage: npm start -- [options]
+
+Runs the system HybridCounterComponent deploys on DynamoDB Local, drives it with a workload and
+reports what it measured.
+
+Options:
+  --ops <n>            operations to run (default 3000)
+  --keys <n>           counter keys (tenants) (default 8)
+  --concurrency <n>    concurrent API callers (default 8)
+  --delete-ratio <r>   share of operations that delete a live item, 0..1 (default 0.3)
+  --limit <n>          per-key limit enforced through tryCreate (default: none)
+  --mode <m>           utilization | strict (default utilization)
+  --faults <rate>      probability 0..1 of an injected fault per DynamoDB attempt, in the API and the
+                       consumer: TransactionConflict, throttling, 500 before and after commit (default 0.02)
+  --seed <n>           random seed (default 1)
+  --duration <s>       run the workload for this many seconds instead of --ops
+  --watch              run until Ctrl-C
+  --json               print one final JSON report and nothing else on stdout
+  --chart <path>       where to write the SVG chart (default .local/twin-chart.svg)
+  -h, --help           show this help`;
+
+export class UsageError extends Error {
+    override name = "UsageError";
+}
+
+export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
+    let parsed;
+    try {
+        parsed = parseArgs({
+            args: [...argv],
+            strict: true,
+            allowPositionals: false,
+            options: {
+                ops: { type: "string" },
+                keys: { type: "string" },
+                concurrency: { type: "string" },
+                "delete-ratio": { type: "string" },
+                limit: { type: "string" },
+                mode: { type: "string" },
+                faults: { type: "string" },
+                seed: { type: "string" },
+                duration: { type: "string" },
+                watch: { type: "boolean" },
+                json: { type: "boolean" },
+                chart: { type: "string" },
+                help: { type: "boolean", short: "h" },
+            },
+        });
+    } catch (error) {
+        throw new UsageError((error as Error).message);
+    }
+    const v = parsed.values;
+    if (v.help) {
+        return "help";
+    }
+    const problems: string[] = [];
+    const integer = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
+        if (raw === undefined) {
+            return fallback;
+        }
+        const n = Number(raw);
+        if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
+            problems.push(`--${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+            return fallback;
+        }
+        return n;
+    };
+    const ratio = (name: string, raw: string | undefined, fallback: number): number => {
+        if (raw === undefined) {
+            return fallback;
+        }
+        const n = Number(raw);
+        if (raw.trim() === "" || !Number.isFinite(n) || n < 0 || n > 1) {
+            problems.push(`--${name} must be a number from 0 to 1 (got "${raw}")`);
+            return fallback;
+        }
+        return n;
+    };
+    const mode = v.mode ?? "utilization";
+    if (mode !== "utilization" && mode !== "strict") {
+        problems.push(`--mode must be utilization or strict (got "${mode}")`);
+    }
+    if (v.watch && v.duration !== undefined) {
+        problems.push("--watch and --duration exclude each other");
+    }
+    const options: TwinOptions = {
+        ops: integer("ops", v.ops, 3_000, 1, 10_000_000),
+        keys: integer("keys", v.keys, 8, 1, 10_000),
+        concurrency: integer("concurrency", v.concurrency, 8, 1, 256),
+        deleteRatio: ratio("delete-ratio", v["delete-ratio"], 0.3),
+        limit: v.limit === undefined ? undefined : integer("limit", v.limit, 0, 0, 1_000_000),
+        mode: mode as CounterMode,
+        faults: ratio("faults", v.faults, 0.02),
+        seed: integer("seed", v.seed, 1, 0, 2 ** 31),
+        durationSeconds: v.watch ? Infinity : integer("duration", v.duration, 0, 1, 86_400),
+        json: v.json ?? false,
+        chart: v.chart ?? path.join(".local", "twin-chart.svg"),
+    };
+    if (options.mode === "strict" && options.limit === undefined) {
+        problems.push("--mode strict needs --limit: strict mode exists to enforce one");
+    }
+    if (problems.length > 0) {
+        throw new UsageError(problems.join("\n"));
+    }
+    return options;
+}
+
+export interface TwinReport {
+    ops: number;
+    created: number;
+    deleted: number;
+    live: number;
+    eventual: number;
+    bestEffort: number;
+    exact: boolean;
+    overcountKeys: string[];
+    limitExceededKeys: string[];
+    apiErrors: number;
+    lagMs: { p50: number; p99: number; max: number };
+    opsPerSec: number;
+    consumerRecordsPerSec: number;
+    wcuPerOp: { api: number; consumer: number };
+    engineReportedWcuPerOp: { api: number; consumer: number };
+    dlq: { first: number; fatal: number; redriven: number };
+    mode: CounterMode;
+    limit: number | null;
+    keys: number;
+    faultRate: number;
+    faultsInjected: { api: number; consumer: number };
+    observations: number;
+    durationMs: number;
+    chart: string;
+    settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
+}
+
+type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
+type QueueHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+interface LoadedBundle<H> {
+    handler: H;
+    clients: { dynamodb: DynamoDBClient; sqs: import("@aws-sdk/client-sqs").SQSClient };
+}
+
+/**
+ * Loads a bundle exactly as Lambda would: the function's environment in process.env, then the
+ * module. The AWS SDK endpoints point at the local engine, so nothing can leave the machine.
+ */
+function loadBundle<H>(file: string, environment: Record<string, string>): LoadedBundle<H> {
+    Object.assign(process.env, environment);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const mod = require(file) as LoadedBundle<H>;
+    if (typeof mod.handler !== "function" || !mod.clients) {
+        throw new Error(`${file} does not export handler and clients`);
+    }
+    return mod;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+    if (sorted.length === 0) {
+        return 0;
+    }
+    return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export async function runTwin(options: TwinOptions, log: (line: string) => void, progress: NodeJS.WriteStream | null): Promise<TwinReport> {
+    const engine: LocalEngine = await startEngine();
+    const stopSignals: Array<() => void> = [];
+    try {
+        // Every SDK client created from here on, the bundles' included, talks to the local engine only.
+        Object.assign(process.env, {
+            AWS_REGION: "us-east-1",
+            AWS_ACCESS_KEY_ID: "hybridcounterlocal",
+            AWS_SECRET_ACCESS_KEY: "hybridcounterlocal",
+            AWS_ENDPOINT_URL: engine.endpoint,
+            AWS_ENDPOINT_URL_DYNAMODB: engine.endpoint,
+            AWS_ENDPOINT_URL_DYNAMODB_STREAMS: engine.endpoint,
+        });
+
+        // 1. The component, under mocks: what `pulumi up` would create.
+        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", {}));
+        const system: DeployedSystem = describeDeployedSystem(run.resources);
+        const clientConfig = await outputValue(run.result.clientConfig);
+        const layout: CounterTableLayout = resolveLayout(clientConfig);
+        log(`component: ${run.resources.length} resources; table ${system.table.name} (${system.table.hashKey}, ${system.table.rangeKey}), stream ${system.table.streamViewType}`);
+        log(
+            `stream mapping: batch ${system.streamMapping.batchSize}, window ${system.streamMapping.maximumBatchingWindowInSeconds}s, ` +
+                `parallelization ${system.streamMapping.parallelizationFactor}, retries ${system.streamMapping.maximumRetryAttempts}, ` +
+                `max age ${system.streamMapping.maximumRecordAgeInSeconds}s, bisect ${system.streamMapping.bisectBatchOnFunctionError}, ` +
+                `${system.streamMapping.filterPatterns.length} filter patterns`,
+        );
+
+        // 2. The table, as declared.
+        const admin = engine.dynamodb();
+        const { streamArn } = await createCounterTable(admin, system.table.name, { partitionKey: system.table.hashKey, sortKey: system.table.rangeKey }, system.table.streamViewType as "NEW_AND_OLD_IMAGES");
+
+        // 3. The bundled handlers, with their environment; their clients get the faults and the local queues.
+        const queues = new LocalQueues();
+        const consumer = loadBundle<StreamHandler>(HybridCounterComponent.bundlePaths.streamConsumer, system.consumer.environment);
+        const redrive = loadBundle<QueueHandler>(HybridCounterComponent.bundlePaths.redrive, system.redrive.environment);
+        queues.attach(consumer.clients.sqs);
+        queues.attach(redrive.clients.sqs);
+        const consumerMeter: CapacityMeter = meterWrites(consumer.clients.dynamodb);
+        const redriveMeter: CapacityMeter = meterWrites(redrive.clients.dynamodb);
+        const consumerFaults: FaultStats[] = [];
+        if (options.faults > 0) {
+            consumerFaults.push(injectFaults(consumer.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 1) }));
+            consumerFaults.push(injectFaults(redrive.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 2) }));
+        }
+        // Lambda logs go to CloudWatch; locally they would drown the report.
+        const silence = <T extends unknown[], R>(fn: (...a: T) => Promise<R>) => async (...a: T): Promise<R> => {
+            const write = process.stdout.write;
+            process.stdout.write = (() => true) as typeof process.stdout.write;
+            try {
+                return await fn(...a);
+            } finally {
+                process.stdout.write = write;
+            }
+        };
+
+        // 4. The API side: the client from the component's clientConfig output.
+        const apiDynamo = engine.dynamodb();
+        const apiMeter = meterWrites(apiDynamo);
+        const apiFaults = options.faults > 0 ? injectFaults(apiDynamo, { rate: options.faults, random: seededRandom(options.seed * 7 + 3) }) : undefined;
+        const client = new HybridCounterClient({ ...clientConfig, dynamodb: apiDynamo, mode: options.mode });
+
+        // Ground truth for lag: when the API call that wrote each record returned.
+        const writtenAt = new Map<string, number>();
+        const lags: number[] = [];
+        let consumerRecords = 0;
+        const emulator = new MappingEmulator({
+            streams: engine.streams(),
+            streamArn,
+            settings: system.streamMapping,
+            functionArn: `arn:aws:lambda:ddblocal:000000000000:function:${system.consumer.name}`,
+            invoke: silence(async (event: DynamoDBStreamEvent) => {
+                const response = await consumer.handler(event, lambdaContext(system.consumer.name, system.consumer.timeoutSeconds * 1000));
+                const failed = response?.batchItemFailures?.[0]?.itemIdentifier;
+                const doneAt = Date.now();
+                for (const record of event.Records) {
+                    if (failed !== undefined && record.dynamodb?.SequenceNumber === failed) {
+                        break;
+                    }
+                    const c = classifyRecord(record, layout);
+                    if (c.type === "event") {
+                        consumerRecords++;
+                        const at = writtenAt.get(`${c.event.counterKey}\u0000${c.event.id}\u0000${c.event.kind}`);
+                        if (at !== undefined) {
+                            lags.push(Math.max(0, doneAt - at));
+                        }
+                    }
+                }
+                return response;
+            }),
+            onFailure: (record) => {
+                queues.send(system.firstDlqUrl, JSON.stringify(record));
+            },
+        });
+
+        // The first DLQ's SQS mapping and redrive policy: receive, invoke, move to fatal after maxReceiveCount.
+        let redriven = 0;
+        const redrivePass = silence(async () => {
+            const messages = queues.receive(system.firstDlqUrl, system.redriveBatchSize);
+            if (messages.length === 0) {
+                return;
+            }
+            const response = await redrive.handler(
+                {
+                    Records: messages.map((m) => ({
+                        messageId: m.messageId,
+                        receiptHandle: m.receiptHandle,
+                        body: m.body,
+                        attributes: { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: "0", SenderId: "local", ApproximateFirstReceiveTimestamp: "0" },
+                        messageAttributes: {},
+                        md5OfBody: "",
+                        eventSource: "aws:sqs",
+                        eventSourceARN: "arn:aws:sqs:ddblocal:000000000000:first-dlq",
+                        awsRegion: "us-east-1",
+                    })),
+                },
+                lambdaContext(system.redrive.name, system.redrive.timeoutSeconds * 1000),
+            );
+            const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+            redriven += messages.length - failed.size;
+            const retry = messages.filter((m) => failed.has(m.messageId));
+            for (const m of retry.filter((m) => m.receiveCount >= system.maxReceiveCount)) {
+                queues.send(system.fatalDlqUrl, m.body);
+            }
+            queues.release(system.firstDlqUrl, retry.filter((m) => m.receiveCount < system.maxReceiveCount));
+        });
+
+        const keys = Array.from({ length: options.keys }, (_, i) => `tenant-${String(i).padStart(3, "0")}`);
+        const samples = new Map<string, Array<{ t: number; s: KeySnapshot }>>(keys.map((k) => [k, []]));
+        const overcount = new Set<string>();
+        const exceeded = new Set<string>();
+        let observations = 0;
+        const started = Date.now();
+        let workloadDone = false;
+        let interrupted = false;
+        stopSignals.push(() => {
+            interrupted = true;
+        });
+
+        const consuming = (async () => {
+            while (!workloadDone) {
+                const read = await emulator.poll();
+                const invoked = await emulator.deliver();
+                await redrivePass();
+                if (read === 0 && invoked === 0) {
+                    await new Promise((r) => setTimeout(r, 25));
+                }
+            }
+        })();
+        const observing = (async () => {
+            for (let i = 0; !workloadDone; i++) {
+                const key = keys[i % keys.length]!;
+                const s = await snapshotKey(admin, system.table.name, layout, key);
+                observations++;
+                samples.get(key)!.push({ t: Date.now() - started, s });
+                if (options.mode === "utilization" && s.bestEffort > s.live) {
+                    overcount.add(key);
+                }
+                if (options.limit !== undefined && s.live > options.limit) {
+                    exceeded.add(key);
+                }
+                // About 20 observations a second: enough for the chart, light on the shared engine.
+                await new Promise((r) => setTimeout(r, 50));
+            }
+        })();
+        const deadline = options.durationSeconds > 0 ? started + options.durationSeconds * 1000 : Infinity;
+        let last: WorkloadResult | undefined;
+        const render = progressRenderer(progress, keys, samples, () => last, emulator, queues, system, lags);
+        const ticker = setInterval(render, 1000);
+        let workload: WorkloadResult;
+        try {
+            workload = await runWorkload(
+                client,
+                {
+                    ops: options.durationSeconds > 0 ? Number.MAX_SAFE_INTEGER : options.ops,
+                    keys,
+                    concurrency: options.concurrency,
+                    deleteRatio: options.deleteRatio,
+                    limit: options.limit,
+                    seed: options.seed,
+                    hotKeyShare: 1,
+                    stop: () => interrupted || Date.now() >= deadline,
+                },
+                (r) => {
+                    last = r;
+                    const e = r.events[r.events.length - 1];
+                    if (e && !writtenAt.has(`${e.key}\u0000${e.id}\u0000${e.delta === 1 ? "create" : "delete"}`)) {
+                        writtenAt.set(`${e.key}\u0000${e.id}\u0000${e.delta === 1 ? "create" : "delete"}`, e.at);
+                    }
+                },
+            );
+        } finally {
+            workloadDone = true;
+        }
+        const apiDone = Date.now();
+        await Promise.all([consuming, observing]);
+        // Let the pipeline settle: the stream drains, the DLQ is redriven, and what that writes drains too.
+        for (let round = 0; round < 20; round++) {
+            await emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
+            await redrivePass();
+            if (queues.messages(system.firstDlqUrl).length === 0 && emulator.backlog === 0) {
+                await emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
+                break;
+            }
+            await new Promise((r) => setTimeout(r, 50));
+        }
+        const consumerDone = Date.now();
+        const st = emulator.stats;
+        log(
+            `mapping: ${st.invocations} invocations, ${st.recordsDelivered} records delivered, ${st.recordsFiltered} filtered out, ` +
+                `${(st.pollMs / 1000).toFixed(1)} s reading the stream, ${(st.invokeMs / 1000).toFixed(1)} s in the function`,
+        );
+        clearInterval(ticker);
+        render(true);
+
+        // 5. The report.
+        let live = 0;
+        let eventual = 0;
+        let bestEffort = 0;
+        let exact = true;
+        for (const key of keys) {
+            const s = await snapshotKey(admin, system.table.name, layout, key);
+            samples.get(key)!.push({ t: Date.now() - started, s });
+            live += s.live;
+            eventual += s.eventual;
+            bestEffort += s.bestEffort;
+            exact &&= s.eventual === s.live && s.softDeleted === 0;
+        }
+        const hottest = keys[0]!;
+        const chartPath = path.resolve(options.chart);
+        mkdirSync(path.dirname(chartPath), { recursive: true });
+        const points = samples.get(hottest)!;
+        writeFileSync(
+            chartPath,
+            lineChartSvg(`hybrid-counter twin: ${hottest} (${options.mode}${options.limit === undefined ? "" : `, limit ${options.limit}`}, faults ${options.faults})`, [
+                { name: "true count (live)", color: "#222222", points: points.map((p) => [p.t, p.s.live] as const) },
+                { name: "best-effort", color: "#d62728", points: points.map((p) => [p.t, p.s.bestEffort] as const) },
+                { name: "eventual", color: "#1f77b4", points: points.map((p) => [p.t, p.s.eventual] as const) },
+            ]),
+        );
+        const sortedLags = [...lags].sort((a, b) => a - b);
+        const consumerWcu = consumerMeter.billed + redriveMeter.billed;
+        const round2 = (n: number) => Math.round(n * 100) / 100;
+        const report: TwinReport = {
+            ops: workload.ops,
+            created: workload.created,
+            deleted: workload.deleted,
+            live,
+            eventual,
+            bestEffort,
+            exact,
+            overcountKeys: [...overcount].sort(),
+            limitExceededKeys: [...exceeded].sort(),
+            apiErrors: workload.apiErrors.length,
+            lagMs: { p50: percentile(sortedLags, 50), p99: percentile(sortedLags, 99), max: sortedLags.at(-1) ?? 0 },
+            opsPerSec: round2(workload.ops / ((apiDone - started) / 1000)),
+            consumerRecordsPerSec: round2(consumerRecords / ((consumerDone - started) / 1000)),
+            wcuPerOp: { api: round2(apiMeter.billed / workload.ops), consumer: round2(consumerWcu / workload.ops) },
+            engineReportedWcuPerOp: {
+                api: round2(apiMeter.reported / workload.ops),
+                consumer: round2((consumerMeter.reported + redriveMeter.reported) / workload.ops),
+            },
+            dlq: { first: queues.sent.get(system.firstDlqUrl) ?? 0, fatal: queues.sent.get(system.fatalDlqUrl) ?? 0, redriven },
+            mode: options.mode,
+            limit: options.limit ?? null,
+            keys: options.keys,
+            faultRate: options.faults,
+            faultsInjected: {
+                api: apiFaults ? Object.values(apiFaults.injected).reduce((a, b) => a + b, 0) : 0,
+                consumer: consumerFaults.reduce((n, f) => n + Object.values(f.injected).reduce((a, b) => a + b, 0), 0),
+            },
+            observations,
+            durationMs: consumerDone - started,
+            chart: chartPath,
+            settings: {
+                batchSize: system.streamMapping.batchSize,
+                maximumRetryAttempts: system.streamMapping.maximumRetryAttempts,
+                maximumRecordAgeInSeconds: system.streamMapping.maximumRecordAgeInSeconds,
+                parallelizationFactor: system.streamMapping.parallelizationFactor,
+            },
+        };
+        if (workload.apiErrors.length > 0) {
+            log(`API errors: ${JSON.stringify(workload.apiErrors.slice(0, 5))}`);
+        }
+        admin.destroy();
+        apiDynamo.destroy();
+        return report;
+    } finally {
+        await engine.stop();
+    }
+}
+
+function progressRenderer(
+    out: NodeJS.WriteStream | null,
+    keys: readonly string[],
+    samples: ReadonlyMap<string, Array<{ t: number; s: KeySnapshot }>>,
+    workload: () => WorkloadResult | undefined,
+    emulator: MappingEmulator,
+    queues: LocalQueues,
+    system: DeployedSystem,
+    lags: readonly number[],
+): (final?: boolean) => void {
+    let drawn = 0;
+    const shown = keys.slice(0, 8);
+    return (final = false) => {
+        if (!out) {
+            return;
+        }
+        const w = workload();
+        const sorted = [...lags].sort((a, b) => a - b);
+        const header =
+            `ops ${w?.ops ?? 0} (created ${w?.created ?? 0}, deleted ${w?.deleted ?? 0}, API errors ${w?.apiErrors.length ?? 0}) | ` +
+            `consumer: ${emulator.stats.invocations} invocations, backlog ${emulator.backlog}, lag p50 ${percentile(sorted, 50)} ms | ` +
+            `DLQ first ${queues.sent.get(system.firstDlqUrl) ?? 0}, fatal ${queues.sent.get(system.fatalDlqUrl) ?? 0}`;
+        if (!out.isTTY) {
+            out.write(`${final ? "final " : ""}${header}\n`);
+            return;
+        }
+        const rows = shown.map((key) => {
+            const s = samples.get(key)?.at(-1)?.s;
+            return `  ${key}  best-effort ${String(s?.bestEffort ?? 0).padStart(5)}  eventual ${String(s?.eventual ?? 0).padStart(5)}  live ${String(s?.live ?? 0).padStart(5)}`;
+        });
+        if (keys.length > shown.length) {
+            rows.push(`  ... and ${keys.length - shown.length} more keys`);
+        }
+        const lines = [header, ...rows];
+        out.write(`${drawn > 0 ? `\x1b[${drawn}A` : ""}${lines.map((l) => `\x1b[2K${l}`).join("\n")}\n`);
+        drawn = lines.length;
+    };
+}
+
+async function main(): Promise<void> {
+    let options: TwinOptions | "help";
+    try {
+        options = parseTwinArgs(process.argv.slice(2));
+    } catch (error) {
+        if (error instanceof UsageError) {
+            process.stderr.write(`error: ${error.message}\n\n${USAGE}\n`);
+            process.exit(2);
+        }
+        throw error;
+    }
+    if (options === "help") {
+        process.stdout.write(`${USAGE}\n`);
+        return;
+    }
+    const json = options.json;
+    const log = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
+    const progress = options.json ? null : process.stdout;
+    process.once("SIGINT", () => {
+        // The engine's exit hook kills DynamoDB Local; exit with the conventional code for Ctrl-C.
+        process.stderr.write("\ninterrupted: stopping DynamoDB Local\n");
+        process.exit(130);
+    });
+    const report = await runTwin(options, log, progress);
+    if (options.json) {
+        process.stdout.write(`${JSON.stringify(report)}\n`);
+        return;
+    }
+    log("");
+    log(`exact (eventual == live for every key): ${report.exact}`);
+    log(`totals: live ${report.live}, eventual ${report.eventual}, best-effort ${report.bestEffort}`);
+    log(`API: ${report.opsPerSec} ops/s, ${report.apiErrors} errors surfaced, ${report.wcuPerOp.api} WCU/op`);
+    log(`consumer: ${report.consumerRecordsPerSec} records/s, ${report.wcuPerOp.consumer} WCU per API op, lag p50 ${report.lagMs.p50} ms, p99 ${report.lagMs.p99} ms, max ${report.lagMs.max} ms`);
+    log(`faults injected: API ${report.faultsInjected.api}, consumer ${report.faultsInjected.consumer}`);
+    log(`DLQ: first ${report.dlq.first}, redriven ${report.dlq.redriven}, fatal ${report.dlq.fatal}`);
+    log(`${report.mode === "utilization" ? `keys ever overcounted by best-effort: ${report.overcountKeys.length}` : `keys ever over the limit: ${report.limitExceededKeys.length}`}`);
+    log(`chart: ${report.chart}`);
+}
+
+if (require.main === module) {
+    main().then(
+        () => process.exit(0),
+        (error: unknown) => {
+            process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+            process.exit(1);
+        },
+    );
+}

@@ -1,0 +1,89 @@
+import { spawnSync } from "node:child_process";
+import { strict as assert } from "node:assert";
+import * as path from "node:path";
+import { HybridCounterComponent } from "../components/component";
+import { runProgramWithResult } from "../local/pulumi-mocks";
+import { describeDeployedSystem } from "../local/system";
+import { parseTwinArgs, UsageError, type TwinReport } from "../local/twin";
+import { ENV } from "../runtime/config";
+
+const root = path.resolve(__dirname, "..");
+const tsx = path.join(root, "node_modules", ".bin", "tsx");
+
+function twin(args: string[]) {
+    return spawnSync(tsx, ["local/twin.ts", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, NODE_NO_WARNINGS: "1" } });
+}
+
+describe("the local twin", () => {
+    it("reads the deployed system from the component's recorded resources", async () => {
+        const run = await runProgramWithResult(() => new HybridCounterComponent("orders", { batchSize: 250, maximumRetryAttempts: 4 }));
+
+        const system = describeDeployedSystem(run.resources);
+
+        assert.deepEqual(system.table, { name: system.table.name, hashKey: "pk", rangeKey: "sk", streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES" });
+        assert.deepEqual({ ...system.streamMapping, filterPatterns: system.streamMapping.filterPatterns.length }, {
+            batchSize: 250,
+            maximumBatchingWindowInSeconds: 0,
+            parallelizationFactor: 1,
+            maximumRetryAttempts: 4,
+            maximumRecordAgeInSeconds: 21_600,
+            bisectBatchOnFunctionError: true,
+            reportBatchItemFailures: true,
+            filterPatterns: 3,
+            startingPosition: "TRIM_HORIZON",
+        });
+        assert.equal(system.consumer.environment[ENV.tableName], system.table.name);
+        assert.equal(system.consumer.environment[ENV.fatalQueueUrl], system.fatalDlqUrl);
+        assert.equal(system.consumer.handler, "index.handler");
+        assert.equal(system.maxReceiveCount, 5);
+        assert.notEqual(system.firstDlqUrl, system.fatalDlqUrl);
+    });
+
+    it("parses its flags and names each bad one", () => {
+        assert.deepEqual(parseTwinArgs(["--ops", "10", "--mode", "strict", "--limit", "3", "--json"]), {
+            ops: 10,
+            keys: 8,
+            concurrency: 8,
+            deleteRatio: 0.3,
+            limit: 3,
+            mode: "strict",
+            faults: 0.02,
+            seed: 1,
+            durationSeconds: 0,
+            json: true,
+            chart: path.join(".local", "twin-chart.svg"),
+        });
+        assert.throws(() => parseTwinArgs(["--ops", "0", "--faults", "2", "--mode", "exact"]), {
+            name: "UsageError",
+            message: '--ops must be an integer from 1 to 10000000 (got "0")\n--faults must be a number from 0 to 1 (got "2")\n--mode must be utilization or strict (got "exact")',
+        });
+        assert.throws(() => parseTwinArgs(["--mode", "strict"]), (e: unknown) => e instanceof UsageError && /needs --limit/.test(e.message));
+        assert.throws(() => parseTwinArgs(["--bogus"]), (e: unknown) => e instanceof UsageError && /Unknown option '--bogus'/.test(e.message));
+    });
+
+    it("exits 2 with a usage message on a bad flag", () => {
+        const result = twin(["--concurrency", "zero"]);
+        assert.equal(result.status, 2);
+        assert.equal(result.stdout, "");
+        assert.match(result.stderr, /^error: --concurrency must be an integer from 1 to 256 \(got "zero"\)\n\nUsage: npm start/);
+    });
+
+    it("with 5% injected faults over 2,000 operations on 8 keys: exact, no API error, never an overcount", () => {
+        const result = twin(["--json", "--faults", "0.05", "--ops", "2000", "--keys", "8", "--seed", "7", "--chart", ".local/test-twin-chart.svg"]);
+        assert.equal(result.status, 0, result.stderr);
+        const lines = result.stdout.trim().split("\n");
+        assert.equal(lines.length, 1, "--json prints the report and nothing else");
+        const report = JSON.parse(lines[0]!) as TwinReport;
+
+        assert.equal(report.ops, 2000);
+        assert.equal(report.exact, true);
+        assert.equal(report.apiErrors, 0);
+        assert.deepEqual(report.overcountKeys, []);
+        assert.equal(report.live, report.created - report.deleted);
+        assert.equal(report.eventual, report.live);
+        assert.ok(report.bestEffort <= report.live);
+        assert.ok(report.faultsInjected.api > 0 && report.faultsInjected.consumer > 0, "faults were injected on both sides");
+        assert.ok(report.observations > 0);
+        assert.equal(report.chart, path.join(root, ".local", "test-twin-chart.svg"));
+    });
+});
