@@ -55,7 +55,7 @@ describe("the local twin", () => {
         });
         assert.throws(() => parseTwinArgs(["--ops", "0", "--faults", "2", "--mode", "exact"]), {
             name: "UsageError",
-            message: '--ops must be an integer from 1 to 10000000 (got "0")\n--faults must be a number from 0 to 1 (got "2")\n--mode must be utilization or strict (got "exact")',
+            message: '--mode must be utilization or strict (got "exact")\n--ops must be an integer from 1 to 10000000 (got "0")\n--faults must be a number from 0 to 1 (got "2")',
         });
         assert.throws(() => parseTwinArgs(["--mode", "strict"]), (e: unknown) => e instanceof UsageError && /needs --limit/.test(e.message));
         assert.throws(() => parseTwinArgs(["--bogus"]), (e: unknown) => e instanceof UsageError && /Unknown option '--bogus'/.test(e.message));
