@@ -1,0 +1,97 @@
+/**
+ * The limits API: an HTTP API (API Gateway HTTP API -> one Lambda function) that creates, deletes and
+ * counts a tenant's items and refuses creations beyond the tenant's limit. The counter is a
+ * HybridCounterComponent; the function gets the component's `clientConfig` in its environment.
+ */
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { HybridCounterComponent } from "hybrid-counter";
+import { ROUTES } from "./app/handler";
+import { apiEnvironment, validateApiSettings, type ApiSettings, type CounterMode } from "./app/settings";
+import { buildApiBundle } from "./bundle";
+
+const config = new pulumi.Config();
+const settings: ApiSettings = validateApiSettings({
+    mode: (config.get("mode") ?? "strict") as CounterMode,
+    defaultLimit: config.getNumber("tenantLimit") ?? 100,
+    tenantLimits: config.getObject<Record<string, number>>("tenantLimits") ?? {},
+});
+const tags = { service: "limits-api", stack: pulumi.getStack() };
+
+const counter = new HybridCounterComponent("items", { createAlarmTopic: config.getBoolean("createAlarmTopic") ?? false, tags });
+
+// ------------------------------------------------------------------ the API function
+const logs = new aws.cloudwatch.LogGroup("api-logs", { retentionInDays: 30, tags });
+const role = new aws.iam.Role("api-role", {
+    assumeRolePolicy: JSON.stringify({
+        Version: "2012-10-17",
+        Statement: [{ Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" }],
+    }),
+    tags,
+});
+// What HybridCounterClient calls: PutItem (the item), UpdateItem (the best-effort counter, the soft delete),
+// GetItem (is an item live) and Query (both counters in one read). Nothing else, on this table only.
+const policy = new aws.iam.RolePolicy("api-policy", {
+    role: role.id,
+    policy: pulumi.all([counter.tableArn, logs.arn]).apply(([tableArn, logGroupArn]) =>
+        JSON.stringify({
+            Version: "2012-10-17",
+            Statement: [
+                {
+                    Sid: "UseCounterTable",
+                    Effect: "Allow",
+                    Action: ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"],
+                    Resource: tableArn,
+                },
+                { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${logGroupArn}:*` },
+            ],
+        }),
+    ),
+});
+const fn = new aws.lambda.Function(
+    "api",
+    {
+        code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(buildApiBundle()) }),
+        handler: "index.handler",
+        runtime: "nodejs22.x",
+        architectures: ["arm64"],
+        memorySize: 256,
+        timeout: 10,
+        role: role.arn,
+        environment: { variables: counter.clientConfig.apply((clientConfig) => apiEnvironment(clientConfig, settings)) },
+        loggingConfig: { logFormat: "Text", logGroup: logs.name },
+        tags,
+    },
+    { dependsOn: [policy, logs] },
+);
+
+// ------------------------------------------------------------------ the HTTP API
+const api = new aws.apigatewayv2.Api("api", { protocolType: "HTTP", tags });
+const integration = new aws.apigatewayv2.Integration("api-integration", {
+    apiId: api.id,
+    integrationType: "AWS_PROXY",
+    integrationUri: fn.invokeArn,
+    payloadFormatVersion: "2.0",
+});
+for (const [route, routeKey] of Object.entries(ROUTES)) {
+    new aws.apigatewayv2.Route(`api-${route}`, { apiId: api.id, routeKey, target: pulumi.interpolate`integrations/${integration.id}` });
+}
+const stage = new aws.apigatewayv2.Stage("api-stage", {
+    apiId: api.id,
+    name: "$default",
+    autoDeploy: true,
+    defaultRouteSettings: { throttlingBurstLimit: 100, throttlingRateLimit: 50 },
+    tags,
+});
+new aws.lambda.Permission("api-invoke", {
+    action: "lambda:InvokeFunction",
+    function: fn.name,
+    principal: "apigateway.amazonaws.com",
+    sourceArn: pulumi.interpolate`${api.executionArn}/*/*`,
+});
+
+export const url = stage.invokeUrl;
+export const functionName = fn.name;
+export const clientConfig = counter.clientConfig;
+export const counterDashboardName = counter.dashboardName;
+export const fatalDlqUrl = counter.fatalDlqUrl;
