@@ -65,7 +65,7 @@ export function stackSettingsFromConfig(all: Readonly<Record<string, string>>): 
     const args: Record<string, unknown> = {};
     let name = DEFAULT_COMPONENT_NAME;
     const prefix = `${CONFIG_NAMESPACE}:`;
-    for (const [fullKey, raw] of Object.entries(all).sort(([a], [b]) => a.localeCompare(b))) {
+    for (const [fullKey, raw] of Object.entries(all).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
         if (!fullKey.startsWith(prefix)) {
             continue;
         }
