@@ -2,7 +2,7 @@
  * A workload generator that drives HybridCounterClient the way an API would: concurrent creates
  * (through tryCreate when a limit is set) and deletes of live items, over several keys, seeded.
  */
-import { HybridCounterClient } from "../runtime/client";
+import type { HybridCounterClient } from "../runtime/client";
 import { InvalidArgumentError } from "../runtime/errors";
 import { seededRandom } from "./faults";
 
@@ -35,8 +35,11 @@ export interface WorkloadResult {
     readonly events: Array<{ key: string; id: string; at: number; delta: 1 | -1 }>;
 }
 
+/** What the workload calls: HybridCounterClient, or a baseline counter with the same shape. */
+export type WorkloadTarget = Pick<HybridCounterClient, "create" | "delete" | "tryCreate">;
+
 export async function runWorkload(
-    client: HybridCounterClient,
+    client: WorkloadTarget,
     options: WorkloadOptions,
     onProgress?: (result: WorkloadResult) => void,
 ): Promise<WorkloadResult> {
