@@ -20,3 +20,4 @@ export { classifyRecord, type CounterEvent } from "./records";
 export { fatalMessageBody, type FatalMessage, type FatalQueue } from "./fatal";
 export { readRange, toLambdaRecord, type SequenceRange } from "./stream-reader";
 export { METRIC_NAMES, type LineSink } from "./telemetry";
+export { reconcileKey, type ReconcileOptions, type ReconcileResult } from "./reconcile";
