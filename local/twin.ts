@@ -193,7 +193,7 @@ interface LoadedBundle<H> {
  */
 function loadBundle<H>(file: string, environment: Record<string, string>): LoadedBundle<H> {
     Object.assign(process.env, environment);
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a built bundle, loaded as Lambda loads it
     const mod = require(file) as LoadedBundle<H>;
     if (typeof mod.handler !== "function" || !mod.clients) {
         throw new Error(`${file} does not export handler and clients`);

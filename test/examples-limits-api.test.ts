@@ -297,6 +297,7 @@ describe("examples/limits-api handler", () => {
                 process.env[name] = value;
             }
             const bundle = buildApiBundle(path.join(outDir, "run"));
+            // eslint-disable-next-line @typescript-eslint/no-require-imports -- a built bundle, loaded as Lambda loads it
             const { handler } = require(bundle) as { handler: ApiHandler };
             // Act
             const answers = [];

@@ -70,6 +70,7 @@ function restoreResolution(): void {
 function loadProgram(file: string): Record<string, unknown> {
     const resolved = require.resolve(file);
     delete require.cache[resolved];
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a fresh load after clearing the cache
     return require(resolved) as Record<string, unknown>;
 }
 

@@ -14,6 +14,7 @@ import { POLICY_NAMES } from "../policy/index";
 const ROOT = path.resolve(__dirname, "..");
 const POLICY_DIR = path.join(ROOT, "policy");
 /** The gRPC and protobuf modules @pulumi/pulumi itself uses (resolved through it, not hoisting). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the very module instances @pulumi/pulumi uses
 const fromPulumi = (id: string): any => require(require.resolve(id, { paths: [path.dirname(require.resolve("@pulumi/pulumi/package.json"))] }));
 const grpc = fromPulumi("@grpc/grpc-js");
 const analyzerRpc = fromPulumi("@pulumi/pulumi/proto/analyzer_grpc_pb");

@@ -1,0 +1,24 @@
+// One lint toolchain: typescript-eslint's type-aware rules, plus Pulumi's rules against Outputs in
+// template literals (an Output interpolated with `${}` becomes "Calling [toString] on an [Output<T>]...").
+import pulumi from "@pulumi/eslint-plugin";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+    { ignores: ["**/node_modules/", "**/dist/", ".local/", "**/*.js", "**/*.mjs"] },
+    ...tseslint.configs.recommended,
+    {
+        files: ["**/*.ts"],
+        languageOptions: {
+            parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+        },
+        plugins: { "@pulumi": pulumi },
+        rules: {
+            "@pulumi/no-output-in-template-literal": "error",
+            "@pulumi/no-output-instance-in-template-literal": "error",
+            "@typescript-eslint/no-floating-promises": "error",
+            "@typescript-eslint/no-explicit-any": "off",
+            "@typescript-eslint/no-require-imports": "error",
+            "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_" }],
+        },
+    },
+);
