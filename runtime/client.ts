@@ -245,32 +245,32 @@ export class HybridCounterClient {
      * only undercount). If the decrement fails after every retry, the item is left untouched and the
      * decrement's DynamoDB error is returned, because soft-deleting without it would overcount.
      * strict: soft-deletes first, then releases the slot (a failure can only hold the slot back).
+     * Both first read the item (1 RCU), so deleting a missing id never touches the counter.
      *
-     * Resolves `{ deleted: false }` when the item does not exist or is already deleted.
+     * Resolves `{ deleted: false }` when the item does not exist, is already deleted, or a concurrent
+     * delete of the same id won.
      * Throws: InvalidArgumentError before anything is written; otherwise only DynamoDB errors of the
      * delete's own writes, unchanged, after a TransactionConflictException has been retried.
      */
     async delete(key: string, id: string): Promise<DeleteResult> {
         this.checkKey(key);
         this.checkId(id);
-        if (this.mode === "strict") {
-            const deleted = await this.softDelete(key, id);
-            if (deleted) {
-                await this.bestEffortOnce(key, -1, "release");
-            }
-            return { deleted };
-        }
-        // Decrement only for an item that is live, so deleting a missing id never undercounts.
+        // Touch the counter only for an item that is live, so deleting a missing id changes nothing.
         if (!(await this.isLive(key, id))) {
             return { deleted: false };
         }
-        await this.withRetries(() => this.bestEffortWrite(key, -1), isRetryable);
-        const deleted = await this.softDelete(key, id);
-        if (!deleted) {
-            // A concurrent delete won: it decremented too. Give back ours, once, so we do not undercount.
-            await this.bestEffortOnce(key, 1, "increment");
+        if (this.mode === "utilization") {
+            await this.withRetries(() => this.bestEffortWrite(key, -1), isRetryable);
         }
-        return { deleted };
+        const outcome = await this.softDelete(key, id);
+        // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
+        // consumer already removed the item before an SDK retry could see it, or a concurrent delete
+        // did both. Never compensate: in utilization mode a decrement too many only undercounts, and in
+        // strict mode a release not sent only holds a slot back, while guessing wrong would break the bound.
+        if (this.mode === "strict" && outcome === "mine") {
+            await this.bestEffortOnce(key, -1, "release");
+        }
+        return { deleted: outcome !== "taken" };
     }
 
     /**
@@ -322,10 +322,10 @@ export class HybridCounterClient {
 
     /** Puts the item if absent. True when this call wrote it, recognised by its token after an SDK retry. */
     private async putResource({ item, token }: { item: Record<string, AttributeValue>; token: string }): Promise<boolean> {
-        const { tableName, partitionKey, tokenAttribute } = this.config;
-        return this.withRetries(async () => {
-            try {
-                await this.dynamodb.send(
+        const { tableName, partitionKey } = this.config;
+        const outcome = await this.writeWithToken(
+            () =>
+                this.dynamodb.send(
                     new PutItemCommand({
                         TableName: tableName,
                         Item: item,
@@ -333,12 +333,28 @@ export class HybridCounterClient {
                         ExpressionAttributeNames: { "#pk": partitionKey },
                         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                     }),
-                );
-                return true;
+                ),
+            token,
+        );
+        return outcome === "mine";
+    }
+
+    /**
+     * Sends a conditional write that stores `token`, retrying what is safe to retry. "mine": it
+     * committed, possibly on an attempt whose response was lost (the stored token is ours). "taken":
+     * the condition failed on an item another write owns. "gone": the condition failed on no item.
+     */
+    private async writeWithToken(send: () => Promise<unknown>, token: string): Promise<"mine" | "taken" | "gone"> {
+        return this.withRetries(async () => {
+            try {
+                await send();
+                return "mine";
             } catch (error) {
                 if (error instanceof ConditionalCheckFailedException) {
-                    // An earlier attempt of this very call may have committed before its response was lost.
-                    return error.Item?.[tokenAttribute]?.S === token;
+                    if (error.Item === undefined) {
+                        return "gone";
+                    }
+                    return error.Item[this.config.tokenAttribute]?.S === token ? "mine" : "taken";
                 }
                 throw error;
             }
@@ -378,13 +394,13 @@ export class HybridCounterClient {
         return response.Item !== undefined && response.Item[deletedAttribute]?.BOOL !== true;
     }
 
-    /** Sets `deleted = true` if the item exists and is not deleted. True when this call did it. */
-    private async softDelete(key: string, id: string): Promise<boolean> {
+    /** Sets `deleted = true` if the item exists and is not deleted; see writeWithToken for the outcomes. */
+    private async softDelete(key: string, id: string): Promise<"mine" | "taken" | "gone"> {
         const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
         const token = randomUUID();
-        return this.withRetries(async () => {
-            try {
-                await this.dynamodb.send(
+        return this.writeWithToken(
+            () =>
+                this.dynamodb.send(
                     new UpdateItemCommand({
                         TableName: tableName,
                         Key: this.key(key, id),
@@ -394,15 +410,9 @@ export class HybridCounterClient {
                         ExpressionAttributeValues: { ":true": { BOOL: true }, ":false": { BOOL: false }, ":token": { S: token } },
                         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                     }),
-                );
-                return true;
-            } catch (error) {
-                if (error instanceof ConditionalCheckFailedException) {
-                    return error.Item?.[tokenAttribute]?.S === token;
-                }
-                throw error;
-            }
-        }, isRetryable);
+                ),
+            token,
+        );
     }
 
     // --- best-effort counter ---------------------------------------------------------------------

@@ -1,4 +1,5 @@
-import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { InternalServerError, ScanCommand, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
+import type { DeserializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
 import { startEngine, type LocalEngine } from "../local/engine";
 import { injectFaults, seededRandom } from "../local/faults";
@@ -98,6 +99,44 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 1 });
         fixture.close();
     });
+
+    for (const mode of ["utilization", "strict"] as const) {
+        it(`delete (${mode}): a soft delete whose response is lost while the consumer removes the item neither overcounts nor releases twice`, async () => {
+            const fixture = await counterFixture(engine, { mode });
+            await fixture.client.create("k", "a");
+            await fixture.client.create("k", "b");
+            await fixture.emulator.drain();
+            // The soft delete commits; before the SDK retries it, the consumer counts it and hard-deletes the item.
+            let attempts = 0;
+            const loseResponse: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+                const softDelete =
+                    context.commandName === "UpdateItemCommand" && (args.input as { UpdateExpression?: string }).UpdateExpression?.includes("#deleted");
+                if (softDelete) {
+                    attempts++;
+                }
+                const result = await next(args);
+                if (softDelete && attempts === 1) {
+                    await fixture.emulator.drain();
+                    throw new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: "Internal server error" });
+                }
+                return result;
+            };
+            fixture.clientDynamo.middlewareStack.add(loseResponse, { step: "deserialize", name: "loseSoftDeleteResponse", priority: "high" });
+
+            const result = await fixture.client.delete("k", "a");
+
+            assert.deepEqual(result, { deleted: true });
+            assert.equal(attempts, 2, "the SDK retried the soft delete and found the item gone");
+            assert.deepEqual(await fixture.snapshot("k"), {
+                bestEffort: mode === "utilization" ? 1 : 2,
+                eventual: 1,
+                live: 1,
+                processed: 1,
+                softDeleted: 0,
+            });
+            fixture.close();
+        });
+    }
 
     it("delete: a TransactionConflictException on the soft delete is retried inside the call", async () => {
         const fixture = await counterFixture(engine);
