@@ -59,7 +59,11 @@ export function atomicCounter(dynamodb: DynamoDBClient, tableName: string): Work
         async delete(key, id) {
             try {
                 await dynamodb.send(
-                    new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: key }, sk: { S: id } }, ConditionExpression: "attribute_exists(pk)" }),
+                    new DeleteItemCommand({
+                        TableName: tableName,
+                        Key: { pk: { S: key }, sk: { S: id } },
+                        ConditionExpression: "attribute_exists(pk)",
+                    }),
                 );
             } catch (error) {
                 if (error instanceof ConditionalCheckFailedException) {
@@ -123,7 +127,13 @@ export function transactionWithToken(dynamodb: DynamoDBClient, tableName: string
                     new TransactWriteItemsCommand({
                         ClientRequestToken: randomUUID(),
                         TransactItems: [
-                            { Delete: { TableName: tableName, Key: { pk: { S: key }, sk: { S: id } }, ConditionExpression: "attribute_exists(pk)" } },
+                            {
+                                Delete: {
+                                    TableName: tableName,
+                                    Key: { pk: { S: key }, sk: { S: id } },
+                                    ConditionExpression: "attribute_exists(pk)",
+                                },
+                            },
                             counterUpdate(key, -1),
                         ],
                     }),

@@ -107,7 +107,9 @@ async function rawPutRate(engine: LocalEngine, ops: number, concurrency: number)
         Array.from({ length: concurrency }, async () => {
             while (next < ops) {
                 const i = next++;
-                await client.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: `k${i % 8}` }, sk: { S: `r${i}` }, payload: { S: "x" } } }));
+                await client.send(
+                    new PutItemCommand({ TableName: tableName, Item: { pk: { S: `k${i % 8}` }, sk: { S: `r${i}` }, payload: { S: "x" } } }),
+                );
             }
         }),
     );
@@ -172,7 +174,11 @@ async function runApproach(
         consumerMeter = meterWrites(consumerDynamo);
         injectFaults(consumerDynamo, { rate: options.faults, random: seededRandom(options.seed + 2) });
         const queues = new LocalQueues();
-        const sqs = new SQSClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+        const sqs = new SQSClient({
+            region: "us-east-1",
+            endpoint: "http://127.0.0.1:9",
+            credentials: { accessKeyId: "x", secretAccessKey: "x" },
+        });
         queues.attach(sqs);
         const handler = createStreamHandler({
             config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
@@ -295,7 +301,9 @@ async function main(): Promise<void> {
         // Warm the engine's JIT so the first approach is not penalised, then measure the yardstick.
         await rawPutRate(engine, 2_000, options.concurrency);
         const rawBefore = await rawPutRate(engine, 3_000, options.concurrency);
-        log(`raw PutItem: ${rawBefore.toFixed(0)}/s at concurrency ${options.concurrency} (DynamoDB Local on this machine; re-measured before each approach)`);
+        log(
+            `raw PutItem: ${rawBefore.toFixed(0)}/s at concurrency ${options.concurrency} (DynamoDB Local on this machine; re-measured before each approach)`,
+        );
         const scenarios = [
             { name: "hot key", keys: ["hot"] },
             { name: `${options.manyKeys} keys`, keys: Array.from({ length: options.manyKeys }, (_, i) => `k${i}`) },
@@ -325,9 +333,20 @@ async function main(): Promise<void> {
         }
         log(`raw PutItem after the runs: ${rawAfter.toFixed(0)}/s (drift between the two shows how noisy the machine was)`);
         log("");
-        log(`${options.ops} operations per run (30% deletes), concurrency ${options.concurrency}, ${(options.faults * 100).toFixed(1)}% injected faults per DynamoDB attempt`);
+        log(
+            `${options.ops} operations per run (30% deletes), concurrency ${options.concurrency}, ${(options.faults * 100).toFixed(1)}% injected faults per DynamoDB attempt`,
+        );
         log("");
-        const header = ["scenario", "approach", "ops/s ÷ raw put (raw/s)", "WCU/op api+consumer", "API errors", "exact keys", "over/under", "lag p50/p99 ms"];
+        const header = [
+            "scenario",
+            "approach",
+            "ops/s ÷ raw put (raw/s)",
+            "WCU/op api+consumer",
+            "API errors",
+            "exact keys",
+            "over/under",
+            "lag p50/p99 ms",
+        ];
         const lines = rows.map((r) => [
             r.scenario,
             r.approach,

@@ -90,9 +90,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         }
 
         // ------------------------------------------------------------ queues
-        const queueEncryption = args.queueKmsKeyArn !== undefined
-            ? { kmsMasterKeyId: args.queueKmsKeyArn }
-            : { sqsManagedSseEnabled: true };
+        const queueEncryption =
+            args.queueKmsKeyArn !== undefined ? { kmsMasterKeyId: args.queueKmsKeyArn } : { sqsManagedSseEnabled: true };
         const fatalDlq = new aws.sqs.Queue(
             `${name}-fatal-dlq`,
             { messageRetentionSeconds: FIXED.queueMessageRetentionSeconds, ...queueEncryption, tags },
@@ -111,7 +110,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             },
             parent,
         );
-        for (const [role, queue] of [["first-dlq", firstDlq], ["fatal-dlq", fatalDlq]] as const) {
+        for (const [role, queue] of [
+            ["first-dlq", firstDlq],
+            ["fatal-dlq", fatalDlq],
+        ] as const) {
             new aws.sqs.QueuePolicy(
                 `${name}-${role}-policy`,
                 { queueUrl: queue.url, policy: queue.arn.apply((arn) => JSON.stringify(denyInsecureTransportPolicy(arn))) },
@@ -136,7 +138,15 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                     .all([table.arn, streamArn, firstDlq.arn, fatalDlq.arn, consumerLogs.arn, queueKmsKeyArn])
                     .apply(([tableArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
                         JSON.stringify(
-                            consumerPolicy({ tableArn, streamArn: stream, firstDlqArn, fatalDlqArn, logGroupArn, queueKmsKeyArn: kmsKey, tracing }),
+                            consumerPolicy({
+                                tableArn,
+                                streamArn: stream,
+                                firstDlqArn,
+                                fatalDlqArn,
+                                logGroupArn,
+                                queueKmsKeyArn: kmsKey,
+                                tracing,
+                            }),
                         ),
                     ),
             },
@@ -150,7 +160,15 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                     .all([table.arn, streamArn, firstDlq.arn, fatalDlq.arn, redriveLogs.arn, queueKmsKeyArn])
                     .apply(([tableArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
                         JSON.stringify(
-                            redrivePolicy({ tableArn, streamArn: stream, firstDlqArn, fatalDlqArn, logGroupArn, queueKmsKeyArn: kmsKey, tracing }),
+                            redrivePolicy({
+                                tableArn,
+                                streamArn: stream,
+                                firstDlqArn,
+                                fatalDlqArn,
+                                logGroupArn,
+                                queueKmsKeyArn: kmsKey,
+                                tracing,
+                            }),
                         ),
                     ),
             },
@@ -159,9 +177,9 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
 
         // ------------------------------------------------------------ functions
         const environment = {
-            variables: pulumi.all([table.name, fatalDlq.url]).apply(([tableName, fatalQueueUrl]) =>
-                handlerEnvironment({ ...layout, tableName, fatalQueueUrl, metricsNamespace }),
-            ),
+            variables: pulumi
+                .all([table.name, fatalDlq.url])
+                .apply(([tableName, fatalQueueUrl]) => handlerEnvironment({ ...layout, tableName, fatalQueueUrl, metricsNamespace })),
         };
         const functionArgs = (bundle: string, logGroup: aws.cloudwatch.LogGroup) => ({
             code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(bundle) }),

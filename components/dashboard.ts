@@ -37,10 +37,14 @@ export function dashboardBody(d: DashboardInputs): string {
                 fn(d.consumerFunctionName, "Throttles", "throttles"),
             ]),
             widget("Consumer duration (ms)", 16, 0, d.region, [fn(d.consumerFunctionName, "Duration", "p99")], "p99"),
-            widget("Dead-letter queues (visible messages)", 0, 6, d.region, [
-                queue(d.firstDlqName, "first DLQ"),
-                queue(d.fatalDlqName, "fatal DLQ"),
-            ], "Maximum"),
+            widget(
+                "Dead-letter queues (visible messages)",
+                0,
+                6,
+                d.region,
+                [queue(d.firstDlqName, "first DLQ"), queue(d.fatalDlqName, "fatal DLQ")],
+                "Maximum",
+            ),
             widget("Redrive invocations", 8, 6, d.region, [
                 fn(d.redriveFunctionName, "Invocations", "invocations"),
                 fn(d.redriveFunctionName, "Errors", "errors"),

@@ -98,7 +98,12 @@ export function consumerPolicy(p: ConsumerPolicyInputs): PolicyDocument {
         logStatement(p.logGroupArn),
     ];
     if (p.queueKmsKeyArn !== undefined) {
-        statements.push({ Sid: "UseQueueKey", Effect: "Allow", Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: p.queueKmsKeyArn });
+        statements.push({
+            Sid: "UseQueueKey",
+            Effect: "Allow",
+            Action: ["kms:GenerateDataKey", "kms:Decrypt"],
+            Resource: p.queueKmsKeyArn,
+        });
     }
     if (p.tracing) {
         statements.push(tracingStatement());
@@ -121,7 +126,12 @@ export function redrivePolicy(p: RedrivePolicyInputs): PolicyDocument {
         logStatement(p.logGroupArn),
     ];
     if (p.queueKmsKeyArn !== undefined) {
-        statements.push({ Sid: "UseQueueKey", Effect: "Allow", Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: p.queueKmsKeyArn });
+        statements.push({
+            Sid: "UseQueueKey",
+            Effect: "Allow",
+            Action: ["kms:GenerateDataKey", "kms:Decrypt"],
+            Resource: p.queueKmsKeyArn,
+        });
     }
     if (p.tracing) {
         statements.push(tracingStatement());

@@ -4,7 +4,14 @@
 import * as pulumi from "@pulumi/pulumi";
 import { layoutProblems, type CounterTableLayout } from "../runtime/config";
 import type { HybridCounterComponentArgs } from "./args";
-import { ALARM_NAMES, DEFAULT_LAYOUT, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
+import {
+    ALARM_NAMES,
+    DEFAULT_LAYOUT,
+    HYBRID_COUNTER_DEFAULTS as D,
+    LIMITS,
+    LOG_RETENTION_DAYS,
+    type HybridCounterAlarmName,
+} from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
 export class HybridCounterArgsError extends Error {
@@ -150,9 +157,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         integerBetween("maximumRetryAttempts", LIMITS.maximumRetryAttempts);
     }
     if (args.maximumRecordAgeInSeconds === -1) {
-        problems.push(
-            "[maximumRecordAgeInSeconds] must be between 60 and 604800: -1 (no limit) would block a shard for up to 24 hours",
-        );
+        problems.push("[maximumRecordAgeInSeconds] must be between 60 and 604800: -1 (no limit) would block a shard for up to 24 hours");
     } else {
         integerBetween("maximumRecordAgeInSeconds", LIMITS.maximumRecordAgeInSeconds);
     }
@@ -213,7 +218,9 @@ export function attachedTableProblems(table: AttachedTableSettings, layout: Coun
         );
     }
     if (table.hashKey !== layout.partitionKey) {
-        problems.push(`[table] must have hashKey "${layout.partitionKey}" ([partitionKey]); found ${JSON.stringify(table.hashKey ?? null)}`);
+        problems.push(
+            `[table] must have hashKey "${layout.partitionKey}" ([partitionKey]); found ${JSON.stringify(table.hashKey ?? null)}`,
+        );
     }
     if (table.rangeKey !== layout.sortKey) {
         problems.push(`[table] must have rangeKey "${layout.sortKey}" ([sortKey]); found ${JSON.stringify(table.rangeKey ?? null)}`);

@@ -26,13 +26,22 @@ export function lineChartSvg(title: string, series: readonly Series[], width = 9
         })
         .join("\n");
     const legend = series
-        .map((s, i) => `<rect x="${width - pad.right + 15}" y="${pad.top + i * 22}" width="14" height="4" fill="${s.color}"/><text x="${width - pad.right + 35}" y="${pad.top + i * 22 + 6}" font-size="13">${esc(s.name)}</text>`)
+        .map(
+            (s, i) =>
+                `<rect x="${width - pad.right + 15}" y="${pad.top + i * 22}" width="14" height="4" fill="${s.color}"/><text x="${width - pad.right + 35}" y="${pad.top + i * 22 + 6}" font-size="13">${esc(s.name)}</text>`,
+        )
         .join("\n");
     const xTicks = ticks(x0, x1, 6)
-        .map((t) => `<text x="${sx(t).toFixed(1)}" y="${height - pad.bottom + 18}" font-size="11" text-anchor="middle">${(t / 1000).toFixed(1)}s</text>`)
+        .map(
+            (t) =>
+                `<text x="${sx(t).toFixed(1)}" y="${height - pad.bottom + 18}" font-size="11" text-anchor="middle">${(t / 1000).toFixed(1)}s</text>`,
+        )
         .join("");
     const yTicks = ticks(y0, y1, 5)
-        .map((t) => `<text x="${pad.left - 8}" y="${sy(t).toFixed(1)}" font-size="11" text-anchor="end">${Math.round(t)}</text><line x1="${pad.left}" x2="${width - pad.right}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#eee"/>`)
+        .map(
+            (t) =>
+                `<text x="${pad.left - 8}" y="${sy(t).toFixed(1)}" font-size="11" text-anchor="end">${Math.round(t)}</text><line x1="${pad.left}" x2="${width - pad.right}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#eee"/>`,
+        )
         .join("");
     return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">
 <rect width="100%" height="100%" fill="white"/>

@@ -38,16 +38,16 @@ export function checkJava(): void {
     const result = spawnSync("java", ["-version"], { encoding: "utf8" });
     const install = "On Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless";
     if (result.error) {
-        throw new Error(`Java 17 or newer is required to run DynamoDB Local, and \`java\` could not be run (${result.error.message}). ${install}`);
+        throw new Error(
+            `Java 17 or newer is required to run DynamoDB Local, and \`java\` could not be run (${result.error.message}). ${install}`,
+        );
     }
     // `java -version` prints to stderr.
     const output = `${result.stderr}${result.stdout}`;
     const match = /version "(\d+)(?:\.(\d+))?/.exec(output);
     const major = match ? Number(match[1] === "1" ? match[2] : match[1]) : NaN;
     if (!(major >= 17)) {
-        throw new Error(
-            `Java 17 or newer is required to run DynamoDB Local; found: ${output.split("\n")[0] || "unknown"}. ${install}`,
-        );
+        throw new Error(`Java 17 or newer is required to run DynamoDB Local; found: ${output.split("\n")[0] || "unknown"}. ${install}`);
     }
 }
 

@@ -69,7 +69,17 @@ function matchesRule(field: unknown, rule: Json): boolean {
             const op = ops[i];
             const bound = Number(ops[i + 1]);
             const ok =
-                op === "=" ? n === bound : op === ">" ? n > bound : op === ">=" ? n >= bound : op === "<" ? n < bound : op === "<=" ? n <= bound : false;
+                op === "="
+                    ? n === bound
+                    : op === ">"
+                      ? n > bound
+                      : op === ">="
+                        ? n >= bound
+                        : op === "<"
+                          ? n < bound
+                          : op === "<="
+                            ? n <= bound
+                            : false;
             if (!ok) {
                 return false;
             }

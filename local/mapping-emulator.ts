@@ -299,7 +299,9 @@ export class MappingEmulator {
             return 0;
         }
         // Lambda keeps order per item (partition + sort key) across concurrent batches of a shard.
-        const digest = createHash("sha1").update(JSON.stringify(record.dynamodb?.Keys ?? {})).digest();
+        const digest = createHash("sha1")
+            .update(JSON.stringify(record.dynamodb?.Keys ?? {}))
+            .digest();
         return digest.readUInt32BE(0) % n;
     }
 
@@ -409,7 +411,8 @@ export class MappingEmulator {
         let lowest: number | undefined;
         for (const failure of failures) {
             const id = (failure as { itemIdentifier?: unknown } | null)?.itemIdentifier;
-            const index = typeof id === "string" && id.length > 0 ? batch.records.findIndex((p) => p.record.dynamodb?.SequenceNumber === id) : -1;
+            const index =
+                typeof id === "string" && id.length > 0 ? batch.records.findIndex((p) => p.record.dynamodb?.SequenceNumber === id) : -1;
             if (index === -1) {
                 return 0;
             }

@@ -184,7 +184,10 @@ export function mockState(type: string, name: string, inputs: Record<string, any
             return { id: physicalName, state: { ...base, arn: regional("cloudwatch", `alarm:${physicalName}`) } };
         case "aws:cloudwatch/dashboard:Dashboard": {
             const dashboardName: string = inputs.dashboardName ?? name;
-            return { id: dashboardName, state: { ...inputs, dashboardName, dashboardArn: global("cloudwatch", `dashboard/${dashboardName}`) } };
+            return {
+                id: dashboardName,
+                state: { ...inputs, dashboardName, dashboardArn: global("cloudwatch", `dashboard/${dashboardName}`) },
+            };
         }
         case "aws:sns/topic:Topic": {
             const arn = regional("sns", physicalName);
@@ -258,7 +261,11 @@ export async function setupPulumiMocks(options: MockOptions = {}): Promise<MockR
             return { id: custom ? id : undefined, state };
         },
         call(args: pulumi.runtime.MockCallArgs): pulumi.runtime.MockCallResult {
-            recorder.invokes.push({ token: args.token, inputs: { ...(args.inputs ?? {}) }, ...(args.provider ? { provider: args.provider } : {}) });
+            recorder.invokes.push({
+                token: args.token,
+                inputs: { ...(args.inputs ?? {}) },
+                ...(args.provider ? { provider: args.provider } : {}),
+            });
             const handler = Object.prototype.hasOwnProperty.call(invokes, args.token) ? invokes[args.token] : undefined;
             if (!handler) {
                 throw new UnexpectedInvokeError(args.token);

@@ -64,16 +64,29 @@ export function describeDeployedSystem(resources: readonly RecordedResource[]): 
     const tableResource = only(resources, "table", (r) => r.type === TABLE);
     const streamArn = String(tableResource.state.streamArn ?? "");
     const streamMappingResource = only(resources, "stream mapping", (r) => r.type === MAPPING && r.inputs.eventSourceArn === streamArn);
-    const consumerResource = only(resources, "consumer function", (r) => r.type === FUNCTION && r.state.arn === streamMappingResource.inputs.functionName);
+    const consumerResource = only(
+        resources,
+        "consumer function",
+        (r) => r.type === FUNCTION && r.state.arn === streamMappingResource.inputs.functionName,
+    );
     const firstDlqArn = streamMappingResource.inputs.destinationConfig?.onFailure?.destinationArn;
     const firstDlq = only(resources, "first DLQ", (r) => r.type === QUEUE && r.state.arn === firstDlqArn);
-    const redrivePolicy = JSON.parse(String(firstDlq.inputs.redrivePolicy ?? "{}")) as { deadLetterTargetArn?: string; maxReceiveCount?: number };
+    const redrivePolicy = JSON.parse(String(firstDlq.inputs.redrivePolicy ?? "{}")) as {
+        deadLetterTargetArn?: string;
+        maxReceiveCount?: number;
+    };
     const fatalDlq = only(resources, "fatal DLQ", (r) => r.type === QUEUE && r.state.arn === redrivePolicy.deadLetterTargetArn);
     const redriveMapping = only(resources, "redrive mapping", (r) => r.type === MAPPING && r.inputs.eventSourceArn === firstDlqArn);
-    const redriveResource = only(resources, "redrive function", (r) => r.type === FUNCTION && r.state.arn === redriveMapping.inputs.functionName);
+    const redriveResource = only(
+        resources,
+        "redrive function",
+        (r) => r.type === FUNCTION && r.state.arn === redriveMapping.inputs.functionName,
+    );
 
     const m = streamMappingResource.inputs;
-    const attributes = new Map<string, string>((tableResource.inputs.attributes ?? []).map((a: { name: string; type: string }) => [a.name, a.type]));
+    const attributes = new Map<string, string>(
+        (tableResource.inputs.attributes ?? []).map((a: { name: string; type: string }) => [a.name, a.type]),
+    );
     const table: TableSpec = {
         name: String(tableResource.state.name),
         hashKey: String(tableResource.inputs.hashKey),

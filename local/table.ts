@@ -23,7 +23,9 @@ export async function createCounterTable(
             StreamSpecification: { StreamEnabled: true, StreamViewType: streamViewType },
         }),
     );
-    const streamArn = created.TableDescription?.LatestStreamArn ?? (await dynamodb.send(new DescribeTableCommand({ TableName: tableName }))).Table?.LatestStreamArn;
+    const streamArn =
+        created.TableDescription?.LatestStreamArn ??
+        (await dynamodb.send(new DescribeTableCommand({ TableName: tableName }))).Table?.LatestStreamArn;
     if (!streamArn) {
         throw new Error(`table ${tableName} has no stream`);
     }

@@ -227,7 +227,9 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         const system: DeployedSystem = describeDeployedSystem(run.resources);
         const clientConfig = await outputValue(run.result.clientConfig);
         const layout: CounterTableLayout = resolveLayout(clientConfig);
-        log(`component: ${run.resources.length} resources; table ${system.table.name} (${system.table.hashKey}, ${system.table.rangeKey}), stream ${system.table.streamViewType}`);
+        log(
+            `component: ${run.resources.length} resources; table ${system.table.name} (${system.table.hashKey}, ${system.table.rangeKey}), stream ${system.table.streamViewType}`,
+        );
         log(
             `stream mapping: batch ${system.streamMapping.batchSize}, window ${system.streamMapping.maximumBatchingWindowInSeconds}s, ` +
                 `parallelization ${system.streamMapping.parallelizationFactor}, retries ${system.streamMapping.maximumRetryAttempts}, ` +
@@ -237,7 +239,12 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
 
         // 2. The table, as declared.
         const admin = engine.dynamodb();
-        const { streamArn } = await createCounterTable(admin, system.table.name, { partitionKey: system.table.hashKey, sortKey: system.table.rangeKey }, system.table.streamViewType as "NEW_AND_OLD_IMAGES");
+        const { streamArn } = await createCounterTable(
+            admin,
+            system.table.name,
+            { partitionKey: system.table.hashKey, sortKey: system.table.rangeKey },
+            system.table.streamViewType as "NEW_AND_OLD_IMAGES",
+        );
 
         // 3. The bundled handlers, with their environment; their clients get the faults and the local queues.
         const queues = new LocalQueues();
@@ -249,24 +256,31 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         const redriveMeter: CapacityMeter = meterWrites(redrive.clients.dynamodb);
         const consumerFaults: FaultStats[] = [];
         if (options.faults > 0) {
-            consumerFaults.push(injectFaults(consumer.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 1) }));
-            consumerFaults.push(injectFaults(redrive.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 2) }));
+            consumerFaults.push(
+                injectFaults(consumer.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 1) }),
+            );
+            consumerFaults.push(
+                injectFaults(redrive.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 2) }),
+            );
         }
         // Lambda logs go to CloudWatch; locally they would drown the report.
-        const silence = <T extends unknown[], R>(fn: (...a: T) => Promise<R>) => async (...a: T): Promise<R> => {
-            const write = process.stdout.write;
-            process.stdout.write = (() => true) as typeof process.stdout.write;
-            try {
-                return await fn(...a);
-            } finally {
-                process.stdout.write = write;
-            }
-        };
+        const silence =
+            <T extends unknown[], R>(fn: (...a: T) => Promise<R>) =>
+            async (...a: T): Promise<R> => {
+                const write = process.stdout.write;
+                process.stdout.write = (() => true) as typeof process.stdout.write;
+                try {
+                    return await fn(...a);
+                } finally {
+                    process.stdout.write = write;
+                }
+            };
 
         // 4. The API side: the client from the component's clientConfig output.
         const apiDynamo = engine.dynamodb();
         const apiMeter = meterWrites(apiDynamo);
-        const apiFaults = options.faults > 0 ? injectFaults(apiDynamo, { rate: options.faults, random: seededRandom(options.seed * 7 + 3) }) : undefined;
+        const apiFaults =
+            options.faults > 0 ? injectFaults(apiDynamo, { rate: options.faults, random: seededRandom(options.seed * 7 + 3) }) : undefined;
         const client = new HybridCounterClient({ ...clientConfig, dynamodb: apiDynamo, mode: options.mode });
 
         // Ground truth for lag: when the API call that wrote each record returned.
@@ -315,7 +329,12 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                         messageId: m.messageId,
                         receiptHandle: m.receiptHandle,
                         body: m.body,
-                        attributes: { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: "0", SenderId: "local", ApproximateFirstReceiveTimestamp: "0" },
+                        attributes: {
+                            ApproximateReceiveCount: String(m.receiveCount),
+                            SentTimestamp: "0",
+                            SenderId: "local",
+                            ApproximateFirstReceiveTimestamp: "0",
+                        },
                         messageAttributes: {},
                         md5OfBody: "",
                         eventSource: "aws:sqs",
@@ -331,7 +350,10 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             for (const m of retry.filter((m) => m.receiveCount >= system.maxReceiveCount)) {
                 queues.send(system.fatalDlqUrl, m.body);
             }
-            queues.release(system.firstDlqUrl, retry.filter((m) => m.receiveCount < system.maxReceiveCount));
+            queues.release(
+                system.firstDlqUrl,
+                retry.filter((m) => m.receiveCount < system.maxReceiveCount),
+            );
         });
 
         const keys = Array.from({ length: options.keys }, (_, i) => `tenant-${String(i).padStart(3, "0")}`);
@@ -441,11 +463,14 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         const points = samples.get(hottest)!;
         writeFileSync(
             chartPath,
-            lineChartSvg(`hybrid-counter twin: ${hottest} (${options.mode}${options.limit === undefined ? "" : `, limit ${options.limit}`}, faults ${options.faults})`, [
-                { name: "true count (live)", color: "#222222", points: points.map((p) => [p.t, p.s.live] as const) },
-                { name: "best-effort", color: "#d62728", points: points.map((p) => [p.t, p.s.bestEffort] as const) },
-                { name: "eventual", color: "#1f77b4", points: points.map((p) => [p.t, p.s.eventual] as const) },
-            ]),
+            lineChartSvg(
+                `hybrid-counter twin: ${hottest} (${options.mode}${options.limit === undefined ? "" : `, limit ${options.limit}`}, faults ${options.faults})`,
+                [
+                    { name: "true count (live)", color: "#222222", points: points.map((p) => [p.t, p.s.live] as const) },
+                    { name: "best-effort", color: "#d62728", points: points.map((p) => [p.t, p.s.bestEffort] as const) },
+                    { name: "eventual", color: "#1f77b4", points: points.map((p) => [p.t, p.s.eventual] as const) },
+                ],
+            ),
         );
         const sortedLags = [...lags].sort((a, b) => a - b);
         const consumerWcu = consumerMeter.billed + redriveMeter.billed;
@@ -570,10 +595,14 @@ async function main(): Promise<void> {
     log(`exact (eventual == live for every key): ${report.exact}`);
     log(`totals: live ${report.live}, eventual ${report.eventual}, best-effort ${report.bestEffort}`);
     log(`API: ${report.opsPerSec} ops/s, ${report.apiErrors} errors surfaced, ${report.wcuPerOp.api} WCU/op`);
-    log(`consumer: ${report.consumerRecordsPerSec} records/s, ${report.wcuPerOp.consumer} WCU per API op, lag p50 ${report.lagMs.p50} ms, p99 ${report.lagMs.p99} ms, max ${report.lagMs.max} ms`);
+    log(
+        `consumer: ${report.consumerRecordsPerSec} records/s, ${report.wcuPerOp.consumer} WCU per API op, lag p50 ${report.lagMs.p50} ms, p99 ${report.lagMs.p99} ms, max ${report.lagMs.max} ms`,
+    );
     log(`faults injected: API ${report.faultsInjected.api}, consumer ${report.faultsInjected.consumer}`);
     log(`DLQ: first ${report.dlq.first}, redriven ${report.dlq.redriven}, fatal ${report.dlq.fatal}`);
-    log(`${report.mode === "utilization" ? `keys ever overcounted by best-effort: ${report.overcountKeys.length}` : `keys ever over the limit: ${report.limitExceededKeys.length}`}`);
+    log(
+        `${report.mode === "utilization" ? `keys ever overcounted by best-effort: ${report.overcountKeys.length}` : `keys ever over the limit: ${report.limitExceededKeys.length}`}`,
+    );
     log(`chart: ${report.chart}`);
 }
 

@@ -87,7 +87,10 @@ export const streamConsumerAlarms = stackPolicy<StreamConsumerAlarmsConfig>({
                     continue;
                 }
                 const thresholds = iteratorAge.map((alarm) => ({ alarm, threshold: read(() => alarm.props.threshold as unknown) }));
-                const inBounds = thresholds.some(({ threshold }) => isUnknown(threshold) || (typeof threshold === "number" && threshold <= config.maximumIteratorAgeThresholdMs));
+                const inBounds = thresholds.some(
+                    ({ threshold }) =>
+                        isUnknown(threshold) || (typeof threshold === "number" && threshold <= config.maximumIteratorAgeThresholdMs),
+                );
                 if (!inBounds) {
                     const { alarm, threshold } = thresholds[0];
                     reportViolation(

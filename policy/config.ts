@@ -108,7 +108,11 @@ function typeMatches(schema: PolicyConfigJSONSchema, value: unknown): boolean {
  * Checks config values against the subset of JSON schema the policies use (type, minimum, maximum,
  * enum, array items). The engine validates pack config itself; this covers config passed in code.
  */
-export function configProblems(policyName: string, properties: Record<string, PolicyConfigJSONSchema>, values: Record<string, unknown>): string[] {
+export function configProblems(
+    policyName: string,
+    properties: Record<string, PolicyConfigJSONSchema>,
+    values: Record<string, unknown>,
+): string[] {
     const problems: string[] = [];
     for (const [key, value] of Object.entries(values)) {
         if (key === "enforcementLevel") {
@@ -189,7 +193,10 @@ function resolve<C extends ExemptionConfig>(spec: PolicyMetadata<C>, setting: Po
     const defaults = { ...shipped, ...overrides } as unknown as C;
     const configSchema: PolicyConfigSchema = {
         properties: Object.fromEntries(
-            Object.entries(properties).map(([key, schema]) => [key, { ...schema, default: (defaults as unknown as Record<string, unknown>)[key] }]),
+            Object.entries(properties).map(([key, schema]) => [
+                key,
+                { ...schema, default: (defaults as unknown as Record<string, unknown>)[key] },
+            ]),
         ) as PolicyConfigSchema["properties"],
     };
     return { level, defaults, configSchema, problems };
@@ -197,7 +204,9 @@ function resolve<C extends ExemptionConfig>(spec: PolicyMetadata<C>, setting: Po
 
 /** The effective config: the policy's defaults overlaid with what the engine passes. */
 function effectiveConfig<C>(defaults: C, fromEngine: object): C {
-    const values = Object.fromEntries(Object.entries(fromEngine).filter(([k, v]) => k !== "enforcementLevel" && v !== undefined && v !== null));
+    const values = Object.fromEntries(
+        Object.entries(fromEngine).filter(([k, v]) => k !== "enforcementLevel" && v !== undefined && v !== null),
+    );
     return { ...defaults, ...values } as C;
 }
 

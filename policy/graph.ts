@@ -117,11 +117,17 @@ export function failureQueues(resources: readonly PolicyResource[]): FailureQueu
                 add(dependenciesOf(r, "destinationConfig", TYPES.queue), `on-failure destination of event source mapping '${r.name}'`);
                 break;
             case TYPES.queue:
-                add(dependenciesOf(r, "redrivePolicy", TYPES.queue).filter((q) => q !== r), `dead-letter target of queue '${r.name}'`);
+                add(
+                    dependenciesOf(r, "redrivePolicy", TYPES.queue).filter((q) => q !== r),
+                    `dead-letter target of queue '${r.name}'`,
+                );
                 break;
             case TYPES.redrivePolicy: {
                 const sources = dependenciesOf(r, "queueUrl", TYPES.queue);
-                add(dependenciesOf(r, "redrivePolicy", TYPES.queue).filter((q) => !sources.includes(q)), `dead-letter target of redrive policy '${r.name}'`);
+                add(
+                    dependenciesOf(r, "redrivePolicy", TYPES.queue).filter((q) => !sources.includes(q)),
+                    `dead-letter target of redrive policy '${r.name}'`,
+                );
                 break;
             }
             case TYPES.function:

@@ -66,7 +66,10 @@ export function wildcardGrants(document: Record<string, unknown>, services: read
 }
 
 /** Every policy document attached to `role`, through whichever resource attaches it. */
-function documentsOf(role: PolicyResource, resources: readonly PolicyResource[]): { documents: Document[]; managedArns: { holder: PolicyResource; property: string; arn: string }[] } {
+function documentsOf(
+    role: PolicyResource,
+    resources: readonly PolicyResource[],
+): { documents: Document[]; managedArns: { holder: PolicyResource; property: string; arn: string }[] } {
     const documents: Document[] = [];
     const managedArns: { holder: PolicyResource; property: string; arn: string }[] = [];
     const addPolicyArn = (holder: PolicyResource, property: string): void => {
@@ -117,7 +120,8 @@ export const consumerIamNoWildcardActions = stackPolicy<ConsumerIamConfig>({
     description:
         "IAM policies attached to the roles of the stream consumer and the redrive grant no wildcard actions on dynamodb or sqs. " +
         "Without this, a wildcard lets a bug or a compromised function delete the table, rewrite the counters or purge the failure queues.",
-    remediationSteps: "List the exact actions (e.g. dynamodb:TransactWriteItems, dynamodb:GetRecords, sqs:SendMessage) in the role's policies.",
+    remediationSteps:
+        "List the exact actions (e.g. dynamodb:TransactWriteItems, dynamodb:GetRecords, sqs:SendMessage) in the role's policies.",
     enforcementLevel: "mandatory",
     config: {
         services: {

@@ -105,7 +105,9 @@ export function hybridCounterPolicies(args: HybridCounterPolicyArgs = {}): Polic
             setting = { ...(typeof own === "object" ? own : {}), enforcementLevel: args.all };
         }
         try {
-            policies.push((policyFactories[name] as (s?: PolicySetting<object>) => ResourceValidationPolicy | StackValidationPolicy)(setting));
+            policies.push(
+                (policyFactories[name] as (s?: PolicySetting<object>) => ResourceValidationPolicy | StackValidationPolicy)(setting),
+            );
         } catch (e) {
             if (e instanceof PolicyConfigError) {
                 problems.push(...e.problems);

@@ -48,7 +48,13 @@ export const streamMappingBoundedRetries = stackPolicy<BoundedRetriesConfig>({
     remediationSteps: "Set maximumRetryAttempts between 0 and the configured maximum on the event source mapping.",
     enforcementLevel: "mandatory",
     config: {
-        maximumRetryAttempts: { type: "integer", minimum: 0, maximum: LAMBDA_MAX_RETRY_ATTEMPTS, default: 10, description: "Highest maximumRetryAttempts allowed." },
+        maximumRetryAttempts: {
+            type: "integer",
+            minimum: 0,
+            maximum: LAMBDA_MAX_RETRY_ATTEMPTS,
+            default: 10,
+            description: "Highest maximumRetryAttempts allowed.",
+        },
     },
     check: (args, config, reportViolation) =>
         eachStreamMapping(args, ({ mapping }) => {
@@ -57,9 +63,15 @@ export const streamMappingBoundedRetries = stackPolicy<BoundedRetriesConfig>({
                 return;
             }
             if (typeof value !== "number" || value < 0) {
-                reportViolation(`${describe(mapping)} has [maximumRetryAttempts] ${show(value)}, which retries forever; set it between 0 and ${config.maximumRetryAttempts}`, mapping.urn);
+                reportViolation(
+                    `${describe(mapping)} has [maximumRetryAttempts] ${show(value)}, which retries forever; set it between 0 and ${config.maximumRetryAttempts}`,
+                    mapping.urn,
+                );
             } else if (value > config.maximumRetryAttempts) {
-                reportViolation(`${describe(mapping)} has [maximumRetryAttempts] ${value}, above the maximum ${config.maximumRetryAttempts}`, mapping.urn);
+                reportViolation(
+                    `${describe(mapping)} has [maximumRetryAttempts] ${value}, above the maximum ${config.maximumRetryAttempts}`,
+                    mapping.urn,
+                );
             }
         }),
 });
@@ -93,9 +105,15 @@ export const streamMappingBoundedRecordAge = stackPolicy<BoundedRecordAgeConfig>
                 return;
             }
             if (typeof value !== "number" || value < 0) {
-                reportViolation(`${describe(mapping)} has [maximumRecordAgeInSeconds] ${show(value)}, which never gives up on a record; set it between 60 and ${config.maximumRecordAgeInSeconds}`, mapping.urn);
+                reportViolation(
+                    `${describe(mapping)} has [maximumRecordAgeInSeconds] ${show(value)}, which never gives up on a record; set it between 60 and ${config.maximumRecordAgeInSeconds}`,
+                    mapping.urn,
+                );
             } else if (value > config.maximumRecordAgeInSeconds) {
-                reportViolation(`${describe(mapping)} has [maximumRecordAgeInSeconds] ${value}, above the maximum ${config.maximumRecordAgeInSeconds}`, mapping.urn);
+                reportViolation(
+                    `${describe(mapping)} has [maximumRecordAgeInSeconds] ${value}, above the maximum ${config.maximumRecordAgeInSeconds}`,
+                    mapping.urn,
+                );
             }
         }),
 });
@@ -126,14 +144,19 @@ export const streamMappingReportBatchItemFailures = stackPolicy<ReportBatchItemF
     description:
         "An event source mapping on a DynamoDB stream lists ReportBatchItemFailures in functionResponseTypes. Without it Lambda ignores the " +
         "consumer's batchItemFailures: a partial failure retries the whole batch, or a reported failure is taken as success and its records are skipped.",
-    remediationSteps: "Set functionResponseTypes: [\"ReportBatchItemFailures\"] on the event source mapping.",
+    remediationSteps: 'Set functionResponseTypes: ["ReportBatchItemFailures"] on the event source mapping.',
     enforcementLevel: "mandatory",
     config: {},
     check: (args, _config, reportViolation) =>
         eachStreamMapping(args, ({ mapping }) => {
-            const value = prop(mapping, (p) => (p.functionResponseTypes === undefined ? undefined : [...(p.functionResponseTypes as unknown[])]));
+            const value = prop(mapping, (p) =>
+                p.functionResponseTypes === undefined ? undefined : [...(p.functionResponseTypes as unknown[])],
+            );
             if (!isUnknown(value) && !(Array.isArray(value) && value.includes("ReportBatchItemFailures"))) {
-                reportViolation(`${describe(mapping)} has [functionResponseTypes] ${show(value)}; it must include "ReportBatchItemFailures"`, mapping.urn);
+                reportViolation(
+                    `${describe(mapping)} has [functionResponseTypes] ${show(value)}; it must include "ReportBatchItemFailures"`,
+                    mapping.urn,
+                );
             }
         }),
 });
@@ -184,7 +207,10 @@ export const streamMappingOnFailureDestination = stackPolicy<OnFailureDestinatio
                 return;
             }
             if (arn === undefined || arn === "") {
-                reportViolation(`${describe(mapping)} has no [destinationConfig.onFailure.destinationArn]; failed batches would be dropped`, mapping.urn);
+                reportViolation(
+                    `${describe(mapping)} has no [destinationConfig.onFailure.destinationArn]; failed batches would be dropped`,
+                    mapping.urn,
+                );
                 return;
             }
             const service = destinationService(arn, dependenciesOf(mapping, "destinationConfig"));
@@ -207,7 +233,7 @@ export const streamMappingTrimHorizon = stackPolicy<StartingPositionConfig>({
     description:
         "An event source mapping on a DynamoDB stream starts at TRIM_HORIZON. Without it (LATEST), records written while the mapping is being created " +
         "(or re-created) are never delivered, and the counter silently misses them.",
-    remediationSteps: "Set startingPosition: \"TRIM_HORIZON\" on the event source mapping.",
+    remediationSteps: 'Set startingPosition: "TRIM_HORIZON" on the event source mapping.',
     enforcementLevel: "mandatory",
     config: {
         allowedStartingPositions: {
@@ -221,7 +247,10 @@ export const streamMappingTrimHorizon = stackPolicy<StartingPositionConfig>({
         eachStreamMapping(args, ({ mapping }) => {
             const value = prop(mapping, (p) => p.startingPosition);
             if (!isUnknown(value) && !(typeof value === "string" && config.allowedStartingPositions.includes(value))) {
-                reportViolation(`${describe(mapping)} has [startingPosition] ${show(value)}; it must be one of ${config.allowedStartingPositions.join(", ")}`, mapping.urn);
+                reportViolation(
+                    `${describe(mapping)} has [startingPosition] ${show(value)}; it must be one of ${config.allowedStartingPositions.join(", ")}`,
+                    mapping.urn,
+                );
             }
         }),
 });

@@ -9,7 +9,8 @@ import { PolicyPack } from "@pulumi/policy";
 import { hybridCounterPolicies, POLICY_PACK_NAME } from "./index";
 
 new PolicyPack(POLICY_PACK_NAME, {
-    description: "Stream and retry safety for DynamoDB stream consumers: stream settings, bounded retries, failure queues, alarms and least-privilege IAM.",
+    description:
+        "Stream and retry safety for DynamoDB stream consumers: stream settings, bounded retries, failure queues, alarms and least-privilege IAM.",
     displayName: "hybrid-counter stream safety",
     provider: "aws",
     tags: ["dynamodb", "lambda", "sqs", "reliability"],

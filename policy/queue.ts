@@ -35,7 +35,10 @@ export const failureQueueEncryption = stackPolicy<FailureQueueEncryptionConfig>(
                 return;
             }
             if (managed !== true && (typeof kms !== "string" || kms === "")) {
-                reportViolation(`${describe(failure)} has [sqsManagedSseEnabled] ${show(managed)} and no [kmsMasterKeyId]; enable server-side encryption`, failure.queue.urn);
+                reportViolation(
+                    `${describe(failure)} has [sqsManagedSseEnabled] ${show(managed)} and no [kmsMasterKeyId]; enable server-side encryption`,
+                    failure.queue.urn,
+                );
             }
         }),
 });

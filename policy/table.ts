@@ -30,10 +30,15 @@ export const dynamodbStreamViewType = stackPolicy<StreamViewTypeConfig>({
     description:
         "A DynamoDB table that feeds a Lambda event source mapping has its stream enabled with a view type that carries the images the consumer needs. " +
         "Without the stream there is nothing to consume; without the images the consumer cannot tell a creation from a soft deletion and miscounts.",
-    remediationSteps: "Set streamEnabled: true and streamViewType: \"NEW_AND_OLD_IMAGES\" (or the configured requiredViewType) on the table.",
+    remediationSteps: 'Set streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (or the configured requiredViewType) on the table.',
     enforcementLevel: "mandatory",
     config: {
-        requiredViewType: { type: "string", enum: [...STREAM_VIEW_TYPES], default: "NEW_AND_OLD_IMAGES", description: "Images the stream must carry." },
+        requiredViewType: {
+            type: "string",
+            enum: [...STREAM_VIEW_TYPES],
+            default: "NEW_AND_OLD_IMAGES",
+            description: "Images the stream must carry.",
+        },
     },
     check: (args, config, reportViolation) => {
         const fed = new Map<string, { table: (typeof args.resources)[number]; mapping: string }>();
@@ -51,7 +56,10 @@ export const dynamodbStreamViewType = stackPolicy<StreamViewTypeConfig>({
             const enabled = read(() => table.props.streamEnabled as unknown);
             const viewType = read(() => table.props.streamViewType as unknown);
             if (!isUnknown(enabled) && enabled !== true) {
-                reportViolation(`table '${table.name}' feeds event source mapping '${mapping}' but [streamEnabled] is ${show(enabled)}; it must be true`, table.urn);
+                reportViolation(
+                    `table '${table.name}' feeds event source mapping '${mapping}' but [streamEnabled] is ${show(enabled)}; it must be true`,
+                    table.urn,
+                );
             }
             if (!isUnknown(viewType) && !(typeof viewType === "string" && viewTypeCarries(viewType, config.requiredViewType))) {
                 reportViolation(
@@ -81,7 +89,13 @@ export const dynamodbTablePointInTimeRecovery = resourcePolicy<PointInTimeRecove
     enforcementLevel: "advisory",
     resourceType: TYPES.table,
     config: {
-        minimumRecoveryPeriodInDays: { type: "integer", minimum: 1, maximum: 35, default: DEFAULT_RECOVERY_PERIOD_IN_DAYS, description: "Shortest recovery window allowed, in days." },
+        minimumRecoveryPeriodInDays: {
+            type: "integer",
+            minimum: 1,
+            maximum: 35,
+            default: DEFAULT_RECOVERY_PERIOD_IN_DAYS,
+            description: "Shortest recovery window allowed, in days.",
+        },
     },
     check: (args, config, reportViolation) => {
         const enabled = read(() => args.props.pointInTimeRecovery?.enabled as unknown);

@@ -126,11 +126,7 @@ export function intentDelta(intent: ItemIntent): number {
 }
 
 /** Builds the TransactWriteItems actions for one chunk of a group: the counter delta first, then the items. */
-export function transactionActions(
-    config: CounterTableConfig,
-    counterKey: string,
-    items: readonly ItemIntent[],
-): TransactWriteItem[] {
+export function transactionActions(config: CounterTableConfig, counterKey: string, items: readonly ItemIntent[]): TransactWriteItem[] {
     const { tableName, partitionKey, sortKey, processedAttribute, deletedAttribute, countAttribute } = config;
     const key = (sk: string): Record<string, AttributeValue> => ({
         [partitionKey]: { S: counterKey },
@@ -281,7 +277,9 @@ export async function countRecords(records: readonly DynamoDBRecord[], deps: Cou
         });
         if (!parked) {
             if (p.sequenceNumber === undefined) {
-                throw new Error(`a poison record without a sequence number could not be sent to the fatal queue: [${p.field}] ${p.problem}`);
+                throw new Error(
+                    `a poison record without a sequence number could not be sent to the fatal queue: [${p.field}] ${p.problem}`,
+                );
             }
             failed.push(p.sequenceNumber);
         }
@@ -322,11 +320,7 @@ interface GroupResult {
     failedSequenceNumbers: string[];
 }
 
-async function commitGroup(
-    group: GroupPlan,
-    deps: CountingDeps,
-    bySequence: ReadonlyMap<string, DynamoDBRecord>,
-): Promise<GroupResult> {
+async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: ReadonlyMap<string, DynamoDBRecord>): Promise<GroupResult> {
     const result: GroupResult = { counted: 0, duplicates: 0, poison: 0, failedSequenceNumbers: [] };
     const random = deps.random ?? Math.random;
     const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
@@ -459,17 +453,19 @@ export function isRetryable(error: unknown): boolean {
     if (status >= 500 || status === 429) {
         return true;
     }
-    return [
-        "TransactionConflictException",
-        "TransactionCanceledException",
-        "TransactionInProgressException",
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "TimeoutError",
-    ].includes(e.name) || ["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"].includes((e as { code?: string }).code ?? "");
+    return (
+        [
+            "TransactionConflictException",
+            "TransactionCanceledException",
+            "TransactionInProgressException",
+            "ProvisionedThroughputExceededException",
+            "ThrottlingException",
+            "RequestLimitExceeded",
+            "InternalServerError",
+            "ServiceUnavailable",
+            "TimeoutError",
+        ].includes(e.name) || ["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"].includes((e as { code?: string }).code ?? "")
+    );
 }
 
 export function describeError(error: unknown): Record<string, unknown> {

@@ -71,8 +71,7 @@ export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayou
     if (id.startsWith(layout.counterPrefix)) {
         return { type: "ignored", sequenceNumber, reason: "counter item" };
     }
-    const approximateCreationTime =
-        typeof stream.ApproximateCreationDateTime === "number" ? stream.ApproximateCreationDateTime : undefined;
+    const approximateCreationTime = typeof stream.ApproximateCreationDateTime === "number" ? stream.ApproximateCreationDateTime : undefined;
 
     switch (record.eventName) {
         case "REMOVE":
@@ -139,11 +138,7 @@ export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayou
     }
 }
 
-function stringKey(
-    keys: { [key: string]: AttributeValue },
-    name: string,
-    maxBytes: number,
-): string | { problem: string } {
+function stringKey(keys: { [key: string]: AttributeValue }, name: string, maxBytes: number): string | { problem: string } {
     const value = keys[name];
     if (value === undefined || value === null) {
         return { problem: "is missing" };

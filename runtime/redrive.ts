@@ -75,9 +75,7 @@ export function parseBatchInfo(body: string, tableName: string): SequenceRange &
     };
 }
 
-export function createRedriveHandler(
-    deps: RedriveHandlerDeps,
-): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
+export function createRedriveHandler(deps: RedriveHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
     const sink = deps.sink ?? stdoutSink;
     const logger = jsonLogger("hybrid-counter-redrive", sink);
     const fatal = deps.fatal ?? sqsFatalQueue(deps.sqs, deps.config.fatalQueueUrl, logger);
@@ -89,7 +87,11 @@ export function createRedriveHandler(
         } catch (error) {
             const problem = error instanceof MalformedRedriveMessageError ? error.message : String(error);
             logger.log("error", "redrive message is not a batch of this table's stream", { messageId: message.messageId, problem });
-            return fatal.park({ reason: "malformed-redrive-message", problem, detail: { messageId: message.messageId, body: message.body } });
+            return fatal.park({
+                reason: "malformed-redrive-message",
+                problem,
+                detail: { messageId: message.messageId, body: message.body },
+            });
         }
         let records;
         try {
@@ -125,7 +127,12 @@ export function createRedriveHandler(
             return false;
         }
         metrics.add("BatchesRedriven");
-        logger.log("info", "batch redriven", { ...range, records: records.length, counted: outcome.counted, duplicates: outcome.duplicates });
+        logger.log("info", "batch redriven", {
+            ...range,
+            records: records.length,
+            counted: outcome.counted,
+            duplicates: outcome.duplicates,
+        });
         return true;
     };
 

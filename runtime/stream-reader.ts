@@ -49,9 +49,7 @@ export function toLambdaRecord(record: StreamsRecord, streamArn: string): Dynamo
         eventSourceARN: streamArn,
         dynamodb: {
             ApproximateCreationDateTime:
-                d.ApproximateCreationDateTime instanceof Date
-                    ? Math.floor(d.ApproximateCreationDateTime.getTime() / 1000)
-                    : undefined,
+                d.ApproximateCreationDateTime instanceof Date ? Math.floor(d.ApproximateCreationDateTime.getTime() / 1000) : undefined,
             Keys: toLambdaImage(d.Keys),
             NewImage: toLambdaImage(d.NewImage),
             OldImage: toLambdaImage(d.OldImage),

@@ -96,7 +96,9 @@ function parseValue(kind: Kind, raw: string): { ok: true; value: unknown } | { o
                 ? { ok: true, value: Number(raw) }
                 : { ok: false, problem: "must be an integer" };
         case "boolean":
-            return raw === "true" || raw === "false" ? { ok: true, value: raw === "true" } : { ok: false, problem: "must be true or false" };
+            return raw === "true" || raw === "false"
+                ? { ok: true, value: raw === "true" }
+                : { ok: false, problem: "must be true or false" };
         case "string":
             return raw.length > 0 ? { ok: true, value: raw } : { ok: false, problem: "must not be empty" };
         case "architecture":

@@ -1,14 +1,7 @@
 import * as assert from "node:assert/strict";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import {
-    findResource,
-    IDENTITY_INVOKES,
-    MOCK_ACCOUNT_ID,
-    outputValue,
-    runProgram,
-    runProgramWithResult,
-} from "../local/pulumi-mocks";
+import { findResource, IDENTITY_INVOKES, MOCK_ACCOUNT_ID, outputValue, runProgram, runProgramWithResult } from "../local/pulumi-mocks";
 
 class Parent extends pulumi.ComponentResource {
     readonly queueArn: pulumi.Output<string>;
@@ -73,7 +66,10 @@ describe("Pulumi mocks harness", () => {
 
         // Assess
         assert.ok(caught instanceof Error);
-        assert.deepEqual(run.invokes.map((i) => i.token), ["aws:index/getRegion:getRegion"]);
+        assert.deepEqual(
+            run.invokes.map((i) => i.token),
+            ["aws:index/getRegion:getRegion"],
+        );
     });
 
     it("answers the invokes it was given", async () => {
@@ -82,6 +78,9 @@ describe("Pulumi mocks harness", () => {
 
         // Assess
         assert.equal(run.result.accountId, MOCK_ACCOUNT_ID);
-        assert.deepEqual(run.invokes.map((i) => i.token), ["aws:index/getCallerIdentity:getCallerIdentity"]);
+        assert.deepEqual(
+            run.invokes.map((i) => i.token),
+            ["aws:index/getCallerIdentity:getCallerIdentity"],
+        );
     });
 });

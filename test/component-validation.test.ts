@@ -46,7 +46,10 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     [
         "provisioned without capacity",
         { billingMode: "PROVISIONED" },
-        ['[readCapacity] must be set when [billingMode] is "PROVISIONED"', '[writeCapacity] must be set when [billingMode] is "PROVISIONED"'],
+        [
+            '[readCapacity] must be set when [billingMode] is "PROVISIONED"',
+            '[writeCapacity] must be set when [billingMode] is "PROVISIONED"',
+        ],
     ],
     ["capacity without provisioned", { readCapacity: 5 }, ['[readCapacity] must not be set unless [billingMode] is "PROVISIONED"']],
     [
@@ -64,13 +67,21 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
         ['[deletedAttribute] must differ from [processedAttribute] (both are "counter_processed")'],
     ],
     ["AWS namespace", { metricsNamespace: "AWS/Lambda" }, ['[metricsNamespace] must not start with "AWS/"']],
-    ["namespace characters", { metricsNamespace: "my counter" }, ["[metricsNamespace] must be 1 to 255 characters of letters, digits and . - _ / # :"]],
+    [
+        "namespace characters",
+        { metricsNamespace: "my counter" },
+        ["[metricsNamespace] must be 1 to 255 characters of letters, digits and . - _ / # :"],
+    ],
     [
         "topic passed and created",
         { alarmTopicArn: "arn:aws:sns:us-east-1:123456789012:ops", createAlarmTopic: true },
         ["[alarmTopicArn] must not be set together with [createAlarmTopic]"],
     ],
-    ["topic not an ARN", { alarmTopicArn: "ops" }, ["[alarmTopicArn] must be an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<topic>)"]],
+    [
+        "topic not an ARN",
+        { alarmTopicArn: "ops" },
+        ["[alarmTopicArn] must be an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<topic>)"],
+    ],
     [
         "unknown alarm",
         { disabledAlarms: ["consumerLag" as "consumerErrors"] },
@@ -93,7 +104,11 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
                 "records older than that leave the stream path before the lag alarm would fire",
         ],
     ],
-    ["dashboard name", { dashboardName: "orders counter" }, ["[dashboardName] must be 1 to 255 characters of letters, digits, '-' and '_'"]],
+    [
+        "dashboard name",
+        { dashboardName: "orders counter" },
+        ["[dashboardName] must be 1 to 255 characters of letters, digits, '-' and '_'"],
+    ],
     ["receive count", { redriveMaxReceiveCount: 0 }, ["[redriveMaxReceiveCount] must be between 1 and 1000"]],
 ];
 
@@ -170,7 +185,12 @@ describe("HybridCounterComponent validation", () => {
     it("rejects create-table args next to an attached table, creating nothing but the user's table", async () => {
         // Prepare
         const recorder = await setupPulumiMocks();
-        const table = new aws.dynamodb.Table("user-table", { hashKey: "pk", rangeKey: "sk", streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES" });
+        const table = new aws.dynamodb.Table("user-table", {
+            hashKey: "pk",
+            rangeKey: "sk",
+            streamEnabled: true,
+            streamViewType: "NEW_AND_OLD_IMAGES",
+        });
         const args: HybridCounterComponentArgs = {
             table,
             tableName: "orders",
@@ -194,15 +214,29 @@ describe("HybridCounterComponent validation", () => {
             ]),
         );
         await settle(recorder);
-        assert.deepEqual(recorder.resources.map((r) => `${r.type} ${r.name}`), ["aws:dynamodb/table:Table user-table"]);
+        assert.deepEqual(
+            recorder.resources.map((r) => `${r.type} ${r.name}`),
+            ["aws:dynamodb/table:Table user-table"],
+        );
     });
 
     it("checks an attached table's stream and keys", () => {
         // Prepare
-        const layout = { partitionKey: "pk", sortKey: "sk", processedAttribute: "p", deletedAttribute: "d", tokenAttribute: "t", counterPrefix: "#", countAttribute: "c" };
+        const layout = {
+            partitionKey: "pk",
+            sortKey: "sk",
+            processedAttribute: "p",
+            deletedAttribute: "d",
+            tokenAttribute: "t",
+            counterPrefix: "#",
+            countAttribute: "c",
+        };
 
         // Act
-        const good = attachedTableProblems({ streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", hashKey: "pk", rangeKey: "sk" }, layout);
+        const good = attachedTableProblems(
+            { streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", hashKey: "pk", rangeKey: "sk" },
+            layout,
+        );
         const bad = attachedTableProblems({ streamEnabled: true, streamViewType: "KEYS_ONLY", hashKey: "id", rangeKey: undefined }, layout);
 
         // Assess

@@ -49,23 +49,58 @@ function policyOf(resource: RecordedResource): { Statement: Array<{ Sid: string;
 
 function consumerStatements(extra: object[] = []) {
     return [
-        { Sid: "ReadOwnStream", Effect: "Allow", Action: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"], Resource: STREAM_ARN },
+        {
+            Sid: "ReadOwnStream",
+            Effect: "Allow",
+            Action: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
+            Resource: STREAM_ARN,
+        },
         { Sid: "ListStreams", Effect: "Allow", Action: ["dynamodb:ListStreams"], Resource: "*" },
-        { Sid: "CountInOwnTable", Effect: "Allow", Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], Resource: TABLE_ARN },
+        {
+            Sid: "CountInOwnTable",
+            Effect: "Allow",
+            Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+            Resource: TABLE_ARN,
+        },
         { Sid: "SendFailedBatchesToFirstDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FIRST_DLQ_ARN },
         { Sid: "SendPoisonRecordsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FATAL_DLQ_ARN },
-        { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${logGroupArn("consumer")}:*` },
+        {
+            Sid: "WriteOwnLogs",
+            Effect: "Allow",
+            Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+            Resource: `${logGroupArn("consumer")}:*`,
+        },
         ...extra,
     ];
 }
 
 function redriveStatements(extra: object[] = []) {
     return [
-        { Sid: "ReadOwnStream", Effect: "Allow", Action: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"], Resource: STREAM_ARN },
-        { Sid: "CountInOwnTable", Effect: "Allow", Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], Resource: TABLE_ARN },
-        { Sid: "ConsumeFirstDlq", Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"], Resource: FIRST_DLQ_ARN },
+        {
+            Sid: "ReadOwnStream",
+            Effect: "Allow",
+            Action: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
+            Resource: STREAM_ARN,
+        },
+        {
+            Sid: "CountInOwnTable",
+            Effect: "Allow",
+            Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+            Resource: TABLE_ARN,
+        },
+        {
+            Sid: "ConsumeFirstDlq",
+            Effect: "Allow",
+            Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
+            Resource: FIRST_DLQ_ARN,
+        },
         { Sid: "SendExpiredBatchesToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FATAL_DLQ_ARN },
-        { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${logGroupArn("redrive")}:*` },
+        {
+            Sid: "WriteOwnLogs",
+            Effect: "Allow",
+            Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+            Resource: `${logGroupArn("redrive")}:*`,
+        },
         ...extra,
     ];
 }
@@ -200,7 +235,14 @@ describe("HybridCounterComponent", () => {
             for (const role of ["orders-consumer-role", "orders-redrive-role"]) {
                 assert.deepEqual(JSON.parse(get("aws:iam/role:Role", role).inputs.assumeRolePolicy), {
                     Version: "2012-10-17",
-                    Statement: [{ Sid: "LambdaAssumeRole", Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: ["sts:AssumeRole"] }],
+                    Statement: [
+                        {
+                            Sid: "LambdaAssumeRole",
+                            Effect: "Allow",
+                            Principal: { Service: "lambda.amazonaws.com" },
+                            Action: ["sts:AssumeRole"],
+                        },
+                    ],
                 });
             }
         });
@@ -390,7 +432,9 @@ describe("HybridCounterComponent", () => {
         it("builds a dashboard of the pipeline in the table's region", () => {
             // Prepare
             const dashboard = get("aws:cloudwatch/dashboard:Dashboard", "orders-dashboard");
-            const body = JSON.parse(dashboard.inputs.dashboardBody as string) as { widgets: Array<{ type: string; properties: { title?: string; region?: string; metrics?: unknown[][] } }> };
+            const body = JSON.parse(dashboard.inputs.dashboardBody as string) as {
+                widgets: Array<{ type: string; properties: { title?: string; region?: string; metrics?: unknown[][] } }>;
+            };
             const metrics = body.widgets.flatMap((w) => w.properties.metrics ?? []).map((m) => m.slice(0, 4).join(" "));
 
             // Assess
@@ -407,7 +451,10 @@ describe("HybridCounterComponent", () => {
                     "text",
                 ],
             );
-            assert.deepEqual(new Set(body.widgets.filter((w) => w.type === "metric").map((w) => w.properties.region)), new Set(["us-east-1"]));
+            assert.deepEqual(
+                new Set(body.widgets.filter((w) => w.type === "metric").map((w) => w.properties.region)),
+                new Set(["us-east-1"]),
+            );
             assert.deepEqual(metrics, [
                 "AWS/Lambda IteratorAge FunctionName orders-consumer",
                 "AWS/Lambda Invocations FunctionName orders-consumer",
@@ -533,16 +580,18 @@ describe("HybridCounterComponent", () => {
 
         // Assess
         const alarms = resourcesOfType(resources, "aws:cloudwatch/metricAlarm:MetricAlarm");
-        assert.deepEqual(
-            alarms.map((a) => [a.name, a.inputs.threshold]).sort(),
-            [
-                ["orders-consumer-errors", 3],
-                ["orders-consumer-iterator-age", 60_000],
-                ["orders-fatal-dlq-depth", 4],
-                ["orders-first-dlq-depth", 2],
-            ],
-        );
-        assert.deepEqual(Object.keys(await outputValue(result.alarmArns)), ["consumerIteratorAge", "consumerErrors", "firstDlqDepth", "fatalDlqDepth"]);
+        assert.deepEqual(alarms.map((a) => [a.name, a.inputs.threshold]).sort(), [
+            ["orders-consumer-errors", 3],
+            ["orders-consumer-iterator-age", 60_000],
+            ["orders-fatal-dlq-depth", 4],
+            ["orders-first-dlq-depth", 2],
+        ]);
+        assert.deepEqual(Object.keys(await outputValue(result.alarmArns)), [
+            "consumerIteratorAge",
+            "consumerErrors",
+            "firstDlqDepth",
+            "fatalDlqDepth",
+        ]);
     });
 
     it("adds X-Ray to both functions and roles only when tracing is on", async () => {
@@ -551,8 +600,14 @@ describe("HybridCounterComponent", () => {
 
         // Assess
         const xray = { Sid: "WriteTraces", Effect: "Allow", Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Resource: "*" };
-        assert.deepEqual(policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement, consumerStatements([xray]));
-        assert.deepEqual(policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-redrive-policy")).Statement, redriveStatements([xray]));
+        assert.deepEqual(
+            policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement,
+            consumerStatements([xray]),
+        );
+        assert.deepEqual(
+            policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-redrive-policy")).Statement,
+            redriveStatements([xray]),
+        );
         for (const fn of resourcesOfType(resources, "aws:lambda/function:Function")) {
             assert.deepEqual(fn.inputs.tracingConfig, { mode: "Active" }, fn.name);
         }
@@ -572,8 +627,14 @@ describe("HybridCounterComponent", () => {
             assert.equal(queue.inputs.sqsManagedSseEnabled, undefined);
         }
         const kms = { Sid: "UseQueueKey", Effect: "Allow", Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: key };
-        assert.deepEqual(policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement, consumerStatements([kms]));
-        assert.deepEqual(policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-redrive-policy")).Statement, redriveStatements([kms]));
+        assert.deepEqual(
+            policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement,
+            consumerStatements([kms]),
+        );
+        assert.deepEqual(
+            policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-redrive-policy")).Statement,
+            redriveStatements([kms]),
+        );
     });
 
     it("creates a provisioned, KMS-encrypted, deletion-protected, named table in a custom layout", async () => {
@@ -644,26 +705,45 @@ describe("HybridCounterComponent", () => {
         // Assess
         const mapping = findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs;
         assert.deepEqual(
-            [mapping.batchSize, mapping.maximumBatchingWindowInSeconds, mapping.parallelizationFactor, mapping.maximumRetryAttempts, mapping.maximumRecordAgeInSeconds],
+            [
+                mapping.batchSize,
+                mapping.maximumBatchingWindowInSeconds,
+                mapping.parallelizationFactor,
+                mapping.maximumRetryAttempts,
+                mapping.maximumRecordAgeInSeconds,
+            ],
             [500, 5, 4, 3, 3600],
         );
         const consumer = findResource(resources, "aws:lambda/function:Function", "orders-consumer").inputs;
         const redrive = findResource(resources, "aws:lambda/function:Function", "orders-redrive").inputs;
-        assert.deepEqual([consumer.memorySize, consumer.timeout, consumer.reservedConcurrentExecutions, consumer.architectures, consumer.runtime], [512, 30, 20, ["x86_64"], "nodejs24.x"]);
-        assert.deepEqual([redrive.memorySize, redrive.timeout, redrive.reservedConcurrentExecutions, redrive.architectures], [1024, 300, undefined, ["x86_64"]]);
+        assert.deepEqual(
+            [consumer.memorySize, consumer.timeout, consumer.reservedConcurrentExecutions, consumer.architectures, consumer.runtime],
+            [512, 30, 20, ["x86_64"], "nodejs24.x"],
+        );
+        assert.deepEqual(
+            [redrive.memorySize, redrive.timeout, redrive.reservedConcurrentExecutions, redrive.architectures],
+            [1024, 300, undefined, ["x86_64"]],
+        );
         const firstDlq = findResource(resources, "aws:sqs/queue:Queue", "orders-first-dlq").inputs;
         assert.equal(firstDlq.visibilityTimeoutSeconds, 1800);
         assert.equal(firstDlq.redrivePolicy, JSON.stringify({ deadLetterTargetArn: FATAL_DLQ_ARN, maxReceiveCount: 9 }));
         for (const group of resourcesOfType(resources, "aws:cloudwatch/logGroup:LogGroup")) {
             assert.equal(group.inputs.retentionInDays, 7, group.name);
         }
-        assert.equal(findResource(resources, "aws:cloudwatch/dashboard:Dashboard", "orders-dashboard").inputs.dashboardName, "orders_board");
+        assert.equal(
+            findResource(resources, "aws:cloudwatch/dashboard:Dashboard", "orders-dashboard").inputs.dashboardName,
+            "orders_board",
+        );
     });
 
     it("tags every child that takes tags", async () => {
         // Prepare
         const tags = { team: "payments", env: "prod" };
-        const untaggable = new Set(["aws:iam/rolePolicy:RolePolicy", "aws:sqs/queuePolicy:QueuePolicy", "aws:cloudwatch/dashboard:Dashboard"]);
+        const untaggable = new Set([
+            "aws:iam/rolePolicy:RolePolicy",
+            "aws:sqs/queuePolicy:QueuePolicy",
+            "aws:cloudwatch/dashboard:Dashboard",
+        ]);
 
         // Act
         const { resources } = await run({ tags, createAlarmTopic: true });
@@ -732,16 +812,23 @@ describe("HybridCounterComponent", () => {
             // Assess
             const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/app-table`;
             const stream = `${arn}/stream/2024-01-01T00:00:00.000`;
-            assert.deepEqual(resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name), ["app"]);
+            assert.deepEqual(
+                resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
+                ["app"],
+            );
             assert.equal(resources.length, 23);
-            assert.equal(findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn, stream);
+            assert.equal(
+                findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
+                stream,
+            );
             const statements = policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement;
             assert.deepEqual(
                 statements.filter((s) => s.Sid === "ReadOwnStream" || s.Sid === "CountInOwnTable").map((s) => s.Resource),
                 [stream, arn],
             );
             assert.equal(
-                findResource(resources, "aws:lambda/function:Function", "orders-consumer").inputs.environment.variables.HYBRID_COUNTER_TABLE_NAME,
+                findResource(resources, "aws:lambda/function:Function", "orders-consumer").inputs.environment.variables
+                    .HYBRID_COUNTER_TABLE_NAME,
                 "app-table",
             );
             assert.deepEqual(await outputValue(result.clientConfig), {
@@ -760,12 +847,16 @@ describe("HybridCounterComponent", () => {
             [
                 "without a stream",
                 { streamEnabled: false, streamViewType: undefined },
-                ['[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: false, streamViewType: "")'],
+                [
+                    '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: false, streamViewType: "")',
+                ],
             ],
             [
                 "with a KEYS_ONLY stream",
                 { streamViewType: "KEYS_ONLY" },
-                ['[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: true, streamViewType: "KEYS_ONLY")'],
+                [
+                    '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: true, streamViewType: "KEYS_ONLY")',
+                ],
             ],
             ["with other keys", { hashKey: "id", rangeKey: "sk" }, ['[table] must have hashKey "pk" ([partitionKey]); found "id"']],
         ] as Array<[string, Partial<aws.dynamodb.TableArgs>, string[]]>) {
@@ -786,7 +877,10 @@ describe("HybridCounterComponent", () => {
                         `error serializing property "eventSourceArn": invalid HybridCounterComponent args:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
                     );
                 }
-                assert.deepEqual(resourcesOfType(resources, "aws:lambda/eventSourceMapping:EventSourceMapping").map((m) => m.name), ["orders-redrive-mapping"]);
+                assert.deepEqual(
+                    resourcesOfType(resources, "aws:lambda/eventSourceMapping:EventSourceMapping").map((m) => m.name),
+                    ["orders-redrive-mapping"],
+                );
             });
         }
     });

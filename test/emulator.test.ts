@@ -20,11 +20,18 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
     });
 
     /** A table with `n` inserted items r0..r(n-1) under key k, and an emulator over its stream. */
-    async function setup(n: number, settings: Partial<MappingSettings>, invoke: (e: DynamoDBStreamEvent) => Promise<unknown>, now?: () => number) {
+    async function setup(
+        n: number,
+        settings: Partial<MappingSettings>,
+        invoke: (e: DynamoDBStreamEvent) => Promise<unknown>,
+        now?: () => number,
+    ) {
         const tableName = `emulator-${++tables}`;
         const { streamArn } = await createCounterTable(dynamodb, tableName);
         for (let i = 0; i < n; i++) {
-            await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: `r${i}` }, n: { N: String(i) } } }));
+            await dynamodb.send(
+                new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: `r${i}` }, n: { N: String(i) } } }),
+            );
         }
         const failures: OnFailureRecord[] = [];
         const batches: string[][] = [];
@@ -96,18 +103,22 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
 
     it("checkpoints at the lowest reported sequence number and redelivers from there", async () => {
         let calls = 0;
-        const { emulator, batches, failures } = await setup(6, { batchSize: 6, maximumRetryAttempts: 5, reportBatchItemFailures: true }, async (event) => {
-            calls++;
-            if (calls === 1) {
-                return {
-                    batchItemFailures: [
-                        { itemIdentifier: event.Records[4]!.dynamodb!.SequenceNumber },
-                        { itemIdentifier: event.Records[2]!.dynamodb!.SequenceNumber },
-                    ],
-                };
-            }
-            return { batchItemFailures: [] };
-        });
+        const { emulator, batches, failures } = await setup(
+            6,
+            { batchSize: 6, maximumRetryAttempts: 5, reportBatchItemFailures: true },
+            async (event) => {
+                calls++;
+                if (calls === 1) {
+                    return {
+                        batchItemFailures: [
+                            { itemIdentifier: event.Records[4]!.dynamodb!.SequenceNumber },
+                            { itemIdentifier: event.Records[2]!.dynamodb!.SequenceNumber },
+                        ],
+                    };
+                }
+                return { batchItemFailures: [] };
+            },
+        );
 
         await emulator.drain();
 
@@ -123,7 +134,11 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
         let calls = 0;
         const { emulator, batches } = await setup(3, { batchSize: 3, maximumRetryAttempts: 5, reportBatchItemFailures: true }, async () => {
             calls++;
-            return calls === 1 ? { batchItemFailures: [{ itemIdentifier: "" }] } : calls === 2 ? { batchItemFailures: [{ itemIdentifier: "123" }] } : {};
+            return calls === 1
+                ? { batchItemFailures: [{ itemIdentifier: "" }] }
+                : calls === 2
+                  ? { batchItemFailures: [{ itemIdentifier: "123" }] }
+                  : {};
         });
 
         await emulator.drain();
@@ -147,7 +162,12 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
 
     it("discards records older than maximumRecordAgeInSeconds to the on-failure destination without invoking", async () => {
         let clock = Date.now();
-        const { emulator, batches, failures } = await setup(4, { batchSize: 10, maximumRecordAgeInSeconds: 60 }, async () => undefined, () => clock);
+        const { emulator, batches, failures } = await setup(
+            4,
+            { batchSize: 10, maximumRecordAgeInSeconds: 60 },
+            async () => undefined,
+            () => clock,
+        );
         await emulator.poll();
         clock += 3_600_000;
 
@@ -161,7 +181,12 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
 
     it("waits for the batching window unless the batch is full", async () => {
         let clock = Date.now();
-        const { emulator, batches } = await setup(3, { batchSize: 10, maximumBatchingWindowInSeconds: 5 }, async () => undefined, () => clock);
+        const { emulator, batches } = await setup(
+            3,
+            { batchSize: 10, maximumBatchingWindowInSeconds: 5 },
+            async () => undefined,
+            () => clock,
+        );
         await emulator.poll();
         assert.equal(await emulator.deliver(), 0, "three records wait for the window");
         clock += 5_000;
@@ -172,7 +197,10 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
     it("drops records that match no filter pattern, never invoking for them", async () => {
         const { emulator, batches, tableName } = await setup(
             4,
-            { batchSize: 10, filterPatterns: [JSON.stringify({ eventName: ["MODIFY"], dynamodb: { NewImage: { flag: { BOOL: [true] } } } })] },
+            {
+                batchSize: 10,
+                filterPatterns: [JSON.stringify({ eventName: ["MODIFY"], dynamodb: { NewImage: { flag: { BOOL: [true] } } } })],
+            },
             async () => undefined,
         );
         await dynamodb.send(
@@ -199,7 +227,9 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
         });
         for (let round = 0; round < 3; round++) {
             for (let i = 0; i < 8; i++) {
-                await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: `r${i}` }, n: { N: String(round) } } }));
+                await dynamodb.send(
+                    new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: `r${i}` }, n: { N: String(round) } } }),
+                );
             }
         }
 
@@ -207,17 +237,30 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
 
         assert.equal(seen.length, 24);
         for (let i = 0; i < 8; i++) {
-            assert.deepEqual(seen.filter(([sk]) => sk === `r${i}`).map(([, n]) => n), [0, 1, 2], `r${i} in order`);
+            assert.deepEqual(
+                seen.filter(([sk]) => sk === `r${i}`).map(([, n]) => n),
+                [0, 1, 2],
+                `r${i} in order`,
+            );
         }
         assert.ok(batches.length >= 4, "records were spread over lanes");
     });
 
     it("rejects settings Lambda would reject, naming each", () => {
-        assert.deepEqual(validateSettings({ ...LAMBDA_DEFAULTS, batchSize: 0, parallelizationFactor: 11, maximumRecordAgeInSeconds: 30, filterPatterns: ["[]"] }), [
-            "[batchSize] must be an integer from 1 to 10000",
-            "[parallelizationFactor] must be an integer from 1 to 10",
-            "[maximumRecordAgeInSeconds] must be an integer from 60 to 604800 or -1",
-            "[filterPatterns[0]] [pattern] must be a JSON object",
-        ]);
+        assert.deepEqual(
+            validateSettings({
+                ...LAMBDA_DEFAULTS,
+                batchSize: 0,
+                parallelizationFactor: 11,
+                maximumRecordAgeInSeconds: 30,
+                filterPatterns: ["[]"],
+            }),
+            [
+                "[batchSize] must be an integer from 1 to 10000",
+                "[parallelizationFactor] must be an integer from 1 to 10",
+                "[maximumRecordAgeInSeconds] must be an integer from 60 to 604800 or -1",
+                "[filterPatterns[0]] [pattern] must be a JSON object",
+            ],
+        );
     });
 });

@@ -74,7 +74,10 @@ describe("examples/limits-api handler", () => {
 
         it("maps a counter that cannot be read or reserved to the API's 503 TryAgain, with Retry-After", async () => {
             // Prepare
-            const handler = createApiHandler({ client: stub({ tryCreate: async () => ({ created: false, count: null, reason: "unavailable" }) }), limitFor: () => LIMIT });
+            const handler = createApiHandler({
+                client: stub({ tryCreate: async () => ({ created: false, count: null, reason: "unavailable" }) }),
+                limitFor: () => LIMIT,
+            });
             // Act
             const result = (await handler(create("acme", "a"))) as APIGatewayProxyStructuredResultV2;
             // Assess
@@ -86,19 +89,27 @@ describe("examples/limits-api handler", () => {
         it("maps the client's InvalidArgumentError to 400 BadRequest with its message", async () => {
             // Prepare
             const handler = createApiHandler({
-                client: stub({ tryCreate: async () => Promise.reject(new InvalidArgumentError("id", 'must not start with the reserved prefix "#counter#"')) }),
+                client: stub({
+                    tryCreate: async () =>
+                        Promise.reject(new InvalidArgumentError("id", 'must not start with the reserved prefix "#counter#"')),
+                }),
                 limitFor: () => LIMIT,
             });
             // Act
             const answer = await call(handler, create("acme", "#counter#x"));
             // Assess
-            assert.deepEqual(answer, { statusCode: 400, body: { error: "BadRequest", message: '[id] must not start with the reserved prefix "#counter#"' } });
+            assert.deepEqual(answer, {
+                statusCode: 400,
+                body: { error: "BadRequest", message: '[id] must not start with the reserved prefix "#counter#"' },
+            });
         });
 
         it("answers a failed write of the item with the API's generic 500, and logs it", async () => {
             // Prepare
             const logged: unknown[] = [];
-            const failure = Object.assign(new Error("Throughput exceeds the current capacity"), { name: "ProvisionedThroughputExceededException" });
+            const failure = Object.assign(new Error("Throughput exceeds the current capacity"), {
+                name: "ProvisionedThroughputExceededException",
+            });
             const handler = createApiHandler({
                 client: stub({ tryCreate: async () => Promise.reject(failure) }),
                 limitFor: () => LIMIT,
@@ -116,7 +127,11 @@ describe("examples/limits-api handler", () => {
             const handler = createApiHandler({ client: stub({}), limitFor: () => LIMIT });
             const badJson = { ...create("acme"), body: "{" };
             // Act
-            const answers = [await call(handler, badJson), await call(handler, { ...create("acme"), body: "[1]" }), await call(handler, event("GET /", {}))];
+            const answers = [
+                await call(handler, badJson),
+                await call(handler, { ...create("acme"), body: "[1]" }),
+                await call(handler, event("GET /", {})),
+            ];
             // Assess
             assert.deepEqual(answers, [
                 { statusCode: 400, body: { error: "BadRequest", message: "the body must be JSON" } },
@@ -157,7 +172,11 @@ describe("examples/limits-api handler", () => {
             // Assess
             assert.deepEqual(tally(answers), { "201": LIMIT, "409 LimitReached": BURST - LIMIT });
             for (const answer of answers.filter((a) => a.statusCode === 409)) {
-                assert.deepEqual(answer.body, { error: "LimitReached", message: `tenant acme has reached its limit of ${LIMIT} items`, limit: LIMIT });
+                assert.deepEqual(answer.body, {
+                    error: "LimitReached",
+                    message: `tenant acme has reached its limit of ${LIMIT} items`,
+                    limit: LIMIT,
+                });
             }
             assert.equal(before.live, LIMIT);
             assert.equal(before.bestEffort, LIMIT);
@@ -181,7 +200,10 @@ describe("examples/limits-api handler", () => {
             // Assess
             assert.deepEqual(full, { statusCode: 200, body: { tenant: "acme", count: LIMIT, limit: LIMIT, remaining: 0 } });
             assert.deepEqual(deleted, { statusCode: 200, body: { tenant: "acme", id: "item-0", deleted: true } });
-            assert.deepEqual(deletedAgain, { statusCode: 404, body: { error: "NotFound", message: "item item-0 does not exist", id: "item-0" } });
+            assert.deepEqual(deletedAgain, {
+                statusCode: 404,
+                body: { error: "NotFound", message: "item item-0 does not exist", id: "item-0" },
+            });
             assert.deepEqual(tally(burst), { "201": 1, "409 LimitReached": 9 });
             assert.equal(after.get("acme")!.live, LIMIT);
             assert.deepEqual(counted, { statusCode: 200, body: { tenant: "acme", count: LIMIT, limit: LIMIT, remaining: 0 } });
@@ -200,7 +222,10 @@ describe("examples/limits-api handler", () => {
             const concurrent = await Promise.all(Array.from({ length: 8 }, () => call(handler, create("acme", "same"))));
             const s = await fixture.snapshot("acme");
             // Assess
-            assert.deepEqual(answers.map((a) => a.body), Array(3).fill({ error: "AlreadyExists", message: "item same already exists", id: "same" }));
+            assert.deepEqual(
+                answers.map((a) => a.body),
+                Array(3).fill({ error: "AlreadyExists", message: "item same already exists", id: "same" }),
+            );
             assert.deepEqual(
                 Object.keys(tally(concurrent)).filter((k) => k !== "409 AlreadyExists" && k !== "409 LimitReached"),
                 [],
@@ -223,7 +248,11 @@ describe("examples/limits-api handler", () => {
             assert.deepEqual(tally(answers), { "201": created, ...(created < BURST ? { "409 LimitReached": BURST - created } : {}) });
             assert.ok(created >= LIMIT, `only ${created} of ${BURST} creates succeeded under a limit of ${LIMIT}`);
             assert.equal(after.get("acme")!.live, created);
-            assert.deepEqual(next.body, { error: "LimitReached", message: `tenant acme has reached its limit of ${LIMIT} items`, limit: LIMIT });
+            assert.deepEqual(next.body, {
+                error: "LimitReached",
+                message: `tenant acme has reached its limit of ${LIMIT} items`,
+                limit: LIMIT,
+            });
             assert.deepEqual(counted.body, { tenant: "acme", count: created, limit: LIMIT, remaining: 0 });
         });
 
@@ -235,12 +264,22 @@ describe("examples/limits-api handler", () => {
             const s = await fixture.snapshot("acme");
             // Assess
             const kinds = Object.keys(tally(answers));
-            assert.deepEqual(kinds.filter((k) => !NORMAL.has(k)), [], `unexpected answers: ${JSON.stringify(tally(answers))}`);
+            assert.deepEqual(
+                kinds.filter((k) => !NORMAL.has(k)),
+                [],
+                `unexpected answers: ${JSON.stringify(tally(answers))}`,
+            );
             const created = answers.filter((a) => a.statusCode === 201).length;
             assert.ok(s.live <= LIMIT, `live ${s.live} > limit ${LIMIT}`);
             assert.ok(created <= s.live, `${created} answered 201 but only ${s.live} items are live`);
             assert.ok(s.live <= s.bestEffort, `best-effort ${s.bestEffort} < live ${s.live}`);
-            assert.ok(fixture.clientFaults!.injected.throttle + fixture.clientFaults!.injected.conflict + fixture.clientFaults!.injected["500-before"] + fixture.clientFaults!.injected["500-after"] > 0);
+            assert.ok(
+                fixture.clientFaults!.injected.throttle +
+                    fixture.clientFaults!.injected.conflict +
+                    fixture.clientFaults!.injected["500-before"] +
+                    fixture.clientFaults!.injected["500-after"] >
+                    0,
+            );
         });
     });
 

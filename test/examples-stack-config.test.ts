@@ -63,7 +63,13 @@ describe("root program: stackSettingsFromConfig", () => {
             },
         });
         // Every documented key was exercised.
-        assert.deepEqual(Object.keys(CONFIG_KEYS).sort(), Object.keys(config).filter((k) => k.startsWith("hybrid-counter:")).map((k) => k.slice(15)).sort());
+        assert.deepEqual(
+            Object.keys(CONFIG_KEYS).sort(),
+            Object.keys(config)
+                .filter((k) => k.startsWith("hybrid-counter:"))
+                .map((k) => k.slice(15))
+                .sort(),
+        );
     });
 
     it("keeps a negative integer for the component's own validation to name", () => {

@@ -74,11 +74,7 @@ function loadProgram(file: string): Record<string, unknown> {
     return require(resolved) as Record<string, unknown>;
 }
 
-function runExample(
-    file: string,
-    project: string,
-    config: Record<string, string> = {},
-): Promise<ProgramRun<Record<string, unknown>>> {
+function runExample(file: string, project: string, config: Record<string, string> = {}): Promise<ProgramRun<Record<string, unknown>>> {
     return runProgramWithResult(
         () => {
             pulumi.runtime.setAllConfig(config);
@@ -154,7 +150,10 @@ describe("examples and the root program", () => {
             const children = run.resources.filter((r) => r.parent === component.urn);
             // The 21 children of an attached component (every role but -table), plus the alarm topic.
             assert.equal(children.length, 22);
-            assert.deepEqual(children.filter((r) => r.type === "aws:sns/topic:Topic").map((r) => r.name), ["orders-counter-alarm-topic"]);
+            assert.deepEqual(
+                children.filter((r) => r.type === "aws:sns/topic:Topic").map((r) => r.name),
+                ["orders-counter-alarm-topic"],
+            );
         });
 
         it("enables the table's stream with new and old images and keeps its keys", () => {
@@ -177,7 +176,9 @@ describe("examples and the root program", () => {
                 assert.equal(resources[0], streamArn, `${role}: ReadOwnStream`);
                 assert.ok(resources.includes(tableArn), `${role}: CountInOwnTable`);
                 assert.ok(
-                    resources.every((r) => typeof r !== "string" || !r.startsWith("arn:aws:dynamodb:") || r === tableArn || r === streamArn),
+                    resources.every(
+                        (r) => typeof r !== "string" || !r.startsWith("arn:aws:dynamodb:") || r === tableArn || r === streamArn,
+                    ),
                     `${role} policy names another table: ${JSON.stringify(resources)}`,
                 );
             }
@@ -242,17 +243,19 @@ describe("examples and the root program", () => {
             assert.equal(integration.inputs.payloadFormatVersion, "2.0");
             assert.equal(integration.inputs.integrationUri, findResource(run.resources, FUNCTION, "api").state.invokeArn);
             const permission = findResource(run.resources, "aws:lambda/permission:Permission", "api-invoke");
-            assert.deepEqual([permission.inputs.action, permission.inputs.function, permission.inputs.principal], [
-                "lambda:InvokeFunction",
-                "api",
-                "apigateway.amazonaws.com",
-            ]);
+            assert.deepEqual(
+                [permission.inputs.action, permission.inputs.function, permission.inputs.principal],
+                ["lambda:InvokeFunction", "api", "apigateway.amazonaws.com"],
+            );
         });
 
         it("passes the component's clientConfig, field by field, and the limits into the function's environment", async () => {
             // Prepare
             const component = findResource(run.resources, COMPONENT, "items");
-            const clientConfig = (await outputValue(run.result.clientConfig as pulumi.Output<Record<string, string>>)) as Record<string, string>;
+            const clientConfig = (await outputValue(run.result.clientConfig as pulumi.Output<Record<string, string>>)) as Record<
+                string,
+                string
+            >;
             // Act
             const variables = findResource(run.resources, FUNCTION, "api").inputs.environment.variables as Record<string, string>;
             // Assess
@@ -314,7 +317,10 @@ describe("examples and the root program", () => {
             const run = await runExample("../stack/index.ts", "hybrid-counter");
             // Assess
             const components = resourcesOfType(run.resources, COMPONENT);
-            assert.deepEqual(components.map((r) => r.name), ["counter"]);
+            assert.deepEqual(
+                components.map((r) => r.name),
+                ["counter"],
+            );
             // The 22 children of a component that creates its table.
             assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 22);
             assert.deepEqual(names(run.resources, TABLE), ["counter-table"]);

@@ -36,7 +36,12 @@ function strings(value: unknown, into: string[] = []): string[] {
 function identifiers(r: MockRecord): { exact: Set<string>; embedded: string[] } {
     const exact = new Set<string>();
     const embedded: string[] = [];
-    const candidates = [r.id, ...["arn", "streamArn", "url", "id", "name", "qualifiedArn", "invokeArn", "dashboardName", "keyId"].map((k) => r.state[k] as unknown)];
+    const candidates = [
+        r.id,
+        ...["arn", "streamArn", "url", "id", "name", "qualifiedArn", "invokeArn", "dashboardName", "keyId"].map(
+            (k) => r.state[k] as unknown,
+        ),
+    ];
     for (const c of candidates) {
         if (typeof c !== "string" || c === "") {
             continue;
@@ -110,13 +115,18 @@ describe("policy pack: the component passes its own pack", () => {
 
     it("would catch a change to the component's mapping (the check is not vacuous)", async () => {
         // Prepare
-        const changed = stack.map((r) => (r.name === "orders-stream-mapping" ? { ...r, inputs: { ...r.inputs, startingPosition: "LATEST" } } : r));
+        const changed = stack.map((r) =>
+            r.name === "orders-stream-mapping" ? { ...r, inputs: { ...r.inputs, startingPosition: "LATEST" } } : r,
+        );
 
         // Act
         const run = await runPolicies(hybridCounterPolicies(), changed);
 
         // Assess
-        assert.deepEqual(run.violations.map((v) => [v.policy, v.resource]), [["stream-mapping-trim-horizon", "orders-stream-mapping"]]);
+        assert.deepEqual(
+            run.violations.map((v) => [v.policy, v.resource]),
+            [["stream-mapping-trim-horizon", "orders-stream-mapping"]],
+        );
     });
 
     it("reports zero violations with every policy raised to mandatory", async () => {

@@ -14,8 +14,9 @@ import { POLICY_NAMES } from "../policy/index";
 const ROOT = path.resolve(__dirname, "..");
 const POLICY_DIR = path.join(ROOT, "policy");
 /** The gRPC and protobuf modules @pulumi/pulumi itself uses (resolved through it, not hoisting). */
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- the very module instances @pulumi/pulumi uses
-const fromPulumi = (id: string): any => require(require.resolve(id, { paths: [path.dirname(require.resolve("@pulumi/pulumi/package.json"))] }));
+const fromPulumi = (id: string): any =>
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the very module instances @pulumi/pulumi uses
+    require(require.resolve(id, { paths: [path.dirname(require.resolve("@pulumi/pulumi/package.json"))] }));
 const grpc = fromPulumi("@grpc/grpc-js");
 const analyzerRpc = fromPulumi("@pulumi/pulumi/proto/analyzer_grpc_pb");
 const analyzer = fromPulumi("@pulumi/pulumi/proto/analyzer_pb");
@@ -58,7 +59,9 @@ function toAnalyzerResource(r: Resource): any {
 }
 
 function call<T>(client: any, method: string, request: unknown): Promise<T> {
-    return new Promise((resolve, reject) => client[method](request, (err: unknown, response: T) => (err ? reject(err) : resolve(response))));
+    return new Promise((resolve, reject) =>
+        client[method](request, (err: unknown, response: T) => (err ? reject(err) : resolve(response))),
+    );
 }
 
 /** The diagnostics of a response; the engine's message is the policy description, a newline, then the violation. */
@@ -66,7 +69,12 @@ function diagnostics(response: any): { policy: string; level: string; urn: strin
     return response.getDiagnosticsList().map((d: any) => {
         const prefix = `${d.getDescription()}\n`;
         const message: string = d.getMessage();
-        return { policy: d.getPolicyname(), level: LEVELS[d.getEnforcementlevel()], urn: d.getUrn(), message: message.startsWith(prefix) ? message.slice(prefix.length) : message };
+        return {
+            policy: d.getPolicyname(),
+            level: LEVELS[d.getEnforcementlevel()],
+            urn: d.getUrn(),
+            message: message.startsWith(prefix) ? message.slice(prefix.length) : message,
+        };
     });
 }
 
@@ -77,7 +85,12 @@ function previewStack(): Resource[] {
         {
             type: "aws:dynamodb/table:Table",
             name: "orders",
-            props: { streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } },
+            props: {
+                streamEnabled: true,
+                streamViewType: "NEW_AND_OLD_IMAGES",
+                pointInTimeRecovery: { enabled: true },
+                serverSideEncryption: { enabled: true },
+            },
         },
         {
             type: "aws:lambda/eventSourceMapping:EventSourceMapping",
@@ -136,10 +149,18 @@ describe("policy pack: loaded the way `pulumi preview --policy-pack ./policy` lo
         assert.equal(info.getVersion(), "0.1.0");
         assert.equal(info.getSupportsconfig(), true);
         const policies = info.getPoliciesList().map((p: any) => [p.getName(), LEVELS[p.getEnforcementlevel()]]);
-        assert.deepEqual(policies.map(([name]: string[]) => name), POLICY_NAMES);
+        assert.deepEqual(
+            policies.map(([name]: string[]) => name),
+            POLICY_NAMES,
+        );
         assert.deepEqual(
             policies.filter(([, level]: string[]) => level === "advisory").map(([name]: string[]) => name),
-            ["dynamodb-table-point-in-time-recovery", "dynamodb-table-encryption", "stream-mapping-bisect-on-error", "stream-consumer-alarms"],
+            [
+                "dynamodb-table-point-in-time-recovery",
+                "dynamodb-table-encryption",
+                "stream-mapping-bisect-on-error",
+                "stream-consumer-alarms",
+            ],
         );
         const retries = info.getPoliciesList().find((p: any) => p.getName() === "stream-mapping-bounded-retries");
         assert.deepEqual(retries.getConfigschema().getProperties().toJavaScript().maximumRetryAttempts, {
@@ -189,7 +210,8 @@ describe("policy pack: loaded the way `pulumi preview --policy-pack ./policy` lo
                 policy: "stream-mapping-trim-horizon",
                 level: "mandatory",
                 urn: urn("aws:lambda/eventSourceMapping:EventSourceMapping", "orders-mapping"),
-                message: "event source mapping 'orders-mapping' (DynamoDB stream) has [startingPosition] \"LATEST\"; it must be one of TRIM_HORIZON",
+                message:
+                    "event source mapping 'orders-mapping' (DynamoDB stream) has [startingPosition] \"LATEST\"; it must be one of TRIM_HORIZON",
             },
         ]);
     });

@@ -57,7 +57,10 @@ function happyStack(): RecordedResource[] {
             billingMode: "PAY_PER_REQUEST",
             hashKey: "pk",
             rangeKey: "sk",
-            attributes: [{ name: "pk", type: "S" }, { name: "sk", type: "S" }],
+            attributes: [
+                { name: "pk", type: "S" },
+                { name: "sk", type: "S" },
+            ],
             streamEnabled: true,
             streamViewType: "NEW_AND_OLD_IMAGES",
             pointInTimeRecovery: { enabled: true },
@@ -87,9 +90,17 @@ function happyStack(): RecordedResource[] {
             {
                 role: "orders-consumer-role",
                 policy: document(
-                    { Effect: "Allow", Action: ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"], Resource: STREAM_ARN },
+                    {
+                        Effect: "Allow",
+                        Action: ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                        Resource: STREAM_ARN,
+                    },
                     { Effect: "Allow", Action: "dynamodb:ListStreams", Resource: "*" },
-                    { Effect: "Allow", Action: ["dynamodb:TransactWriteItems", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem"], Resource: TABLE_ARN },
+                    {
+                        Effect: "Allow",
+                        Action: ["dynamodb:TransactWriteItems", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem"],
+                        Resource: TABLE_ARN,
+                    },
                     { Effect: "Allow", Action: "sqs:SendMessage", Resource: [DLQ_ARN, FATAL_ARN] },
                 ),
             },
@@ -98,7 +109,13 @@ function happyStack(): RecordedResource[] {
         resource<aws.lambda.FunctionArgs>(
             TYPES.function,
             "orders-consumer",
-            { name: "orders-consumer", role: roleArn("orders-consumer-role"), runtime: "nodejs22.x", handler: "index.handler", timeout: 60 },
+            {
+                name: "orders-consumer",
+                role: roleArn("orders-consumer-role"),
+                runtime: "nodejs22.x",
+                handler: "index.handler",
+                timeout: 60,
+            },
             { role: ["orders-consumer-role"] },
         ),
         resource<aws.lambda.EventSourceMappingArgs>(
@@ -126,7 +143,11 @@ function happyStack(): RecordedResource[] {
                 policy: document(
                     { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"], Resource: DLQ_ARN },
                     { Effect: "Allow", Action: "sqs:SendMessage", Resource: FATAL_ARN },
-                    { Effect: "Allow", Action: ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"], Resource: STREAM_ARN },
+                    {
+                        Effect: "Allow",
+                        Action: ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                        Resource: STREAM_ARN,
+                    },
                 ),
             },
             { role: ["orders-redrive-role"], policy: ["orders-table", "orders-dlq", "orders-fatal-dlq"] },
@@ -140,7 +161,12 @@ function happyStack(): RecordedResource[] {
         resource<aws.lambda.EventSourceMappingArgs>(
             TYPES.eventSourceMapping,
             "orders-redrive-mapping",
-            { eventSourceArn: DLQ_ARN, functionName: fnArn("orders-redrive"), batchSize: 1, functionResponseTypes: ["ReportBatchItemFailures"] },
+            {
+                eventSourceArn: DLQ_ARN,
+                functionName: fnArn("orders-redrive"),
+                batchSize: 1,
+                functionResponseTypes: ["ReportBatchItemFailures"],
+            },
             { eventSourceArn: ["orders-dlq"], functionName: ["orders-redrive"] },
         ),
         resource<aws.cloudwatch.MetricAlarmArgs>(
@@ -250,7 +276,8 @@ const FAILING_CASES: FailingCase[] = [
         expected: {
             policy: "dynamodb-stream-view-type",
             resource: "orders-table",
-            message: "table 'orders-table' feeds event source mapping 'orders-consumer-mapping' but [streamViewType] is \"KEYS_ONLY\"; the consumer needs a view type that carries NEW_AND_OLD_IMAGES",
+            message:
+                "table 'orders-table' feeds event source mapping 'orders-consumer-mapping' but [streamViewType] is \"KEYS_ONLY\"; the consumer needs a view type that carries NEW_AND_OLD_IMAGES",
         },
     },
     {
@@ -260,14 +287,19 @@ const FAILING_CASES: FailingCase[] = [
         expected: {
             policy: "dynamodb-stream-view-type",
             resource: "orders-table",
-            message: "table 'orders-table' feeds event source mapping 'orders-consumer-mapping' but [streamEnabled] is false; it must be true",
+            message:
+                "table 'orders-table' feeds event source mapping 'orders-consumer-mapping' but [streamEnabled] is false; it must be true",
         },
     },
     {
         title: "point-in-time recovery off",
         resource: "orders-table",
         change: (i) => (i.pointInTimeRecovery = { enabled: false }),
-        expected: { policy: "dynamodb-table-point-in-time-recovery", resource: "orders-table", message: "table 'orders-table' has [pointInTimeRecovery.enabled] false; it must be true" },
+        expected: {
+            policy: "dynamodb-table-point-in-time-recovery",
+            resource: "orders-table",
+            message: "table 'orders-table' has [pointInTimeRecovery.enabled] false; it must be true",
+        },
     },
     {
         title: "a short recovery window",
@@ -283,7 +315,11 @@ const FAILING_CASES: FailingCase[] = [
         title: "no KMS server-side encryption",
         resource: "orders-table",
         change: (i) => delete i.serverSideEncryption,
-        expected: { policy: "dynamodb-table-encryption", resource: "orders-table", message: "table 'orders-table' has [serverSideEncryption.enabled] unset; it must be true" },
+        expected: {
+            policy: "dynamodb-table-encryption",
+            resource: "orders-table",
+            message: "table 'orders-table' has [serverSideEncryption.enabled] unset; it must be true",
+        },
     },
     {
         title: "infinite retries (-1)",
@@ -309,7 +345,11 @@ const FAILING_CASES: FailingCase[] = [
         title: "retries above the maximum",
         resource: "orders-consumer-mapping",
         change: (i) => (i.maximumRetryAttempts = 11),
-        expected: { policy: "stream-mapping-bounded-retries", resource: "orders-consumer-mapping", message: `${MAPPING} has [maximumRetryAttempts] 11, above the maximum 10` },
+        expected: {
+            policy: "stream-mapping-bounded-retries",
+            resource: "orders-consumer-mapping",
+            message: `${MAPPING} has [maximumRetryAttempts] 11, above the maximum 10`,
+        },
     },
     {
         title: "an infinite record age (-1)",
@@ -335,7 +375,11 @@ const FAILING_CASES: FailingCase[] = [
         title: "no bisecting on error",
         resource: "orders-consumer-mapping",
         change: (i) => (i.bisectBatchOnFunctionError = false),
-        expected: { policy: "stream-mapping-bisect-on-error", resource: "orders-consumer-mapping", message: `${MAPPING} has [bisectBatchOnFunctionError] false; it must be true` },
+        expected: {
+            policy: "stream-mapping-bisect-on-error",
+            resource: "orders-consumer-mapping",
+            message: `${MAPPING} has [bisectBatchOnFunctionError] false; it must be true`,
+        },
     },
     {
         title: "no ReportBatchItemFailures",
@@ -364,7 +408,11 @@ const FAILING_CASES: FailingCase[] = [
         title: "starting at LATEST",
         resource: "orders-consumer-mapping",
         change: (i) => (i.startingPosition = "LATEST"),
-        expected: { policy: "stream-mapping-trim-horizon", resource: "orders-consumer-mapping", message: `${MAPPING} has [startingPosition] "LATEST"; it must be one of TRIM_HORIZON` },
+        expected: {
+            policy: "stream-mapping-trim-horizon",
+            resource: "orders-consumer-mapping",
+            message: `${MAPPING} has [startingPosition] "LATEST"; it must be one of TRIM_HORIZON`,
+        },
     },
     {
         title: "an unencrypted on-failure queue",
@@ -384,7 +432,8 @@ const FAILING_CASES: FailingCase[] = [
         expected: {
             policy: "failure-queue-retention",
             resource: "orders-fatal-dlq",
-            message: "queue 'orders-fatal-dlq' (dead-letter target of queue 'orders-dlq') has [messageRetentionSeconds] 345600; it must be at least 1209600",
+            message:
+                "queue 'orders-fatal-dlq' (dead-letter target of queue 'orders-dlq') has [messageRetentionSeconds] 345600; it must be at least 1209600",
         },
     },
     {
@@ -416,7 +465,8 @@ const FAILING_CASES: FailingCase[] = [
         expected: {
             policy: "stream-consumer-alarms",
             resource: "orders-consumer-iterator-age",
-            message: "IteratorAge alarm 'orders-consumer-iterator-age' on function 'orders-consumer' has [threshold] 50000000 ms, above the maximum 43200000 ms",
+            message:
+                "IteratorAge alarm 'orders-consumer-iterator-age' on function 'orders-consumer' has [threshold] 50000000 ms, above the maximum 43200000 ms",
         },
     },
     {
@@ -467,7 +517,7 @@ const FAILING_CASES: FailingCase[] = [
             resource: "orders-consumer-policy",
             message:
                 "[policy] of 'orders-consumer-policy' (attached to role 'orders-consumer-role' of function 'orders-consumer', which reads a DynamoDB stream through 'orders-consumer-mapping') " +
-                "allows wildcard actions: NotAction \"iam:*\"",
+                'allows wildcard actions: NotAction "iam:*"',
         },
     },
     {
@@ -550,14 +600,22 @@ describe("policy pack: each policy catches its failure", () => {
         const stack: RecordedResource[] = [
             ...withChange(happyStack(), "orders-consumer-policy", (i) => {
                 const doc = JSON.parse(i.policy as string) as { Statement: object[] };
-                doc.Statement.push({ Effect: "Allow", Action: "logs:*", Resource: "*" }, { Effect: "Deny", Action: "dynamodb:*", Resource: "*" });
+                doc.Statement.push(
+                    { Effect: "Allow", Action: "logs:*", Resource: "*" },
+                    { Effect: "Deny", Action: "dynamodb:*", Resource: "*" },
+                );
                 i.policy = JSON.stringify(doc);
             }),
             resource<aws.iam.RoleArgs>(TYPES.role, "api-role", {
                 assumeRolePolicy: ASSUME_LAMBDA,
                 inlinePolicies: [{ name: "api", policy: document({ Effect: "Allow", Action: "dynamodb:*", Resource: TABLE_ARN }) }],
             }),
-            resource<aws.lambda.FunctionArgs>(TYPES.function, "api", { role: roleArn("api-role"), runtime: "nodejs22.x", handler: "index.handler" }, { role: ["api-role"] }),
+            resource<aws.lambda.FunctionArgs>(
+                TYPES.function,
+                "api",
+                { role: roleArn("api-role"), runtime: "nodejs22.x", handler: "index.handler" },
+                { role: ["api-role"] },
+            ),
         ];
 
         // Act
@@ -595,7 +653,11 @@ describe("policy pack: a hand-written table and mapping that break several polic
                 streamEnabled: true,
                 streamViewType: "KEYS_ONLY",
             }),
-            resource<aws.lambda.FunctionArgs>(TYPES.function, "events-handler", { role: roleArn("external"), runtime: "nodejs22.x", handler: "index.handler" }),
+            resource<aws.lambda.FunctionArgs>(TYPES.function, "events-handler", {
+                role: roleArn("external"),
+                runtime: "nodejs22.x",
+                handler: "index.handler",
+            }),
             resource<aws.lambda.EventSourceMappingArgs>(
                 TYPES.eventSourceMapping,
                 "events-mapping",
@@ -615,11 +677,22 @@ describe("policy pack: a hand-written table and mapping that break several polic
                 {
                     policy: "dynamodb-stream-view-type",
                     resource: "events",
-                    message: "table 'events' feeds event source mapping 'events-mapping' but [streamViewType] is \"KEYS_ONLY\"; the consumer needs a view type that carries NEW_AND_OLD_IMAGES",
+                    message:
+                        "table 'events' feeds event source mapping 'events-mapping' but [streamViewType] is \"KEYS_ONLY\"; the consumer needs a view type that carries NEW_AND_OLD_IMAGES",
                     level: "mandatory",
                 },
-                { policy: "dynamodb-table-point-in-time-recovery", resource: "events", message: "table 'events' has [pointInTimeRecovery.enabled] unset; it must be true", level: "advisory" },
-                { policy: "dynamodb-table-encryption", resource: "events", message: "table 'events' has [serverSideEncryption.enabled] unset; it must be true", level: "advisory" },
+                {
+                    policy: "dynamodb-table-point-in-time-recovery",
+                    resource: "events",
+                    message: "table 'events' has [pointInTimeRecovery.enabled] unset; it must be true",
+                    level: "advisory",
+                },
+                {
+                    policy: "dynamodb-table-encryption",
+                    resource: "events",
+                    message: "table 'events' has [serverSideEncryption.enabled] unset; it must be true",
+                    level: "advisory",
+                },
                 {
                     policy: "stream-mapping-bounded-retries",
                     resource: "events-mapping",
@@ -632,7 +705,12 @@ describe("policy pack: a hand-written table and mapping that break several polic
                     message: `${mapping} has [maximumRecordAgeInSeconds] unset, which never gives up on a record; set it between 60 and 43200`,
                     level: "mandatory",
                 },
-                { policy: "stream-mapping-bisect-on-error", resource: "events-mapping", message: `${mapping} has [bisectBatchOnFunctionError] unset; it must be true`, level: "advisory" },
+                {
+                    policy: "stream-mapping-bisect-on-error",
+                    resource: "events-mapping",
+                    message: `${mapping} has [bisectBatchOnFunctionError] unset; it must be true`,
+                    level: "advisory",
+                },
                 {
                     policy: "stream-mapping-report-batch-item-failures",
                     resource: "events-mapping",
@@ -645,11 +723,17 @@ describe("policy pack: a hand-written table and mapping that break several polic
                     message: `${mapping} has no [destinationConfig.onFailure.destinationArn]; failed batches would be dropped`,
                     level: "mandatory",
                 },
-                { policy: "stream-mapping-trim-horizon", resource: "events-mapping", message: `${mapping} has [startingPosition] "LATEST"; it must be one of TRIM_HORIZON`, level: "mandatory" },
+                {
+                    policy: "stream-mapping-trim-horizon",
+                    resource: "events-mapping",
+                    message: `${mapping} has [startingPosition] "LATEST"; it must be one of TRIM_HORIZON`,
+                    level: "mandatory",
+                },
                 {
                     policy: "stream-consumer-alarms",
                     resource: "events-mapping",
-                    message: "event source mapping 'events-mapping' invokes function 'events-handler', but no alarm with [metricName] IteratorAge has [dimensions] that reference that function",
+                    message:
+                        "event source mapping 'events-mapping' invokes function 'events-handler', but no alarm with [metricName] IteratorAge has [dimensions] that reference that function",
                     level: "advisory",
                 },
             ],
@@ -673,7 +757,11 @@ describe("policy pack: configuration", () => {
 
         // Assess
         assert.deepEqual(violations, [
-            { policy: "stream-mapping-bounded-retries", resource: "orders-consumer-mapping", message: `${MAPPING} has [maximumRetryAttempts] 10, above the maximum 5` },
+            {
+                policy: "stream-mapping-bounded-retries",
+                resource: "orders-consumer-mapping",
+                message: `${MAPPING} has [maximumRetryAttempts] 10, above the maximum 5`,
+            },
         ]);
     });
 
@@ -687,7 +775,10 @@ describe("policy pack: configuration", () => {
         const tuned = await violationsOf(stack, ALL_POLICIES, config);
 
         // Assess
-        assert.deepEqual(byDefault.map((v) => v.policy), ["stream-mapping-bounded-record-age"]);
+        assert.deepEqual(
+            byDefault.map((v) => v.policy),
+            ["stream-mapping-bounded-record-age"],
+        );
         assert.deepEqual(tuned, []);
     });
 
@@ -702,7 +793,11 @@ describe("policy pack: configuration", () => {
         // Assess
         assert.equal(retries?.configSchema?.properties.maximumRetryAttempts.default, 5);
         assert.deepEqual(violations, [
-            { policy: "stream-mapping-bounded-retries", resource: "orders-consumer-mapping", message: `${MAPPING} has [maximumRetryAttempts] 10, above the maximum 5` },
+            {
+                policy: "stream-mapping-bounded-retries",
+                resource: "orders-consumer-mapping",
+                message: `${MAPPING} has [maximumRetryAttempts] 10, above the maximum 5`,
+            },
         ]);
     });
 
@@ -722,7 +817,8 @@ describe("policy pack: configuration", () => {
             {
                 policy: "dynamodb-stream-view-type",
                 resource: "orders-table",
-                message: "table 'orders-table' feeds event source mapping 'orders-consumer-mapping' but [streamViewType] is \"OLD_IMAGE\"; the consumer needs a view type that carries NEW_IMAGE",
+                message:
+                    "table 'orders-table' feeds event source mapping 'orders-consumer-mapping' but [streamViewType] is \"OLD_IMAGE\"; the consumer needs a view type that carries NEW_IMAGE",
             },
         ]);
     });
@@ -736,7 +832,10 @@ describe("policy pack: configuration", () => {
 
         // Assess
         assert.deepEqual(run.violations, []);
-        assert.equal(run.notApplicable.some((n) => n.policy === "stream-mapping-trim-horizon"), false);
+        assert.equal(
+            run.notApplicable.some((n) => n.policy === "stream-mapping-trim-horizon"),
+            false,
+        );
     });
 
     it("a policy disabled in code reports nothing, stays in the pack and can be enabled again by the pack config", async () => {
@@ -751,7 +850,10 @@ describe("policy pack: configuration", () => {
         // Assess
         assert.equal(policies.find((p) => p.name === "stream-mapping-trim-horizon")?.enforcementLevel, "disabled");
         assert.deepEqual(disabled, []);
-        assert.deepEqual(reenabled.violations.map((v) => [v.policy, v.level]), [["stream-mapping-trim-horizon", "mandatory"]]);
+        assert.deepEqual(
+            reenabled.violations.map((v) => [v.policy, v.level]),
+            [["stream-mapping-trim-horizon", "mandatory"]],
+        );
     });
 
     it("`all` sets every level, and a policy's own level wins over it", async () => {
@@ -766,10 +868,13 @@ describe("policy pack: configuration", () => {
         const run = await runPolicies(policies, stack);
 
         // Assess
-        assert.deepEqual(run.violations.map((v) => [v.policy, v.level]), [
-            ["stream-mapping-bisect-on-error", "mandatory"],
-            ["stream-mapping-trim-horizon", "advisory"],
-        ]);
+        assert.deepEqual(
+            run.violations.map((v) => [v.policy, v.level]),
+            [
+                ["stream-mapping-bisect-on-error", "mandatory"],
+                ["stream-mapping-trim-horizon", "advisory"],
+            ],
+        );
     });
 
     it("the pack config raises a level awsguard-style", async () => {
@@ -781,8 +886,14 @@ describe("policy pack: configuration", () => {
         const raised = await runPolicies(ALL_POLICIES, stack, { config: { "stream-consumer-alarms": { enforcementLevel: "mandatory" } } });
 
         // Assess
-        assert.deepEqual(byDefault.violations.map((v) => [v.policy, v.level]), [["stream-consumer-alarms", "advisory"]]);
-        assert.deepEqual(raised.violations.map((v) => [v.policy, v.level]), [["stream-consumer-alarms", "mandatory"]]);
+        assert.deepEqual(
+            byDefault.violations.map((v) => [v.policy, v.level]),
+            [["stream-consumer-alarms", "advisory"]],
+        );
+        assert.deepEqual(
+            raised.violations.map((v) => [v.policy, v.level]),
+            [["stream-consumer-alarms", "mandatory"]],
+        );
     });
 
     it("exemptResources skips the named resources only", async () => {
@@ -801,7 +912,10 @@ describe("policy pack: configuration", () => {
         const violations = await violationsOf(stack, ALL_POLICIES, config);
 
         // Assess
-        assert.deepEqual(violations.map((v) => v.policy), ["dynamodb-table-encryption"]);
+        assert.deepEqual(
+            violations.map((v) => v.policy),
+            ["dynamodb-table-encryption"],
+        );
     });
 
     it("rejects invalid settings in code, naming every problem at once", () => {
@@ -822,7 +936,7 @@ describe("policy pack: configuration", () => {
                 "[no-such-policy] is not a policy of this pack; policies are " + POLICY_NAMES.join(", "),
                 "[dynamodb-table-encryption.enforcementLevel] must be one of advisory, mandatory, remediate, disabled",
                 "[stream-mapping-bounded-retries.maximumRetryAttempts] must be at least 0",
-                "[stream-mapping-trim-horizon.allowedStartingPositions] must be one of \"TRIM_HORIZON\", \"LATEST\"",
+                '[stream-mapping-trim-horizon.allowedStartingPositions] must be one of "TRIM_HORIZON", "LATEST"',
                 "[failure-queue-retention.minimumRetentionSeconds] must be at most 1209600",
             ]);
             return true;
@@ -924,11 +1038,24 @@ describe("policy pack: values unknown during preview", () => {
         // Prepare
         const unknownAll = (inputs: Record<string, any>) => {
             for (const key of Object.keys(inputs)) {
-                inputs[key] = typeof inputs[key] === "object" ? unknownValue.object : typeof inputs[key] === "number" ? unknownValue.number : unknownValue.string;
+                inputs[key] =
+                    typeof inputs[key] === "object"
+                        ? unknownValue.object
+                        : typeof inputs[key] === "number"
+                          ? unknownValue.number
+                          : unknownValue.string;
             }
         };
         let stack = happyStack();
-        for (const name of ["orders-table", "orders-dlq", "orders-fatal-dlq", "orders-consumer-mapping", "orders-consumer-iterator-age", "orders-consumer-policy", "orders-consumer-role"]) {
+        for (const name of [
+            "orders-table",
+            "orders-dlq",
+            "orders-fatal-dlq",
+            "orders-consumer-mapping",
+            "orders-consumer-iterator-age",
+            "orders-consumer-policy",
+            "orders-consumer-role",
+        ]) {
             stack = withChange(stack, name, unknownAll);
         }
 
@@ -943,8 +1070,16 @@ describe("policy pack: values unknown during preview", () => {
     it("nested unknowns (an unknown PITR flag, an unknown on-failure ARN, an unknown statement) crash nothing", async () => {
         // Prepare
         let stack = withChange(happyStack(), "orders-table", (i) => (i.pointInTimeRecovery = { enabled: unknownValue.boolean }));
-        stack = withChange(stack, "orders-consumer-mapping", (i) => (i.destinationConfig = { onFailure: { destinationArn: unknownValue.string } }));
-        stack = withChange(stack, "orders-consumer-role", (i) => (i.inlinePolicies = [{ name: "x", policy: { Version: "2012-10-17", Statement: unknownValue.array } }]));
+        stack = withChange(
+            stack,
+            "orders-consumer-mapping",
+            (i) => (i.destinationConfig = { onFailure: { destinationArn: unknownValue.string } }),
+        );
+        stack = withChange(
+            stack,
+            "orders-consumer-role",
+            (i) => (i.inlinePolicies = [{ name: "x", policy: { Version: "2012-10-17", Statement: unknownValue.array } }]),
+        );
 
         // Act
         const run = await runPolicies(ALL_POLICIES, stack);
@@ -963,7 +1098,11 @@ describe("policy pack: values unknown during preview", () => {
 
         // Assess
         assert.deepEqual(violations, [
-            { policy: "stream-mapping-trim-horizon", resource: "orders-consumer-mapping", message: `${MAPPING} has [startingPosition] "LATEST"; it must be one of TRIM_HORIZON` },
+            {
+                policy: "stream-mapping-trim-horizon",
+                resource: "orders-consumer-mapping",
+                message: `${MAPPING} has [startingPosition] "LATEST"; it must be one of TRIM_HORIZON`,
+            },
         ]);
     });
 
@@ -997,7 +1136,10 @@ describe("policy pack: dependencies", () => {
         // Assess
         assert.deepEqual(passes.violations, []);
         assert.deepEqual(passes.notApplicable, []);
-        assert.deepEqual(fails.map((v) => v.policy), ["stream-mapping-trim-horizon"]);
+        assert.deepEqual(
+            fails.map((v) => v.policy),
+            ["stream-mapping-trim-horizon"],
+        );
     });
 
     it("matches alarms by dependency, not by equal names: an alarm on a queue name typed by hand does not count", async () => {
@@ -1008,30 +1150,43 @@ describe("policy pack: dependencies", () => {
         const violations = await violationsOf(stack);
 
         // Assess
-        assert.deepEqual(violations.map((v) => [v.policy, v.resource]), [["stream-consumer-alarms", "orders-consumer-mapping"]]);
+        assert.deepEqual(
+            violations.map((v) => [v.policy, v.resource]),
+            [["stream-consumer-alarms", "orders-consumer-mapping"]],
+        );
     });
 
     it("marks every stack policy not applicable to a stack without stream mappings", async () => {
         // Prepare
-        const stack = without(happyStack(), "orders-consumer-mapping", "orders-redrive-mapping", "orders-dlq", "orders-fatal-dlq", "orders-dlq-depth");
+        const stack = without(
+            happyStack(),
+            "orders-consumer-mapping",
+            "orders-redrive-mapping",
+            "orders-dlq",
+            "orders-fatal-dlq",
+            "orders-dlq-depth",
+        );
 
         // Act
         const run = await runPolicies(ALL_POLICIES, stack);
 
         // Assess
         assert.deepEqual(run.violations, []);
-        assert.deepEqual(run.notApplicable.map((n) => n.policy), [
-            "dynamodb-stream-view-type",
-            "stream-mapping-bounded-retries",
-            "stream-mapping-bounded-record-age",
-            "stream-mapping-bisect-on-error",
-            "stream-mapping-report-batch-item-failures",
-            "stream-mapping-on-failure-destination",
-            "stream-mapping-trim-horizon",
-            "failure-queue-encryption",
-            "failure-queue-retention",
-            "stream-consumer-alarms",
-            "consumer-iam-no-wildcard-actions",
-        ]);
+        assert.deepEqual(
+            run.notApplicable.map((n) => n.policy),
+            [
+                "dynamodb-stream-view-type",
+                "stream-mapping-bounded-retries",
+                "stream-mapping-bounded-record-age",
+                "stream-mapping-bisect-on-error",
+                "stream-mapping-report-batch-item-failures",
+                "stream-mapping-on-failure-destination",
+                "stream-mapping-trim-horizon",
+                "failure-queue-encryption",
+                "failure-queue-retention",
+                "stream-consumer-alarms",
+                "consumer-iam-no-wildcard-actions",
+            ],
+        );
     });
 });

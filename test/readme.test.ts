@@ -69,7 +69,10 @@ describe("the README's commands are true", () => {
                             assert.equal(namespace, CONFIG_NAMESPACE);
                             const top = name.split(".")[0]!;
                             assert.ok(top in CONFIG_KEYS, `${top} is a setting of the root program`);
-                            const config = top === "tags" ? { [`${namespace}:tags`]: JSON.stringify({ [name.split(".")[1]!]: value }) } : { [key]: value };
+                            const config =
+                                top === "tags"
+                                    ? { [`${namespace}:tags`]: JSON.stringify({ [name.split(".")[1]!]: value }) }
+                                    : { [key]: value };
                             assert.doesNotThrow(() => stackSettingsFromConfig(config));
                         }
                     }

@@ -24,12 +24,42 @@ describe("HybridCounterClient on DynamoDB Local", () => {
             ["oversized key", (c) => c.create("k".repeat(2049), "a"), "key", "[key] must be at most 2048 bytes"],
             ["empty id", (c) => c.create("k", ""), "id", "[id] must be a non-empty string"],
             ["oversized id", (c) => c.create("k", "é".repeat(513)), "id", "[id] must be at most 1024 bytes"],
-            ["id in the counter namespace", (c) => c.create("k", "#counter#best-effort"), "id", '[id] must not start with the reserved prefix "#counter#"'],
-            ["reserved attribute", (c) => c.create("k", "a", { deleted: false }), "attributes.deleted", "[attributes.deleted] is reserved by the counter and cannot be set"],
-            ["key attribute", (c) => c.create("k", "a", { pk: "other" }), "attributes.pk", "[attributes.pk] is reserved by the counter and cannot be set"],
-            ["unstorable value", (c) => c.create("k", "a", { when: () => 1 }), "attributes.when", "[attributes.when] cannot be stored: a function is not a DynamoDB value"],
-            ["nested function", (c) => c.create("k", "a", { nested: { deeper: [Symbol("s")] } }), "attributes.nested", "[attributes.nested] cannot be stored: a symbol is not a DynamoDB value"],
-            ["attributes not an object", (c) => c.create("k", "a", [] as unknown as Record<string, unknown>), "attributes", "[attributes] must be an object of attribute names to values"],
+            [
+                "id in the counter namespace",
+                (c) => c.create("k", "#counter#best-effort"),
+                "id",
+                '[id] must not start with the reserved prefix "#counter#"',
+            ],
+            [
+                "reserved attribute",
+                (c) => c.create("k", "a", { deleted: false }),
+                "attributes.deleted",
+                "[attributes.deleted] is reserved by the counter and cannot be set",
+            ],
+            [
+                "key attribute",
+                (c) => c.create("k", "a", { pk: "other" }),
+                "attributes.pk",
+                "[attributes.pk] is reserved by the counter and cannot be set",
+            ],
+            [
+                "unstorable value",
+                (c) => c.create("k", "a", { when: () => 1 }),
+                "attributes.when",
+                "[attributes.when] cannot be stored: a function is not a DynamoDB value",
+            ],
+            [
+                "nested function",
+                (c) => c.create("k", "a", { nested: { deeper: [Symbol("s")] } }),
+                "attributes.nested",
+                "[attributes.nested] cannot be stored: a symbol is not a DynamoDB value",
+            ],
+            [
+                "attributes not an object",
+                (c) => c.create("k", "a", [] as unknown as Record<string, unknown>),
+                "attributes",
+                "[attributes] must be an object of attribute names to values",
+            ],
             ["negative limit", (c) => c.tryCreate("k", "a", -1), "limit", "[limit] must be a non-negative safe integer"],
             ["fractional limit", (c) => c.tryCreate("k", "a", 1.5), "limit", "[limit] must be a non-negative safe integer"],
             ["NaN limit", (c) => c.tryCreate("k", "a", Number.NaN), "limit", "[limit] must be a non-negative safe integer"],
@@ -110,7 +140,8 @@ describe("HybridCounterClient on DynamoDB Local", () => {
             let attempts = 0;
             const loseResponse: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
                 const softDelete =
-                    context.commandName === "UpdateItemCommand" && (args.input as { UpdateExpression?: string }).UpdateExpression?.includes("#deleted");
+                    context.commandName === "UpdateItemCommand" &&
+                    (args.input as { UpdateExpression?: string }).UpdateExpression?.includes("#deleted");
                 if (softDelete) {
                     attempts++;
                 }
@@ -121,7 +152,11 @@ describe("HybridCounterClient on DynamoDB Local", () => {
                 }
                 return result;
             };
-            fixture.clientDynamo.middlewareStack.add(loseResponse, { step: "deserialize", name: "loseSoftDeleteResponse", priority: "high" });
+            fixture.clientDynamo.middlewareStack.add(loseResponse, {
+                step: "deserialize",
+                name: "loseSoftDeleteResponse",
+                priority: "high",
+            });
 
             const result = await fixture.client.delete("k", "a");
 

@@ -24,7 +24,9 @@ async function readStream(streams: DynamoDBStreamsClient, streamArn: string): Pr
     const out: DynamoDBRecord[] = [];
     for (const shard of description.StreamDescription?.Shards ?? []) {
         let iterator = (
-            await streams.send(new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.ShardId, ShardIteratorType: "TRIM_HORIZON" }))
+            await streams.send(
+                new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.ShardId, ShardIteratorType: "TRIM_HORIZON" }),
+            )
         ).ShardIterator;
         while (iterator) {
             const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
@@ -120,7 +122,10 @@ describe("the stream consumer on DynamoDB Local", () => {
 
         assert.deepEqual(results, [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
         const snapshots = await assertExact(fixture);
-        assert.deepEqual([...snapshots.values()].map((s) => s.live), [15, 15, 15]);
+        assert.deepEqual(
+            [...snapshots.values()].map((s) => s.live),
+            [15, 15, 15],
+        );
         fixture.close();
     });
 
@@ -194,7 +199,9 @@ describe("the stream consumer on DynamoDB Local", () => {
 
         assert.deepEqual(response, { batchItemFailures: [] });
         assert.deepEqual(await fixture.snapshot("p"), { bestEffort: 2, eventual: 2, live: 3, processed: 2, softDeleted: 0 });
-        const parked = fixture.queues.messages(FATAL_QUEUE_URL).map((m) => JSON.parse(m.body) as { reason: string; problem: string; records: DynamoDBRecord[] });
+        const parked = fixture.queues
+            .messages(FATAL_QUEUE_URL)
+            .map((m) => JSON.parse(m.body) as { reason: string; problem: string; records: DynamoDBRecord[] });
         assert.deepEqual(
             parked.map((m) => m.problem),
             [
@@ -223,9 +230,19 @@ describe("the stream consumer on DynamoDB Local", () => {
         const broken = JSON.parse(JSON.stringify(real.find((r) => r.dynamodb?.Keys?.sk?.S === "good"))) as DynamoDBRecord;
         broken.dynamodb!.SequenceNumber = "99999999999999999999";
         broken.dynamodb!.NewImage!.counter_processed = { N: "0" };
-        const failingSqs = new SQSClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "x", secretAccessKey: "x" }, maxAttempts: 1 });
+        const failingSqs = new SQSClient({
+            region: "us-east-1",
+            endpoint: "http://127.0.0.1:9",
+            credentials: { accessKeyId: "x", secretAccessKey: "x" },
+            maxAttempts: 1,
+        });
         const logs: string[] = [];
-        const consumer = createStreamHandler({ config: fixture.config, dynamodb: fixture.consumerDynamo, sqs: failingSqs, sink: (l) => logs.push(l) });
+        const consumer = createStreamHandler({
+            config: fixture.config,
+            dynamodb: fixture.consumerDynamo,
+            sqs: failingSqs,
+            sink: (l) => logs.push(l),
+        });
 
         const response = await consumer({ Records: [...real, broken] }, ctx());
 
@@ -245,9 +262,19 @@ describe("the stream consumer on DynamoDB Local", () => {
             { step: "initialize", name: "trimmed" },
         );
         const queues = new LocalQueues();
-        const sqs = new SQSClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+        const sqs = new SQSClient({
+            region: "us-east-1",
+            endpoint: "http://127.0.0.1:9",
+            credentials: { accessKeyId: "x", secretAccessKey: "x" },
+        });
         queues.attach(sqs);
-        const redrive = createRedriveHandler({ config: fixture.config, dynamodb: fixture.consumerDynamo, streams, sqs, sink: () => undefined });
+        const redrive = createRedriveHandler({
+            config: fixture.config,
+            dynamodb: fixture.consumerDynamo,
+            streams,
+            sqs,
+            sink: () => undefined,
+        });
         const body = JSON.stringify({
             requestContext: { condition: "RetryAttemptsExhausted" },
             DDBStreamBatchInfo: {
@@ -261,7 +288,16 @@ describe("the stream consumer on DynamoDB Local", () => {
         const message = (messageId: string, text: string) => ({ messageId, body: text }) as never;
 
         const response = await redrive(
-            { Records: [message("m1", body), message("m2", "{not json"), message("m3", JSON.stringify({ DDBStreamBatchInfo: { streamArn: "arn:aws:dynamodb:us-east-1:1:table/other/stream/x" } }))] },
+            {
+                Records: [
+                    message("m1", body),
+                    message("m2", "{not json"),
+                    message(
+                        "m3",
+                        JSON.stringify({ DDBStreamBatchInfo: { streamArn: "arn:aws:dynamodb:us-east-1:1:table/other/stream/x" } }),
+                    ),
+                ],
+            },
             lambdaContext("redrive", 10_000),
         );
 
@@ -271,7 +307,10 @@ describe("the stream consumer on DynamoDB Local", () => {
             parked.map((m) => m.reason),
             ["records-expired", "malformed-redrive-message", "malformed-redrive-message"],
         );
-        assert.match(parked[0]!.problem, /^The records 100 to 200 of shard shardId-00000001 could not be read from the stream \(TrimmedDataAccessException\): DynamoDB keeps stream records for 24 hours\./);
+        assert.match(
+            parked[0]!.problem,
+            /^The records 100 to 200 of shard shardId-00000001 could not be read from the stream \(TrimmedDataAccessException\): DynamoDB keeps stream records for 24 hours\./,
+        );
         assert.equal(parked[1]!.problem, "[body] is not JSON");
         assert.match(parked[2]!.problem, /^\[DDBStreamBatchInfo\.streamArn\] names table "other", not "counter-test-/);
         fixture.close();
@@ -298,10 +337,13 @@ describe("the stream consumer on DynamoDB Local", () => {
         await fixture.emulator.drain();
 
         const snapshots = await assertExact(fixture);
-        assert.deepEqual([...snapshots.entries()].map(([k, s]) => [k, s.eventual, s.bestEffort]), [
-            ["t0", 4, 4],
-            ["t1", 4, 4],
-        ]);
+        assert.deepEqual(
+            [...snapshots.entries()].map(([k, s]) => [k, s.eventual, s.bestEffort]),
+            [
+                ["t0", 4, 4],
+                ["t1", 4, 4],
+            ],
+        );
         assert.deepEqual(await fixture.client.count("t0"), { bestEffort: 4, eventual: 4, value: 4 });
         fixture.close();
     });

@@ -57,7 +57,10 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         await fixture.emulator.drain();
 
         const snapshots = await assertExact(fixture);
-        assert.deepEqual([...snapshots.values()].map((s) => s.live), [0, 20, 20]);
+        assert.deepEqual(
+            [...snapshots.values()].map((s) => s.live),
+            [0, 20, 20],
+        );
         fixture.close();
     });
 });

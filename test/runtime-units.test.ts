@@ -53,21 +53,57 @@ describe("classifyRecord", () => {
     const cases: Array<[string, DynamoDBRecord, string]> = [
         ["an unprocessed insert is a creation", created("k", "a"), "event create"],
         ["a soft delete is a deletion", softDeleted("k", "a"), "event delete"],
-        ["a soft delete from deleted=false is a deletion", record("MODIFY", "k", "a", { counter_processed: true, deleted: true }, { counter_processed: true, deleted: false }), "event delete"],
-        ["the consumer's own flag flip on a deleted item is ignored", record("MODIFY", "k", "a", { counter_processed: true, deleted: true }, { counter_processed: false, deleted: true }), "ignored not a soft delete"],
-        ["a hard delete is ignored", record("REMOVE", "k", "a", undefined, { counter_processed: true, deleted: true }), "ignored hard delete"],
-        ["a counter item is ignored", record("MODIFY", "k", "#counter#best-effort", { count: { N: "2" } }, { count: { N: "1" } }), "ignored counter item"],
+        [
+            "a soft delete from deleted=false is a deletion",
+            record("MODIFY", "k", "a", { counter_processed: true, deleted: true }, { counter_processed: true, deleted: false }),
+            "event delete",
+        ],
+        [
+            "the consumer's own flag flip on a deleted item is ignored",
+            record("MODIFY", "k", "a", { counter_processed: true, deleted: true }, { counter_processed: false, deleted: true }),
+            "ignored not a soft delete",
+        ],
+        [
+            "a hard delete is ignored",
+            record("REMOVE", "k", "a", undefined, { counter_processed: true, deleted: true }),
+            "ignored hard delete",
+        ],
+        [
+            "a counter item is ignored",
+            record("MODIFY", "k", "#counter#best-effort", { count: { N: "2" } }, { count: { N: "1" } }),
+            "ignored counter item",
+        ],
         ["an insert written around the client is ignored", record("INSERT", "k", "a", {}), "ignored not an unprocessed creation"],
-        ["a soft delete of an item never counted is ignored", record("MODIFY", "k", "a", { deleted: true }, {}), "ignored not a counted item"],
-        ["a flag that is not a boolean is poison", record("INSERT", "k", "a", { counter_processed: { S: "false" } }), "poison dynamodb.NewImage.counter_processed must be a boolean"],
-        ["a deleted flag that is not a boolean is poison", record("MODIFY", "k", "a", { counter_processed: true, deleted: { N: "1" } }, {}), "poison dynamodb.NewImage.deleted must be a boolean"],
-        ["a MODIFY without its old image is poison", record("MODIFY", "k", "a", { deleted: true }), "poison dynamodb.OldImage is missing: the stream must carry old images"],
+        [
+            "a soft delete of an item never counted is ignored",
+            record("MODIFY", "k", "a", { deleted: true }, {}),
+            "ignored not a counted item",
+        ],
+        [
+            "a flag that is not a boolean is poison",
+            record("INSERT", "k", "a", { counter_processed: { S: "false" } }),
+            "poison dynamodb.NewImage.counter_processed must be a boolean",
+        ],
+        [
+            "a deleted flag that is not a boolean is poison",
+            record("MODIFY", "k", "a", { counter_processed: true, deleted: { N: "1" } }, {}),
+            "poison dynamodb.NewImage.deleted must be a boolean",
+        ],
+        [
+            "a MODIFY without its old image is poison",
+            record("MODIFY", "k", "a", { deleted: true }),
+            "poison dynamodb.OldImage is missing: the stream must carry old images",
+        ],
     ];
     for (const [name, input, expected] of cases) {
         it(name, () => {
             const c = classifyRecord(input, DEFAULT_LAYOUT);
             const summary =
-                c.type === "event" ? `event ${c.event.kind}` : c.type === "ignored" ? `ignored ${c.reason}` : `poison ${c.field} ${c.problem}`;
+                c.type === "event"
+                    ? `event ${c.event.kind}`
+                    : c.type === "ignored"
+                      ? `ignored ${c.reason}`
+                      : `poison ${c.field} ${c.problem}`;
             assert.equal(summary, expected);
         });
     }
@@ -116,11 +152,19 @@ describe("planBatch", () => {
             {
                 counterKey: "k1",
                 items: [
-                    { id: "a", target: "removed", expectProcessed: false, sequenceNumbers: [a1.dynamodb!.SequenceNumber, a2.dynamodb!.SequenceNumber] },
+                    {
+                        id: "a",
+                        target: "removed",
+                        expectProcessed: false,
+                        sequenceNumbers: [a1.dynamodb!.SequenceNumber, a2.dynamodb!.SequenceNumber],
+                    },
                     { id: "b", target: "counted", expectProcessed: false, sequenceNumbers: [b.dynamodb!.SequenceNumber] },
                 ],
             },
-            { counterKey: "k2", items: [{ id: "c", target: "removed", expectProcessed: true, sequenceNumbers: [c.dynamodb!.SequenceNumber] }] },
+            {
+                counterKey: "k2",
+                items: [{ id: "c", target: "removed", expectProcessed: true, sequenceNumbers: [c.dynamodb!.SequenceNumber] }],
+            },
         ]);
         assert.equal(plan.ignored, 0);
         assert.deepEqual(plan.poison, []);
@@ -171,8 +215,15 @@ describe("transactionActions", () => {
     });
 
     it("omits the counter when the delta is zero", () => {
-        const actions = transactionActions(config, "k", [intent("a", "counted"), intent("b", "removed", true), intent("c", "removed", false)]);
-        assert.deepEqual(actions.map((a) => Object.keys(a)[0]), ["Update", "Delete", "Delete"]);
+        const actions = transactionActions(config, "k", [
+            intent("a", "counted"),
+            intent("b", "removed", true),
+            intent("c", "removed", false),
+        ]);
+        assert.deepEqual(
+            actions.map((a) => Object.keys(a)[0]),
+            ["Update", "Delete", "Delete"],
+        );
     });
 });
 
@@ -190,10 +241,30 @@ describe("resolveConditionFailure", () => {
         ["creation already counted", counted, item({ BOOL: true }), { action: "done", why: "already counted" }],
         ["deletion already removed", removed, undefined, { action: "done", why: "already removed" }],
         ["deletion of a reused id", removed, item({ BOOL: false }), { action: "done", why: "the id was reused by a newer item" }],
-        ["deletion of an item never counted", removed, item({ BOOL: false }, { BOOL: true }), { action: "retry", intent: { ...removed, expectProcessed: false } }],
-        ["deletion of an item counted meanwhile", { ...removed, expectProcessed: false }, item({ BOOL: true }, { BOOL: true }), { action: "retry", intent: removed }],
-        ["a stored flag that is not a boolean", counted, item({ S: "no" }), { action: "poison", field: "counter_processed", problem: "must be a boolean on the stored item" }],
-        ["a stored deleted flag that is not a boolean", removed, item({ BOOL: true }, { S: "yes" }), { action: "poison", field: "deleted", problem: "must be a boolean on the stored item" }],
+        [
+            "deletion of an item never counted",
+            removed,
+            item({ BOOL: false }, { BOOL: true }),
+            { action: "retry", intent: { ...removed, expectProcessed: false } },
+        ],
+        [
+            "deletion of an item counted meanwhile",
+            { ...removed, expectProcessed: false },
+            item({ BOOL: true }, { BOOL: true }),
+            { action: "retry", intent: removed },
+        ],
+        [
+            "a stored flag that is not a boolean",
+            counted,
+            item({ S: "no" }),
+            { action: "poison", field: "counter_processed", problem: "must be a boolean on the stored item" },
+        ],
+        [
+            "a stored deleted flag that is not a boolean",
+            removed,
+            item({ BOOL: true }, { S: "yes" }),
+            { action: "poison", field: "deleted", problem: "must be a boolean on the stored item" },
+        ],
     ];
     for (const [name, intent, current, expected] of cases) {
         it(name, () => {
@@ -215,7 +286,12 @@ describe("fatalMessageBody", () => {
     it("keeps a small message whole", () => {
         const r = created("k", "a");
         const body = JSON.parse(fatalMessageBody({ reason: "poison-record", problem: "[x] bad", records: [r] }, new Date(0)));
-        assert.deepEqual(body, { reason: "poison-record", problem: "[x] bad", records: [JSON.parse(JSON.stringify(r))], parkedAt: "1970-01-01T00:00:00.000Z" });
+        assert.deepEqual(body, {
+            reason: "poison-record",
+            problem: "[x] bad",
+            records: [JSON.parse(JSON.stringify(r))],
+            parkedAt: "1970-01-01T00:00:00.000Z",
+        });
     });
 
     it("trims images, never the keys, to fit the queue's size limit", () => {
@@ -248,8 +324,16 @@ describe("parseBatchInfo", () => {
     const bad: Array<[string, string, string]> = [
         ["not JSON", "{", "[body] is not JSON"],
         ["no batch info", JSON.stringify({ requestContext: {} }), "[DDBStreamBatchInfo] is missing"],
-        ["a bad sequence number", body({ ...good, startSequenceNumber: "abc" }), "[DDBStreamBatchInfo.startSequenceNumber] must match /^\\d{1,64}$/"],
-        ["another table's stream", body({ ...good, streamArn: arn.replace("orders", "users") }), '[DDBStreamBatchInfo.streamArn] names table "users", not "orders"'],
+        [
+            "a bad sequence number",
+            body({ ...good, startSequenceNumber: "abc" }),
+            "[DDBStreamBatchInfo.startSequenceNumber] must match /^\\d{1,64}$/",
+        ],
+        [
+            "another table's stream",
+            body({ ...good, streamArn: arn.replace("orders", "users") }),
+            '[DDBStreamBatchInfo.streamArn] names table "users", not "orders"',
+        ],
         ["a missing shard", body({ ...good, shardId: undefined }), "[DDBStreamBatchInfo.shardId] must match /^[\\w.-]{1,128}$/"],
     ];
     for (const [name, input, message] of bad) {
@@ -277,6 +361,8 @@ describe("handler configuration", () => {
 
     it("resolveLayout fills defaults and rejects an empty prefix", () => {
         assert.deepEqual(resolveLayout({ partitionKey: "tenant" }), { ...DEFAULT_LAYOUT, partitionKey: "tenant" });
-        assert.throws(() => resolveLayout({ counterPrefix: "" }), { message: "invalid hybrid-counter configuration: [counterPrefix] must be a non-empty string" });
+        assert.throws(() => resolveLayout({ counterPrefix: "" }), {
+            message: "invalid hybrid-counter configuration: [counterPrefix] must be a non-empty string",
+        });
     });
 });

@@ -20,18 +20,27 @@ describe("the local twin", () => {
 
         const system = describeDeployedSystem(run.resources);
 
-        assert.deepEqual(system.table, { name: system.table.name, hashKey: "pk", rangeKey: "sk", streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES" });
-        assert.deepEqual({ ...system.streamMapping, filterPatterns: system.streamMapping.filterPatterns.length }, {
-            batchSize: 250,
-            maximumBatchingWindowInSeconds: 0,
-            parallelizationFactor: 1,
-            maximumRetryAttempts: 4,
-            maximumRecordAgeInSeconds: 21_600,
-            bisectBatchOnFunctionError: true,
-            reportBatchItemFailures: true,
-            filterPatterns: 3,
-            startingPosition: "TRIM_HORIZON",
+        assert.deepEqual(system.table, {
+            name: system.table.name,
+            hashKey: "pk",
+            rangeKey: "sk",
+            streamEnabled: true,
+            streamViewType: "NEW_AND_OLD_IMAGES",
         });
+        assert.deepEqual(
+            { ...system.streamMapping, filterPatterns: system.streamMapping.filterPatterns.length },
+            {
+                batchSize: 250,
+                maximumBatchingWindowInSeconds: 0,
+                parallelizationFactor: 1,
+                maximumRetryAttempts: 4,
+                maximumRecordAgeInSeconds: 21_600,
+                bisectBatchOnFunctionError: true,
+                reportBatchItemFailures: true,
+                filterPatterns: 3,
+                startingPosition: "TRIM_HORIZON",
+            },
+        );
         assert.equal(system.consumer.environment[ENV.tableName], system.table.name);
         assert.equal(system.consumer.environment[ENV.fatalQueueUrl], system.fatalDlqUrl);
         assert.equal(system.consumer.handler, "index.handler");
@@ -55,10 +64,17 @@ describe("the local twin", () => {
         });
         assert.throws(() => parseTwinArgs(["--ops", "0", "--faults", "2", "--mode", "exact"]), {
             name: "UsageError",
-            message: '--mode must be utilization or strict (got "exact")\n--ops must be an integer from 1 to 10000000 (got "0")\n--faults must be a number from 0 to 1 (got "2")',
+            message:
+                '--mode must be utilization or strict (got "exact")\n--ops must be an integer from 1 to 10000000 (got "0")\n--faults must be a number from 0 to 1 (got "2")',
         });
-        assert.throws(() => parseTwinArgs(["--mode", "strict"]), (e: unknown) => e instanceof UsageError && /needs --limit/.test(e.message));
-        assert.throws(() => parseTwinArgs(["--bogus"]), (e: unknown) => e instanceof UsageError && /Unknown option '--bogus'/.test(e.message));
+        assert.throws(
+            () => parseTwinArgs(["--mode", "strict"]),
+            (e: unknown) => e instanceof UsageError && /needs --limit/.test(e.message),
+        );
+        assert.throws(
+            () => parseTwinArgs(["--bogus"]),
+            (e: unknown) => e instanceof UsageError && /Unknown option '--bogus'/.test(e.message),
+        );
     });
 
     it("exits 2 with a usage message on a bad flag", () => {
@@ -69,7 +85,19 @@ describe("the local twin", () => {
     });
 
     it("with 5% injected faults over 2,000 operations on 8 keys: exact, no API error, never an overcount", () => {
-        const result = twin(["--json", "--faults", "0.05", "--ops", "2000", "--keys", "8", "--seed", "7", "--chart", ".local/test-twin-chart.svg"]);
+        const result = twin([
+            "--json",
+            "--faults",
+            "0.05",
+            "--ops",
+            "2000",
+            "--keys",
+            "8",
+            "--seed",
+            "7",
+            "--chart",
+            ".local/test-twin-chart.svg",
+        ]);
         assert.equal(result.status, 0, result.stderr);
         const lines = result.stdout.trim().split("\n");
         assert.equal(lines.length, 1, "--json prints the report and nothing else");

@@ -43,7 +43,12 @@ const policy = new aws.iam.RolePolicy("api-policy", {
                     Action: ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"],
                     Resource: tableArn,
                 },
-                { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${logGroupArn}:*` },
+                {
+                    Sid: "WriteOwnLogs",
+                    Effect: "Allow",
+                    Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+                    Resource: `${logGroupArn}:*`,
+                },
             ],
         }),
     ),

@@ -93,7 +93,11 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         : undefined;
 
     const queues = new LocalQueues();
-    const sqs = new SQSClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+    const sqs = new SQSClient({
+        region: "us-east-1",
+        endpoint: "http://127.0.0.1:9",
+        credentials: { accessKeyId: "x", secretAccessKey: "x" },
+    });
     queues.attach(sqs);
     const logs: string[] = [];
     const sink = (line: string) => logs.push(line);
@@ -134,27 +138,30 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
             const messages = queues.receive(FIRST_DLQ_URL, 1_000);
             const response = await redrive(
                 {
-                Records: messages.map((m) => ({
-                    messageId: m.messageId,
-                    receiptHandle: m.receiptHandle,
-                    body: m.body,
-                    attributes: {
-                        ApproximateReceiveCount: String(m.receiveCount),
-                        SentTimestamp: "0",
-                        SenderId: "local",
-                        ApproximateFirstReceiveTimestamp: "0",
-                    },
-                    messageAttributes: {},
-                    md5OfBody: "",
-                    eventSource: "aws:sqs",
-                    eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:first-dlq",
-                    awsRegion: "us-east-1",
-                })),
+                    Records: messages.map((m) => ({
+                        messageId: m.messageId,
+                        receiptHandle: m.receiptHandle,
+                        body: m.body,
+                        attributes: {
+                            ApproximateReceiveCount: String(m.receiveCount),
+                            SentTimestamp: "0",
+                            SenderId: "local",
+                            ApproximateFirstReceiveTimestamp: "0",
+                        },
+                        messageAttributes: {},
+                        md5OfBody: "",
+                        eventSource: "aws:sqs",
+                        eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:first-dlq",
+                        awsRegion: "us-east-1",
+                    })),
                 },
                 lambdaContext("redrive", timeoutMs),
             );
             const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-            queues.release(FIRST_DLQ_URL, messages.filter((m) => failed.has(m.messageId)));
+            queues.release(
+                FIRST_DLQ_URL,
+                messages.filter((m) => failed.has(m.messageId)),
+            );
             return messages.length - failed.size;
         },
         async snapshot(key) {

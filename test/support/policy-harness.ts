@@ -173,7 +173,11 @@ export function resourceValidationArgs(r: RecordedResource, policyName: string, 
 }
 
 /** `StackValidationArgs` for a set of recorded resources, with dependencies resolved to resource objects. */
-export function stackValidationArgs(resources: readonly RecordedResource[], policyName: string, options: RunOptions = {}): StackValidationArgs {
+export function stackValidationArgs(
+    resources: readonly RecordedResource[],
+    policyName: string,
+    options: RunOptions = {},
+): StackValidationArgs {
     const byName = new Map<string, PolicyResource>();
     const built = resources.map((r) => {
         const props = unknownCheckingProxy({ ...r.inputs }) as Record<string, unknown>;
@@ -234,7 +238,11 @@ function isStackPolicy(p: ResourceValidationPolicy | StackValidationPolicy): p i
  * Errors other than "not applicable" and "unknown during preview" propagate, as they would fail the
  * engine's analysis.
  */
-export async function runPolicies(policies: Policies, resources: readonly RecordedResource[], options: RunOptions = {}): Promise<PolicyRun> {
+export async function runPolicies(
+    policies: Policies,
+    resources: readonly RecordedResource[],
+    options: RunOptions = {},
+): Promise<PolicyRun> {
     const run: PolicyRun = { violations: [], notApplicable: [], unknownValueErrors: [] };
     const guard = async (policy: string, body: () => Promise<void>): Promise<void> => {
         try {
@@ -258,12 +266,22 @@ export async function runPolicies(policies: Policies, resources: readonly Record
         if (isStackPolicy(policy)) {
             await guard(policy.name, async () => {
                 await policy.validateStack(stackValidationArgs(resources, policy.name, options), (message, urn) => {
-                    run.violations.push({ policy: policy.name, message, resource: urn === undefined ? undefined : resourceNameOfUrn(urn), level: reported });
+                    run.violations.push({
+                        policy: policy.name,
+                        message,
+                        resource: urn === undefined ? undefined : resourceNameOfUrn(urn),
+                        level: reported,
+                    });
                 });
             });
             continue;
         }
-        const validations = policy.validateResource === undefined ? [] : Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource];
+        const validations =
+            policy.validateResource === undefined
+                ? []
+                : Array.isArray(policy.validateResource)
+                  ? policy.validateResource
+                  : [policy.validateResource];
         for (const r of resources) {
             for (const validate of validations) {
                 const token = (validate as { __pulumiType?: unknown }).__pulumiType;

@@ -105,7 +105,12 @@ export function createApiHandler(deps: ApiHandlerDeps): ApiHandler {
                     const tenant = pathParameter(event, "tenant");
                     const limit = deps.limitFor(tenant);
                     const { value } = await deps.client.count(tenant);
-                    return respond(API_RESPONSES.counted.statusCode, { tenant, count: value, limit, remaining: Math.max(0, limit - value) });
+                    return respond(API_RESPONSES.counted.statusCode, {
+                        tenant,
+                        count: value,
+                        limit,
+                        remaining: Math.max(0, limit - value),
+                    });
                 }
                 default:
                     return failure("notFound", `no route ${event.routeKey}`);

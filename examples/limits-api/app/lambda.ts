@@ -13,7 +13,8 @@ const client: CounterClient = new HybridCounterClient({
     mode: settings.mode,
     dynamodb: new DynamoDBClient({}),
     // A best-effort counter write that failed was absorbed (the count stays on its safe side); log it.
-    onBestEffortFailure: ({ key, operation, error }) => console.warn(JSON.stringify({ counterWriteAbsorbed: operation, key, error: String(error) })),
+    onBestEffortFailure: ({ key, operation, error }) =>
+        console.warn(JSON.stringify({ counterWriteAbsorbed: operation, key, error: String(error) })),
 });
 
 export const handler = createApiHandler({ client, limitFor: limitFor(settings) });

@@ -64,7 +64,9 @@ export function validateApiSettings(settings: ApiSettings): ApiSettings {
         problems.push(`[mode] must be "strict" or "utilization"; found ${JSON.stringify(settings.mode)}`);
     }
     const limitProblem = (name: string, value: unknown) =>
-        typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? undefined : `[${name}] must be a non-negative integer; found ${JSON.stringify(value)}`;
+        typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+            ? undefined
+            : `[${name}] must be a non-negative integer; found ${JSON.stringify(value)}`;
     const defaultProblem = limitProblem("defaultLimit", settings.defaultLimit);
     if (defaultProblem) {
         problems.push(defaultProblem);
@@ -132,5 +134,6 @@ export function apiSettingsFromEnv(env: Readonly<Record<string, string | undefin
 
 /** The limit of one tenant. */
 export function limitFor(settings: ApiSettings): (tenant: string) => number {
-    return (tenant) => (Object.prototype.hasOwnProperty.call(settings.tenantLimits, tenant) ? settings.tenantLimits[tenant]! : settings.defaultLimit);
+    return (tenant) =>
+        Object.prototype.hasOwnProperty.call(settings.tenantLimits, tenant) ? settings.tenantLimits[tenant]! : settings.defaultLimit;
 }
