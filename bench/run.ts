@@ -12,6 +12,7 @@ import { HybridCounterComponent } from "../components/component";
 import { meterWrites } from "../local/capacity";
 import { startEngine, type LocalEngine } from "../local/engine";
 import { injectFaults, seededRandom } from "../local/faults";
+import { LagMeter } from "../local/lag";
 import { lambdaContext } from "../local/lambda-context";
 import { MappingEmulator } from "../local/mapping-emulator";
 import { snapshotKey } from "../local/observe";
@@ -23,7 +24,6 @@ import { runWorkload, type WorkloadTarget } from "../local/workload";
 import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
-import { classifyRecord } from "../runtime/records";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
@@ -143,9 +143,6 @@ async function countLive(client: DynamoDBClient, tableName: string, key: string)
     return { live, counter };
 }
 
-const percentile = (sorted: readonly number[], p: number) =>
-    sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
 async function runApproach(
     engine: LocalEngine,
     system: DeployedSystem,
@@ -165,9 +162,7 @@ async function runApproach(
     let target: WorkloadTarget;
     let consumerMeter = { billed: 0 };
     let emulator: MappingEmulator | undefined;
-    const lags: number[] = [];
-    const writtenAt = new Map<string, number>();
-    let consumerRecords = 0;
+    const lag = new LagMeter(DEFAULT_LAYOUT);
     if (hybrid) {
         target = new HybridCounterClient({ tableName, dynamodb: api });
         const consumerDynamo = engine.dynamodb();
@@ -193,21 +188,7 @@ async function runApproach(
             settings: system.streamMapping,
             invoke: async (event: DynamoDBStreamEvent) => {
                 const response = await handler(event, lambdaContext("bench", system.consumer.timeoutSeconds * 1000));
-                const failed = response.batchItemFailures[0]?.itemIdentifier;
-                const now = Date.now();
-                for (const record of event.Records) {
-                    if (record.dynamodb?.SequenceNumber === failed) {
-                        break;
-                    }
-                    const c = classifyRecord(record, DEFAULT_LAYOUT);
-                    if (c.type === "event") {
-                        consumerRecords++;
-                        const at = writtenAt.get(`${c.event.counterKey}\u0000${c.event.id}\u0000${c.event.kind}`);
-                        if (at !== undefined) {
-                            lags.push(Math.max(0, now - at));
-                        }
-                    }
-                }
+                lag.invoked(event, response);
                 return response;
             },
             onFailure: (r) => {
@@ -233,9 +214,9 @@ async function runApproach(
         target,
         { ops: options.ops, keys: scenario.keys, concurrency: options.concurrency, deleteRatio: 0.3, seed: options.seed },
         (r) => {
-            const e = r.events[r.events.length - 1];
+            const e = r.events.at(-1);
             if (e) {
-                writtenAt.set(`${e.key}\u0000${e.id}\u0000${e.delta === 1 ? "create" : "delete"}`, e.at);
+                lag.wrote(e);
             }
         },
     );
@@ -270,7 +251,6 @@ async function runApproach(
     api.destroy();
     const r2 = (n: number) => Math.round(n * 100) / 100;
     const opsPerSec = result.ops / apiSeconds;
-    const sortedLags = lags.sort((a, b) => a - b);
     return {
         scenario: scenario.name,
         approach,
@@ -286,8 +266,8 @@ async function runApproach(
         apiErrors: result.apiErrors.length,
         accuracy,
         bestEffortUndercount: hybrid ? bestEffortUndercount : null,
-        consumerLagMs: hybrid ? { p50: percentile(sortedLags, 50), p99: percentile(sortedLags, 99) } : null,
-        consumerRecordsPerSec: hybrid ? r2(consumerRecords / consumerSeconds) : null,
+        consumerLagMs: hybrid ? { p50: lag.figures().p50, p99: lag.figures().p99 } : null,
+        consumerRecordsPerSec: hybrid ? r2(lag.counted / consumerSeconds) : null,
     };
 }
 

@@ -4,6 +4,7 @@
  * never leaves the process), so handler code runs unchanged against it.
  */
 import type { ServiceInputTypes, ServiceOutputTypes, SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSEvent } from "aws-lambda";
 import type { InitializeMiddleware } from "@smithy/types";
 import { randomUUID } from "node:crypto";
 
@@ -85,4 +86,26 @@ export class LocalQueues {
         }
         return q;
     }
+}
+
+/** The event Lambda's SQS event source mapping would deliver for these received messages. */
+export function sqsEvent(messages: readonly LocalMessage[], queueArn: string): SQSEvent {
+    return {
+        Records: messages.map((m) => ({
+            messageId: m.messageId,
+            receiptHandle: m.receiptHandle,
+            body: m.body,
+            attributes: {
+                ApproximateReceiveCount: String(m.receiveCount),
+                SentTimestamp: "0",
+                SenderId: "local",
+                ApproximateFirstReceiveTimestamp: "0",
+            },
+            messageAttributes: {},
+            md5OfBody: "",
+            eventSource: "aws:sqs",
+            eventSourceARN: queueArn,
+            awsRegion: "us-east-1",
+        })),
+    };
 }

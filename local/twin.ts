@@ -14,16 +14,16 @@ import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { HybridCounterComponent } from "../components/component";
 import { HybridCounterClient, type CounterMode } from "../runtime/client";
-import { classifyRecord } from "../runtime/records";
 import { resolveLayout, type CounterTableLayout } from "../runtime/config";
 import { meterWrites, type CapacityMeter } from "./capacity";
 import { lineChartSvg } from "./chart";
 import { startEngine, type LocalEngine } from "./engine";
 import { injectFaults, seededRandom, type FaultStats } from "./faults";
+import { LagMeter } from "./lag";
 import { lambdaContext } from "./lambda-context";
 import { MappingEmulator } from "./mapping-emulator";
 import { outputValue, runProgramWithResult } from "./pulumi-mocks";
-import { LocalQueues } from "./sqs";
+import { LocalQueues, sqsEvent } from "./sqs";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 import { createCounterTable } from "./table";
 import { runWorkload, type WorkloadResult } from "./workload";
@@ -201,13 +201,6 @@ function loadBundle<H>(file: string, environment: Record<string, string>): Loade
     return mod;
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-    if (sorted.length === 0) {
-        return 0;
-    }
-    return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
 export async function runTwin(options: TwinOptions, log: (line: string) => void, progress: NodeJS.WriteStream | null): Promise<TwinReport> {
     const engine: LocalEngine = await startEngine();
     const stopSignals: Array<() => void> = [];
@@ -284,9 +277,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         const client = new HybridCounterClient({ ...clientConfig, dynamodb: apiDynamo, mode: options.mode });
 
         // Ground truth for lag: when the API call that wrote each record returned.
-        const writtenAt = new Map<string, number>();
-        const lags: number[] = [];
-        let consumerRecords = 0;
+        const lag = new LagMeter(layout);
         const emulator = new MappingEmulator({
             streams: engine.streams(),
             streamArn,
@@ -294,21 +285,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             functionArn: `arn:aws:lambda:ddblocal:000000000000:function:${system.consumer.name}`,
             invoke: silence(async (event: DynamoDBStreamEvent) => {
                 const response = await consumer.handler(event, lambdaContext(system.consumer.name, system.consumer.timeoutSeconds * 1000));
-                const failed = response?.batchItemFailures?.[0]?.itemIdentifier;
-                const doneAt = Date.now();
-                for (const record of event.Records) {
-                    if (failed !== undefined && record.dynamodb?.SequenceNumber === failed) {
-                        break;
-                    }
-                    const c = classifyRecord(record, layout);
-                    if (c.type === "event") {
-                        consumerRecords++;
-                        const at = writtenAt.get(`${c.event.counterKey}\u0000${c.event.id}\u0000${c.event.kind}`);
-                        if (at !== undefined) {
-                            lags.push(Math.max(0, doneAt - at));
-                        }
-                    }
-                }
+                lag.invoked(event, response);
                 return response;
             }),
             onFailure: (record) => {
@@ -324,24 +301,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 return;
             }
             const response = await redrive.handler(
-                {
-                    Records: messages.map((m) => ({
-                        messageId: m.messageId,
-                        receiptHandle: m.receiptHandle,
-                        body: m.body,
-                        attributes: {
-                            ApproximateReceiveCount: String(m.receiveCount),
-                            SentTimestamp: "0",
-                            SenderId: "local",
-                            ApproximateFirstReceiveTimestamp: "0",
-                        },
-                        messageAttributes: {},
-                        md5OfBody: "",
-                        eventSource: "aws:sqs",
-                        eventSourceARN: "arn:aws:sqs:ddblocal:000000000000:first-dlq",
-                        awsRegion: "us-east-1",
-                    })),
-                },
+                sqsEvent(messages, "arn:aws:sqs:ddblocal:000000000000:first-dlq"),
                 lambdaContext(system.redrive.name, system.redrive.timeoutSeconds * 1000),
             );
             const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
@@ -396,7 +356,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         })();
         const deadline = options.durationSeconds > 0 ? started + options.durationSeconds * 1000 : Infinity;
         let last: WorkloadResult | undefined;
-        const render = progressRenderer(progress, keys, samples, () => last, emulator, queues, system, lags);
+        const render = progressRenderer(progress, keys, samples, () => last, emulator, queues, system, lag);
         const ticker = setInterval(render, 1000);
         let workload: WorkloadResult;
         try {
@@ -414,9 +374,9 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 },
                 (r) => {
                     last = r;
-                    const e = r.events[r.events.length - 1];
-                    if (e && !writtenAt.has(`${e.key}\u0000${e.id}\u0000${e.delta === 1 ? "create" : "delete"}`)) {
-                        writtenAt.set(`${e.key}\u0000${e.id}\u0000${e.delta === 1 ? "create" : "delete"}`, e.at);
+                    const e = r.events.at(-1);
+                    if (e) {
+                        lag.wrote(e);
                     }
                 },
             );
@@ -472,7 +432,6 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 ],
             ),
         );
-        const sortedLags = [...lags].sort((a, b) => a - b);
         const consumerWcu = consumerMeter.billed + redriveMeter.billed;
         const round2 = (n: number) => Math.round(n * 100) / 100;
         const report: TwinReport = {
@@ -486,9 +445,9 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             overcountKeys: [...overcount].sort(),
             limitExceededKeys: [...exceeded].sort(),
             apiErrors: workload.apiErrors.length,
-            lagMs: { p50: percentile(sortedLags, 50), p99: percentile(sortedLags, 99), max: sortedLags.at(-1) ?? 0 },
+            lagMs: lag.figures(),
             opsPerSec: round2(workload.ops / ((apiDone - started) / 1000)),
-            consumerRecordsPerSec: round2(consumerRecords / ((consumerDone - started) / 1000)),
+            consumerRecordsPerSec: round2(lag.counted / ((consumerDone - started) / 1000)),
             wcuPerOp: { api: round2(apiMeter.billed / workload.ops), consumer: round2(consumerWcu / workload.ops) },
             engineReportedWcuPerOp: {
                 api: round2(apiMeter.reported / workload.ops),
@@ -532,7 +491,7 @@ function progressRenderer(
     emulator: MappingEmulator,
     queues: LocalQueues,
     system: DeployedSystem,
-    lags: readonly number[],
+    lag: LagMeter,
 ): (final?: boolean) => void {
     let drawn = 0;
     const shown = keys.slice(0, 8);
@@ -541,10 +500,9 @@ function progressRenderer(
             return;
         }
         const w = workload();
-        const sorted = [...lags].sort((a, b) => a - b);
         const header =
             `ops ${w?.ops ?? 0} (created ${w?.created ?? 0}, deleted ${w?.deleted ?? 0}, API errors ${w?.apiErrors.length ?? 0}) | ` +
-            `consumer: ${emulator.stats.invocations} invocations, backlog ${emulator.backlog}, lag p50 ${percentile(sorted, 50)} ms | ` +
+            `consumer: ${emulator.stats.invocations} invocations, backlog ${emulator.backlog}, lag p50 ${lag.figures().p50} ms | ` +
             `DLQ first ${queues.sent.get(system.firstDlqUrl) ?? 0}, fatal ${queues.sent.get(system.fatalDlqUrl) ?? 0}`;
         if (!out.isTTY) {
             out.write(`${final ? "final " : ""}${header}\n`);

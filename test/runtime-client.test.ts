@@ -1,7 +1,7 @@
 import { InternalServerError, ScanCommand, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
-import { startEngine, type LocalEngine } from "../local/engine";
+import { useEngine } from "./support/engine";
 import { injectFaults, seededRandom } from "../local/faults";
 import { HybridCounterClient } from "../runtime/client";
 import { ConfigurationError } from "../runtime/config";
@@ -9,13 +9,7 @@ import { InvalidArgumentError } from "../runtime/errors";
 import { counterFixture } from "./support/counter-fixture";
 
 describe("HybridCounterClient on DynamoDB Local", () => {
-    let engine: LocalEngine;
-    before(async () => {
-        engine = await startEngine();
-    });
-    after(async () => {
-        await engine.stop();
-    });
+    const engine = useEngine();
 
     describe("rejects bad input before writing anything", () => {
         const cases: Array<[string, (c: HybridCounterClient) => Promise<unknown>, string, string]> = [
@@ -69,7 +63,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         for (const mode of ["utilization", "strict"] as const) {
             for (const [name, call, field, message] of cases) {
                 it(`${mode}: ${name}`, async () => {
-                    const fixture = await counterFixture(engine, { mode });
+                    const fixture = await counterFixture(engine(), { mode });
                     const error = await call(fixture.client).then(
                         () => assert.fail("expected an InvalidArgumentError"),
                         (e: unknown) => e,
@@ -86,7 +80,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("rejects bad options, naming every field", () => {
-        const dynamodb = engine.dynamodb();
+        const dynamodb = engine().dynamodb();
         assert.throws(
             () => new HybridCounterClient({ tableName: "x", dynamodb, mode: "exact" as never, attempts: 0, sortKey: "pk" }),
             (e: unknown) =>
@@ -98,7 +92,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("create: a second create of the same id answers created: false and counts once", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         assert.deepEqual(await fixture.client.create("k", "a", { name: "first" }), { created: true });
         assert.deepEqual(await fixture.client.create("k", "a", { name: "second" }), { created: false });
         assert.deepEqual(await fixture.client.count("k"), { bestEffort: 1, eventual: 0, value: 1 });
@@ -106,7 +100,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("create: a retried put whose first attempt committed is recognised, and the counter is sent exactly once", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         // Every attempt commits and then loses its response: the SDK retries each write.
         const stats = injectFaults(fixture.clientDynamo, { rate: 1, kinds: ["500-after"], random: seededRandom(1), reads: false });
 
@@ -120,7 +114,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("delete: a missing or already deleted id answers deleted: false and leaves best-effort alone", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         await fixture.client.create("k", "a");
         assert.deepEqual(await fixture.client.delete("k", "missing"), { deleted: false });
         assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: true });
@@ -132,7 +126,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
 
     for (const mode of ["utilization", "strict"] as const) {
         it(`delete (${mode}): a soft delete whose response is lost while the consumer removes the item neither overcounts nor releases twice`, async () => {
-            const fixture = await counterFixture(engine, { mode });
+            const fixture = await counterFixture(engine(), { mode });
             await fixture.client.create("k", "a");
             await fixture.client.create("k", "b");
             await fixture.emulator.drain();
@@ -174,7 +168,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     }
 
     it("delete: a TransactionConflictException on the soft delete is retried inside the call", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         for (let i = 0; i < 20; i++) {
             await fixture.client.create("k", `r${i}`);
         }
@@ -192,7 +186,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("tryCreate (utilization): answers limit with the count it saw", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         assert.deepEqual(await fixture.client.tryCreate("k", "a", 2), { created: true, count: 1 });
         assert.deepEqual(await fixture.client.tryCreate("k", "b", 2), { created: true, count: 2 });
         assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: false, count: 2, reason: "limit" });
@@ -202,7 +196,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("tryCreate (strict): reserves before creating, gives the slot back for an existing id", async () => {
-        const fixture = await counterFixture(engine, { mode: "strict" });
+        const fixture = await counterFixture(engine(), { mode: "strict" });
         assert.deepEqual(await fixture.client.tryCreate("k", "a", 2), { created: true, count: 1 });
         assert.deepEqual(await fixture.client.tryCreate("k", "a", 2), { created: false, count: 1, reason: "exists" });
         assert.deepEqual(await fixture.client.tryCreate("k", "b", 2), { created: true, count: 2 });
@@ -214,7 +208,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("tryCreate (strict): a counter that cannot be reserved answers unavailable and writes no item", async () => {
-        const fixture = await counterFixture(engine, { mode: "strict" });
+        const fixture = await counterFixture(engine(), { mode: "strict" });
         const failures: string[] = [];
         const client = new HybridCounterClient({
             tableName: fixture.tableName,
@@ -235,7 +229,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     });
 
     it("the resource write's own error is returned unchanged", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         const error = await fixture.client.create("k", "big", { blob: "x".repeat(410 * 1024) }).then(
             () => assert.fail("expected the item to be too large"),
             (e: unknown) => e as Error,

@@ -10,7 +10,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import type { InitializeMiddleware } from "@smithy/types";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { startEngine, type LocalEngine } from "../local/engine";
+import { useEngine } from "./support/engine";
 import { lambdaContext } from "../local/lambda-context";
 import { LocalQueues } from "../local/sqs";
 import { createStreamHandler } from "../runtime/consumer";
@@ -72,23 +72,17 @@ function countTransactions(fixture: CounterFixture): { calls: number; actions: n
 }
 
 describe("the stream consumer on DynamoDB Local", () => {
-    let engine: LocalEngine;
-    before(async () => {
-        engine = await startEngine();
-    });
-    after(async () => {
-        await engine.stop();
-    });
+    const engine = useEngine();
 
     it("counts the same batch delivered twice once", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         for (let i = 0; i < 30; i++) {
             await fixture.client.create("twice", `r${i}`);
         }
         for (let i = 0; i < 10; i++) {
             await fixture.client.delete("twice", `r${i}`);
         }
-        const records = await readStream(engine.streams(), fixture.streamArn);
+        const records = await readStream(engine().streams(), fixture.streamArn);
         const resourceRecords = records.filter((r) => !r.dynamodb!.Keys!.sk!.S!.startsWith("#counter#"));
         assert.equal(resourceRecords.length, 40, "30 inserts and 10 soft deletes, beside the counter items' own records");
 
@@ -106,7 +100,7 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("two invocations processing overlapping batches at the same time count each record once", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         const keys = ["o1", "o2", "o3"];
         for (let i = 0; i < 60; i++) {
             await fixture.client.create(keys[i % 3]!, `r${i}`);
@@ -114,7 +108,7 @@ describe("the stream consumer on DynamoDB Local", () => {
         for (let i = 0; i < 60; i += 4) {
             await fixture.client.delete(keys[i % 3]!, `r${i}`);
         }
-        const records = await readStream(engine.streams(), fixture.streamArn);
+        const records = await readStream(engine().streams(), fixture.streamArn);
         const a = records.slice(0, Math.floor((records.length * 2) / 3));
         const b = records.slice(Math.floor(records.length / 3));
 
@@ -130,14 +124,14 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("aggregates a batch per counter key: one transaction per 99 items plus the counter", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         for (let i = 0; i < 150; i++) {
             await fixture.client.create("hot", `r${i}`);
         }
         for (let i = 0; i < 5; i++) {
             await fixture.client.create("cold", `r${i}`);
         }
-        const records = await readStream(engine.streams(), fixture.streamArn);
+        const records = await readStream(engine().streams(), fixture.streamArn);
         const seen = countTransactions(fixture);
 
         await fixture.consumer({ Records: records }, ctx());
@@ -150,10 +144,10 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("a deletion counted before its creation removes the item without a decrement, and the late creation counts nothing", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         await fixture.client.create("late", "r1");
         await fixture.client.delete("late", "r1");
-        const records = (await readStream(engine.streams(), fixture.streamArn)).filter((r) => r.dynamodb?.Keys?.sk?.S === "r1");
+        const records = (await readStream(engine().streams(), fixture.streamArn)).filter((r) => r.dynamodb?.Keys?.sk?.S === "r1");
         const [insert, modify] = records;
         assert.equal(insert!.eventName, "INSERT");
         assert.equal(modify!.eventName, "MODIFY");
@@ -168,7 +162,7 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("sends poison records whole to the fatal queue, counts the rest, and does not block the shard", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         await fixture.client.create("p", "good-1");
         // A creation written around the client, with a flag that is not a boolean: poison from the real stream.
         await fixture.reader.send(
@@ -178,7 +172,7 @@ describe("the stream consumer on DynamoDB Local", () => {
             }),
         );
         await fixture.client.create("p", "good-2");
-        const real = await readStream(engine.streams(), fixture.streamArn);
+        const real = await readStream(engine().streams(), fixture.streamArn);
         const template = real.find((r) => r.dynamodb?.Keys?.sk?.S === "good-1")!;
         const forged = (n: number, change: (r: DynamoDBRecord) => void): DynamoDBRecord => {
             const r = JSON.parse(JSON.stringify(template)) as DynamoDBRecord;
@@ -224,9 +218,9 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("reports a poison record for redelivery when the fatal queue cannot take it, so nothing is lost", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         await fixture.client.create("q", "good");
-        const real = await readStream(engine.streams(), fixture.streamArn);
+        const real = await readStream(engine().streams(), fixture.streamArn);
         const broken = JSON.parse(JSON.stringify(real.find((r) => r.dynamodb?.Keys?.sk?.S === "good"))) as DynamoDBRecord;
         broken.dynamodb!.SequenceNumber = "99999999999999999999";
         broken.dynamodb!.NewImage!.counter_processed = { N: "0" };
@@ -253,8 +247,8 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("redrive: records gone from the stream leave a plain message for operators", async () => {
-        const fixture = await counterFixture(engine);
-        const streams = engine.streams();
+        const fixture = await counterFixture(engine());
+        const streams = engine().streams();
         streams.middlewareStack.add(
             () => async () => {
                 throw new TrimmedDataAccessException({ $metadata: { httpStatusCode: 400 }, message: "records trimmed" });
@@ -317,7 +311,7 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("works on an existing schema with its own attribute names", async () => {
-        const fixture = await counterFixture(engine, {
+        const fixture = await counterFixture(engine(), {
             layout: {
                 partitionKey: "tenant",
                 sortKey: "resource",
@@ -349,9 +343,9 @@ describe("the stream consumer on DynamoDB Local", () => {
     });
 
     it("leaves the counter alone for a transaction that fails on a non-retryable error", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         await fixture.client.create("v", "r1");
-        const records = await readStream(engine.streams(), fixture.streamArn);
+        const records = await readStream(engine().streams(), fixture.streamArn);
         // Point the consumer at a table that does not exist: every transaction is rejected outright.
         const consumer = createStreamHandler({
             config: { ...fixture.config, tableName: "no-such-table" },

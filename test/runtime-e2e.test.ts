@@ -1,19 +1,13 @@
 import { strict as assert } from "node:assert";
-import { startEngine, type LocalEngine } from "../local/engine";
+import { useEngine } from "./support/engine";
 import { runWorkload } from "../local/workload";
 import { assertExact, counterFixture, observeWhile, strictInvariant, utilizationInvariant } from "./support/counter-fixture";
 
 describe("counting on DynamoDB Local: creates and deletes, concurrent, several keys", () => {
-    let engine: LocalEngine;
-    before(async () => {
-        engine = await startEngine();
-    });
-    after(async () => {
-        await engine.stop();
-    });
+    const engine = useEngine();
 
     it("utilization: eventual equals live items exactly, best-effort never above live", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         const keys = ["tenant-a", "tenant-b", "tenant-c", "tenant-d"];
         const run = runWorkload(fixture.client, { ops: 600, keys, concurrency: 8, deleteRatio: 0.35, seed: 1 });
         // The consumer runs while the API writes, as it does in production.
@@ -40,7 +34,7 @@ describe("counting on DynamoDB Local: creates and deletes, concurrent, several k
 
     it("strict: the limit is never exceeded and best-effort never below live", async () => {
         const limit = 12;
-        const fixture = await counterFixture(engine, { mode: "strict" });
+        const fixture = await counterFixture(engine(), { mode: "strict" });
         const keys = ["tenant-a", "tenant-b", "tenant-c"];
         const run = runWorkload(fixture.client, { ops: 500, keys, concurrency: 8, deleteRatio: 0.3, limit, seed: 2 });
         const { result, violations } = await observeWhile(fixture, keys, run, strictInvariant(limit));

@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { startEngine, type LocalEngine } from "../local/engine";
+import { useEngine } from "./support/engine";
 import { seededRandom } from "../local/faults";
 import { runWorkload } from "../local/workload";
 import {
@@ -16,16 +16,10 @@ import {
 // TransactionConflict, throttling, 500 before the write, and 500 after the write committed.
 // These scenarios run 2,600 operations in total.
 describe("counting under injected faults on DynamoDB Local", () => {
-    let engine: LocalEngine;
-    before(async () => {
-        engine = await startEngine();
-    });
-    after(async () => {
-        await engine.stop();
-    });
+    const engine = useEngine();
 
     it("utilization, 5% faults of every kind in the API and the consumer: exact, no overcount, no API error", async () => {
-        const fixture = await counterFixture(engine, {
+        const fixture = await counterFixture(engine(), {
             clientFaults: { rate: 0.05, seed: 11 },
             consumerFaults: { rate: 0.05, seed: 12 },
         });
@@ -59,7 +53,7 @@ describe("counting under injected faults on DynamoDB Local", () => {
 
     it("strict, 5% faults of every kind: the limit is never exceeded, eventual exact, no API error", async () => {
         const limit = 10;
-        const fixture = await counterFixture(engine, {
+        const fixture = await counterFixture(engine(), {
             mode: "strict",
             clientFaults: { rate: 0.05, seed: 21 },
             consumerFaults: { rate: 0.05, seed: 22 },
@@ -83,7 +77,7 @@ describe("counting under injected faults on DynamoDB Local", () => {
     it("a handler that crashes after committing, before returning, is redelivered and counts nothing twice", async () => {
         const crash = seededRandom(31);
         let crashes = 0;
-        const fixture = await counterFixture(engine, {
+        const fixture = await counterFixture(engine(), {
             settings: { batchSize: 25 },
             wrapInvoke: (invoke) => async (event) => {
                 const response = await invoke(event);
@@ -107,7 +101,7 @@ describe("counting under injected faults on DynamoDB Local", () => {
     });
 
     it("batches that exhaust their retries go to the first DLQ as metadata, and the redrive counts them", async () => {
-        const fixture = await counterFixture(engine, {
+        const fixture = await counterFixture(engine(), {
             settings: { batchSize: 20, maximumRetryAttempts: 1 },
             functionTimeoutMs: 3_500,
             consumerFaults: { rate: 1, kinds: ["conflict"], seed: 41 },

@@ -1,20 +1,14 @@
 import { strict as assert } from "node:assert";
-import { startEngine, type LocalEngine } from "../local/engine";
+import { useEngine } from "./support/engine";
 import { reconcileKey } from "../runtime/reconcile";
 import type { FatalMessage } from "../runtime/fatal";
 import { assertExact, counterFixture } from "./support/counter-fixture";
 
 describe("reconciliation from the table, on DynamoDB Local", () => {
-    let engine: LocalEngine;
-    before(async () => {
-        engine = await startEngine();
-    });
-    after(async () => {
-        await engine.stop();
-    });
+    const engine = useEngine();
 
     it("counts creations and deletions whose records expired before the consumer saw them", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         const parked: FatalMessage[] = [];
         const fatal = { park: async (m: FatalMessage) => (parked.push(m), true) };
         // Half the history is counted by the consumer; the rest is lost with the stream.
@@ -41,7 +35,7 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
     });
 
     it("is safe while the consumer counts the same items", async () => {
-        const fixture = await counterFixture(engine);
+        const fixture = await counterFixture(engine());
         const fatal = { park: async () => true };
         for (let i = 0; i < 60; i++) {
             await fixture.client.create(`k${i % 3}`, `r${i}`);

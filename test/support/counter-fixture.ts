@@ -16,7 +16,7 @@ import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../
 import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/mapping-emulator";
 import { lambdaContext } from "../../local/lambda-context";
 import { snapshotKey, type KeySnapshot } from "../../local/observe";
-import { LocalQueues } from "../../local/sqs";
+import { LocalQueues, sqsEvent } from "../../local/sqs";
 import { createCounterTable } from "../../local/table";
 
 let tableCounter = 0;
@@ -137,24 +137,7 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         async redriveAll() {
             const messages = queues.receive(FIRST_DLQ_URL, 1_000);
             const response = await redrive(
-                {
-                    Records: messages.map((m) => ({
-                        messageId: m.messageId,
-                        receiptHandle: m.receiptHandle,
-                        body: m.body,
-                        attributes: {
-                            ApproximateReceiveCount: String(m.receiveCount),
-                            SentTimestamp: "0",
-                            SenderId: "local",
-                            ApproximateFirstReceiveTimestamp: "0",
-                        },
-                        messageAttributes: {},
-                        md5OfBody: "",
-                        eventSource: "aws:sqs",
-                        eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:first-dlq",
-                        awsRegion: "us-east-1",
-                    })),
-                },
+                sqsEvent(messages, "arn:aws:sqs:us-east-1:000000000000:first-dlq"),
                 lambdaContext("redrive", timeoutMs),
             );
             const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
