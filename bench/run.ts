@@ -355,6 +355,7 @@ async function main(): Promise<void> {
             "scenario",
             "approach",
             "ops/s ÷ raw put (raw/s)",
+            "with consumer",
             "WCU/op api+consumer",
             "API errors",
             "exact keys",
