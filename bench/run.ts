@@ -13,7 +13,6 @@ import {
     type QueryCommandOutput,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamEvent } from "aws-lambda";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { parseArgs } from "node:util";
 import { HybridCounterComponent } from "../components/component";
 import { meterWrites } from "../local/capacity";
@@ -193,12 +192,7 @@ async function runApproach(
         consumerMeter = meterWrites(consumerDynamo);
         injectFaults(consumerDynamo, { rate: options.faults, random: seededRandom(options.seed + 2) });
         const queues = new LocalQueues();
-        const sqs = new SQSClient({
-            region: "us-east-1",
-            endpoint: "http://127.0.0.1:9",
-            credentials: { accessKeyId: "x", secretAccessKey: "x" },
-        });
-        queues.attach(sqs);
+        const sqs = queues.client();
         const handler = createStreamHandler({
             config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
             dynamodb: consumerDynamo,

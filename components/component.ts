@@ -130,50 +130,32 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         const consumerRole = new aws.iam.Role(`${name}-consumer-role`, { assumeRolePolicy, tags }, parent);
         const redriveRole = new aws.iam.Role(`${name}-redrive-role`, { assumeRolePolicy, tags }, parent);
         const queueKmsKeyArn = args.queueKmsKeyArn === undefined ? pulumi.output(undefined) : pulumi.output(args.queueKmsKeyArn);
-        const consumerRolePolicy = new aws.iam.RolePolicy(
-            `${name}-consumer-policy`,
-            {
-                role: consumerRole.id,
-                policy: pulumi
-                    .all([table.arn, streamArn, firstDlq.arn, fatalDlq.arn, consumerLogs.arn, queueKmsKeyArn])
-                    .apply(([tableArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
-                        JSON.stringify(
-                            consumerPolicy({
-                                tableArn,
-                                streamArn: stream,
-                                firstDlqArn,
-                                fatalDlqArn,
-                                logGroupArn,
-                                queueKmsKeyArn: kmsKey,
-                                tracing,
-                            }),
+        // Both roles' documents take the same ARNs; each names only what its function touches.
+        const rolePolicy = (role: "consumer" | "redrive", executionRole: aws.iam.Role, logs: aws.cloudwatch.LogGroup) =>
+            new aws.iam.RolePolicy(
+                `${name}-${role}-policy`,
+                {
+                    role: executionRole.id,
+                    policy: pulumi
+                        .all([table.arn, streamArn, firstDlq.arn, fatalDlq.arn, logs.arn, queueKmsKeyArn])
+                        .apply(([tableArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
+                            JSON.stringify(
+                                (role === "consumer" ? consumerPolicy : redrivePolicy)({
+                                    tableArn,
+                                    streamArn: stream,
+                                    firstDlqArn,
+                                    fatalDlqArn,
+                                    logGroupArn,
+                                    queueKmsKeyArn: kmsKey,
+                                    tracing,
+                                }),
+                            ),
                         ),
-                    ),
-            },
-            parent,
-        );
-        const redriveRolePolicy = new aws.iam.RolePolicy(
-            `${name}-redrive-policy`,
-            {
-                role: redriveRole.id,
-                policy: pulumi
-                    .all([table.arn, streamArn, firstDlq.arn, fatalDlq.arn, redriveLogs.arn, queueKmsKeyArn])
-                    .apply(([tableArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
-                        JSON.stringify(
-                            redrivePolicy({
-                                tableArn,
-                                streamArn: stream,
-                                firstDlqArn,
-                                fatalDlqArn,
-                                logGroupArn,
-                                queueKmsKeyArn: kmsKey,
-                                tracing,
-                            }),
-                        ),
-                    ),
-            },
-            parent,
-        );
+                },
+                parent,
+            );
+        const consumerRolePolicy = rolePolicy("consumer", consumerRole, consumerLogs);
+        const redriveRolePolicy = rolePolicy("redrive", redriveRole, redriveLogs);
 
         // ------------------------------------------------------------ functions
         const environment = {

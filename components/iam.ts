@@ -97,18 +97,7 @@ export function consumerPolicy(p: ConsumerPolicyInputs): PolicyDocument {
         { Sid: "SendPoisonRecordsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.fatalDlqArn },
         logStatement(p.logGroupArn),
     ];
-    if (p.queueKmsKeyArn !== undefined) {
-        statements.push({
-            Sid: "UseQueueKey",
-            Effect: "Allow",
-            Action: ["kms:GenerateDataKey", "kms:Decrypt"],
-            Resource: p.queueKmsKeyArn,
-        });
-    }
-    if (p.tracing) {
-        statements.push(tracingStatement());
-    }
-    return { Version: "2012-10-17", Statement: statements };
+    return roleDocument(statements, p);
 }
 
 /** Inline policy of the redrive function's execution role. */
@@ -125,8 +114,14 @@ export function redrivePolicy(p: RedrivePolicyInputs): PolicyDocument {
         { Sid: "SendExpiredBatchesToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.fatalDlqArn },
         logStatement(p.logGroupArn),
     ];
+    return roleDocument(statements, p);
+}
+
+/** A role's document: its own statements, then the queue key's and X-Ray's when they are in use. */
+function roleDocument(statements: PolicyStatement[], p: { queueKmsKeyArn?: string; tracing: boolean }): PolicyDocument {
+    const optional: PolicyStatement[] = [];
     if (p.queueKmsKeyArn !== undefined) {
-        statements.push({
+        optional.push({
             Sid: "UseQueueKey",
             Effect: "Allow",
             Action: ["kms:GenerateDataKey", "kms:Decrypt"],
@@ -134,9 +129,9 @@ export function redrivePolicy(p: RedrivePolicyInputs): PolicyDocument {
         });
     }
     if (p.tracing) {
-        statements.push(tracingStatement());
+        optional.push(tracingStatement());
     }
-    return { Version: "2012-10-17", Statement: statements };
+    return { Version: "2012-10-17", Statement: [...statements, ...optional] };
 }
 
 /**

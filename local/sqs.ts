@@ -3,7 +3,7 @@
  * answers an SQSClient's SendMessage, ReceiveMessage and DeleteMessage from memory (the request
  * never leaves the process), so handler code runs unchanged against it.
  */
-import type { ServiceInputTypes, ServiceOutputTypes, SQSClient } from "@aws-sdk/client-sqs";
+import { SQSClient, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-sqs";
 import type { SQSEvent } from "aws-lambda";
 import type { InitializeMiddleware } from "@smithy/types";
 import { randomUUID } from "node:crypto";
@@ -43,6 +43,20 @@ export class LocalQueues {
     /** Puts received messages back (their visibility timeout expired without a delete). */
     release(url: string, messages: readonly LocalMessage[]): void {
         this.queue(url).unshift(...messages);
+    }
+
+    /**
+     * A new SQS client served by these queues. Its endpoint is the loopback discard port, so a call the
+     * queues do not serve fails here instead of reaching any network.
+     */
+    client(): SQSClient {
+        const client = new SQSClient({
+            region: "us-east-1",
+            endpoint: "http://127.0.0.1:9",
+            credentials: { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" },
+        });
+        this.attach(client);
+        return client;
     }
 
     /** Serves the client's calls from these queues. */

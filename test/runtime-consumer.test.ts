@@ -256,12 +256,7 @@ describe("the stream consumer on DynamoDB Local", () => {
             { step: "initialize", name: "trimmed" },
         );
         const queues = new LocalQueues();
-        const sqs = new SQSClient({
-            region: "us-east-1",
-            endpoint: "http://127.0.0.1:9",
-            credentials: { accessKeyId: "x", secretAccessKey: "x" },
-        });
-        queues.attach(sqs);
+        const sqs = queues.client();
         const redrive = createRedriveHandler({
             config: fixture.config,
             dynamodb: fixture.consumerDynamo,
@@ -350,7 +345,7 @@ describe("the stream consumer on DynamoDB Local", () => {
         const consumer = createStreamHandler({
             config: { ...fixture.config, tableName: "no-such-table" },
             dynamodb: fixture.consumerDynamo,
-            sqs: new SQSClient({ region: "us-east-1" }),
+            sqs: new LocalQueues().client(),
             sink: () => undefined,
         });
         const insert = records.find((r) => r.dynamodb?.Keys?.sk?.S === "r1")!;

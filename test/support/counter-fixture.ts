@@ -5,7 +5,6 @@
  */
 import { ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { strict as assert } from "node:assert";
 import { HybridCounterClient, type CounterMode } from "../../runtime/client";
 import { DEFAULT_LAYOUT, type CounterTableLayout, type HandlerConfig } from "../../runtime/config";
@@ -93,12 +92,7 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         : undefined;
 
     const queues = new LocalQueues();
-    const sqs = new SQSClient({
-        region: "us-east-1",
-        endpoint: "http://127.0.0.1:9",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-    });
-    queues.attach(sqs);
+    const sqs = queues.client();
     const logs: string[] = [];
     const sink = (line: string) => logs.push(line);
 
