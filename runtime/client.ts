@@ -122,6 +122,8 @@ export class HybridCounterClient {
     private readonly attempts: number;
     private readonly onBestEffortFailure: (failure: BestEffortFailure) => void;
     private readonly reserved: ReadonlySet<string>;
+    /** Where a soft delete stores its own token: `<tokenAttribute>_delete`. */
+    private readonly deleteTokenAttribute: string;
 
     constructor(options: HybridCounterClientOptions) {
         const problems: string[] = [];
@@ -149,10 +151,16 @@ export class HybridCounterClient {
         if (!Number.isInteger(attempts) || attempts < 1 || attempts > 20) {
             problems.push("[attempts] must be an integer from 1 to 20");
         }
+        const deleteTokenAttribute = `${layout.tokenAttribute}_delete`;
+        const names = [layout.partitionKey, layout.sortKey, layout.processedAttribute, layout.deletedAttribute];
+        if (names.includes(deleteTokenAttribute) || Buffer.byteLength(deleteTokenAttribute, "utf8") > 255) {
+            problems.push(`[tokenAttribute] must leave "${deleteTokenAttribute}" free for the soft delete's token (at most 255 bytes)`);
+        }
         if (problems.length > 0) {
             throw new ConfigurationError(problems);
         }
         this.config = { ...layout, tableName: options.tableName };
+        this.deleteTokenAttribute = deleteTokenAttribute;
         this.dynamodb = options.dynamodb;
         this.mode = mode;
         this.attempts = attempts;
@@ -163,6 +171,7 @@ export class HybridCounterClient {
             layout.processedAttribute,
             layout.deletedAttribute,
             layout.tokenAttribute,
+            deleteTokenAttribute,
         ]);
     }
 
@@ -256,13 +265,14 @@ export class HybridCounterClient {
         this.checkKey(key);
         this.checkId(id);
         // Touch the counter only for an item that is live, so deleting a missing id changes nothing.
-        if (!(await this.isLive(key, id))) {
+        const createToken = await this.liveToken(key, id);
+        if (createToken === undefined) {
             return { deleted: false };
         }
         if (this.mode === "utilization") {
             await this.withRetries(() => this.bestEffortWrite(key, -1), isRetryable);
         }
-        const outcome = await this.softDelete(key, id);
+        const outcome = await this.softDelete(key, id, createToken);
         // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
         // consumer already removed the item before an SDK retry could see it, or a concurrent delete
         // did both. Never compensate: in utilization mode a decrement too many only undercounts, and in
@@ -334,6 +344,7 @@ export class HybridCounterClient {
                         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                     }),
                 ),
+            this.config.tokenAttribute,
             token,
         );
         return outcome === "mine";
@@ -344,17 +355,30 @@ export class HybridCounterClient {
      * committed, possibly on an attempt whose response was lost (the stored token is ours). "taken":
      * the condition failed on an item another write owns. "gone": the condition failed on no item.
      */
-    private async writeWithToken(send: () => Promise<unknown>, token: string): Promise<"mine" | "taken" | "gone"> {
+    private async writeWithToken(
+        send: () => Promise<unknown>,
+        tokenAttribute: string,
+        token: string,
+        lifeToken?: { attribute: string; value: string | null },
+    ): Promise<"mine" | "taken" | "gone"> {
         return this.withRetries(async () => {
             try {
                 await send();
                 return "mine";
             } catch (error) {
                 if (error instanceof ConditionalCheckFailedException) {
-                    if (error.Item === undefined) {
+                    const item = error.Item;
+                    if (item === undefined) {
                         return "gone";
                     }
-                    return error.Item[this.config.tokenAttribute]?.S === token ? "mine" : "taken";
+                    if (item[tokenAttribute]?.S === token) {
+                        return "mine";
+                    }
+                    // The id now names a newer item: the one this call aimed at is gone.
+                    if (lifeToken !== undefined && (item[lifeToken.attribute]?.S ?? null) !== lifeToken.value) {
+                        return "gone";
+                    }
+                    return "taken";
                 }
                 throw error;
             }
@@ -363,21 +387,21 @@ export class HybridCounterClient {
 
     /** Strict mode: puts the reserved item; gives the slot back when nothing was created. */
     private async putOrRelease(key: string, item: { item: Record<string, AttributeValue>; token: string }): Promise<boolean> {
-        let created: boolean;
-        try {
-            created = await this.putResource(item);
-        } catch (error) {
-            await this.bestEffortOnce(key, -1, "release");
-            throw error;
-        }
+        // A put that throws may still have committed (a lost response): keep the slot, which can only hold
+        // capacity back. Only a put answered "another item has this id" certainly wrote nothing.
+        const created = await this.putResource(item);
         if (!created) {
             await this.bestEffortOnce(key, -1, "release");
         }
         return created;
     }
 
-    private async isLive(key: string, id: string): Promise<boolean> {
-        const { tableName, deletedAttribute } = this.config;
+    /**
+     * Reads the item before a delete. Undefined when it is missing or already deleted; otherwise the
+     * creation token that names this life of the id (null for an item written without one).
+     */
+    private async liveToken(key: string, id: string): Promise<string | null | undefined> {
+        const { tableName, deletedAttribute, tokenAttribute } = this.config;
         const response = await this.withRetries(
             () =>
                 this.dynamodb.send(
@@ -385,17 +409,25 @@ export class HybridCounterClient {
                         TableName: tableName,
                         Key: this.key(key, id),
                         ConsistentRead: true,
-                        ProjectionExpression: "#deleted",
-                        ExpressionAttributeNames: { "#deleted": deletedAttribute },
+                        ProjectionExpression: "#deleted, #token",
+                        ExpressionAttributeNames: { "#deleted": deletedAttribute, "#token": tokenAttribute },
                     }),
                 ),
             isRetryable,
         );
-        return response.Item !== undefined && response.Item[deletedAttribute]?.BOOL !== true;
+        if (response.Item === undefined || response.Item[deletedAttribute]?.BOOL === true) {
+            return undefined;
+        }
+        return response.Item[tokenAttribute]?.S ?? null;
     }
 
-    /** Sets `deleted = true` if the item exists and is not deleted; see writeWithToken for the outcomes. */
-    private async softDelete(key: string, id: string): Promise<"mine" | "taken" | "gone"> {
+    /**
+     * Sets `deleted = true` on the life of the id that was read (`createToken`), if it is not deleted.
+     * The delete's own token goes to a separate attribute, so the creation token is never overwritten: a
+     * retry after a lost response recognises this call's write, and can never soft-delete a newer item
+     * that reused the id. See writeWithToken for the outcomes.
+     */
+    private async softDelete(key: string, id: string, createToken: string | null): Promise<"mine" | "taken" | "gone"> {
         const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
         const token = randomUUID();
         return this.writeWithToken(
@@ -404,14 +436,28 @@ export class HybridCounterClient {
                     new UpdateItemCommand({
                         TableName: tableName,
                         Key: this.key(key, id),
-                        UpdateExpression: "SET #deleted = :true, #token = :token",
-                        ConditionExpression: "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false)",
-                        ExpressionAttributeNames: { "#pk": partitionKey, "#deleted": deletedAttribute, "#token": tokenAttribute },
-                        ExpressionAttributeValues: { ":true": { BOOL: true }, ":false": { BOOL: false }, ":token": { S: token } },
+                        UpdateExpression: "SET #deleted = :true, #deleteToken = :token",
+                        ConditionExpression:
+                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+                            (createToken === null ? "attribute_not_exists(#createToken)" : "#createToken = :createToken"),
+                        ExpressionAttributeNames: {
+                            "#pk": partitionKey,
+                            "#deleted": deletedAttribute,
+                            "#deleteToken": this.deleteTokenAttribute,
+                            "#createToken": tokenAttribute,
+                        },
+                        ExpressionAttributeValues: {
+                            ":true": { BOOL: true },
+                            ":false": { BOOL: false },
+                            ":token": { S: token },
+                            ...(createToken === null ? {} : { ":createToken": { S: createToken } }),
+                        },
                         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                     }),
                 ),
+            this.deleteTokenAttribute,
             token,
+            { attribute: tokenAttribute, value: createToken },
         );
     }
 

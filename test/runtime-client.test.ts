@@ -1,4 +1,10 @@
-import { InternalServerError, ScanCommand, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
+import {
+    InternalServerError,
+    ProvisionedThroughputExceededException,
+    ScanCommand,
+    type ServiceInputTypes,
+    type ServiceOutputTypes,
+} from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
@@ -166,6 +172,70 @@ describe("HybridCounterClient on DynamoDB Local", () => {
             fixture.close();
         });
     }
+
+    it("delete (utilization): a retried soft delete never lands on a newer item that reused the id", async () => {
+        const fixture = await counterFixture(engine());
+        const other = new HybridCounterClient({ tableName: fixture.tableName, dynamodb: fixture.reader });
+        await fixture.client.create("k", "a");
+        await fixture.emulator.drain();
+        // The soft delete commits and loses its response; the consumer removes the item and another caller
+        // creates the same id again before the SDK retries.
+        let attempts = 0;
+        const reuse: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+            const softDelete =
+                context.commandName === "UpdateItemCommand" &&
+                (args.input as { UpdateExpression?: string }).UpdateExpression?.includes("#deleted");
+            attempts += softDelete ? 1 : 0;
+            const result = await next(args);
+            if (softDelete && attempts === 1) {
+                await fixture.emulator.drain();
+                assert.deepEqual(await other.create("k", "a", { life: 2 }), { created: true });
+                throw new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: "Internal server error" });
+            }
+            return result;
+        };
+        fixture.clientDynamo.middlewareStack.add(reuse, { step: "deserialize", name: "reuseId", priority: "high" });
+
+        const result = await fixture.client.delete("k", "a");
+
+        assert.deepEqual(result, { deleted: true });
+        assert.equal(attempts, 2);
+        await fixture.emulator.drain();
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 1, live: 1, processed: 1, softDeleted: 0 });
+        fixture.close();
+    });
+
+    it("tryCreate (strict): a put that committed but failed every retry keeps its slot", async () => {
+        const fixture = await counterFixture(engine(), { mode: "strict" });
+        let puts = 0;
+        const lose: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+            if (context.commandName !== "PutItemCommand") {
+                return next(args);
+            }
+            if (++puts === 1) {
+                await next(args);
+                throw new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: "Internal server error" });
+            }
+            throw new ProvisionedThroughputExceededException({ $metadata: { httpStatusCode: 400 }, message: "throttled" });
+        };
+        fixture.clientDynamo.middlewareStack.add(lose, { step: "deserialize", name: "losePut", priority: "high" });
+        const client = new HybridCounterClient({
+            tableName: fixture.tableName,
+            dynamodb: fixture.clientDynamo,
+            mode: "strict",
+            attempts: 2,
+        });
+
+        const error = await client.tryCreate("k", "a", 1).then(
+            () => assert.fail("the put's own error is returned"),
+            (e: unknown) => e as Error,
+        );
+
+        assert.equal(error.name, "ProvisionedThroughputExceededException");
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.client.tryCreate("k", "b", 1), { created: false, count: 1, reason: "limit" });
+        fixture.close();
+    });
 
     it("delete: a TransactionConflictException on the soft delete is retried inside the call", async () => {
         const fixture = await counterFixture(engine());
