@@ -20,6 +20,8 @@ export interface ReconcileOptions {
     /** Where items that cannot be counted (malformed flags) are reported. */
     readonly fatal: FatalQueue;
     readonly sink?: LineSink;
+    /** How long to keep retrying contention or throttling before answering `incomplete`. @default 60000 */
+    readonly timeoutMs?: number;
 }
 
 export interface ReconcileResult {
@@ -37,6 +39,7 @@ export interface ReconcileResult {
 /** Settles every stranded item of one counter key. */
 export async function reconcileKey(key: string, options: ReconcileOptions): Promise<ReconcileResult> {
     const { config, dynamodb } = options;
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     const records: DynamoDBRecord[] = [];
     let start: Record<string, AttributeValue> | undefined;
     let sequence = 0n;
@@ -89,7 +92,7 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         fatal: options.fatal,
         logger: jsonLogger("hybrid-counter-reconcile", options.sink ?? (() => undefined)),
         metrics,
-        remainingMs: () => 60_000,
+        remainingMs: () => deadline - Date.now(),
     });
     return {
         key,

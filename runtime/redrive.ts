@@ -36,8 +36,11 @@ export interface RedriveHandlerDeps {
     readonly fatal?: FatalQueue;
 }
 
-/** Errors of the Streams API that mean the records can no longer be read. */
-const GONE = new Set(["TrimmedDataAccessException", "ResourceNotFoundException", "ExpiredIteratorException"]);
+/**
+ * Errors of the Streams API that mean the records can no longer be read. (An expired iterator only
+ * means the read took too long: it is retried like any other failure.)
+ */
+const GONE = new Set(["TrimmedDataAccessException", "ResourceNotFoundException"]);
 
 /**
  * Parses the on-failure record Lambda sends for a stream batch. Throws MalformedRedriveMessageError

@@ -73,7 +73,8 @@ const MAX_EMPTY_READS = 20;
 /**
  * Reads every record of a shard from `startSequenceNumber` to `endSequenceNumber` inclusive.
  * Throws the Streams API's own error when the records are gone (TrimmedDataAccessException after the
- * 24-hour retention, ResourceNotFoundException when the stream was deleted).
+ * 24-hour retention, ResourceNotFoundException when the stream was deleted), and IncompleteRangeError
+ * when the end of the range was not reached.
  */
 export async function readRange(streams: DynamoDBStreamsClient, range: SequenceRange): Promise<DynamoDBRecord[]> {
     const iterator = await streams.send(
@@ -108,5 +109,17 @@ export async function readRange(streams: DynamoDBStreamsClient, range: SequenceR
         }
         next = page.NextShardIterator;
     }
-    return out;
+    // A range read short would be counted short: fail, so the caller retries the whole range later.
+    throw new IncompleteRangeError(range, out.length);
+}
+
+/** The stream did not yield the range up to its end sequence number (empty pages, or the shard ended first). */
+export class IncompleteRangeError extends Error {
+    constructor(
+        readonly range: SequenceRange,
+        readonly read: number,
+    ) {
+        super(`read ${read} records of shard ${range.shardId} without reaching sequence number ${range.endSequenceNumber}`);
+        this.name = "IncompleteRangeError";
+    }
 }

@@ -305,6 +305,29 @@ describe("the stream consumer on DynamoDB Local", () => {
         fixture.close();
     });
 
+    it("redrive: a range the stream does not yield to its end is retried, not counted short", async () => {
+        const fixture = await counterFixture(engine());
+        await fixture.client.create("r", "a");
+        const streams = engine().streams();
+        const [first] = await readStream(streams, fixture.streamArn);
+        const shards = await streams.send(new DescribeStreamCommand({ StreamArn: fixture.streamArn }));
+        const body = JSON.stringify({
+            DDBStreamBatchInfo: {
+                shardId: shards.StreamDescription!.Shards![0]!.ShardId,
+                startSequenceNumber: first!.dynamodb!.SequenceNumber,
+                endSequenceNumber: "999999999999999999999999",
+                streamArn: fixture.streamArn,
+            },
+        });
+
+        const response = await fixture.redrive({ Records: [{ messageId: "m1", body } as never] }, lambdaContext("redrive", 10_000));
+
+        assert.deepEqual(response, { batchItemFailures: [{ itemIdentifier: "m1" }] });
+        assert.equal((await fixture.snapshot("r")).eventual, 0, "nothing of the short range was counted");
+        assert.equal(fixture.queues.messages(FATAL_QUEUE_URL).length, 0);
+        fixture.close();
+    });
+
     it("works on an existing schema with its own attribute names", async () => {
         const fixture = await counterFixture(engine(), {
             layout: {

@@ -1,5 +1,6 @@
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
+import { injectFaults, seededRandom } from "../local/faults";
 import { reconcileKey } from "../runtime/reconcile";
 import type { FatalMessage } from "../runtime/fatal";
 import { assertExact, counterFixture } from "./support/counter-fixture";
@@ -55,6 +56,22 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
             [...snapshots.values()].map((s) => s.live),
             [0, 20, 20],
         );
+        fixture.close();
+    });
+
+    it("answers incomplete when contention outlasts its time, instead of retrying forever", async () => {
+        const fixture = await counterFixture(engine());
+        await fixture.client.create("t", "r1");
+        injectFaults(fixture.consumerDynamo, { rate: 1, kinds: ["conflict"], random: seededRandom(5) });
+
+        const result = await reconcileKey("t", {
+            config: fixture.config,
+            dynamodb: fixture.consumerDynamo,
+            fatal: { park: async () => true },
+            timeoutMs: 3_500,
+        });
+
+        assert.deepEqual(result, { key: "t", found: 1, counted: 0, alreadySettled: 0, incomplete: true });
         fixture.close();
     });
 });
