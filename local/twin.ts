@@ -396,13 +396,14 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             await new Promise((r) => setTimeout(r, 50));
         }
         const consumerDone = Date.now();
+        clearInterval(ticker);
+        render(true);
+        // After the last redraw: a line printed between redraws would be overwritten by the next one.
         const st = emulator.stats;
         log(
             `mapping: ${st.invocations} invocations, ${st.recordsDelivered} records delivered, ${st.recordsFiltered} filtered out, ` +
                 `${(st.pollMs / 1000).toFixed(1)} s reading the stream, ${(st.invokeMs / 1000).toFixed(1)} s in the function`,
         );
-        clearInterval(ticker);
-        render(true);
 
         // 5. The report.
         let live = 0;
