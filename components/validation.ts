@@ -2,16 +2,9 @@
  * Validation of HybridCounterComponent's args: pure, run before any resource is created.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { layoutProblems, type CounterTableLayout } from "../runtime/config";
+import { layoutProblems, layoutWithDefaults, type CounterTableLayout } from "../runtime/config";
 import type { HybridCounterComponentArgs } from "./args";
-import {
-    ALARM_NAMES,
-    DEFAULT_LAYOUT,
-    HYBRID_COUNTER_DEFAULTS as D,
-    LIMITS,
-    LOG_RETENTION_DAYS,
-    type HybridCounterAlarmName,
-} from "./defaults";
+import { ALARM_NAMES, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
 export class HybridCounterArgsError extends Error {
@@ -33,15 +26,7 @@ const NODE_RUNTIME = /^nodejs(\d+)\.x$/;
 
 /** The layout the args describe, with defaults filled in (not validated). */
 export function layoutFromArgs(args: HybridCounterComponentArgs): CounterTableLayout {
-    return {
-        partitionKey: args.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
-        sortKey: args.sortKey ?? DEFAULT_LAYOUT.sortKey,
-        processedAttribute: args.processedAttribute ?? DEFAULT_LAYOUT.processedAttribute,
-        deletedAttribute: args.deletedAttribute ?? DEFAULT_LAYOUT.deletedAttribute,
-        tokenAttribute: args.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
-        counterPrefix: args.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
-        countAttribute: args.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
-    };
+    return layoutWithDefaults(args);
 }
 
 /**

@@ -39,7 +39,7 @@ import {
     eventualSortKey,
     layoutProblems,
     ConfigurationError,
-    DEFAULT_LAYOUT,
+    layoutWithDefaults,
     type CounterTableConfig,
     type CounterTableLayout,
 } from "./config";
@@ -127,15 +127,7 @@ export class HybridCounterClient {
 
     constructor(options: HybridCounterClientOptions) {
         const problems: string[] = [];
-        const layout: CounterTableLayout = {
-            partitionKey: options.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
-            sortKey: options.sortKey ?? DEFAULT_LAYOUT.sortKey,
-            processedAttribute: options.processedAttribute ?? DEFAULT_LAYOUT.processedAttribute,
-            deletedAttribute: options.deletedAttribute ?? DEFAULT_LAYOUT.deletedAttribute,
-            tokenAttribute: options.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
-            counterPrefix: options.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
-            countAttribute: options.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
-        };
+        const layout = layoutWithDefaults(options);
         problems.push(...layoutProblems(layout));
         if (typeof options.tableName !== "string" || options.tableName.length < 3 || options.tableName.length > 255) {
             problems.push("[tableName] must be a table name of 3 to 255 characters");

@@ -133,6 +133,22 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
     return problems;
 }
 
+/**
+ * Picks the layout fields out of `source` (component args, client options), with defaults for the
+ * missing ones. Not validated: see layoutProblems and resolveLayout.
+ */
+export function layoutWithDefaults(source: Partial<CounterTableLayout>): CounterTableLayout {
+    return {
+        partitionKey: source.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
+        sortKey: source.sortKey ?? DEFAULT_LAYOUT.sortKey,
+        processedAttribute: source.processedAttribute ?? DEFAULT_LAYOUT.processedAttribute,
+        deletedAttribute: source.deletedAttribute ?? DEFAULT_LAYOUT.deletedAttribute,
+        tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
+        counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
+        countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
+    };
+}
+
 /** Fills defaults into a partial layout and validates it; throws ConfigurationError naming each bad field. */
 export function resolveLayout(partial: Partial<CounterTableLayout> = {}): CounterTableLayout {
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
