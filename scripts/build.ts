@@ -49,7 +49,7 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
     main().then(
-        () => console.log("built dist/ (library, declarations, Lambda bundles, policy pack)"),
+        () => console.error("built dist/ (library, declarations, Lambda bundles, policy pack)"),
         (error: unknown) => {
             console.error(error instanceof Error ? error.message : error);
             process.exit(1);
