@@ -152,6 +152,7 @@ export function treeBytes(dir: string): number {
 
 /** npm pack into a new temporary folder; returns the tarball's path. */
 export function packInto(dir: string = mkdtempSync(path.join(tmpdir(), "hybrid-counter-pack-")), cwd: string = ROOT): string {
+    mkdirSync(dir, { recursive: true });
     const out = execFileSync("npm", ["pack", "--json", "--pack-destination", dir, "--loglevel=error"], {
         cwd,
         encoding: "utf8",
