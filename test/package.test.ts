@@ -44,6 +44,7 @@ export const entryPoints = {
 /** Runs the compiled program under mocks with the project's own @pulumi/pulumi and prints what it registered. */
 const MOCK_RUNNER = `const path = require("node:path");
 const pulumi = require("@pulumi/pulumi");
+const { waitForRPCs } = require("@pulumi/pulumi/runtime/settings");
 const registered = [];
 pulumi.runtime.setMocks(
     {
@@ -62,26 +63,34 @@ pulumi.runtime.setMocks(
     // As the SDK's own harness settles: wait until the chain of outstanding RPCs stops growing.
     await new Promise((resolve) => program.clientConfig.apply(resolve));
     for (let i = 0; i < 3; i++) {
-        await pulumi.runtime.waitForRPCs();
+        await waitForRPCs();
         await new Promise((resolve) => setImmediate(resolve));
     }
     const entryPoints = program.entryPoints;
-    const code = (inputs) => {
+    // An archive input arrives as the archive object itself, its assets and their paths as promises.
+    const paths = async (value) => {
+        const v = value && typeof value.then === "function" ? await value : value;
+        if (v === null || typeof v !== "object") {
+            return [];
+        }
         const found = [];
-        const walk = (v) => {
-            if (v && typeof v === "object") {
-                for (const [k, x] of Object.entries(v)) {
-                    if (k === "path" && typeof x === "string") found.push(x);
-                    else walk(x);
-                }
+        for (const [k, x] of Object.entries(v)) {
+            const resolved = x && typeof x.then === "function" ? await x : x;
+            if (k === "path" && typeof resolved === "string") {
+                found.push(resolved);
+            } else {
+                found.push(...(await paths(resolved)));
             }
-        };
-        walk(inputs.code);
+        }
         return found;
     };
+    const resources = [];
+    for (const r of registered) {
+        resources.push({ type: r.type, name: r.name, code: r.type === "aws:lambda/function:Function" ? await paths(r.inputs.code) : undefined });
+    }
     process.stdout.write(JSON.stringify({
         entryPoints,
-        resources: registered.map((r) => ({ type: r.type, name: r.name, code: r.type === "aws:lambda/function:Function" ? code(r.inputs) : undefined })),
+        resources,
     }));
 });
 `;
