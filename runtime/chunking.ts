@@ -51,7 +51,8 @@ export const COUNTER_CHUNK_LIMITS: ChunkLimits = {
 
 /** The bytes an estimate stands for once the margin is applied. */
 export function withMargin(estimate: number, limits: ChunkLimits = COUNTER_CHUNK_LIMITS): number {
-    return Math.ceil(Math.max(0, estimate) * (1 + limits.margin));
+    // Rounded to a millionth first, so 389,120 * 1.1 is 428,032 and not one byte more.
+    return Math.ceil(Number((Math.max(0, estimate) * (1 + limits.margin)).toFixed(6)));
 }
 
 /** True when the item cannot share any transaction with the reserved actions. */
