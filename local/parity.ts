@@ -59,6 +59,11 @@ export interface ParityOptions {
     readonly bucketSeconds?: number;
     /** The clock (milliseconds), for tests. @default Date.now */
     readonly now?: () => number;
+    /**
+     * Names the partition an item's key is metered on. By default, its table and partition key
+     * value; the benchmark meters counter items apart to model counters kept in a table of their own.
+     */
+    readonly partitionOf?: (table: string, key: Item, defaultPartition: string) => string;
 }
 
 export interface ParityStats {
@@ -68,6 +73,8 @@ export interface ParityStats {
     throttled: { reads: number; writes: number; transactions: number };
     /** Throttled requests per partition key value (`table/key`). */
     throttledByKey: Map<string, number>;
+    /** Write units consumed per partition key value (`table/key`), as DynamoDB would meter them. */
+    writeUnitsByKey: Map<string, number>;
     /** Requests refused for a limit DynamoDB Local does not enforce. */
     refused: { transactionTooLarge: number; tooManyActions: number };
     /** Transactions whose ConsumedCapacity was rewritten to what DynamoDB bills. */
@@ -134,6 +141,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         requests: 0,
         throttled: { reads: 0, writes: 0, transactions: 0 },
         throttledByKey: new Map(),
+        writeUnitsByKey: new Map(),
         refused: { transactionTooLarge: 0, tooManyActions: 0 },
         transactionsBilled: 0,
     };
@@ -216,10 +224,18 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         return b;
     };
     const writeBucket = (key: string) => bucket(writeBuckets, key, limits.partitionWriteUnitsPerSecond);
+    const consumeWrite = (key: string, units: number) => {
+        writeBucket(key).consume(units, now());
+        stats.writeUnitsByKey.set(key, (stats.writeUnitsByKey.get(key) ?? 0) + units);
+    };
     const readBucket = (key: string) => bucket(readBuckets, key, limits.partitionReadUnitsPerSecond);
     const partitionKey = (table: string, info: TableInfo, item: Item | undefined): string | undefined => {
         const value = item?.[info.hashKey];
-        return value === undefined ? undefined : `${table}/${JSON.stringify(value)}`;
+        if (value === undefined) {
+            return undefined;
+        }
+        const partition = `${table}/${JSON.stringify(value)}`;
+        return options.partitionOf ? options.partitionOf(table, item!, partition) : partition;
     };
     const noteThrottle = (key: string) => stats.throttledByKey.set(key, (stats.throttledByKey.get(key) ?? 0) + 1);
 
@@ -296,13 +312,17 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         if (response.status !== 200) {
             if (key !== undefined && write) {
                 // A refused conditional write still consumes a write unit.
-                writeBucket(key).consume(1, now());
+                consumeWrite(key, 1);
             }
             return reply(res, response);
         }
         const output = JSON.parse(response.body.toString("utf8")) as Json;
         if (key !== undefined) {
-            (write ? writeBucket(key) : readBucket(key)).consume(consumedUnits(output), now());
+            if (write) {
+                consumeWrite(key, consumedUnits(output));
+            } else {
+                readBucket(key).consume(consumedUnits(output), now());
+            }
         }
         if (!asked) {
             delete output.ConsumedCapacity;
@@ -415,7 +435,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             perTable.set(p.table, (perTable.get(p.table) ?? 0) + units);
             const k = keys[i];
             if (k !== undefined) {
-                writeBucket(k).consume(units, now());
+                consumeWrite(k, units);
             }
         });
         stats.transactionsBilled++;
@@ -487,7 +507,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                     );
             }
         } else if (response.status === 200) {
-            for (const t of touched) writeBucket(t.key).consume(t.units, now());
+            for (const t of touched) consumeWrite(t.key, t.units);
         }
         reply(res, response);
     };
