@@ -224,7 +224,9 @@ export async function runHotTenant(
             try {
                 const row = await runOne(engine, system, placement, mode, options);
                 rows.push(row);
-                log(`  hot tenant ${placement.padEnd(16)} ${mode.padEnd(11)} done: ${row.throttledShare * 100}% of requests throttled`);
+                log(
+                    `  hot tenant ${placement.padEnd(16)} ${mode.padEnd(11)} done: ${(row.throttledShare * 100).toFixed(1)}% of requests throttled`,
+                );
             } finally {
                 await engine.stop();
             }
