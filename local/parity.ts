@@ -79,6 +79,8 @@ export interface ParityStats {
     refused: { transactionTooLarge: number; tooManyActions: number };
     /** Transactions whose ConsumedCapacity was rewritten to what DynamoDB bills. */
     transactionsBilled: number;
+    /** Requests passed through unchecked because the engine refused the layer's own read (a missing table). */
+    unchecked: number;
 }
 
 export interface ParityProxy {
@@ -144,6 +146,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         writeUnitsByKey: new Map(),
         refused: { transactionTooLarge: 0, tooManyActions: 0 },
         transactionsBilled: 0,
+        unchecked: 0,
     };
     const tables = new Map<string, Promise<TableInfo>>();
     const writeBuckets = new Map<string, TokenBucket>();
@@ -376,11 +379,16 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                 const [kind, body] = Object.entries(action)[0] ?? ["", {}];
                 const table = body.TableName as string;
                 const info = await tableInfo(table);
-                const key = (kind === "Put" ? body.Item : body.Key) as Item;
+                const item = (kind === "Put" ? body.Item : body.Key) as Item | undefined;
+                // A Put names its item by the key attributes of its Item.
+                const key: Item | undefined = item && {
+                    [info.hashKey]: item[info.hashKey]!,
+                    ...(info.rangeKey ? { [info.rangeKey]: item[info.rangeKey]! } : {}),
+                };
                 return { kind, body, table, info, key };
             }),
         );
-        const stored = await readItems(parsed.filter((p) => p.key).map((p) => ({ table: p.table, key: p.key })));
+        const stored = await readItems(parsed.flatMap((p) => (p.key ? [{ table: p.table, key: p.key }] : [])));
         const sizes = parsed.map((p) => {
             const current = p.key ? stored.get(identity(p.table, p.info, p.key)) : undefined;
             const before = itemSize(current);
@@ -390,7 +398,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                     : p.kind === "Update"
                       ? updatedItemSize(
                             current,
-                            p.key,
+                            p.key ?? {},
                             p.body.UpdateExpression as string | undefined,
                             p.body.ExpressionAttributeNames as Record<string, string> | undefined,
                             p.body.ExpressionAttributeValues as Item | undefined,
@@ -556,6 +564,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                 .catch(async (error: unknown) => {
                     if (error instanceof EngineRefusal && !res.headersSent) {
                         // The engine answers the request itself, with its own error (ResourceNotFoundException...).
+                        stats.unchecked++;
                         return reply(res, await send(req.headers, body));
                     }
                     throw error;

@@ -12,7 +12,7 @@
  * invariant, because each action is conditional on the item's current state, not on the record.
  *
  * Records are aggregated per counter key: one TransactWriteItems holds the counter's net delta plus
- * one conditional action per item, chunked to DynamoDB's 100-action limit. That costs about 2 write
+ * one conditional action per item, chunked to DynamoDB's 100-action and 4 MB limits. That costs about 2 write
  * units per record plus 2 per group, instead of 4 per record with one transaction per record.
  */
 import {
@@ -325,7 +325,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     const result: GroupResult = { counted: 0, duplicates: 0, poison: 0, failedSequenceNumbers: [] };
     const random = deps.random ?? Math.random;
     const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-    // Chunks are bounded by size as well as by count: an item's last stream image estimates its size.
+    // Chunks are bounded by size as well as by count (runtime/chunking.ts): the largest stream image of an item estimates its size.
     const sizeOf = (item: ItemIntent): number => Math.max(0, ...item.sequenceNumbers.map((s) => recordImageSize(bySequence.get(s))));
     const { fitting, tooLarge } = separateTooLarge(group.items, sizeOf);
     for (const item of tooLarge) {

@@ -344,6 +344,7 @@ describe("the parity layer enforces DynamoDB's limits on DynamoDB Local", () => 
                 "Transaction cancelled, please refer cancellation reasons for specific reasons [None, ThrottlingError]",
             );
             assert.deepEqual(refused.CancellationReasons, [{ Code: "None" }, { Code: "ThrottlingError", Message: ON_DEMAND_THROTTLED }]);
+            assert.equal(engine().parity!.stats.unchecked, 0);
         });
 
         it("bills a transaction 2 write units per KB per item against each item's partition", async () => {
