@@ -143,6 +143,20 @@ export function resolveTarget(flags: GlobalFlags, readText: (source: string) => 
     };
 }
 
+/** The origin of a queue URL that is not an AWS endpoint, or undefined. */
+export function localOrigin(queueUrl: string | undefined): string | undefined {
+    if (queueUrl === undefined) {
+        return undefined;
+    }
+    let url: URL;
+    try {
+        url = new URL(queueUrl);
+    } catch {
+        throw new UsageError(`--fatal-queue-url / --first-dlq-url: "${queueUrl}" is not a URL`);
+    }
+    return /(^|\.)amazonaws\.com(\.cn)?$/.test(url.hostname) ? undefined : url.origin;
+}
+
 function readSource(source: string): string {
     return source === "-" ? readFileSync(0, "utf8") : readFileSync(source, "utf8");
 }
@@ -249,8 +263,15 @@ export class CliContext {
         return this.streamsClient;
     }
 
+    /**
+     * SQS at --sqs-endpoint; else, for a queue URL outside AWS (a local server), at that URL's origin;
+     * else the region's endpoint.
+     */
     sqs(): SQSClient {
-        this.sqsClient ??= new SQSClient(this.clientOptions(this.flags.sqsEndpoint));
+        if (!this.sqsClient) {
+            const { fatalQueueUrl, firstDlqUrl } = this.counter();
+            this.sqsClient = new SQSClient(this.clientOptions(this.flags.sqsEndpoint ?? localOrigin(fatalQueueUrl ?? firstDlqUrl)));
+        }
         return this.sqsClient;
     }
 

@@ -281,7 +281,10 @@ export interface SettleContext {
     readonly dynamodb: DynamoDBClient;
 }
 
-/** Why a message is not settled, or undefined when it is: its keys (or the table) have nothing pending. */
+/**
+ * Why a message is not settled, or undefined when it is: its keys have nothing pending or malformed, or,
+ * when it names no key, the table has no pending item.
+ */
 export async function unsettledReason(explanation: Explanation, ctx: SettleContext): Promise<string | undefined> {
     if (explanation.counterKeys.length > 0) {
         for (const key of explanation.counterKeys) {
@@ -294,10 +297,10 @@ export async function unsettledReason(explanation: Explanation, ctx: SettleConte
         return undefined;
     }
     const table = await readTableStatus({ config: ctx.config, dynamodb: ctx.dynamodb });
+    // Malformed items have poison messages of their own; what a keyless message can leave behind is pending items.
     const t = table.totals;
-    const open = t.pendingCreates + t.pendingDeletes + t.malformed;
-    return open > 0
-        ? `the message names no key and the table still has ${t.pendingCreates} pending creates, ${t.pendingDeletes} pending deletes and ${t.malformed} malformed items`
+    return t.pendingCreates + t.pendingDeletes > 0
+        ? `the message names no key and the table still has ${t.pendingCreates} pending creates and ${t.pendingDeletes} pending deletes`
         : undefined;
 }
 
@@ -305,6 +308,7 @@ export async function unsettledReason(explanation: Explanation, ctx: SettleConte
 export async function deleteFatal(id: string, options: QueueOpsOptions & SettleContext): Promise<FatalEntry> {
     const held = await holdAll(options);
     const target = held.find((h) => h.entry.id === id);
+    let deleted = false;
     try {
         if (!target) {
             throw new FatalMessageNotFoundError(id);
@@ -314,12 +318,14 @@ export async function deleteFatal(id: string, options: QueueOpsOptions & SettleC
             throw new NotSettledError(`message ${id} is not settled: ${reason}; run \`fatal replay\` or \`reconcile\` first`);
         }
         await options.sqs.send(new DeleteMessageCommand({ QueueUrl: options.queueUrl, ReceiptHandle: target.message.ReceiptHandle }));
+        deleted = true;
         return target.entry;
     } finally {
+        // Everything held goes back, the target too when it was refused.
         await release(
             options.sqs,
             options.queueUrl,
-            held.filter((h) => h !== target),
+            held.filter((h) => !(deleted && h === target)),
         );
     }
 }
