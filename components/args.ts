@@ -88,6 +88,12 @@ export interface HybridCounterComponentArgs {
     /** Memory (MB) of the redrive function, 128..10240. @default 256 */
     readonly redriveMemorySize?: number;
     /**
+     * Reserved concurrency of the redrive function, 1..1000: bounds how many first-DLQ batches are re-read
+     * and counted at once, so a burst of dead-lettered batches cannot starve the API's own functions.
+     * @default undefined (unreserved)
+     */
+    readonly redriveReservedConcurrency?: pulumi.Input<number>;
+    /**
      * Timeout (s) of the redrive function, 1..900. The first DLQ's visibility timeout is six times this.
      * @default 120
      */
@@ -155,6 +161,12 @@ export interface HybridCounterComponentArgs {
     readonly consumerThrottlesAlarmThreshold?: number;
     /** First DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
     readonly firstDlqAlarmThreshold?: number;
+    /**
+     * Age (s) of the oldest first-DLQ message above which the alarm fires, 60 or more and below
+     * 86400 - `maximumRecordAgeInSeconds`: past that the stream (24 h) may have dropped the batch's records.
+     * @default 3600 (1 hour)
+     */
+    readonly firstDlqAgeAlarmThresholdSeconds?: number;
     /** Fatal DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
     readonly fatalDlqAlarmThreshold?: number;
     /** Redrive Errors (sum over 5 minutes) at or above which the alarm fires. @default 1 */
