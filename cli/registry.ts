@@ -7,6 +7,7 @@
  */
 import type { Command } from "commander";
 import type { CliContext } from "./context";
+import { devCommand } from "./dev";
 import { fatalCommand } from "./fatal";
 import { reconcileCommand } from "./reconcile";
 import { redriveCommand } from "./redrive";
@@ -26,4 +27,4 @@ export interface CliCommand {
     register(program: Command, run: Run): void;
 }
 
-export const COMMANDS: readonly CliCommand[] = [statusCommand, reconcileCommand, fatalCommand, redriveCommand];
+export const COMMANDS: readonly CliCommand[] = [statusCommand, reconcileCommand, fatalCommand, redriveCommand, devCommand];
