@@ -44,6 +44,8 @@ export const AlarmName = {
     ConsumerThrottles: "consumerThrottles",
     /** A batch left the stream path: the first DLQ holds messages. */
     FirstDlqDepth: "firstDlqDepth",
+    /** The first DLQ's oldest message is old: the redrive must re-read its records before the stream's 24 h retention trims them. */
+    FirstDlqAge: "firstDlqAge",
     /** A batch needs an operator: the fatal DLQ holds messages. */
     FatalDlqDepth: "fatalDlqDepth",
     /** The redrive function fails invocations (Errors). */
@@ -61,6 +63,8 @@ export interface HybridCounterAlarmArns {
     readonly consumerThrottles?: string;
     /** The first DLQ depth alarm. */
     readonly firstDlqDepth?: string;
+    /** The first DLQ's oldest-message age alarm. */
+    readonly firstDlqAge?: string;
     /** The fatal DLQ depth alarm. */
     readonly fatalDlqDepth?: string;
     /** The redrive errors alarm. */
@@ -153,6 +157,12 @@ export interface HybridCounterComponentArgs {
     /** Memory (MB) of the redrive function, 128..10240. @default 256 */
     readonly redriveMemorySize?: number;
     /**
+     * Reserved concurrency of the redrive function, 1..1000: bounds how many first-DLQ batches are re-read
+     * and counted at once, so a burst of dead-lettered batches cannot starve the API's own functions.
+     * @default undefined (unreserved)
+     */
+    readonly redriveReservedConcurrency?: pulumi.Input<number>;
+    /**
      * Timeout (s) of the redrive function, 1..900. The first DLQ's visibility timeout is six times this.
      * @default 120
      */
@@ -220,6 +230,12 @@ export interface HybridCounterComponentArgs {
     readonly consumerThrottlesAlarmThreshold?: number;
     /** First DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
     readonly firstDlqAlarmThreshold?: number;
+    /**
+     * Age (s) of the oldest first-DLQ message above which the alarm fires, 60 or more and below
+     * 86400 - `maximumRecordAgeInSeconds`: past that the stream (24 h) may have dropped the batch's records.
+     * @default 3600 (1 hour)
+     */
+    readonly firstDlqAgeAlarmThresholdSeconds?: number;
     /** Fatal DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
     readonly fatalDlqAlarmThreshold?: number;
     /** Redrive Errors (sum over 5 minutes) at or above which the alarm fires. @default 1 */

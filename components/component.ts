@@ -204,6 +204,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 role: redriveRole.arn,
                 memorySize: args.redriveMemorySize ?? D.redriveMemorySize,
                 timeout: redriveTimeout,
+                reservedConcurrentExecutions: args.redriveReservedConcurrency,
             },
             { parent: this, dependsOn: [redriveLogs, redriveRolePolicy] },
         );
@@ -261,6 +262,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             consumerErrors: args.consumerErrorsAlarmThreshold ?? D.consumerErrorsAlarmThreshold,
             consumerThrottles: args.consumerThrottlesAlarmThreshold ?? D.consumerThrottlesAlarmThreshold,
             firstDlqDepth: args.firstDlqAlarmThreshold ?? D.firstDlqAlarmThreshold,
+            firstDlqAge: args.firstDlqAgeAlarmThresholdSeconds ?? D.firstDlqAgeAlarmThresholdSeconds,
             fatalDlqDepth: args.fatalDlqAlarmThreshold ?? D.fatalDlqAlarmThreshold,
             redriveErrors: args.redriveErrorsAlarmThreshold ?? D.redriveErrorsAlarmThreshold,
         };

@@ -66,6 +66,12 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     consumerThrottlesAlarmThreshold: 1,
     /** Any message in the first DLQ means a batch left the stream path. */
     firstDlqAlarmThreshold: 0,
+    /**
+     * One hour in the first DLQ: a batch reaches it at most `maximumRecordAgeInSeconds` (6 h) after its
+     * records were written, and the stream drops them at 24 h, so this leaves the redrive (or an operator)
+     * about 17 hours to act before the records can no longer be re-read.
+     */
+    firstDlqAgeAlarmThresholdSeconds: 60 * 60,
     /** Any message in the fatal DLQ needs an operator. */
     fatalDlqAlarmThreshold: 0,
     redriveErrorsAlarmThreshold: 1,

@@ -157,8 +157,8 @@ describe("examples and the root program", () => {
             assert.deepEqual(names(run.resources, TABLE), ["orders"]);
             const component = findResource(run.resources, COMPONENT, "orders-counter");
             const children = run.resources.filter((r) => r.parent === component.urn);
-            // The 21 children of an attached component (every role but -table), plus the alarm topic.
-            assert.equal(children.length, 22);
+            // The 22 children of an attached component (every role but -table), plus the alarm topic.
+            assert.equal(children.length, 23);
             assert.deepEqual(
                 children.filter((r) => r.type === "aws:sns/topic:Topic").map((r) => r.name),
                 ["orders-counter-alarm-topic"],
@@ -330,8 +330,8 @@ describe("examples and the root program", () => {
                 components.map((r) => r.name),
                 ["counter"],
             );
-            // The 22 children of a component that creates its table.
-            assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 22);
+            // The 23 children of a component that creates its table.
+            assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 23);
             assert.deepEqual(names(run.resources, TABLE), ["counter-table"]);
             assert.deepEqual(Object.keys(run.result).sort(), [
                 "alarmArns",
