@@ -190,6 +190,7 @@ async function runApproach(
         const streams = engine.streams();
         clients.push(consumerDynamo, streams);
         consumerMeter = meterWrites(consumerDynamo);
+        lag.watchCommits(consumerDynamo);
         injectFaults(consumerDynamo, { rate: options.faults, random: seededRandom(options.seed + 2) });
         const queues = new LocalQueues();
         const sqs = queues.client();
@@ -204,6 +205,7 @@ async function runApproach(
             streams,
             streamArn,
             settings: system.streamMapping,
+            onRead: (record, at) => lag.read(record, at),
             invoke: async (event: DynamoDBStreamEvent) => {
                 const response = await handler(event, lambdaContext("bench", system.consumer.timeoutSeconds * 1000));
                 lag.invoked(event, response);
@@ -222,11 +224,12 @@ async function runApproach(
     const consuming = (async () => {
         while (emulator && consumerDuringApi && !done) {
             const read = await emulator.poll();
-            const invoked = await emulator.deliver();
-            if (read === 0 && invoked === 0) {
+            emulator.start();
+            if (read === 0) {
                 await new Promise((r) => setTimeout(r, 25));
             }
         }
+        await emulator?.settled();
     })();
     const result = await runWorkload(
         target,
