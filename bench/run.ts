@@ -31,6 +31,7 @@ import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
+import { runSweep } from "./sweep";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
 const APPROACHES: readonly Approach[] = ["hybrid", "hybrid-per-record", "atomic-counter", "transaction-crt"];
@@ -299,6 +300,10 @@ async function runApproach(
 }
 
 async function main(): Promise<void> {
+    if (process.argv.includes("--sweep")) {
+        await runSweep(process.argv.slice(2).filter((a) => a !== "--sweep"));
+        return;
+    }
     const options = parseOptions(process.argv.slice(2));
     const log = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
     log(
