@@ -26,6 +26,8 @@ export interface SweepOptions {
     /** Directory for sweep.json and the SVG charts. */
     readonly out: string;
     readonly json: boolean;
+    /** Redraw the charts from this sweep.json instead of measuring. */
+    readonly render?: string;
 }
 
 export const SWEEP_DEFAULTS: SweepOptions = Object.freeze({
@@ -68,6 +70,7 @@ export function parseSweepArgs(argv: readonly string[]): SweepOptions {
                 seed: { type: "string" },
                 out: { type: "string" },
                 json: { type: "boolean" },
+                render: { type: "string" },
             },
         }).values;
     } catch (error) {
@@ -104,6 +107,7 @@ export function parseSweepArgs(argv: readonly string[]): SweepOptions {
         seed: number("seed", values.seed, d.seed, 0, 2 ** 31, true),
         out: values.out ?? d.out,
         json: values.json ?? false,
+        ...(values.render === undefined ? {} : { render: values.render }),
     };
     if (problems.length > 0) {
         throw new SweepUsageError(problems.join("\n"));
@@ -138,6 +142,27 @@ export function planSweep(options: SweepOptions, defaults: DefaultBatching): Swe
         }
     }
     return points;
+}
+
+/**
+ * The consumer's cost model: each batch commits one conditional action per record (2 WCU, a
+ * transactional write) and one counter update per distinct key it holds (2 WCU more). With `keys`
+ * written uniformly and `records` per batch, a batch holds keys x (1 - e^(-records/keys)) distinct
+ * keys on average. Creations deleted within the same batch collapse to one action, so measured
+ * figures can fall below the model.
+ */
+export function modelWcuPerRecord(keys: number, records: number): number {
+    const distinct = keys * (1 - Math.exp(-records / keys));
+    return 2 + (2 * distinct) / records;
+}
+
+/** Records per batch needed for the model to reach `target` WCU per record at `keys` keys. */
+export function recordsPerBatchFor(keys: number, target: number): number {
+    let records = 1;
+    while (modelWcuPerRecord(keys, records) > target && records < 1_000_000) {
+        records++;
+    }
+    return records;
 }
 
 export interface LagSummary {
@@ -215,7 +240,15 @@ export function sweepCharts(results: readonly PointResult[], options: Pick<Sweep
             xLabel: "counter keys written to (log scale)",
             yLabel: "consumer WCU per record",
             xScale: "log2",
-            series: spreadSeries((r) => r.consumerWcuPerRecord),
+            series: [
+                ...spreadSeries((r) => r.consumerWcuPerRecord),
+                ...[100, 500].map((records) => ({
+                    name: `model, ${records} records per batch`,
+                    color: records === 100 ? "#7f7f7f" : "#bcbd22",
+                    dashed: true,
+                    points: [...new Set(spread.map((r) => r.point.keys))].map((keys) => [keys, modelWcuPerRecord(keys, records)] as const),
+                })),
+            ],
             references: [{ y: 2.3, label: "2.3 WCU per record" }],
         }),
         "sweep-lag-vs-spread.svg": lineChartSvg({

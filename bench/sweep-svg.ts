@@ -101,7 +101,8 @@ export function lineChartSvg(chart: LineChart): string {
     const tx = (v: number) => (chart.xScale === "log2" ? Math.log2(v) : v);
     const xs = all.map(([v]) => tx(v));
     const xMin = chart.xScale === "log2" ? Math.min(...xs) : Math.min(0, ...xs);
-    const xMax = Math.max(...xs, xMin + 1);
+    const widest = Math.max(...xs);
+    const xMax = widest > xMin ? widest : xMin + 1;
     const x = (v: number) => LEFT + ((tx(v) - xMin) / (xMax - xMin)) * (RIGHT - LEFT);
     const ticks = [...new Set(all.map(([v]) => v))].sort((a, b) => a - b);
     for (const t of ticks) {

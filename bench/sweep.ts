@@ -7,7 +7,7 @@
  */
 import { DeleteTableCommand, PutItemCommand, TransactWriteItemsCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamEvent } from "aws-lambda";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { HybridCounterComponent } from "../components/component";
 import { meterWrites } from "../local/capacity";
@@ -256,6 +256,15 @@ export async function runSweep(argv: readonly string[]): Promise<void> {
         throw error;
     }
     const log = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
+    if (options.render !== undefined) {
+        const saved = JSON.parse(readFileSync(options.render, "utf8")) as { options: SweepOptions; points: PointResult[] };
+        const out = path.resolve(argv.includes("--out") ? options.out : path.dirname(options.render));
+        for (const [name, svg] of Object.entries(sweepCharts(saved.points, saved.options))) {
+            writeFileSync(path.join(out, name), svg);
+        }
+        log(`charts redrawn from ${options.render} into ${out}`);
+        return;
+    }
     const run = await runProgramWithResult(() => new HybridCounterComponent("sweep", {}));
     const system = describeDeployedSystem(run.resources);
     const points = planSweep(options, {
