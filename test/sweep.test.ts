@@ -5,7 +5,9 @@ import { describeDeployedSystem } from "../local/system";
 import { measurePoint, paced } from "../bench/sweep";
 import {
     LOAD_KEYS,
+    modelWcuPerRecord,
     parseSweepArgs,
+    recordsPerBatchFor,
     planSweep,
     sweepCharts,
     SWEEP_DEFAULTS,
@@ -134,11 +136,26 @@ describe("the sweep's plan", () => {
         for (const name of ["batch 100, no window", "batch 100, 5 s window", "batch 1000, no window", "batch 1000, 5 s window"]) {
             assert.ok(wcu.includes(`>${name}</text>`), name);
         }
-        assert.equal((wcu.match(/<circle /g) ?? []).length, 8, "two spreads for each of four series");
+        assert.ok(wcu.includes(">model, 100 records per batch</text>") && wcu.includes(">model, 500 records per batch</text>"));
+        assert.equal((wcu.match(/<circle /g) ?? []).length, 12, "two spreads for each of four measured series and two model lines");
         assert.ok(charts["sweep-throughput.svg"]!.includes(">2.75</text>"));
         assert.ok(charts["sweep-throughput.svg"]!.includes(">1.5</text>"));
         assert.equal((charts["sweep-lag-vs-load.svg"]!.match(/<circle /g) ?? []).length, 4, "one load, four lag series");
         assert.ok(charts["sweep-lag-vs-load.svg"]!.startsWith("<svg "));
+    });
+});
+
+describe("the consumer's cost model", () => {
+    it("costs 2 WCU per record plus 2 per distinct key a batch holds", () => {
+        assert.equal(modelWcuPerRecord(1, 100), 2.02);
+        assert.equal(Math.round(modelWcuPerRecord(64, 100) * 100) / 100, 3.01);
+        assert.equal(Math.round(modelWcuPerRecord(64, 500) * 100) / 100, 2.26);
+    });
+
+    it("needs about 430 records per batch for 2.3 WCU per record at 64 keys, more than a batch of 100 holds", () => {
+        assert.equal(recordsPerBatchFor(64, 2.3), 427);
+        assert.equal(recordsPerBatchFor(1, 2.3), 7);
+        assert.ok(modelWcuPerRecord(64, 100) > 2.3);
     });
 });
 
