@@ -236,30 +236,22 @@ describe("the sweep's SVG", () => {
 describe("a sweep point on DynamoDB Local", () => {
     const engine = useEngine();
 
-    it("measures a load point and a throughput point, ends exact, and counts every write it made", async () => {
+    it("measures a throughput point beside its yardsticks, ends exact, and counts every write it made", async function () {
+        // Two yardsticks, a backlog and its drain on a shared 2-core machine: slow, never timed.
+        this.timeout(300_000);
         const run = await runProgramWithResult(() => new HybridCounterComponent("sweep-test", {}));
         const system = describeDeployedSystem(run.resources);
-        const options = { ...SWEEP_DEFAULTS, seconds: 1, backlog: 40 };
+        const options = { ...SWEEP_DEFAULTS, backlog: 20 };
 
-        const load = await measurePoint(
-            engine(),
-            system,
-            { kind: "load", load: 0.02, keys: 2, batchSize: 100, windowSeconds: 0 },
-            options,
-            40,
-        );
-        const drain = await measurePoint(engine(), system, { kind: "throughput", keys: 2, batchSize: 1000, windowSeconds: 0 }, options, 40);
+        const drain = await measurePoint(engine(), system, { kind: "throughput", keys: 2, batchSize: 1000, windowSeconds: 0 }, options, 20);
 
-        for (const r of [load, drain]) {
-            assert.equal(r.exact, true);
-            assert.ok(r.recordsCounted > 0);
-            assert.ok(r.rawPutPerSec > 0);
-            assert.equal(r.consumerWcuPerRecord > 0, true);
-        }
-        assert.equal(load.offeredOpsPerSec! > 0, true);
-        assert.equal(load.consumerRecordsPerSec, null);
-        assert.equal(drain.ops, 40);
-        assert.ok(drain.rawTransactPerSec! > 0 && drain.consumerRatioToRawTransact! > 0);
-        assert.equal(drain.recordsPerInvocation, drain.recordsCounted / drain.invocations);
+        assert.equal(drain.exact, true);
+        assert.equal(drain.ops, 20);
+        assert.ok(drain.recordsCounted >= 20, "every operation wrote a creation or a deletion the consumer counted");
+        assert.ok(drain.rawPutPerSec > 0 && drain.rawTransactPerSec! > 0);
+        assert.ok(drain.consumerRecordsPerSec! > 0 && drain.consumerRatioToRawTransact! > 0);
+        assert.ok(drain.consumerWcuPerRecord > 0);
+        assert.equal(drain.offeredOpsPerSec, null);
+        assert.equal(drain.recordsPerInvocation, Math.round((drain.recordsCounted / drain.invocations) * 100) / 100);
     });
 });
