@@ -35,7 +35,7 @@ export const PLACEMENTS: readonly CounterPlacement[] = ["tenant-partition", "own
 export interface HotTenantOptions {
     readonly ops: number;
     readonly concurrency: number;
-    /** Bytes of payload per resource item. @default 2048 */
+    /** Bytes of payload per resource item: large enough that one key passes 1,000 WCU/s at DynamoDB Local's pace. @default 16384 */
     readonly itemBytes: number;
     readonly seed: number;
     /** False: DynamoDB Local without the parity layer, to compare. */

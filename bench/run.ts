@@ -132,7 +132,7 @@ function parseOptions(argv: string[]): Options {
         json: values.json ?? false,
         parity: !(values["no-parity"] ?? false),
         scenarios: { approaches: scenario !== "hot-tenant", hotTenant: scenario !== "approaches" },
-        itemBytes: num("item-bytes", values["item-bytes"], 2048, 1, 350_000),
+        itemBytes: num("item-bytes", values["item-bytes"], 16_384, 1, 350_000),
         placements,
     };
 }
