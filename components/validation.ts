@@ -3,7 +3,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { layoutProblems, layoutWithDefaults, type CounterTableLayout } from "../runtime/config";
-import type { HybridCounterComponentArgs } from "./args";
+import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { ALARM_NAMES, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
@@ -93,7 +93,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         }
     }
     plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
-    oneOf("billingMode", ["PAY_PER_REQUEST", "PROVISIONED"]);
+    oneOf("billingMode", Object.values(BillingMode));
     integerBetween("readCapacity", LIMITS.capacity);
     integerBetween("writeCapacity", LIMITS.capacity);
     if (args.table === undefined) {
@@ -122,7 +122,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
             problems.push(`[lambdaRuntime] must be nodejs${LIMITS.minimumNodeMajor}.x or a newer nodejs<major>.x runtime`);
         }
     }
-    oneOf("architecture", ["arm64", "x86_64"]);
+    oneOf("architecture", Object.values(Architecture));
     integerBetween("consumerMemorySize", LIMITS.memorySize);
     integerBetween("consumerTimeout", LIMITS.consumerTimeout);
     integerAtLeast("consumerReservedConcurrency", 1);

@@ -21,6 +21,7 @@ import { chartSvg, type Panel } from "./chart";
 import { startEngine, type LocalEngine } from "./engine";
 import { injectFaults, seededRandom, type FaultStats } from "./faults";
 import { LagMeter } from "./lag";
+import { describeParity } from "./parity";
 import { lambdaContext } from "./lambda-context";
 import { MappingEmulator } from "./mapping-emulator";
 import { outputValue, runProgramWithResult } from "./pulumi-mocks";
@@ -43,6 +44,8 @@ export interface TwinOptions {
     readonly durationSeconds: number;
     readonly json: boolean;
     readonly chart: string;
+    /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
+    readonly parity?: boolean;
     /** How many keys the chart shows, worst first. */
     readonly chartKeys: number;
 }
@@ -65,6 +68,8 @@ Options:
   --duration <s>       run the workload for this many seconds instead of --ops
   --watch              run until Ctrl-C
   --json               print one final JSON report and nothing else on stdout
+  --no-parity          run DynamoDB Local without the parity layer (AWS's transaction size, partition
+                       throughput and transaction billing are enforced by default), to compare
   --chart <path>       where to write the SVG chart (default twin-output/chart.svg)
   --chart-keys <n>     keys in the chart, worst first (default 3)
   -h, --help           show this help`;
@@ -93,6 +98,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
                 watch: { type: "boolean" },
                 json: { type: "boolean" },
                 chart: { type: "string" },
+                "no-parity": { type: "boolean" },
                 "chart-keys": { type: "string" },
                 help: { type: "boolean", short: "h" },
             },
@@ -147,6 +153,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
         json: v.json ?? false,
         chart: v.chart ?? path.join("twin-output", "chart.svg"),
         chartKeys: integer("chart-keys", v["chart-keys"], 3, 1, 16),
+        ...(v["no-parity"] ? { parity: false } : {}),
     };
     if (options.mode === "strict" && options.limit === undefined) {
         problems.push("--mode strict needs --limit: strict mode exists to enforce one");
@@ -183,6 +190,8 @@ export interface TwinReport {
     durationMs: number;
     chart: string;
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
+    /** What the parity layer enforced (local/parity.ts), or that it was off. */
+    parity: string;
     /** Keys whose best-effort is above live at the end (strict mode's held slots), with how many. */
     heldSlots: Array<{ key: string; heldSlots: number }>;
     /** Keys whose eventual counter is not live at the end, with eventual - live. */
@@ -221,7 +230,7 @@ export async function runTwin(
     progress: NodeJS.WriteStream | null,
     stop?: AbortSignal,
 ): Promise<TwinReport> {
-    const engine: LocalEngine = await startEngine();
+    const engine: LocalEngine = await startEngine({ parity: options.parity });
     let sqsServer: LocalSqs | undefined;
     const stopSignals: Array<() => void> = [];
     stop?.addEventListener("abort", () => stopSignals.forEach((f) => f()));
@@ -516,6 +525,7 @@ export async function runTwin(
             observations,
             durationMs: consumerDone - started,
             chart: chartPath,
+            parity: describeParity(engine.parity),
             settings: {
                 batchSize: system.streamMapping.batchSize,
                 maximumRetryAttempts: system.streamMapping.maximumRetryAttempts,
@@ -645,6 +655,7 @@ async function main(): Promise<void> {
     log(
         `${report.mode === "utilization" ? `keys ever overcounted by best-effort: ${report.overcountKeys.length}` : `keys ever over the limit: ${report.limitExceededKeys.length}`}`,
     );
+    log(report.parity);
     for (const { key, heldSlots } of report.heldSlots) {
         log(`held slots: ${key} holds ${heldSlots} (best-effort above live)`);
     }
