@@ -104,6 +104,7 @@ async function runOne(
     const streams = engine.streams();
     const queues = new LocalQueues();
     const lag = new LagMeter(DEFAULT_LAYOUT);
+    lag.watchCommits(consumerDynamo);
     let consumerRetries = 0;
     const handler = createStreamHandler({
         config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
@@ -115,6 +116,7 @@ async function runOne(
         streams,
         streamArn,
         settings: system.streamMapping,
+        onRead: (record, at) => lag.read(record, at),
         invoke: async (event: DynamoDBStreamEvent) => {
             const response = await handler(event, lambdaContext("bench", system.consumer.timeoutSeconds * 1000));
             consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;

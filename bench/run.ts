@@ -31,6 +31,7 @@ import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
+import { runSweep } from "./sweep";
 import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type HotTenantRow } from "./hot-tenant";
 import { describeParity } from "../local/parity";
 
@@ -215,6 +216,7 @@ async function runApproach(
         const streams = engine.streams();
         clients.push(consumerDynamo, streams);
         consumerMeter = meterWrites(consumerDynamo);
+        lag.watchCommits(consumerDynamo);
         injectFaults(consumerDynamo, { rate: options.faults, random: seededRandom(options.seed + 2) });
         const queues = new LocalQueues();
         const sqs = queues.client();
@@ -229,6 +231,7 @@ async function runApproach(
             streams,
             streamArn,
             settings: system.streamMapping,
+            onRead: (record, at) => lag.read(record, at),
             invoke: async (event: DynamoDBStreamEvent) => {
                 const response = await handler(event, lambdaContext("bench", system.consumer.timeoutSeconds * 1000));
                 lag.invoked(event, response);
@@ -247,11 +250,12 @@ async function runApproach(
     const consuming = (async () => {
         while (emulator && consumerDuringApi && !done) {
             const read = await emulator.poll();
-            const invoked = await emulator.deliver();
-            if (read === 0 && invoked === 0) {
+            emulator.start();
+            if (read === 0) {
                 await new Promise((r) => setTimeout(r, 25));
             }
         }
+        await emulator?.settled();
     })();
     const result = await runWorkload(
         target,
@@ -321,6 +325,10 @@ async function runApproach(
 }
 
 async function main(): Promise<void> {
+    if (process.argv.includes("--sweep")) {
+        await runSweep(process.argv.slice(2).filter((a) => a !== "--sweep"));
+        return;
+    }
     const options = parseOptions(process.argv.slice(2));
     const log = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
     log(

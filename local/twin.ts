@@ -20,7 +20,7 @@ import { meterWrites, type CapacityMeter } from "./capacity";
 import { chartSvg, type Panel } from "./chart";
 import { startEngine, type LocalEngine } from "./engine";
 import { injectFaults, seededRandom, type FaultStats } from "./faults";
-import { LagMeter } from "./lag";
+import { LagMeter, type LagSplit } from "./lag";
 import { describeParity } from "./parity";
 import { lambdaContext } from "./lambda-context";
 import { MappingEmulator } from "./mapping-emulator";
@@ -175,7 +175,13 @@ export interface TwinReport {
     overcountKeys: string[];
     limitExceededKeys: string[];
     apiErrors: number;
+    /** From the API call's return to the commit of the item's count: the lag a user sees. */
     lagMs: { p50: number; p99: number; max: number };
+    /**
+     * The same lag split where the mapping read the record: stream (DynamoDB Local's stream and
+     * Lambda's polling cadence) and pipeline (batching, invocation, the consumer's transactions).
+     */
+    lagSplitMs: LagSplit;
     opsPerSec: number;
     consumerRecordsPerSec: number;
     wcuPerOp: { api: number; consumer: number };
@@ -300,16 +306,22 @@ export async function runTwin(
                 injectFaults(redrive.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 2) }),
             );
         }
-        // Lambda logs go to CloudWatch; locally they would drown the report.
+        // Lambda logs go to CloudWatch; locally they would drown the report. The consumer and the
+        // redrive run at the same time, so stdout is restored only when the last of them returns.
+        let silenced = 0;
+        const write = process.stdout.write;
         const silence =
             <T extends unknown[], R>(fn: (...a: T) => Promise<R>) =>
             async (...a: T): Promise<R> => {
-                const write = process.stdout.write;
-                process.stdout.write = (() => true) as typeof process.stdout.write;
+                if (silenced++ === 0) {
+                    process.stdout.write = (() => true) as typeof process.stdout.write;
+                }
                 try {
                     return await fn(...a);
                 } finally {
-                    process.stdout.write = write;
+                    if (--silenced === 0) {
+                        process.stdout.write = write;
+                    }
                 }
             };
 
@@ -320,9 +332,12 @@ export async function runTwin(
             options.faults > 0 ? injectFaults(apiDynamo, { rate: options.faults, random: seededRandom(options.seed * 7 + 3) }) : undefined;
         const client = new HybridCounterClient({ ...clientConfig, dynamodb: apiDynamo, mode: options.mode });
 
-        // Ground truth for lag: when the API call that wrote each record returned.
+        // Ground truth for lag: when the API call that wrote each record returned, and when its count committed.
         const lag = new LagMeter(layout);
+        lag.watchCommits(consumer.clients.dynamodb);
+        lag.watchCommits(redrive.clients.dynamodb);
         const emulator = new MappingEmulator({
+            onRead: (record, at) => lag.read(record, at),
             streams: engine.streams(),
             streamArn,
             settings: system.streamMapping,
@@ -372,14 +387,16 @@ export async function runTwin(
         });
 
         const consuming = (async () => {
+            // The function runs while the next page is read, as Lambda's poller does.
             while (!workloadDone) {
                 const read = await emulator.poll();
-                const invoked = await emulator.deliver();
+                emulator.start();
                 await redrivePass();
-                if (read === 0 && invoked === 0) {
+                if (read === 0) {
                     await new Promise((r) => setTimeout(r, 25));
                 }
             }
+            await emulator.settled();
         })();
         const observing = (async () => {
             for (let i = 0; !workloadDone; i++) {
@@ -506,6 +523,7 @@ export async function runTwin(
             limitExceededKeys: [...exceeded].sort(),
             apiErrors: workload.apiErrors.length,
             lagMs: lag.figures(),
+            lagSplitMs: lag.split(emulator.stats),
             opsPerSec: round2(workload.ops / ((apiDone - started) / 1000)),
             consumerRecordsPerSec: round2(lag.counted / ((consumerDone - started) / 1000)),
             wcuPerOp: { api: round2(apiMeter.billed / workload.ops), consumer: round2(consumerWcu / workload.ops) },
@@ -649,6 +667,12 @@ async function main(): Promise<void> {
     log(`API: ${report.opsPerSec} ops/s, ${report.apiErrors} errors surfaced, ${report.wcuPerOp.api} WCU/op`);
     log(
         `consumer: ${report.consumerRecordsPerSec} records/s, ${report.wcuPerOp.consumer} WCU per API op, lag p50 ${report.lagMs.p50} ms, p99 ${report.lagMs.p99} ms, max ${report.lagMs.max} ms`,
+    );
+    const split = report.lagSplitMs;
+    log(
+        `lag split: stream (DynamoDB Local + Lambda's poll cadence) p50 ${split.stream.p50} ms, p99 ${split.stream.p99} ms; ` +
+            `pipeline (batching, invocation, commit) p50 ${split.pipeline.p50} ms, p99 ${split.pipeline.p99} ms; ` +
+            `GetRecords mean ${split.engine.getRecordsMeanMs} ms, max ${split.engine.getRecordsMaxMs} ms, shards ${split.engine.shards}`,
     );
     log(`faults injected: API ${report.faultsInjected.api}, consumer ${report.faultsInjected.consumer}`);
     log(`DLQ: first ${report.dlq.first}, redriven ${report.dlq.redriven}, fatal ${report.dlq.fatal}`);
