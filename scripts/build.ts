@@ -4,7 +4,8 @@
  * 1. dist/ is removed, so a renamed or deleted module never ships.
  * 2. tsc (tsconfig.build.json) compiles index.ts, components/, runtime/ and policy/ to JavaScript and
  *    declarations, without source maps.
- * 3. esbuild writes the Lambda bundles the component deploys (scripts/bundle.ts).
+ * 3. esbuild writes the Lambda bundles the component deploys (scripts/bundle.ts) and the operator CLI, the
+ *    package's bin (scripts/bundle-cli.ts).
  * 4. dist/policy/ becomes a runnable policy pack: PulumiPolicy.yaml and a package.json whose main is the
  *    compiled pack, so `pulumi preview --policy-pack node_modules/hybrid-counter/dist/policy` works from
  *    an installed package that ships no TypeScript sources.
@@ -13,6 +14,7 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { buildBundles } from "./bundle";
+import { buildCli } from "./bundle-cli";
 
 const root = path.resolve(__dirname, "..");
 const dist = path.join(root, "dist");
@@ -41,6 +43,8 @@ async function main(): Promise<void> {
     }
 
     await buildBundles(path.join(dist, "bundles"));
+    // The operator CLI (package.json `bin`): one file with everything it needs from cli/, runtime/, local/.
+    await buildCli(path.join(dist, "cli", "index.js"));
 
     const manifest = JSON.parse(readFileSync(path.join(root, "policy", "package.json"), "utf8"));
     writeFileSync(path.join(dist, "policy", "package.json"), `${JSON.stringify(installedPolicyPackManifest(manifest), null, 2)}\n`);

@@ -279,6 +279,7 @@ describe("the npm package, packed and installed into a new project outside the r
                 "dist/policy/PulumiPolicy.yaml",
                 "dist/bundles/stream-consumer/index.js",
                 "dist/bundles/redrive/index.js",
+                "dist/cli/index.js",
             ]) {
                 assert.ok(packed.includes(file), `${file} is packed`);
             }
