@@ -5,6 +5,8 @@
  * This module is pure: no AWS SDK, no Pulumi. The component imports it so that the environment
  * variable names and defaults are defined exactly once.
  */
+import { ConfigurationError } from "./errors";
+import type { ItemSelection } from "./selection";
 
 /** Attribute names and reserved values of the table the counter lives in. */
 export interface CounterTableLayout {
@@ -25,11 +27,43 @@ export interface CounterTableLayout {
     readonly counterPrefix: string;
     /** Numeric attribute that holds a counter item's value. */
     readonly countAttribute: string;
+    /** Which items of the table count. @default { kind: "client" } */
+    readonly selection?: ItemSelection;
 }
 
 /** A layout plus the table it applies to. */
 export interface CounterTableConfig extends CounterTableLayout {
     readonly tableName: string;
+    /** The table the counter items (best-effort, eventual, markers) live in; equal to tableName for "same-table". @default tableName */
+    readonly countersTableName?: string;
+}
+
+/** Attribute names on counter items (best-effort, eventual, markers). */
+export const COUNTER_ATTRIBUTES = Object.freeze({
+    state: "hc_state",
+    seq: "hc_seq",
+    beCounted: "hc_be",
+    expiresAt: "hc_expires_at",
+    version: "hc_version",
+    writtenAt: "hc_written_at",
+    healShard: "hc_heal",
+    life: "hc_life",
+} as const);
+
+/** hc_seq of a marker written by anything but the stream: every stream record orders after it. */
+export const ZERO_SEQ = "0".repeat(40);
+
+/** A stream sequence number left-padded to 40 digits, so that string order is numeric order. */
+export function paddedSequence(sequenceNumber: string): string {
+    return sequenceNumber.padStart(40, "0");
+}
+
+/** Shards of the sparse "heal-index": a best-effort item's hc_heal is String(fnv1a(key) % HEAL_SHARDS). */
+export const HEAL_SHARDS = 16;
+
+/** Sort key of the marker of resource item `id` (in the counters table, under the item's counter key). */
+export function markerSortKey(layout: CounterTableLayout, id: string): string {
+    return `${layout.counterPrefix}item#${id}`;
 }
 
 export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
@@ -40,6 +74,7 @@ export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
     tokenAttribute: "counter_token",
     counterPrefix: "#counter#",
     countAttribute: "count",
+    selection: Object.freeze({ kind: "client" }),
 });
 
 /** Sort key of the best-effort counter item: written only by the API-side client. */
@@ -76,13 +111,8 @@ export interface HandlerConfig extends CounterTableConfig {
     readonly metricsNamespace: string;
 }
 
-/** Raised when configuration (environment or options) is missing or invalid. */
-export class ConfigurationError extends Error {
-    constructor(readonly problems: readonly string[]) {
-        super(`invalid hybrid-counter configuration: ${problems.join("; ")}`);
-        this.name = "ConfigurationError";
-    }
-}
+/** Raised when configuration (environment or options) is missing or invalid: defined with the other errors. */
+export { ConfigurationError } from "./errors";
 
 const ATTRIBUTE_NAME_MAX_BYTES = 255;
 
@@ -92,7 +122,7 @@ const ATTRIBUTE_NAME_MAX_BYTES = 255;
  */
 export function layoutProblems(layout: CounterTableLayout): string[] {
     const problems: string[] = [];
-    const names: Array<keyof CounterTableLayout> = [
+    const names: Array<Exclude<keyof CounterTableLayout, "selection" | "counterPrefix">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -108,7 +138,7 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
             problems.push(`[${field}] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
         }
     }
-    const itemAttributes: Array<keyof CounterTableLayout> = [
+    const itemAttributes: Array<Exclude<keyof CounterTableLayout, "selection" | "counterPrefix" | "countAttribute">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -146,6 +176,7 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout>): Counter
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
         countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
+        selection: source.selection ?? DEFAULT_LAYOUT.selection,
     };
 }
 
@@ -205,6 +236,7 @@ export function handlerConfigFromEnv(env: Readonly<Record<string, string | undef
     return {
         ...layout,
         tableName,
+        countersTableName: tableName,
         fatalQueueUrl,
         metricsNamespace: env[ENV.metricsNamespace] || DEFAULT_METRICS_NAMESPACE,
     };
