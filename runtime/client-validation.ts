@@ -11,7 +11,11 @@ import type { ItemSelection } from "./selection";
 
 export type CounterMode = "utilization" | "strict";
 
-export const DEFAULT_ATTEMPTS = 6;
+/**
+ * Attempts per write. The SDK's own retries are off for the client's writes, so this is the whole
+ * budget (it used to multiply the SDK's 3); the call's deadline bounds it in time.
+ */
+export const DEFAULT_ATTEMPTS = 10;
 
 /** The default client deadline: no write of one call is sent later than this after the call began. */
 export const DEFAULT_DEADLINE_MS = 10_000;

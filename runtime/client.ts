@@ -132,7 +132,7 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout> 
      * Attempts per write (the client turns the SDK's retries off for its writes and retries itself):
      * the resource put, the claim and the soft delete (recognised by their token) and safe-direction
      * counter writes. A TransactionConflictException on the soft delete (the consumer is writing the same
-     * item) is retried this way. @default 6
+     * item) is retried this way. @default 10
      */
     readonly attempts?: number;
     /**

@@ -236,7 +236,6 @@ export function handlerConfigFromEnv(env: Readonly<Record<string, string | undef
     return {
         ...layout,
         tableName,
-        countersTableName: tableName,
         fatalQueueUrl,
         metricsNamespace: env[ENV.metricsNamespace] || DEFAULT_METRICS_NAMESPACE,
     };

@@ -15,7 +15,8 @@ import {
 import type { DeserializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { counterFixture } from "./support/counter-fixture";
+import { assertExact, counterFixture, observeWhile, strictInvariant, utilizationInvariant } from "./support/counter-fixture";
+import { seededRandom } from "../local/faults";
 import { createCounterTable } from "../local/table";
 import { HybridCounterClient, type HybridCounterClientOptions } from "../runtime/client";
 import { itemSize, MAX_ITEM_BYTES } from "../runtime/client-validation";
@@ -573,6 +574,71 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             fixture.close();
         });
     });
+
+    for (const mode of ["utilization", "strict"] as const) {
+        it(`${mode}: random histories with colliding ids, duplicate deletes and 20% client faults keep the bound at every observation`, async () => {
+            const limit = 2;
+            const fixture = await counterFixture(engine(), { mode, clientFaults: { rate: 0.2, seed: mode === "strict" ? 11 : 12 } });
+            const keys = ["k1", "k2"];
+            const ids = ["a", "b", "c"];
+            const random = seededRandom(mode === "strict" ? 21 : 22);
+            const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
+            const errors: string[] = [];
+            let created = 0;
+            let deleted = 0;
+            let running = 5;
+            const worker = async () => {
+                for (let op = 0; op < 30; op++) {
+                    const key = pick(keys);
+                    const id = pick(ids);
+                    const roll = random();
+                    try {
+                        if (roll < 0.45) {
+                            created += (await fixture.client.tryCreate(key, id, limit)).created ? 1 : 0;
+                        } else if (roll < 0.55 && mode === "utilization") {
+                            created += (await fixture.client.create(key, id)).created ? 1 : 0;
+                        } else if (roll < 0.9) {
+                            // Often two deletes of one id at once.
+                            const answers = await Promise.all([fixture.client.delete(key, id), fixture.client.delete(key, id)]);
+                            deleted += answers.filter((a) => a.deleted).length;
+                        } else {
+                            await fixture.client.count(key);
+                        }
+                    } catch (error) {
+                        errors.push((error as Error).name);
+                    }
+                }
+                running--;
+            };
+            const work = Promise.all(Array.from({ length: 5 }, worker));
+            const consumer = (async () => {
+                while (running > 0) {
+                    await fixture.emulator.drain({ idlePolls: 1 });
+                }
+            })();
+            const invariant = mode === "strict" ? strictInvariant(limit) : utilizationInvariant;
+
+            const { violations, observations } = await observeWhile(fixture, keys, work, invariant);
+            await consumer;
+            fixture.clientFaults!.rate = 0;
+            await fixture.emulator.drain();
+
+            assert.deepEqual(violations, []);
+            assert.ok(observations > 10, `${observations} observations`);
+            assert.ok(created > 5 && deleted > 5, `${created} created, ${deleted} deleted`);
+            const allowed = ["ProvisionedThroughputExceededException", "InternalServerError", "TransactionConflictException"];
+            assert.deepEqual(
+                errors.filter((name) => !allowed.includes(name)),
+                [],
+                "only the DynamoDB errors of a call's own requests, after every attempt",
+            );
+            const exact = await assertExact(fixture);
+            for (const [key, s] of exact) {
+                assert.equal(invariant(s), undefined, `${key}: ${JSON.stringify(s)}`);
+            }
+            fixture.close();
+        });
+    }
 
     it("tokens are UUIDv7: their time reads back, other formats have none", () => {
         const now = Date.UTC(2026, 10, 22, 4, 0, 0, 123);
