@@ -21,8 +21,11 @@ import { sendOnce, withRetries, type CallDeadline } from "./retry";
 /** A failure the client absorbed (the count stays on its safe side, or the call answered "unavailable"). */
 export interface BestEffortFailure {
     readonly key: string;
-    /** "read": a counter or marker read; "claim"/"unclaim": a utilization delete's claim on the item. */
-    readonly operation: "increment" | "decrement" | "reserve" | "release" | "touch" | "read" | "claim" | "unclaim";
+    /**
+     * "read": a counter or marker read; "unclaim": giving back a utilization delete's claim; "put": a
+     * tryCreate whose deadline passed before its put could be sent (answered "unavailable").
+     */
+    readonly operation: "increment" | "decrement" | "reserve" | "release" | "touch" | "read" | "unclaim" | "put";
     readonly error: unknown;
 }
 

@@ -54,9 +54,10 @@ import {
 import { bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "./config";
 import { isRetryable } from "./counting";
 import { DeadlineExceededError } from "./errors";
-import { ResourceWriter, type ResourceItem } from "./resource-writes";
+import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
 import { CallDeadline, withRetries } from "./retry";
 import { Metrics, stdoutSink, type LineSink } from "./telemetry";
+import { newToken } from "./tokens";
 
 export type { BestEffortFailure } from "./best-effort";
 export type { CounterMode } from "./client-validation";
@@ -99,8 +100,8 @@ export const CLIENT_METRIC_NAMES = [
     "ReleaseFailures",
     "TouchFailures",
     "ReadFailures",
-    "ClaimFailures",
     "UnclaimFailures",
+    "PutFailures",
     "Unavailable",
 ] as const;
 
@@ -113,8 +114,8 @@ const FAILURE_METRIC: Record<BestEffortFailure["operation"], ClientMetricName> =
     release: "ReleaseFailures",
     touch: "TouchFailures",
     read: "ReadFailures",
-    claim: "ClaimFailures",
     unclaim: "UnclaimFailures",
+    put: "PutFailures",
 };
 
 /** A delete's claim may be taken over this long after the client deadline (requests still in flight). */
@@ -292,23 +293,28 @@ export class HybridCounterClient {
                 const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
                 return { deleted: outcome !== "taken" };
             }
-            const { outcome: claimed, claim } = await this.resources.claim(
-                key,
-                id,
-                live.createToken,
-                this.deadlineMs + CLAIM_TAKEOVER_MARGIN_MS,
-                deadline,
-            );
-            if (claimed !== "mine") {
-                return { deleted: false };
-            }
+            const claim = newToken();
+            let outcome: WriteOutcome;
             try {
+                const claimed = await this.resources.claim(
+                    key,
+                    id,
+                    live.createToken,
+                    claim,
+                    this.deadlineMs + CLAIM_TAKEOVER_MARGIN_MS,
+                    deadline,
+                );
+                if (claimed !== "mine") {
+                    return { deleted: false };
+                }
                 await this.bestEffort.repeatable(key, -1, deadline);
+                outcome = await this.resources.softDelete(key, id, live.createToken, claim, deadline);
             } catch (error) {
+                // The item may be left live with this call's claim (and best-effort one low): give the claim
+                // back so that a retried delete proceeds at once. A decrement already sent only undercounts.
                 await this.resources.unclaim(key, id, claim, deadline);
                 throw error;
             }
-            const outcome = await this.resources.softDelete(key, id, live.createToken, claim, deadline);
             // "gone": this call's soft delete committed and the consumer removed the item before a retry
             // could see it. "taken": the claim was taken over (this call outlived its deadline); the
             // decrement already sent only undercounts.
@@ -374,6 +380,7 @@ export class HybridCounterClient {
             return { created: false, count: put.doubt ? reservation.value : reservation.value - 1, reason: "exists" };
         }
         if (put.error instanceof DeadlineExceededError) {
+            this.onFailure({ key: resource.key, operation: "put", error: put.error });
             return this.unavailable();
         }
         throw put.error;
@@ -396,6 +403,7 @@ export class HybridCounterClient {
         }
         if (put.outcome === "failed") {
             if (put.error instanceof DeadlineExceededError) {
+                this.onFailure({ key: resource.key, operation: "put", error: put.error });
                 return this.unavailable();
             }
             throw put.error;

@@ -256,13 +256,13 @@ export class ResourceWriter {
         key: string,
         id: string,
         createToken: string | null,
+        claim: string,
         takeoverAfterMs: number,
         deadline: CallDeadline,
-    ): Promise<{ outcome: WriteOutcome; claim: string }> {
-        const claim = newToken();
+    ): Promise<WriteOutcome> {
         // UUIDv7 text sorts by its leading time: a claim made before `expired`'s time sorts below it.
-        const expired = newToken(tokenTime(claim)! - takeoverAfterMs).slice(0, 13);
-        const outcome = await this.conditionalUpdate(
+        const expired = newToken((tokenTime(claim) ?? Date.now()) - takeoverAfterMs).slice(0, 13);
+        return this.conditionalUpdate(
             key,
             id,
             createToken,
@@ -273,10 +273,13 @@ export class ResourceWriter {
             deadline,
             "claim",
         );
-        return { outcome, claim };
     }
 
-    /** Gives a claim back after the decrement failed, so a retried delete need not wait for it to expire. */
+    /**
+     * Gives back a claim whose delete failed before its soft delete committed, so that a retried delete
+     * need not wait for the claim to expire. Conditional on the claim and on the item being live: it can
+     * never undo a committed soft delete, and a soft delete still in flight then fails on its condition.
+     */
     async unclaim(key: string, id: string, claim: string, deadline: CallDeadline): Promise<void> {
         try {
             await withRetries(

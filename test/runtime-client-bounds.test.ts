@@ -2,6 +2,7 @@ import {
     DynamoDBServiceException,
     GetItemCommand,
     InternalServerError,
+    ProvisionedThroughputExceededException,
     PutItemCommand,
     QueryCommand,
     ScanCommand,
@@ -206,6 +207,34 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             assert.deepEqual(afterDeletes, { bestEffort: 4, eventual: 0, live: 4, processed: 0, softDeleted: 1 });
             assert.deepEqual(creations, [true, false, false, false, false, false]);
             assert.equal((await fixture.snapshot("k")).live, 5);
+            fixture.close();
+        });
+
+        it("a delete whose decrement fails every attempt gives its claim back: the item stays live and a retry deletes it", async () => {
+            const fixture = await counterFixture(engine());
+            await fixture.client.create("k", "a");
+            let failing = true;
+            const throttleCounter: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+                const sk = (args.input as { Key?: Record<string, AttributeValue> }).Key?.sk?.S;
+                if (failing && context.commandName === "UpdateItemCommand" && sk === "#counter#best-effort") {
+                    throw new ProvisionedThroughputExceededException({ $metadata: { httpStatusCode: 400 }, message: "throttled" });
+                }
+                return next(args);
+            };
+            fixture.clientDynamo.middlewareStack.add(throttleCounter, { step: "deserialize", name: "throttleCounter", priority: "high" });
+
+            const error = await rejection(fixture.client.delete("k", "a"));
+            const item = await fixture.reader.send(
+                new GetItemCommand({ TableName: fixture.tableName, Key: { pk: { S: "k" }, sk: { S: "a" } }, ConsistentRead: true }),
+            );
+            failing = false;
+            const retried = await fixture.client.delete("k", "a");
+
+            assert.equal(error.name, "ProvisionedThroughputExceededException");
+            assert.equal(item.Item?.deleted, undefined, "the item was left live");
+            assert.equal(item.Item?.counter_token_delete, undefined, "and its claim was given back");
+            assert.deepEqual(retried, { deleted: true });
+            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 1 });
             fixture.close();
         });
 
@@ -569,7 +598,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
                 ["UpdateItemCommand"],
                 "neither the put nor a release was sent after the deadline",
             );
-            assert.deepEqual(failures, ["release DeadlineExceededError"]);
+            assert.deepEqual(failures, ["release DeadlineExceededError", "put DeadlineExceededError"]);
             assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
             fixture.close();
         });
