@@ -14,11 +14,13 @@
  *   retry: a repeat after a lost response would overcount), so every +1 stands for a live item that
  *   was written first. A decrement precedes the soft delete of the life it is for, and the soft delete
  *   is conditional on the claim this call stored on that life: a life is soft-deleted only by the
- *   holder of its claim, after that holder's decrement. A claim is taken over only when older than the
- *   client deadline plus a margin (its holder sends nothing after its deadline, or crashed), so one life
- *   costs at most one decrement while its claimer is alive, and a takeover can at most add a second
- *   decrement: an undercount, never an overcount. Failures only drop +1s (an increment not sent) or
- *   add -1s (a decrement whose soft delete was not sent): both keep bestEffort <= live.
+ *   holder of its claim, after that holder's decrement, so every -1 that matches a soft delete came
+ *   before it. Concurrent deletes of one life meet the claim and send no decrement. A second decrement
+ *   for one life needs the claim to change hands: taken over when older than the client deadline plus a
+ *   margin (its holder sends nothing after its deadline, or crashed), or given back by a holder whose
+ *   delete failed before its soft delete committed. Either way the extra -1 is an undercount, never an
+ *   overcount. Failures only drop +1s (an increment not sent) or add -1s (a decrement whose soft delete
+ *   was not sent): both keep bestEffort <= live.
  *   Limits are checked on max(best-effort, eventual) before creating, so concurrent tryCreate calls
  *   can pass a limit by as many as raced, and a read can be low by best-effort's undercount while
  *   eventual lags.
