@@ -90,7 +90,7 @@ export function resolveClientOptions(
     if (names.includes(deleteTokenAttribute) || Buffer.byteLength(deleteTokenAttribute, "utf8") > 255) {
         problems.push(`[tokenAttribute] must leave "${deleteTokenAttribute}" free for the soft delete's token (at most 255 bytes)`);
     }
-    const selection = layout.selection ?? { kind: "client" };
+    const selection = options.selection ?? { kind: "client" };
     const reserved = new Set([
         layout.partitionKey,
         layout.sortKey,

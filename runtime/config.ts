@@ -74,7 +74,6 @@ export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
     tokenAttribute: "counter_token",
     counterPrefix: "#counter#",
     countAttribute: "count",
-    selection: Object.freeze({ kind: "client" }),
 });
 
 /** Sort key of the best-effort counter item: written only by the API-side client. */
@@ -176,7 +175,6 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout>): Counter
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
         countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
-        selection: source.selection ?? DEFAULT_LAYOUT.selection,
     };
 }
 
