@@ -60,6 +60,7 @@ export function resolveClientOptions(
         mode?: unknown;
         attempts?: unknown;
         deadlineMs?: unknown;
+        selection?: ItemSelection;
     },
 ): ResolvedClientOptions {
     const problems: string[] = [];

@@ -58,6 +58,7 @@ import { isRetryable } from "./counting";
 import { DeadlineExceededError } from "./errors";
 import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
 import { CallDeadline, withRetries } from "./retry";
+import type { ItemSelection } from "./selection";
 import { Metrics, stdoutSink, type LineSink } from "./telemetry";
 import { newToken } from "./tokens";
 
@@ -125,6 +126,12 @@ export const CLAIM_TAKEOVER_MARGIN_MS = 5_000;
 
 export interface HybridCounterClientOptions extends Partial<CounterTableLayout> {
     readonly tableName: string;
+    /**
+     * Which items count: those the client writes (default), every item whose sort key begins with a
+     * prefix (the client then refuses other ids), or every item with an attribute equal to a value (the
+     * client sets it on every item it creates). @default { kind: "client" }
+     */
+    readonly selection?: ItemSelection;
     /** The table holding the counter items. @default tableName */
     readonly countersTableName?: string;
     /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */

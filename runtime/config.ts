@@ -6,7 +6,6 @@
  * variable names and defaults are defined exactly once.
  */
 import { ConfigurationError } from "./errors";
-import type { ItemSelection } from "./selection";
 
 /** Attribute names and reserved values of the table the counter lives in. */
 export interface CounterTableLayout {
@@ -27,8 +26,6 @@ export interface CounterTableLayout {
     readonly counterPrefix: string;
     /** Numeric attribute that holds a counter item's value. */
     readonly countAttribute: string;
-    /** Which items of the table count. @default { kind: "client" } */
-    readonly selection?: ItemSelection;
 }
 
 /** A layout plus the table it applies to. */
@@ -121,7 +118,7 @@ const ATTRIBUTE_NAME_MAX_BYTES = 255;
  */
 export function layoutProblems(layout: CounterTableLayout): string[] {
     const problems: string[] = [];
-    const names: Array<Exclude<keyof CounterTableLayout, "selection" | "counterPrefix">> = [
+    const names: Array<Exclude<keyof CounterTableLayout, "counterPrefix">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -137,7 +134,7 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
             problems.push(`[${field}] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
         }
     }
-    const itemAttributes: Array<Exclude<keyof CounterTableLayout, "selection" | "counterPrefix" | "countAttribute">> = [
+    const itemAttributes: Array<Exclude<keyof CounterTableLayout, "counterPrefix" | "countAttribute">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
