@@ -1,110 +1,126 @@
 /**
- * The best-effort counter item, written only by the API-side client and never inside a transaction
- * (so the hot path never meets a TransactionConflict).
+ * The best-effort counter item, in the counters table, written only by the API-side client and never
+ * inside a transaction (so the hot path never meets a TransactionConflict).
+ *
+ * Every write is `ADD count :delta, hc_version :one SET hc_written_at = :now, hc_heal = :shard`: the
+ * version and the time tell a heal that a client write happened since it read the counter (its
+ * conditional write then changes nothing), and hc_heal puts the key on the sparse "heal-index".
+ * A "touch" is the same write with delta 0.
  *
  * Each write is retried only in its mode's safe direction. A write whose repetition could break the
  * mode's bound (an increment in utilization mode, a release in strict mode: applied twice after a
- * "500 after commit" they would overcount or free a slot still in use) is sent exactly once, with the
- * SDK's retries turned off for it, and its failure is absorbed: it only loosens the bound.
+ * "500 after commit" they would overcount or free a slot still in use) is sent exactly once, and its
+ * failure is absorbed: it only loosens the bound. Every absorbed failure reaches `onFailure`.
  */
-import {
-    ConditionalCheckFailedException,
-    UpdateItemCommand,
-    type AttributeValue,
-    type DynamoDBClient,
-    type UpdateItemCommandInput,
-    type UpdateItemCommandOutput,
-} from "@aws-sdk/client-dynamodb";
-import type { FinalizeRequestMiddleware } from "@smithy/types";
-import { bestEffortSortKey, type CounterTableConfig } from "./config";
+import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { ClientConfig } from "./client-validation";
+import { bestEffortSortKey, COUNTER_ATTRIBUTES, HEAL_SHARDS } from "./config";
 import { isRetryable } from "./counting";
-import { withRetries } from "./retry";
+import { sendOnce, withRetries, type CallDeadline } from "./retry";
 
-/** A best-effort write that failed and was absorbed (the count stays on its safe side). */
+/** A failure the client absorbed (the count stays on its safe side, or the call answered "unavailable"). */
 export interface BestEffortFailure {
     readonly key: string;
-    readonly operation: "increment" | "decrement" | "reserve" | "release";
+    /**
+     * "read": a counter or marker read; "unclaim": giving back a utilization delete's claim; "put": a
+     * tryCreate whose deadline passed before its put could be sent (answered "unavailable").
+     */
+    readonly operation: "increment" | "decrement" | "reserve" | "release" | "touch" | "read" | "unclaim" | "put";
     readonly error: unknown;
 }
 
 export type Reservation = { outcome: "reserved"; value: number } | { outcome: "limit"; value: number } | { outcome: "failed" };
 
-/** Wraps an error so that the SDK's retry strategy does not retry the attempt that raised it. */
-class SingleAttemptError extends Error {
-    constructor(readonly original: unknown) {
-        super("single attempt failed");
-        this.name = "SingleAttemptError";
+/** FNV-1a (32 bit) of the key's UTF-8 bytes. */
+function fnv1a(text: string): number {
+    let hash = 0x811c9dc5;
+    for (const byte of Buffer.from(text, "utf8")) {
+        hash ^= byte;
+        hash = Math.imul(hash, 0x01000193) >>> 0;
     }
+    return hash >>> 0;
+}
+
+/** The heal-index shard of a counter key: String(fnv1a(key) % HEAL_SHARDS). */
+export function healShard(key: string): string {
+    return String(fnv1a(key) % HEAL_SHARDS);
 }
 
 export class BestEffortCounter {
     constructor(
-        private readonly config: CounterTableConfig,
+        private readonly config: ClientConfig,
         private readonly dynamodb: DynamoDBClient,
         private readonly attempts: number,
         private readonly onFailure: (failure: BestEffortFailure) => void,
     ) {}
 
     /** Strict mode: reserves one slot, below `limit` when given. Retries are safe: an extra slot is held back. */
-    async reserve(key: string, limit: number | undefined): Promise<Reservation> {
+    async reserve(key: string, limit: number | undefined, deadline: CallDeadline): Promise<Reservation> {
         try {
-            const value = await withRetries(() => this.write(key, 1, limit), isRetryable, this.attempts);
+            const value = await withRetries(() => this.write(key, 1, limit), isRetryable, this.attempts, deadline, "reserve");
             return { outcome: "reserved", value };
         } catch (error) {
             if (error instanceof ConditionalCheckFailedException) {
-                return { outcome: "limit", value: Number(error.Item?.[this.config.countAttribute]?.N ?? limit ?? 0) };
+                return { outcome: "limit", value: Number(error.Item?.[this.config.countAttribute]?.N ?? "0") };
             }
             this.onFailure({ key, operation: "reserve", error });
             return { outcome: "failed" };
         }
     }
 
-    /** Utilization mode's decrement before a soft delete: safe to retry (a repeat only undercounts). */
-    async decrement(key: string): Promise<void> {
-        await withRetries(() => this.write(key, -1), isRetryable, this.attempts);
+    /**
+     * A write that is safe to repeat (utilization's decrement before a soft delete: a repeat only
+     * undercounts; strict's touch: no count change). Throws its last error.
+     */
+    async repeatable(key: string, delta: -1 | 0, deadline: CallDeadline): Promise<void> {
+        await withRetries(() => this.write(key, delta), isRetryable, this.attempts, deadline, delta === 0 ? "touch" : "decrement");
     }
 
-    /** A write sent exactly once (no SDK retry); failures are absorbed and reported. */
-    async once(key: string, delta: 1 | -1, operation: BestEffortFailure["operation"]): Promise<void> {
+    /** A write sent at most once; failures (and a deadline that passed) are absorbed and reported. */
+    async once(key: string, delta: 1 | -1, operation: "increment" | "release", deadline: CallDeadline): Promise<void> {
         try {
-            await this.write(key, delta, undefined, true);
+            await withRetries(
+                () => this.write(key, delta),
+                () => false,
+                1,
+                deadline,
+                operation,
+            );
         } catch (error) {
-            this.onFailure({ key, operation, error: error instanceof SingleAttemptError ? error.original : error });
+            this.onFailure({ key, operation, error });
         }
     }
 
-    /** ADDs `delta` to the best-effort item, optionally only while it is below `limit`. Returns the new value. */
-    private async write(key: string, delta: number, limit?: number, singleAttempt = false): Promise<number> {
-        const { tableName, countAttribute } = this.config;
-        const command = new UpdateItemCommand({
-            TableName: tableName,
-            Key: this.key(key),
-            UpdateExpression: "ADD #count :delta",
-            ConditionExpression: limit === undefined ? undefined : "attribute_not_exists(#count) OR #count < :limit",
-            ExpressionAttributeNames: { "#count": countAttribute },
-            ExpressionAttributeValues: {
-                ":delta": { N: String(delta) },
-                ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
-            },
-            ReturnValues: "UPDATED_NEW",
-            ReturnValuesOnConditionCheckFailure: limit === undefined ? undefined : "ALL_OLD",
-        });
-        if (singleAttempt) {
-            // Runs inside the SDK's retry loop; the wrapped error carries no retryable trait, status or cause.
-            const single: FinalizeRequestMiddleware<UpdateItemCommandInput, UpdateItemCommandOutput> = (next) => async (args) => {
-                try {
-                    return await next(args);
-                } catch (error) {
-                    throw new SingleAttemptError(error);
-                }
-            };
-            command.middlewareStack.addRelativeTo(single, {
-                relation: "after",
-                toMiddleware: "retryMiddleware",
-                name: "hybridCounterSingleAttempt",
-            });
-        }
-        const response = await this.dynamodb.send(command);
+    /** One attempt: ADDs `delta`, optionally only while the count is below `limit`. Returns the new count. */
+    private async write(key: string, delta: number, limit?: number): Promise<number> {
+        const { countersTableName, countAttribute } = this.config;
+        // A first reservation meets no item: it may pass only when the limit leaves room for one.
+        const condition =
+            limit === undefined ? undefined : limit > 0 ? "attribute_not_exists(#count) OR #count < :limit" : "#count < :limit";
+        const response = await sendOnce(
+            this.dynamodb,
+            new UpdateItemCommand({
+                TableName: countersTableName,
+                Key: this.key(key),
+                UpdateExpression: "ADD #count :delta, #version :one SET #writtenAt = :now, #heal = :shard",
+                ConditionExpression: condition,
+                ExpressionAttributeNames: {
+                    "#count": countAttribute,
+                    "#version": COUNTER_ATTRIBUTES.version,
+                    "#writtenAt": COUNTER_ATTRIBUTES.writtenAt,
+                    "#heal": COUNTER_ATTRIBUTES.healShard,
+                },
+                ExpressionAttributeValues: {
+                    ":delta": { N: String(delta) },
+                    ":one": { N: "1" },
+                    ":now": { N: String(Date.now()) },
+                    ":shard": { S: healShard(key) },
+                    ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
+                },
+                ReturnValues: "UPDATED_NEW",
+                ReturnValuesOnConditionCheckFailure: limit === undefined ? undefined : "ALL_OLD",
+            }),
+        );
         return Number(response.Attributes?.[countAttribute]?.N ?? "0");
     }
 

@@ -7,34 +7,68 @@ import { marshall } from "@aws-sdk/util-dynamodb";
 import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "./config";
 import { InvalidArgumentError } from "./errors";
 import { PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "./records";
+import type { ItemSelection } from "./selection";
 
 export type CounterMode = "utilization" | "strict";
 
-export const DEFAULT_ATTEMPTS = 6;
+/**
+ * Attempts per write. The SDK's own retries are off for the client's writes, so this is the whole
+ * budget (it used to multiply the SDK's 3); the call's deadline bounds it in time.
+ */
+export const DEFAULT_ATTEMPTS = 10;
+
+/** The default client deadline: no write of one call is sent later than this after the call began. */
+export const DEFAULT_DEADLINE_MS = 10_000;
+
+/** The layout and tables the client works on, with every default filled in. */
+export interface ClientConfig extends CounterTableConfig {
+    readonly countersTableName: string;
+    readonly selection: ItemSelection;
+}
 
 /** The client's options once checked, with defaults filled in. */
 export interface ResolvedClientOptions {
-    readonly config: CounterTableConfig;
+    readonly config: ClientConfig;
     readonly mode: CounterMode;
     readonly attempts: number;
-    /** Where a soft delete stores its own token: `<tokenAttribute>_delete`. */
+    readonly deadlineMs: number;
+    /** Where a soft delete (and a delete's claim) stores its own token: `<tokenAttribute>_delete`. */
     readonly deleteTokenAttribute: string;
     /** Attribute names callers cannot set: the keys and the counter's own attributes. */
     readonly reserved: ReadonlySet<string>;
+    /** Bytes a created item must leave free for the counter's later writes to it (the soft delete's additions). */
+    readonly headroom: number;
+}
+
+/** The bytes of a client token (a UUIDv7 in its 36-character text form). */
+const TOKEN_BYTES = 36;
+
+function checkTableName(value: unknown, field: string, problems: string[]): void {
+    if (typeof value !== "string" || value.length < 3 || value.length > 255) {
+        problems.push(`[${field}] must be a table name of 3 to 255 characters`);
+    }
 }
 
 /**
  * Checks the client's constructor options; throws ConfigurationError naming every bad field.
  */
 export function resolveClientOptions(
-    options: Partial<CounterTableLayout> & { tableName?: unknown; dynamodb?: unknown; mode?: unknown; attempts?: unknown },
+    options: Partial<CounterTableLayout> & {
+        tableName?: unknown;
+        countersTableName?: unknown;
+        dynamodb?: unknown;
+        mode?: unknown;
+        attempts?: unknown;
+        deadlineMs?: unknown;
+        selection?: ItemSelection;
+    },
 ): ResolvedClientOptions {
     const problems: string[] = [];
     const layout = layoutWithDefaults(options);
     problems.push(...layoutProblems(layout));
-    const tableName = options.tableName;
-    if (typeof tableName !== "string" || tableName.length < 3 || tableName.length > 255) {
-        problems.push("[tableName] must be a table name of 3 to 255 characters");
+    checkTableName(options.tableName, "tableName", problems);
+    if (options.countersTableName !== undefined) {
+        checkTableName(options.countersTableName, "countersTableName", problems);
     }
     const dynamodb = options.dynamodb as { send?: unknown } | undefined;
     if (!dynamodb || typeof dynamodb.send !== "function") {
@@ -48,28 +82,76 @@ export function resolveClientOptions(
     if (typeof attempts !== "number" || !Number.isInteger(attempts) || attempts < 1 || attempts > 20) {
         problems.push("[attempts] must be an integer from 1 to 20");
     }
+    const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    if (typeof deadlineMs !== "number" || !Number.isInteger(deadlineMs) || deadlineMs < 100 || deadlineMs > 60_000) {
+        problems.push("[deadlineMs] must be an integer from 100 to 60000");
+    }
     const deleteTokenAttribute = `${layout.tokenAttribute}_delete`;
     const names = [layout.partitionKey, layout.sortKey, layout.processedAttribute, layout.deletedAttribute];
     if (names.includes(deleteTokenAttribute) || Buffer.byteLength(deleteTokenAttribute, "utf8") > 255) {
         problems.push(`[tokenAttribute] must leave "${deleteTokenAttribute}" free for the soft delete's token (at most 255 bytes)`);
     }
+    const selection = options.selection ?? { kind: "client" };
+    const reserved = new Set([
+        layout.partitionKey,
+        layout.sortKey,
+        layout.processedAttribute,
+        layout.deletedAttribute,
+        layout.tokenAttribute,
+        deleteTokenAttribute,
+    ]);
+    problems.push(...selectionProblems(selection, layout, reserved));
     if (problems.length > 0) {
         throw new ConfigurationError(problems);
     }
+    if (selection.kind === "attribute") {
+        reserved.add(selection.name);
+    }
+    const tableName = options.tableName as string;
     return {
-        config: { ...layout, tableName: tableName as string },
+        config: {
+            ...layout,
+            selection,
+            tableName,
+            countersTableName: (options.countersTableName as string | undefined) ?? tableName,
+        },
         mode: mode as CounterMode,
         attempts: attempts as number,
+        deadlineMs: deadlineMs as number,
         deleteTokenAttribute,
-        reserved: new Set([
-            layout.partitionKey,
-            layout.sortKey,
-            layout.processedAttribute,
-            layout.deletedAttribute,
-            layout.tokenAttribute,
-            deleteTokenAttribute,
-        ]),
+        reserved,
+        // What a soft delete (or a delete's claim) adds: `deleted = true` and the delete token.
+        headroom: Buffer.byteLength(layout.deletedAttribute, "utf8") + 1 + Buffer.byteLength(deleteTokenAttribute, "utf8") + TOKEN_BYTES,
     };
+}
+
+function selectionProblems(selection: unknown, layout: CounterTableLayout, reserved: ReadonlySet<string>): string[] {
+    const s = selection as { kind?: unknown; prefix?: unknown; name?: unknown; value?: unknown } | null;
+    switch (s?.kind) {
+        case "client":
+            return [];
+        case "sortKeyPrefix":
+            if (typeof s.prefix !== "string" || s.prefix.length === 0 || Buffer.byteLength(s.prefix, "utf8") > SORT_KEY_MAX_BYTES) {
+                return [`[selection.prefix] must be a non-empty string of at most ${SORT_KEY_MAX_BYTES} bytes`];
+            }
+            return s.prefix.startsWith(layout.counterPrefix) || layout.counterPrefix.startsWith(s.prefix)
+                ? [`[selection.prefix] must not overlap the counter prefix "${layout.counterPrefix}"`]
+                : [];
+        case "attribute": {
+            const problems: string[] = [];
+            if (typeof s.name !== "string" || s.name.length === 0 || Buffer.byteLength(s.name, "utf8") > 255) {
+                problems.push("[selection.name] must be an attribute name of 1 to 255 bytes");
+            } else if (reserved.has(s.name)) {
+                problems.push(`[selection.name] must not be one of the counter's own attributes ("${s.name}")`);
+            }
+            if (typeof s.value !== "string" || s.value.length === 0) {
+                problems.push("[selection.value] must be a non-empty string");
+            }
+            return problems;
+        }
+        default:
+            return [`[selection.kind] must be "client", "sortKeyPrefix" or "attribute"`];
+    }
 }
 
 export function checkKey(key: unknown): asserts key is string {
@@ -81,7 +163,7 @@ export function checkKey(key: unknown): asserts key is string {
     }
 }
 
-export function checkId(id: unknown, counterPrefix: string): asserts id is string {
+export function checkId(id: unknown, counterPrefix: string, selection?: ItemSelection): asserts id is string {
     if (typeof id !== "string" || id.length === 0) {
         throw new InvalidArgumentError("id", "must be a non-empty string");
     }
@@ -90,6 +172,9 @@ export function checkId(id: unknown, counterPrefix: string): asserts id is strin
     }
     if (id.startsWith(counterPrefix)) {
         throw new InvalidArgumentError("id", `must not start with the reserved prefix "${counterPrefix}"`);
+    }
+    if (selection?.kind === "sortKeyPrefix" && !id.startsWith(selection.prefix)) {
+        throw new InvalidArgumentError("id", `must start with the counted prefix "${selection.prefix}"`);
     }
 }
 
@@ -155,4 +240,82 @@ function findUnstorable(value: unknown, depth = 0): string | undefined {
         }
     }
     return undefined;
+}
+
+/**
+ * DynamoDB's maximum item size: 400 KB, counted as the sum of attribute name and value sizes.
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items
+ */
+export const MAX_ITEM_BYTES = 400 * 1024;
+
+/**
+ * The size DynamoDB counts for an item, from the rules in "DynamoDB item sizes and formats"
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html):
+ * each attribute is its name's UTF-8 bytes plus its value's size; a string is its UTF-8 bytes, a
+ * binary its raw bytes, a number about 1 byte per two significant digits plus 1, a null or boolean
+ * 1 byte, a list or map 3 bytes plus 1 byte and the size of each element (a map's element includes
+ * its name). Where the rule is approximate (numbers, sets) this errs high by a byte, so an item it
+ * accepts always fits.
+ */
+export function itemSize(item: Record<string, AttributeValue>): number {
+    let size = 0;
+    for (const [name, value] of Object.entries(item)) {
+        size += Buffer.byteLength(name, "utf8") + valueSize(value);
+    }
+    return size;
+}
+
+function valueSize(value: AttributeValue): number {
+    if (value.S !== undefined) {
+        return Buffer.byteLength(value.S, "utf8");
+    }
+    if (value.N !== undefined) {
+        return numberSize(value.N);
+    }
+    if (value.B !== undefined) {
+        return value.B.byteLength;
+    }
+    if (value.BOOL !== undefined || value.NULL !== undefined) {
+        return 1;
+    }
+    if (value.L !== undefined) {
+        return 3 + value.L.reduce((sum, element) => sum + 1 + valueSize(element), 0);
+    }
+    if (value.M !== undefined) {
+        return (
+            3 + Object.entries(value.M).reduce((sum, [name, element]) => sum + 1 + Buffer.byteLength(name, "utf8") + valueSize(element), 0)
+        );
+    }
+    if (value.SS !== undefined) {
+        return 3 + value.SS.reduce((sum, element) => sum + 1 + Buffer.byteLength(element, "utf8"), 0);
+    }
+    if (value.NS !== undefined) {
+        return 3 + value.NS.reduce((sum, element) => sum + 1 + numberSize(element), 0);
+    }
+    if (value.BS !== undefined) {
+        return 3 + value.BS.reduce((sum, element) => sum + 1 + element.byteLength, 0);
+    }
+    return 0;
+}
+
+/** 1 byte per two significant digits (leading and trailing zeroes trimmed), plus 1, plus 1 to err high. */
+function numberSize(text: string): number {
+    const mantissa = text.replace(/^[-+]/, "").split(/e/i)[0] ?? "";
+    const digits = mantissa.replace(".", "").replace(/^0+/, "").replace(/0+$/, "");
+    return Math.ceil(Math.max(digits.length, 1) / 2) + 2;
+}
+
+/**
+ * Refuses an item that would leave less than `headroom` bytes under DynamoDB's limit: the room the
+ * counter's own later writes to the item need (the soft delete's flag and token), so that an item the
+ * client creates can always be deleted.
+ */
+export function checkItemSize(item: Record<string, AttributeValue>, headroom: number): void {
+    const size = itemSize(item);
+    if (size + headroom > MAX_ITEM_BYTES) {
+        throw new InvalidArgumentError(
+            "attributes",
+            `make the item ${size} bytes; at most ${MAX_ITEM_BYTES - headroom} bytes leave room for the counter's own attributes (${headroom} bytes) under DynamoDB's ${MAX_ITEM_BYTES}-byte item limit`,
+        );
+    }
 }

@@ -1,32 +1,66 @@
 /**
  * The API-side client: creates and soft-deletes resources, keeps the best-effort counter, reads
- * `max(best-effort, eventual)` and enforces limits. It never raises a new kind of error to the API's
- * callers (see the per-method contracts below).
+ * `max(best-effort, eventual)` and enforces limits. It raises only the errors of its contract (see
+ * the per-method contracts below and the README's "The client's contract").
  *
- * Two modes, fixed per counter key (every client writing a key must use the same mode):
+ * Two modes, fixed per counter key (every client writing a key must use the same mode). "Client-
+ * counted" items are those best-effort accounts for: items carrying the client's token, or whose
+ * marker says hc_be = true (set by a strict-mode backfill).
  *
- * - `utilization` (default): best-effort is a lower bound of the live items (it may undercount, never
- *   overcounts). Creation increments after the item is written; deletion decrements before the item
- *   is soft-deleted. Limits are checked on `max(best-effort, eventual)` before creating, so a burst of
- *   concurrent creates can briefly exceed the limit; the count never stays wrong.
+ * - `utilization` (default): best-effort is a lower bound of the live client-counted items.
  *   Invariant: bestEffort <= live.
+ *   Order of writes: create is put -> increment; delete is claim -> decrement -> soft delete.
+ *   Why it holds: an increment is sent only after the put answered "mine", and at most once (no SDK
+ *   retry: a repeat after a lost response would overcount), so every +1 stands for a live item that
+ *   was written first. A decrement precedes the soft delete of the life it is for, and the soft delete
+ *   is conditional on the claim this call stored on that life: a life is soft-deleted only by the
+ *   holder of its claim, after that holder's decrement, so every -1 that matches a soft delete came
+ *   before it. Concurrent deletes of one life meet the claim and send no decrement. A second decrement
+ *   for one life needs the claim to change hands: taken over when older than the client deadline plus a
+ *   margin (its holder sends nothing after its deadline, or crashed), or given back by a holder whose
+ *   delete failed before its soft delete committed. Either way the extra -1 is an undercount, never an
+ *   overcount. Failures only drop +1s (an increment not sent) or add -1s (a decrement whose soft delete
+ *   was not sent): both keep bestEffort <= live.
+ *   Limits are checked on max(best-effort, eventual) before creating, so concurrent tryCreate calls
+ *   can pass a limit by as many as raced, and a read can be low by best-effort's undercount while
+ *   eventual lags.
  *
- * - `strict`: best-effort is an upper bound (it may hold a slot back, never undercounts). A slot is
- *   reserved with a conditional increment before the item is written, and released only after the
- *   soft delete. The limit is never exceeded; a failure can only hold a slot back.
- *   Invariant: live <= bestEffort <= limit (for keys only ever written through tryCreate).
+ * - `strict`: best-effort is an upper bound of the live client-counted items, and (for keys only ever
+ *   written through tryCreate) the limit is never exceeded. Invariant: live <= bestEffort <= limit.
+ *   Order of writes: create is reserve -> put (-> release when the put certainly wrote nothing);
+ *   delete is touch -> soft delete -> release.
+ *   Why it holds: the reservation (conditional +1, "count < limit", also on a key with no counter item
+ *   yet) comes before the put, so every live item holds a slot before it exists. A slot is given back
+ *   only (a) by the call that reserved it, when its put certainly wrote nothing (a conditional check
+ *   failure on another life, or a 4xx on every attempt), or (b) after the soft delete of a client-counted
+ *   life committed by this call ("mine"), once (no SDK retry: a repeat after a lost response would free
+ *   a slot still in use). The put is never repeated over a life of the same call that was already
+ *   deleted (runtime/resource-writes.ts), so one reservation never backs two lives. Failures only keep
+ *   slots (a reservation whose put is in doubt, a release not sent): both keep live <= bestEffort.
  *
- * Each best-effort write is retried only in its safe direction: an SDK retry of an increment after a
- * "500 after commit" would apply it twice, so writes whose repetition could break the mode's bound
- * are sent exactly once, and their failures are absorbed (they only loosen the bound).
+ * Every write of one call is sent within `deadlineMs` of the call's first write (runtime/retry.ts):
+ * healing's quiet window and a delete claim's takeover both rest on it.
  */
 import { QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { BestEffortCounter, type BestEffortFailure } from "./best-effort";
-import { checkId, checkKey, checkLimit, marshalAttributes, resolveClientOptions, type CounterMode } from "./client-validation";
-import { bestEffortSortKey, eventualSortKey, type CounterTableConfig, type CounterTableLayout } from "./config";
+import {
+    checkId,
+    checkItemSize,
+    checkKey,
+    checkLimit,
+    marshalAttributes,
+    resolveClientOptions,
+    type ClientConfig,
+    type CounterMode,
+} from "./client-validation";
+import { bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "./config";
 import { isRetryable } from "./counting";
-import { ResourceWriter, type ResourceItem } from "./resource-writes";
-import { withRetries } from "./retry";
+import { DeadlineExceededError } from "./errors";
+import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
+import { CallDeadline, withRetries } from "./retry";
+import type { ItemSelection } from "./selection";
+import { Metrics, stdoutSink, type LineSink } from "./telemetry";
+import { newToken } from "./tokens";
 
 export type { BestEffortFailure } from "./best-effort";
 export type { CounterMode } from "./client-validation";
@@ -61,31 +95,80 @@ export interface TryCreateResult {
     readonly reason?: "limit" | "exists" | "unavailable";
 }
 
+/** The client's EMF metrics: absorbed failures by operation, and "unavailable" answers. */
+export const CLIENT_METRIC_NAMES = [
+    "IncrementFailures",
+    "DecrementFailures",
+    "ReserveFailures",
+    "ReleaseFailures",
+    "TouchFailures",
+    "ReadFailures",
+    "UnclaimFailures",
+    "PutFailures",
+    "Unavailable",
+] as const;
+
+export type ClientMetricName = (typeof CLIENT_METRIC_NAMES)[number];
+
+const FAILURE_METRIC: Record<BestEffortFailure["operation"], ClientMetricName> = {
+    increment: "IncrementFailures",
+    decrement: "DecrementFailures",
+    reserve: "ReserveFailures",
+    release: "ReleaseFailures",
+    touch: "TouchFailures",
+    read: "ReadFailures",
+    unclaim: "UnclaimFailures",
+    put: "PutFailures",
+};
+
+/** A delete's claim may be taken over this long after the client deadline (requests still in flight). */
+export const CLAIM_TAKEOVER_MARGIN_MS = 5_000;
+
 export interface HybridCounterClientOptions extends Partial<CounterTableLayout> {
     readonly tableName: string;
-    /** The DynamoDB client to use: its endpoint, credentials, retry settings and middleware apply. */
+    /**
+     * Which items count: those the client writes (default), every item whose sort key begins with a
+     * prefix (the client then refuses other ids), or every item with an attribute equal to a value (the
+     * client sets it on every item it creates). @default { kind: "client" }
+     */
+    readonly selection?: ItemSelection;
+    /** The table holding the counter items. @default tableName */
+    readonly countersTableName?: string;
+    /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */
     readonly dynamodb: DynamoDBClient;
     /** @default "utilization" */
     readonly mode?: CounterMode;
     /**
-     * Attempts this client makes itself (on top of the SDK's) for writes that are safe to repeat: the
-     * resource put and the soft delete (recognised by their token) and safe-direction counter writes.
-     * A TransactionConflictException on the soft delete (the consumer is flagging the same item) is
-     * retried this way. @default 6
+     * Attempts per write (the client turns the SDK's retries off for its writes and retries itself):
+     * the resource put, the claim and the soft delete (recognised by their token) and safe-direction
+     * counter writes. A TransactionConflictException on the soft delete (the consumer is writing the same
+     * item) is retried this way. @default 10
      */
     readonly attempts?: number;
-    /** Called for every absorbed best-effort failure, for logs or metrics. @default no-op */
+    /**
+     * No write of one call is sent later than this after the call's first write; a write not sent in
+     * time is abandoned (which only holds a strict slot back or undercounts). Healing's quiet window must
+     * be longer. @default 10000
+     */
+    readonly deadlineMs?: number;
+    /** Called for every absorbed failure (counter writes and reads), for logs or metrics. @default no-op */
     readonly onBestEffortFailure?: (failure: BestEffortFailure) => void;
+    /** Writes CloudWatch EMF lines (one per call that had something to report). @default none */
+    readonly metrics?: { readonly namespace: string; readonly sink?: LineSink };
 }
 
 export class HybridCounterClient {
     readonly mode: CounterMode;
-    private readonly config: CounterTableConfig;
+    private readonly config: ClientConfig;
     private readonly dynamodb: DynamoDBClient;
     private readonly attempts: number;
+    private readonly deadlineMs: number;
+    private readonly headroom: number;
     private readonly reserved: ReadonlySet<string>;
     private readonly resources: ResourceWriter;
     private readonly bestEffort: BestEffortCounter;
+    private readonly onFailure: (failure: BestEffortFailure) => void;
+    private readonly metrics: Metrics<ClientMetricName> | undefined;
 
     /** Throws ConfigurationError naming every bad option. */
     constructor(options: HybridCounterClientOptions) {
@@ -93,123 +176,161 @@ export class HybridCounterClient {
         this.config = resolved.config;
         this.mode = resolved.mode;
         this.attempts = resolved.attempts;
+        this.deadlineMs = resolved.deadlineMs;
+        this.headroom = resolved.headroom;
         this.reserved = resolved.reserved;
         this.dynamodb = options.dynamodb;
-        this.resources = new ResourceWriter(this.config, this.dynamodb, this.attempts, resolved.deleteTokenAttribute);
-        this.bestEffort = new BestEffortCounter(
-            this.config,
-            this.dynamodb,
-            this.attempts,
-            options.onBestEffortFailure ?? (() => undefined),
-        );
+        this.metrics = options.metrics
+            ? new Metrics(options.metrics.namespace, "hybrid-counter-client", options.metrics.sink ?? stdoutSink)
+            : undefined;
+        const report = options.onBestEffortFailure ?? (() => undefined);
+        this.onFailure = (failure) => {
+            this.metrics?.add(FAILURE_METRIC[failure.operation]);
+            report(failure);
+        };
+        this.resources = new ResourceWriter(this.config, this.dynamodb, this.attempts, resolved.deleteTokenAttribute, this.onFailure);
+        this.bestEffort = new BestEffortCounter(this.config, this.dynamodb, this.attempts, this.onFailure);
     }
 
     /**
      * Creates the resource item `id` under counter `key` and counts it.
      *
      * Resolves `{ created: false }` when an item with this id exists (including one soft-deleted and
-     * not yet removed by the consumer). A retried call never counts twice.
+     * not yet removed by the consumer). A retried call never counts twice. In strict mode create()
+     * reserves without a limit (use tryCreate() to enforce one), and also resolves `{ created: false }`
+     * when the slot could not be reserved (nothing is written).
      *
-     * Throws: InvalidArgumentError (before anything is written); otherwise only the error of the
-     * resource write itself, unchanged (for example a ValidationException for an item over 400 KB,
-     * or a throttling error that outlived every retry). Best-effort counter failures are absorbed.
-     * In strict mode create() reserves without a limit; use tryCreate() to enforce one.
+     * Throws: InvalidArgumentError (before anything is written), including an item too large to leave
+     * room for the counter's own attributes; DeadlineExceededError when the deadline passed before the put
+     * could be sent (strict mode, after a slow reservation); otherwise only the error of the resource
+     * write itself, unchanged (for example a throttling error that outlived every attempt). Counter
+     * failures are absorbed.
      */
     async create(key: string, id: string, attributes?: Record<string, unknown>): Promise<CreateResult> {
-        const item = this.resourceItem(key, id, attributes);
-        if (this.mode === "strict") {
-            const reservation = await this.bestEffort.reserve(key, undefined);
-            if (reservation.outcome !== "reserved") {
-                // Without a reservation the upper bound would break: nothing is written.
-                return { created: false };
+        const resource = this.resourceItem(key, id, attributes);
+        const deadline = new CallDeadline(this.deadlineMs);
+        try {
+            if (this.mode === "strict") {
+                const reservation = await this.bestEffort.reserve(key, undefined, deadline);
+                if (reservation.outcome !== "reserved") {
+                    // Without a reservation the upper bound would break: nothing is written.
+                    return { created: false };
+                }
+                return { created: await this.putReserved(resource, deadline) };
             }
-            return { created: await this.putOrRelease(key, item) };
+            const put = await this.resources.put(resource, deadline);
+            if (put.outcome === "failed") {
+                throw put.error;
+            }
+            if (put.outcome === "mine") {
+                await this.bestEffort.once(key, 1, "increment", deadline);
+            }
+            return { created: put.outcome === "mine" };
+        } finally {
+            this.metrics?.flush();
         }
-        const created = await this.resources.put(item);
-        if (created) {
-            await this.bestEffort.once(key, 1, "increment");
-        }
-        return { created };
     }
 
     /**
-     * Creates the item only if the count is below `limit`.
+     * Creates the item only if the count is below `limit` (a limit of 0 refuses every creation).
      *
      * utilization: reads max(bestEffort, eventual) and creates when it is below the limit; concurrent
      * callers can briefly exceed the limit by as many as raced.
      * strict: reserves a slot with a conditional increment of best-effort, then creates; never exceeds.
      *
-     * Never throws for counter trouble: a counter that cannot be read or reserved answers
-     * `{ created: false, reason: "unavailable" }`, shaped like the API's normal "limit reached".
+     * Never throws for counter trouble: a counter that cannot be read or reserved (or a deadline that
+     * passed before the put could be sent) answers `{ created: false, reason: "unavailable" }`, shaped
+     * like the API's normal "limit reached", and is reported to onBestEffortFailure.
      * Throws: InvalidArgumentError before anything is written; the resource write's own error, unchanged.
      */
     async tryCreate(key: string, id: string, limit: number, attributes?: Record<string, unknown>): Promise<TryCreateResult> {
-        const item = this.resourceItem(key, id, attributes);
+        const resource = this.resourceItem(key, id, attributes);
         checkLimit(limit);
-        if (this.mode === "strict") {
-            const reservation = await this.bestEffort.reserve(key, limit);
-            if (reservation.outcome === "limit") {
-                return { created: false, count: reservation.value, reason: "limit" };
-            }
-            if (reservation.outcome === "failed") {
-                return { created: false, count: null, reason: "unavailable" };
-            }
-            const created = await this.putOrRelease(key, item);
-            return created
-                ? { created: true, count: reservation.value }
-                : { created: false, count: reservation.value - 1, reason: "exists" };
-        }
-        let current: CounterValue;
+        const deadline = new CallDeadline(this.deadlineMs);
         try {
-            current = await withRetries(() => this.count(key), isRetryable, this.attempts);
-        } catch {
-            return { created: false, count: null, reason: "unavailable" };
+            return this.mode === "strict"
+                ? await this.tryCreateStrict(resource, limit, deadline)
+                : await this.tryCreateUtilization(resource, limit, deadline);
+        } finally {
+            this.metrics?.flush();
         }
-        if (current.value >= limit) {
-            return { created: false, count: current.value, reason: "limit" };
-        }
-        const created = await this.resources.put(item);
-        if (!created) {
-            return { created: false, count: current.value, reason: "exists" };
-        }
-        await this.bestEffort.once(key, 1, "increment");
-        return { created: true, count: current.value + 1 };
     }
 
     /**
      * Soft-deletes the item (`deleted = true`); the consumer counts the deletion and removes it.
      *
-     * utilization: decrements best-effort first, then soft-deletes (a failure between the two can
-     * only undercount). If the decrement fails after every retry, the item is left untouched and the
-     * decrement's DynamoDB error is returned, because soft-deleting without it would overcount.
-     * strict: soft-deletes first, then releases the slot (a failure can only hold the slot back).
-     * Both first read the item (1 RCU), so deleting a missing id never touches the counter.
+     * Both modes first read the item (1 RCU; strict mode also reads its marker beside it, in parallel),
+     * so deleting a missing id never touches the counter, and only client-counted items move
+     * best-effort.
+     * utilization: claims the delete on the item, decrements best-effort, then soft-deletes under the
+     * claim: concurrent deletes of one id decrement once (a claim is taken over only after the client
+     * deadline, which can at most undercount). If the claim or the decrement fails after every
+     * attempt, the item is left live (the claim given back) and that write's DynamoDB error is thrown,
+     * because soft-deleting without the decrement would overcount.
+     * strict: touches best-effort (no count change), soft-deletes, then releases the slot (a failure can
+     * only hold the slot back). If the touch fails after every attempt, the item is left untouched and
+     * its error is thrown.
      *
      * Resolves `{ deleted: false }` when the item does not exist, is already deleted, or a concurrent
-     * delete of the same id won.
-     * Throws: InvalidArgumentError before anything is written; otherwise only DynamoDB errors of the
-     * delete's own writes, unchanged, after a TransactionConflictException has been retried.
+     * delete of the same id holds it or won.
+     * Throws: InvalidArgumentError before anything is written; DeadlineExceededError when the deadline
+     * passed before the soft delete could be sent (the item stays live, best-effort may be one low);
+     * otherwise only DynamoDB errors of the delete's own reads and writes, unchanged, after a
+     * TransactionConflictException has been retried.
      */
     async delete(key: string, id: string): Promise<DeleteResult> {
         checkKey(key);
-        checkId(id, this.config.counterPrefix);
-        // Touch the counter only for an item that is live, so deleting a missing id changes nothing.
-        const createToken = await this.resources.liveToken(key, id);
-        if (createToken === undefined) {
-            return { deleted: false };
+        checkId(id, this.config.counterPrefix, this.config.selection);
+        const deadline = new CallDeadline(this.deadlineMs);
+        try {
+            const live = await this.resources.liveItem(key, id, this.mode === "strict");
+            if (live === undefined) {
+                return { deleted: false };
+            }
+            if (this.mode === "strict") {
+                await this.bestEffort.repeatable(key, 0, deadline);
+                const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
+                // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
+                // consumer already removed the item before a retry could see it, or a concurrent delete did
+                // both. Never release then: a release not sent only holds a slot back, a wrong one breaks the bound.
+                if (outcome === "mine" && live.clientCounted) {
+                    await this.bestEffort.once(key, -1, "release", deadline);
+                }
+                return { deleted: outcome !== "taken" };
+            }
+            if (!live.clientCounted) {
+                const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
+                return { deleted: outcome !== "taken" };
+            }
+            const claim = newToken();
+            let outcome: WriteOutcome;
+            try {
+                const claimed = await this.resources.claim(
+                    key,
+                    id,
+                    live.createToken,
+                    claim,
+                    this.deadlineMs + CLAIM_TAKEOVER_MARGIN_MS,
+                    deadline,
+                );
+                if (claimed !== "mine") {
+                    return { deleted: false };
+                }
+                await this.bestEffort.repeatable(key, -1, deadline);
+                outcome = await this.resources.softDelete(key, id, live.createToken, claim, deadline);
+            } catch (error) {
+                // The item may be left live with this call's claim (and best-effort one low): give the claim
+                // back so that a retried delete proceeds at once. A decrement already sent only undercounts.
+                await this.resources.unclaim(key, id, claim, deadline);
+                throw error;
+            }
+            // "gone": this call's soft delete committed and the consumer removed the item before a retry
+            // could see it. "taken": the claim was taken over (this call outlived its deadline); the
+            // decrement already sent only undercounts.
+            return { deleted: outcome !== "taken" };
+        } finally {
+            this.metrics?.flush();
         }
-        if (this.mode === "utilization") {
-            await this.bestEffort.decrement(key);
-        }
-        const outcome = await this.resources.softDelete(key, id, createToken);
-        // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
-        // consumer already removed the item before an SDK retry could see it, or a concurrent delete
-        // did both. Never compensate: in utilization mode a decrement too many only undercounts, and in
-        // strict mode a release not sent only holds a slot back, while guessing wrong would break the bound.
-        if (this.mode === "strict" && outcome === "mine") {
-            await this.bestEffort.once(key, -1, "release");
-        }
-        return { deleted: outcome !== "taken" };
     }
 
     /**
@@ -218,14 +339,20 @@ export class HybridCounterClient {
      */
     async count(key: string): Promise<CounterValue> {
         checkKey(key);
-        const { partitionKey, sortKey, countAttribute, counterPrefix } = this.config;
+        const { partitionKey, sortKey, countAttribute } = this.config;
         const response = await this.dynamodb.send(
             new QueryCommand({
-                TableName: this.config.tableName,
+                TableName: this.config.countersTableName,
                 ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key AND begins_with(#sk, :prefix)",
-                ExpressionAttributeNames: { "#pk": partitionKey, "#sk": sortKey },
-                ExpressionAttributeValues: { ":key": { S: key }, ":prefix": { S: counterPrefix } },
+                // best-effort < eventual < item#... in sort-key order: exactly the two counter items.
+                KeyConditionExpression: "#pk = :key AND #sk BETWEEN :be AND :ev",
+                ExpressionAttributeNames: { "#pk": partitionKey, "#sk": sortKey, "#count": countAttribute },
+                ExpressionAttributeValues: {
+                    ":key": { S: key },
+                    ":be": { S: bestEffortSortKey(this.config) },
+                    ":ev": { S: eventualSortKey(this.config) },
+                },
+                ProjectionExpression: "#sk, #count",
             }),
         );
         let bestEffort = 0;
@@ -243,20 +370,87 @@ export class HybridCounterClient {
 
     // --- helpers ---------------------------------------------------------------------------------
 
-    private resourceItem(key: string, id: string, attributes: Record<string, unknown> | undefined): ResourceItem {
-        checkKey(key);
-        checkId(id, this.config.counterPrefix);
-        return this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
+    private async tryCreateStrict(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<TryCreateResult> {
+        const reservation = await this.bestEffort.reserve(resource.key, limit, deadline);
+        if (reservation.outcome === "limit") {
+            return { created: false, count: reservation.value, reason: "limit" };
+        }
+        if (reservation.outcome === "failed") {
+            return this.unavailable();
+        }
+        const put = await this.resources.put(resource, deadline);
+        if (put.outcome === "mine") {
+            return { created: true, count: reservation.value };
+        }
+        if (!put.doubt) {
+            await this.bestEffort.once(resource.key, -1, "release", deadline);
+        }
+        if (put.outcome === "taken") {
+            return { created: false, count: put.doubt ? reservation.value : reservation.value - 1, reason: "exists" };
+        }
+        if (put.error instanceof DeadlineExceededError) {
+            this.onFailure({ key: resource.key, operation: "put", error: put.error });
+            return this.unavailable();
+        }
+        throw put.error;
     }
 
-    /** Strict mode: puts the reserved item; gives the slot back when nothing was created. */
-    private async putOrRelease(key: string, item: ResourceItem): Promise<boolean> {
-        // A put that throws may still have committed (a lost response): keep the slot, which can only hold
-        // capacity back. Only a put answered "another item has this id" certainly wrote nothing.
-        const created = await this.resources.put(item);
-        if (!created) {
-            await this.bestEffort.once(key, -1, "release");
+    private async tryCreateUtilization(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<TryCreateResult> {
+        let current: CounterValue;
+        try {
+            current = await withRetries(() => this.count(resource.key), isRetryable, this.attempts);
+        } catch (error) {
+            this.onFailure({ key: resource.key, operation: "read", error });
+            return this.unavailable();
         }
-        return created;
+        if (current.value >= limit) {
+            return { created: false, count: current.value, reason: "limit" };
+        }
+        const put = await this.resources.put(resource, deadline);
+        if (put.outcome === "taken") {
+            return { created: false, count: current.value, reason: "exists" };
+        }
+        if (put.outcome === "failed") {
+            if (put.error instanceof DeadlineExceededError) {
+                this.onFailure({ key: resource.key, operation: "put", error: put.error });
+                return this.unavailable();
+            }
+            throw put.error;
+        }
+        await this.bestEffort.once(resource.key, 1, "increment", deadline);
+        return { created: true, count: current.value + 1 };
+    }
+
+    private unavailable(): TryCreateResult {
+        this.metrics?.add("Unavailable");
+        return { created: false, count: null, reason: "unavailable" };
+    }
+
+    private resourceItem(key: string, id: string, attributes: Record<string, unknown> | undefined): ResourceItem {
+        checkKey(key);
+        checkId(id, this.config.counterPrefix, this.config.selection);
+        const resource = this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
+        checkItemSize(resource.item, this.headroom);
+        return resource;
+    }
+
+    /**
+     * Strict mode: puts the reserved item. The slot is given back only when the put certainly wrote
+     * nothing: another item holds the id, or every attempt was refused with a 4xx (a ValidationException,
+     * a missing table). A put in doubt (a 5xx or a timeout on some attempt, and no way to tell) keeps its
+     * slot, which can only hold capacity back.
+     */
+    private async putReserved(resource: ResourceItem, deadline: CallDeadline): Promise<boolean> {
+        const put = await this.resources.put(resource, deadline);
+        if (put.outcome === "mine") {
+            return true;
+        }
+        if (!put.doubt) {
+            await this.bestEffort.once(resource.key, -1, "release", deadline);
+        }
+        if (put.outcome === "failed") {
+            throw put.error;
+        }
+        return false;
     }
 }

@@ -5,6 +5,7 @@
  * This module is pure: no AWS SDK, no Pulumi. The component imports it so that the environment
  * variable names and defaults are defined exactly once.
  */
+import { ConfigurationError } from "./errors";
 
 /** Attribute names and reserved values of the table the counter lives in. */
 export interface CounterTableLayout {
@@ -30,6 +31,36 @@ export interface CounterTableLayout {
 /** A layout plus the table it applies to. */
 export interface CounterTableConfig extends CounterTableLayout {
     readonly tableName: string;
+    /** The table the counter items (best-effort, eventual, markers) live in; equal to tableName for "same-table". @default tableName */
+    readonly countersTableName?: string;
+}
+
+/** Attribute names on counter items (best-effort, eventual, markers). */
+export const COUNTER_ATTRIBUTES = Object.freeze({
+    state: "hc_state",
+    seq: "hc_seq",
+    beCounted: "hc_be",
+    expiresAt: "hc_expires_at",
+    version: "hc_version",
+    writtenAt: "hc_written_at",
+    healShard: "hc_heal",
+    life: "hc_life",
+} as const);
+
+/** hc_seq of a marker written by anything but the stream: every stream record orders after it. */
+export const ZERO_SEQ = "0".repeat(40);
+
+/** A stream sequence number left-padded to 40 digits, so that string order is numeric order. */
+export function paddedSequence(sequenceNumber: string): string {
+    return sequenceNumber.padStart(40, "0");
+}
+
+/** Shards of the sparse "heal-index": a best-effort item's hc_heal is String(fnv1a(key) % HEAL_SHARDS). */
+export const HEAL_SHARDS = 16;
+
+/** Sort key of the marker of resource item `id` (in the counters table, under the item's counter key). */
+export function markerSortKey(layout: CounterTableLayout, id: string): string {
+    return `${layout.counterPrefix}item#${id}`;
 }
 
 export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
@@ -76,13 +107,8 @@ export interface HandlerConfig extends CounterTableConfig {
     readonly metricsNamespace: string;
 }
 
-/** Raised when configuration (environment or options) is missing or invalid. */
-export class ConfigurationError extends Error {
-    constructor(readonly problems: readonly string[]) {
-        super(`invalid hybrid-counter configuration: ${problems.join("; ")}`);
-        this.name = "ConfigurationError";
-    }
-}
+/** Raised when configuration (environment or options) is missing or invalid: defined with the other errors. */
+export { ConfigurationError } from "./errors";
 
 const ATTRIBUTE_NAME_MAX_BYTES = 255;
 
@@ -92,7 +118,7 @@ const ATTRIBUTE_NAME_MAX_BYTES = 255;
  */
 export function layoutProblems(layout: CounterTableLayout): string[] {
     const problems: string[] = [];
-    const names: Array<keyof CounterTableLayout> = [
+    const names: Array<Exclude<keyof CounterTableLayout, "counterPrefix">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -108,7 +134,7 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
             problems.push(`[${field}] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
         }
     }
-    const itemAttributes: Array<keyof CounterTableLayout> = [
+    const itemAttributes: Array<Exclude<keyof CounterTableLayout, "counterPrefix" | "countAttribute">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",

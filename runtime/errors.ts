@@ -25,6 +25,31 @@ export class InvalidArgumentError extends HybridCounterError {
 }
 
 /**
+ * Configuration (client options or a Lambda's environment) is missing or invalid. Raised by the
+ * client's constructor and the handlers' setup, before anything is read or written; `problems` names
+ * every bad field (`[tableName] must be ...`).
+ */
+export class ConfigurationError extends HybridCounterError {
+    constructor(readonly problems: readonly string[]) {
+        super(`invalid hybrid-counter configuration: ${problems.join("; ")}`);
+    }
+}
+
+/**
+ * A client call ran out of its deadline (option `deadlineMs`) before it could send a write it needs.
+ * Every write the call did send is on its mode's safe side: a strict slot may be held back, a
+ * utilization count may be one low. The call's own resource write was not sent when this is raised.
+ */
+export class DeadlineExceededError extends HybridCounterError {
+    constructor(
+        readonly operation: string,
+        readonly deadlineMs: number,
+    ) {
+        super(`the call's deadline of ${deadlineMs} ms passed before its ${operation} could be sent`);
+    }
+}
+
+/**
  * A stream record the consumer can never count (missing or non-string key, wrong stream view type,
  * malformed flag). It is sent whole to the fatal queue and the shard moves on.
  */

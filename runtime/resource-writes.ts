@@ -1,9 +1,29 @@
 /**
- * The client's writes to resource items: the conditional put of a new item and the soft delete.
+ * The client's writes to resource items: the conditional put of a new item, a utilization delete's
+ * claim, and the soft delete.
  *
- * Every write stores a per-call token, so a retry after a lost response recognises its own earlier
- * commit ("mine") instead of taking it for another caller's item ("taken") or a vanished one ("gone").
- * These writes are safe to repeat, so they are retried (SDK retries plus the client's own attempts).
+ * Every write stores a per-call token (a UUIDv7, runtime/tokens.ts), so a retry after a lost response
+ * recognises its own earlier commit ("mine") instead of taking it for another caller's item ("taken")
+ * or a vanished one ("gone"). Each HTTP attempt is sent once (no SDK retry) and repeated by the client
+ * under the call's deadline (runtime/retry.ts).
+ *
+ * The put is never repeated blindly. A repeat after an attempt that may have committed could write a
+ * second life of the id: the first life may have been deleted and removed in between, and a second
+ * life with the same token would be "mine" while the delete already took back the count (or the slot)
+ * of the first. So before each repeat the client reads the item and its marker (the marker's hc_life
+ * holds the token of the life the consumer last applied; the consumer removes a soft-deleted item in
+ * the same transaction that writes the marker):
+ *   - the item carries my token: my earlier attempt committed ("mine");
+ *   - another item holds the id: "taken";
+ *   - no item, and the marker's life is my token: my earlier attempt committed and that life is
+ *     already deleted and removed ("mine": the delete accounted for it, nothing is written again);
+ *   - no item, and the marker names a life at least as recent as mine (less the clock skew allowed):
+ *     another life came and went while my attempt was in doubt, so whether mine committed cannot be
+ *     told: nothing is written ("taken", in doubt);
+ *   - otherwise no life of mine can have been removed: the put is sent again.
+ * This adds no new answer and no new error: every outcome is one an SDK retry could already give
+ * ("mine" after a lost response, "taken" when another item holds the id), and a failed read ends the
+ * call with the put's own last error, as an exhausted retry did.
  */
 import {
     ConditionalCheckFailedException,
@@ -13,13 +33,31 @@ import {
     type AttributeValue,
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
-import { randomUUID } from "node:crypto";
-import type { CounterTableConfig } from "./config";
+import type { BestEffortFailure } from "./best-effort";
+import type { ClientConfig } from "./client-validation";
+import { COUNTER_ATTRIBUTES, markerSortKey } from "./config";
+import { DeadlineExceededError } from "./errors";
 import { isRetryable } from "./counting";
-import { withRetries } from "./retry";
+import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "./retry";
+import { newToken, tokenTime } from "./tokens";
+
+/**
+ * While the stream consumer still counts creations by flipping a `processed` flag (false -> true), the
+ * client writes `processed = false` on every item it creates. Under the marker model (the consumer keeps
+ * its own state in markers), this is false and the flag is no longer written.
+ */
+export const LEGACY_PROCESSED_FLAG = true;
+
+/**
+ * How far another machine's clock may be behind ours when the client compares a marker's life token
+ * with its own (both UUIDv7, stamped by the clocks of the machines that made them).
+ */
+export const MAX_CLOCK_SKEW_MS = 60_000;
 
 /** A resource item ready to put, with the token that marks this call's write. */
 export interface ResourceItem {
+    readonly key: string;
+    readonly id: string;
     readonly item: Record<string, AttributeValue>;
     readonly token: string;
 }
@@ -27,57 +65,145 @@ export interface ResourceItem {
 /** "mine": this call's write committed. "taken": another write owns the item. "gone": no such item (life). */
 export type WriteOutcome = "mine" | "taken" | "gone";
 
+/**
+ * The put's answer. `doubt`: some attempt may have committed (a 5xx, a timeout) and the client could
+ * not tell whether that life of the item existed: a strict slot must then be kept.
+ */
+export type PutResult =
+    | { readonly outcome: "mine" }
+    | { readonly outcome: "taken"; readonly doubt: boolean }
+    | { readonly outcome: "failed"; readonly error: unknown; readonly doubt: boolean };
+
+/** A live item as read before a delete. */
+export interface LiveItem {
+    /** The creation token that names this life of the id (null for an item written without one). */
+    readonly createToken: string | null;
+    /** Best-effort accounts for it: it carries the client's token, or its marker says hc_be = true. */
+    readonly clientCounted: boolean;
+}
+
 export class ResourceWriter {
     constructor(
-        private readonly config: CounterTableConfig,
+        private readonly config: ClientConfig,
         private readonly dynamodb: DynamoDBClient,
         private readonly attempts: number,
         private readonly deleteTokenAttribute: string,
+        private readonly onFailure: (failure: BestEffortFailure) => void,
     ) {}
 
     /** Builds the item for `id` under `key` from already-marshalled caller attributes. */
     item(key: string, id: string, extra: Record<string, AttributeValue>): ResourceItem {
-        const { partitionKey, sortKey, processedAttribute, tokenAttribute } = this.config;
-        const token = randomUUID();
+        const { partitionKey, sortKey, processedAttribute, tokenAttribute, selection } = this.config;
+        const token = newToken();
         return {
+            key,
+            id,
             token,
             item: {
                 ...extra,
+                ...(selection.kind === "attribute" ? { [selection.name]: { S: selection.value } } : {}),
+                ...(LEGACY_PROCESSED_FLAG ? { [processedAttribute]: { BOOL: false } } : {}),
                 [partitionKey]: { S: key },
                 [sortKey]: { S: id },
-                [processedAttribute]: { BOOL: false },
                 [tokenAttribute]: { S: token },
             },
         };
     }
 
-    /** Puts the item if absent. True when this call wrote it, recognised by its token after an SDK retry. */
-    async put({ item, token }: ResourceItem): Promise<boolean> {
-        const { tableName, partitionKey } = this.config;
-        const outcome = await this.writeWithToken(
-            () =>
-                this.dynamodb.send(
+    /** Puts the item if absent; see the module's header for how a repeat is decided. */
+    async put(resource: ResourceItem, deadline: CallDeadline): Promise<PutResult> {
+        const { tableName, partitionKey, tokenAttribute } = this.config;
+        let doubt = false;
+        let stop = false;
+        let lastError: unknown;
+        for (let attempt = 1; ; attempt++) {
+            const mayRepeat = !stop && attempt <= this.attempts && (attempt === 1 || (await backoff(attempt - 1, deadline)));
+            if (doubt) {
+                // An earlier attempt may have committed: look before sending again (or before giving up).
+                const seen = await this.inspect(resource).catch(() => "unreadable" as const);
+                if (seen === "mine") {
+                    return { outcome: "mine" };
+                }
+                if (seen === "taken" || seen === "unknown") {
+                    return { outcome: "taken", doubt };
+                }
+                if (seen === "unreadable") {
+                    break;
+                }
+            }
+            if (!mayRepeat || !deadline.open()) {
+                break;
+            }
+            try {
+                await sendOnce(
+                    this.dynamodb,
                     new PutItemCommand({
                         TableName: tableName,
-                        Item: item,
+                        Item: resource.item,
                         ConditionExpression: "attribute_not_exists(#pk)",
                         ExpressionAttributeNames: { "#pk": partitionKey },
                         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                     }),
-                ),
-            this.config.tokenAttribute,
-            token,
+                );
+                return { outcome: "mine" };
+            } catch (error) {
+                if (error instanceof ConditionalCheckFailedException) {
+                    return error.Item?.[tokenAttribute]?.S === resource.token ? { outcome: "mine" } : { outcome: "taken", doubt };
+                }
+                lastError = error;
+                doubt ||= mayHaveCommitted(error);
+                stop = !isRetryable(error);
+            }
+        }
+        // No attempt sent at all: the deadline passed first.
+        return { outcome: "failed", error: lastError ?? new DeadlineExceededError("put", deadline.ms), doubt };
+    }
+
+    /** Reads the item, then its marker: whether a life of mine exists or existed (see the header). */
+    private async inspect({ key, id, token }: ResourceItem): Promise<"mine" | "taken" | "unknown" | "absent"> {
+        const { tableName, countersTableName, tokenAttribute } = this.config;
+        // Item first: the consumer removes a soft-deleted item in the transaction that writes its marker,
+        // so when the item is absent now, the marker read after it shows that removal.
+        const item = await this.dynamodb.send(
+            new GetItemCommand({
+                TableName: tableName,
+                Key: this.key(key, id),
+                ConsistentRead: true,
+                ProjectionExpression: "#token",
+                ExpressionAttributeNames: { "#token": tokenAttribute },
+            }),
         );
-        return outcome === "mine";
+        if (item.Item !== undefined) {
+            return item.Item[tokenAttribute]?.S === token ? "mine" : "taken";
+        }
+        const marker = await this.dynamodb.send(
+            new GetItemCommand({
+                TableName: countersTableName,
+                Key: this.key(key, markerSortKey(this.config, id)),
+                ConsistentRead: true,
+                ProjectionExpression: "#life",
+                ExpressionAttributeNames: { "#life": COUNTER_ATTRIBUTES.life },
+            }),
+        );
+        const life = marker.Item?.[COUNTER_ATTRIBUTES.life]?.S;
+        if (life === undefined) {
+            return "absent";
+        }
+        if (life === token) {
+            return "mine";
+        }
+        const lifeTime = tokenTime(life);
+        const mine = tokenTime(token) ?? Date.now();
+        return lifeTime !== undefined && lifeTime < mine - MAX_CLOCK_SKEW_MS ? "absent" : "unknown";
     }
 
     /**
-     * Reads the item before a delete. Undefined when it is missing or already deleted; otherwise the
-     * creation token that names this life of the id (null for an item written without one).
+     * Reads the item before a delete (and, when asked, its marker beside it, for hc_be). Undefined when
+     * the item is missing or already deleted.
      */
-    async liveToken(key: string, id: string): Promise<string | null | undefined> {
-        const { tableName, deletedAttribute, tokenAttribute } = this.config;
-        const response = await withRetries(
+    async liveItem(key: string, id: string, readMarker: boolean): Promise<LiveItem | undefined> {
+        const { tableName, countersTableName, deletedAttribute, tokenAttribute } = this.config;
+        const itemRead = withRetries(
             () =>
                 this.dynamodb.send(
                     new GetItemCommand({
@@ -91,89 +217,205 @@ export class ResourceWriter {
             isRetryable,
             this.attempts,
         );
+        const markerRead = readMarker
+            ? this.dynamodb
+                  .send(
+                      new GetItemCommand({
+                          TableName: countersTableName,
+                          Key: this.key(key, markerSortKey(this.config, id)),
+                          ConsistentRead: true,
+                          ProjectionExpression: "#be",
+                          ExpressionAttributeNames: { "#be": COUNTER_ATTRIBUTES.beCounted },
+                      }),
+                  )
+                  .then(
+                      (response) => response.Item?.[COUNTER_ATTRIBUTES.beCounted]?.BOOL === true,
+                      (error: unknown) => {
+                          // Not knowing that best-effort accounts for the item only holds a strict slot back.
+                          this.onFailure({ key, operation: "read", error });
+                          return false;
+                      },
+                  )
+            : Promise.resolve(false);
+        const [response, beCounted] = await Promise.all([itemRead, markerRead]);
         if (response.Item === undefined || response.Item[deletedAttribute]?.BOOL === true) {
             return undefined;
         }
-        return response.Item[tokenAttribute]?.S ?? null;
+        const createToken = response.Item[tokenAttribute]?.S ?? null;
+        return { createToken, clientCounted: createToken !== null || beCounted };
+    }
+
+    /**
+     * Utilization mode: claims the delete of the life `createToken` names, by storing `claim` as its
+     * delete token. It fails ("taken") while another delete's claim is younger than `takeoverAfterMs`
+     * (its caller may still be decrementing) or the item is deleted. An older claim was abandoned: its
+     * caller sends nothing after its deadline, so taking it over can at most decrement twice for one
+     * life, which only undercounts.
+     */
+    async claim(
+        key: string,
+        id: string,
+        createToken: string | null,
+        claim: string,
+        takeoverAfterMs: number,
+        deadline: CallDeadline,
+    ): Promise<WriteOutcome> {
+        // UUIDv7 text sorts by its leading time: a claim made before `expired`'s time sorts below it.
+        const expired = newToken((tokenTime(claim) ?? Date.now()) - takeoverAfterMs).slice(0, 13);
+        return this.conditionalUpdate(
+            key,
+            id,
+            createToken,
+            "SET #deleteToken = :token",
+            "(attribute_not_exists(#deleteToken) OR #deleteToken < :expired)",
+            { ":expired": { S: expired } },
+            claim,
+            deadline,
+            "claim",
+        );
+    }
+
+    /**
+     * Gives back a claim whose delete failed before its soft delete committed, so that a retried delete
+     * need not wait for the claim to expire. Conditional on the claim and on the item being live: it can
+     * never undo a committed soft delete, and a soft delete still in flight then fails on its condition.
+     */
+    async unclaim(key: string, id: string, claim: string, deadline: CallDeadline): Promise<void> {
+        try {
+            await withRetries(
+                () =>
+                    sendOnce(
+                        this.dynamodb,
+                        new UpdateItemCommand({
+                            TableName: this.config.tableName,
+                            Key: this.key(key, id),
+                            UpdateExpression: "REMOVE #deleteToken",
+                            ConditionExpression: "#deleteToken = :claim AND (attribute_not_exists(#deleted) OR #deleted = :false)",
+                            ExpressionAttributeNames: {
+                                "#deleteToken": this.deleteTokenAttribute,
+                                "#deleted": this.config.deletedAttribute,
+                            },
+                            ExpressionAttributeValues: { ":claim": { S: claim }, ":false": { BOOL: false } },
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+                deadline,
+                "unclaim",
+            );
+        } catch (error) {
+            if (!(error instanceof ConditionalCheckFailedException)) {
+                this.onFailure({ key, operation: "unclaim", error });
+            }
+        }
     }
 
     /**
      * Sets `deleted = true` on the life of the id that was read (`createToken`), if it is not deleted.
-     * The delete's own token goes to a separate attribute, so the creation token is never overwritten: a
-     * retry after a lost response recognises this call's write, and can never soft-delete a newer item
-     * that reused the id.
+     * With `claim`, only while the claim is still this call's (the delete token is already stored);
+     * without, the delete's own token is stored with it. The creation token is never overwritten: a
+     * retry after a lost response recognises this call's write, and can never soft-delete a newer
+     * item that reused the id.
      */
-    async softDelete(key: string, id: string, createToken: string | null): Promise<WriteOutcome> {
-        const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
-        const token = randomUUID();
-        return this.writeWithToken(
-            () =>
-                this.dynamodb.send(
-                    new UpdateItemCommand({
-                        TableName: tableName,
-                        Key: this.key(key, id),
-                        UpdateExpression: "SET #deleted = :true, #deleteToken = :token",
-                        ConditionExpression:
-                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
-                            (createToken === null ? "attribute_not_exists(#createToken)" : "#createToken = :createToken"),
-                        ExpressionAttributeNames: {
-                            "#pk": partitionKey,
-                            "#deleted": deletedAttribute,
-                            "#deleteToken": this.deleteTokenAttribute,
-                            "#createToken": tokenAttribute,
-                        },
-                        ExpressionAttributeValues: {
-                            ":true": { BOOL: true },
-                            ":false": { BOOL: false },
-                            ":token": { S: token },
-                            ...(createToken === null ? {} : { ":createToken": { S: createToken } }),
-                        },
-                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                    }),
-                ),
-            this.deleteTokenAttribute,
-            token,
-            { attribute: tokenAttribute, value: createToken },
+    async softDelete(
+        key: string,
+        id: string,
+        createToken: string | null,
+        claim: string | undefined,
+        deadline: CallDeadline,
+    ): Promise<WriteOutcome> {
+        if (claim !== undefined) {
+            return this.conditionalUpdate(
+                key,
+                id,
+                createToken,
+                "SET #deleted = :true",
+                "#deleteToken = :token",
+                { ":true": { BOOL: true } },
+                claim,
+                deadline,
+                "soft delete",
+            );
+        }
+        return this.conditionalUpdate(
+            key,
+            id,
+            createToken,
+            "SET #deleted = :true, #deleteToken = :token",
+            "attribute_exists(#pk)",
+            { ":true": { BOOL: true } },
+            newToken(),
+            deadline,
+            "soft delete",
         );
     }
 
     /**
-     * Sends a conditional write that stores `token`, retrying what is safe to retry. "mine": it
-     * committed, possibly on an attempt whose response was lost (the stored token is ours). "taken":
-     * the condition failed on an item another write owns. "gone": the condition failed on no item, or
-     * on a newer life of the id than `lifeToken` names.
+     * An update of the live life `createToken` names, recognised by `token` in the delete token
+     * attribute, retried while safe. "mine": it committed, possibly on an attempt whose response was
+     * lost. "taken": the condition failed on an item another write owns (or already deleted). "gone":
+     * the condition failed on no item, or on a newer life of the id.
      */
-    private async writeWithToken(
-        send: () => Promise<unknown>,
-        tokenAttribute: string,
+    private async conditionalUpdate(
+        key: string,
+        id: string,
+        createToken: string | null,
+        update: string,
+        extraCondition: string,
+        extraValues: Record<string, AttributeValue>,
         token: string,
-        lifeToken?: { attribute: string; value: string | null },
+        deadline: CallDeadline,
+        operation: string,
     ): Promise<WriteOutcome> {
-        return withRetries(
-            async () => {
-                try {
-                    await send();
-                    return "mine";
-                } catch (error) {
-                    if (error instanceof ConditionalCheckFailedException) {
-                        const item = error.Item;
-                        if (item === undefined) {
-                            return "gone";
-                        }
-                        if (item[tokenAttribute]?.S === token) {
-                            return "mine";
-                        }
-                        if (lifeToken !== undefined && (item[lifeToken.attribute]?.S ?? null) !== lifeToken.value) {
-                            return "gone";
-                        }
-                        return "taken";
+        const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
+        const names: Record<string, string> = {
+            "#pk": partitionKey,
+            "#deleted": deletedAttribute,
+            "#deleteToken": this.deleteTokenAttribute,
+            "#createToken": tokenAttribute,
+        };
+        const attempt = async (): Promise<WriteOutcome> => {
+            try {
+                await sendOnce(
+                    this.dynamodb,
+                    new UpdateItemCommand({
+                        TableName: tableName,
+                        Key: this.key(key, id),
+                        UpdateExpression: update,
+                        ConditionExpression:
+                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+                            (createToken === null ? "attribute_not_exists(#createToken)" : "#createToken = :createToken") +
+                            ` AND ${extraCondition}`,
+                        ExpressionAttributeNames: names,
+                        ExpressionAttributeValues: {
+                            ":false": { BOOL: false },
+                            ":token": { S: token },
+                            ...extraValues,
+                            ...(createToken === null ? {} : { ":createToken": { S: createToken } }),
+                        },
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                    }),
+                );
+                return "mine";
+            } catch (error) {
+                if (error instanceof ConditionalCheckFailedException) {
+                    const item = error.Item;
+                    if (item === undefined) {
+                        return "gone";
                     }
-                    throw error;
+                    if ((item[tokenAttribute]?.S ?? null) !== createToken) {
+                        return "gone";
+                    }
+                    // Only this call stores `token`: finding it means an earlier attempt of this write committed.
+                    if (item[this.deleteTokenAttribute]?.S === token) {
+                        return "mine";
+                    }
+                    return "taken";
                 }
-            },
-            isRetryable,
-            this.attempts,
-        );
+                throw error;
+            }
+        };
+        return withRetries(attempt, isRetryable, this.attempts, deadline, operation);
     }
 
     private key(key: string, sk: string): Record<string, AttributeValue> {

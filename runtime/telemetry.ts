@@ -38,8 +38,9 @@ export const METRIC_NAMES = [
 
 export type MetricName = (typeof METRIC_NAMES)[number];
 
-export class Metrics {
-    private readonly values = new Map<MetricName, number>();
+/** EMF counters; `N` names the metrics (the handlers' METRIC_NAMES by default). */
+export class Metrics<N extends string = MetricName> {
+    private readonly values = new Map<N, number>();
 
     constructor(
         private readonly namespace: string,
@@ -47,11 +48,11 @@ export class Metrics {
         private readonly sink: LineSink = stdoutSink,
     ) {}
 
-    add(name: MetricName, value = 1): void {
+    add(name: N, value = 1): void {
         this.values.set(name, (this.values.get(name) ?? 0) + value);
     }
 
-    get(name: MetricName): number {
+    get(name: N): number {
         return this.values.get(name) ?? 0;
     }
 

@@ -205,7 +205,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         fixture.close();
     });
 
-    it("tryCreate (strict): a put that committed but failed every retry keeps its slot", async () => {
+    it("tryCreate (strict): a put that committed and lost its response is recognised by a read before any repeat", async () => {
         const fixture = await counterFixture(engine(), { mode: "strict" });
         let puts = 0;
         const lose: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
@@ -226,13 +226,43 @@ describe("HybridCounterClient on DynamoDB Local", () => {
             attempts: 2,
         });
 
+        const result = await client.tryCreate("k", "a", 1);
+
+        assert.deepEqual(result, { created: true, count: 1 });
+        assert.equal(puts, 1, "the read found the item: the put was not sent again");
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, processed: 0, softDeleted: 0 });
+        fixture.close();
+    });
+
+    it("tryCreate (strict): a put in doubt that then failed every attempt keeps its slot and returns the put's error", async () => {
+        const fixture = await counterFixture(engine(), { mode: "strict" });
+        let puts = 0;
+        const fail: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+            if (context.commandName !== "PutItemCommand") {
+                return next(args);
+            }
+            // A 500 may follow a commit the client cannot see; the throttle after it certainly wrote nothing.
+            if (++puts === 1) {
+                throw new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: "Internal server error" });
+            }
+            throw new ProvisionedThroughputExceededException({ $metadata: { httpStatusCode: 400 }, message: "throttled" });
+        };
+        fixture.clientDynamo.middlewareStack.add(fail, { step: "deserialize", name: "failPut", priority: "high" });
+        const client = new HybridCounterClient({
+            tableName: fixture.tableName,
+            dynamodb: fixture.clientDynamo,
+            mode: "strict",
+            attempts: 2,
+        });
+
         const error = await client.tryCreate("k", "a", 1).then(
             () => assert.fail("the put's own error is returned"),
             (e: unknown) => e as Error,
         );
 
         assert.equal(error.name, "ProvisionedThroughputExceededException");
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, processed: 0, softDeleted: 0 });
+        assert.equal(puts, 2);
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
         assert.deepEqual(await fixture.client.tryCreate("k", "b", 1), { created: false, count: 1, reason: "limit" });
         fixture.close();
     });
@@ -300,11 +330,17 @@ describe("HybridCounterClient on DynamoDB Local", () => {
 
     it("the resource write's own error is returned unchanged", async () => {
         const fixture = await counterFixture(engine());
-        const error = await fixture.client.create("k", "big", { blob: "x".repeat(410 * 1024) }).then(
-            () => assert.fail("expected the item to be too large"),
+        const client = new HybridCounterClient({ tableName: fixture.tableName, dynamodb: fixture.clientDynamo, attempts: 3 });
+        const stats = injectFaults(fixture.clientDynamo, { rate: 1, kinds: ["throttle"], random: seededRandom(3), reads: false });
+
+        const error = await client.create("k", "a").then(
+            () => assert.fail("expected the put's throttling error"),
             (e: unknown) => e as Error,
         );
-        assert.equal(error.name, "ValidationException");
+
+        assert.equal(error.name, "ProvisionedThroughputExceededException");
+        assert.equal(stats.injected.throttle, 3, "one HTTP attempt per client attempt: the SDK does not retry client writes");
+        stats.rate = 0;
         assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
         fixture.close();
     });
