@@ -89,6 +89,19 @@ const throttleError = () =>
 
 const serverError = () => new InternalServerError({ $metadata: metadata(500), message: "Internal server error" });
 
+/** The error DynamoDB would return for an injected fault of `kind` on `commandName`. */
+export function faultError(kind: FaultKind, commandName: string, input: unknown): Error {
+    switch (kind) {
+        case "conflict":
+            return conflictError(commandName, input);
+        case "throttle":
+            return throttleError();
+        case "500-before":
+        case "500-after":
+            return serverError();
+    }
+}
+
 /** Adds the fault middleware to a client. Returns live counts of what was injected, and the rate to adjust. */
 export function injectFaults(client: DynamoDBClient, options: FaultOptions): FaultStats {
     const kinds = options.kinds ?? FAULT_KINDS;

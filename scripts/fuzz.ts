@@ -1,0 +1,132 @@
+/**
+ * The model-based checker, long: `npm run fuzz -- --seeds 200 --ops 500`.
+ *
+ * Generates a history per seed, runs it on DynamoDB Local under the deterministic scheduler, checks it
+ * against the contract, and for a failing seed shrinks the history and writes a reproduction under
+ * .local/fuzz/. `--replay <file>` runs one saved history again.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import { startEngine } from "../local/engine";
+import { generateHistory, type History, type Mode } from "../test/fuzz/history";
+import { runHistory } from "../test/fuzz/run";
+import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
+
+const USAGE = `Usage: npm run fuzz -- [options]
+
+Options:
+  --seeds <n>        histories to run (default 20)
+  --first <n>        the first seed (default 1)
+  --ops <n>          events per history (default 200)
+  --mode <m>         utilization | strict (default: chosen by each seed)
+  --fault-rate <r>   injected fault probability per request, 0..1 (default: chosen by each seed)
+  --replay <file>    run one saved history and report it
+  --no-shrink        report a failing seed without shrinking it
+  --trace            print every released request (with --replay, to read a reproduction)
+  --json             print the summary as JSON`;
+
+function fail(message: string): never {
+    process.stderr.write(`error: ${message}\n${USAGE}\n`);
+    process.exit(2);
+}
+
+function positive(name: string, value: string | undefined, fallback: number): number {
+    if (value === undefined) {
+        return fallback;
+    }
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < 1) {
+        fail(`--${name} must be a positive integer (got "${value}")`);
+    }
+    return n;
+}
+
+async function main(): Promise<void> {
+    let parsed;
+    try {
+        parsed = parseArgs({
+            options: {
+                seeds: { type: "string" },
+                first: { type: "string" },
+                ops: { type: "string" },
+                mode: { type: "string" },
+                "fault-rate": { type: "string" },
+                replay: { type: "string" },
+                "no-shrink": { type: "boolean" },
+                trace: { type: "boolean" },
+                json: { type: "boolean" },
+                help: { type: "boolean" },
+            },
+            strict: true,
+        });
+    } catch (error) {
+        fail((error as Error).message);
+    }
+    const v = parsed.values;
+    if (v.help) {
+        process.stdout.write(`${USAGE}\n`);
+        return;
+    }
+    if (v.mode !== undefined && v.mode !== "utilization" && v.mode !== "strict") {
+        fail(`--mode must be utilization or strict (got "${v.mode}")`);
+    }
+    const faultRate = v["fault-rate"] === undefined ? undefined : Number(v["fault-rate"]);
+    if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
+        fail(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
+    }
+    const seeds = positive("seeds", v.seeds, 20);
+    const first = positive("first", v.first, 1);
+    const ops = positive("ops", v.ops, 200);
+
+    const engine = await startEngine();
+    let failed = 0;
+    const totals = { seeds: 0, events: 0, requests: 0, faults: 0, observations: 0, deadLettered: 0 };
+    try {
+        const histories: History[] = v.replay
+            ? [JSON.parse(readFileSync(v.replay, "utf8")) as History]
+            : Array.from({ length: seeds }, (_, i) =>
+                  generateHistory({ seed: first + i, ops, mode: v.mode as Mode | undefined, faultRate }),
+              );
+        for (const history of histories) {
+            const result = await runHistory(engine, history, v.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {});
+            totals.seeds++;
+            totals.events += result.stats.events;
+            totals.requests += result.stats.requests;
+            totals.faults += result.stats.faults;
+            totals.observations += result.stats.observations;
+            totals.deadLettered += result.stats.deadLettered;
+            const line = `seed ${history.seed} ${history.mode}: ${result.stats.events} events, ${result.stats.requests} requests, ${result.stats.faults} faults, ${result.violations.length} violations`;
+            process.stderr.write(`${line}\n`);
+            if (result.violations.length === 0) {
+                continue;
+            }
+            failed++;
+            let shown = history;
+            let violations = result.violations;
+            if (!v["no-shrink"] && !v.replay) {
+                process.stderr.write(`  shrinking seed ${history.seed}...\n`);
+                shown = await shrinkHistory(engine, history, result.violations[0]!, {
+                    onProgress: (n) => process.stderr.write(`  ${n} events\n`),
+                });
+                violations = (await runHistory(engine, shown)).violations;
+            }
+            const dir = path.join(".local", "fuzz");
+            mkdirSync(dir, { recursive: true });
+            const file = path.join(dir, `seed-${history.seed}.json`);
+            writeFileSync(file, `${JSON.stringify(shown, null, 2)}\n`);
+            process.stderr.write(`${reproduction(shown, violations, file)}\n`);
+        }
+    } finally {
+        await engine.stop();
+    }
+    const summary = { ...totals, failed };
+    process.stdout.write(
+        v.json
+            ? `${JSON.stringify(summary)}\n`
+            : `${summary.seeds} histories, ${summary.events} events, ${summary.requests} requests, ${summary.faults} injected faults, ${summary.deadLettered} batches dead-lettered: ${failed} failed\n`,
+    );
+    process.exitCode = failed > 0 ? 1 : 0;
+}
+
+void main();

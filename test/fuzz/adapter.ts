@@ -1,0 +1,129 @@
+/**
+ * What the checker needs to know about the counting model's storage, in one place: how to build a
+ * system on DynamoDB Local, how to read one key's truth, and what a released request did.
+ */
+import { DynamoDBClient, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { bestEffortSortKey, DEFAULT_LAYOUT, eventualSortKey, type HandlerConfig } from "../../runtime/config";
+import type { LocalEngine } from "../../local/engine";
+import { snapshotKey } from "../../local/observe";
+import { createCounterTable } from "../../local/table";
+import type { Released } from "./scheduler";
+import { immediateRetries } from "./scheduler";
+
+let tables = 0;
+
+export interface FuzzSystem {
+    readonly config: HandlerConfig;
+    readonly streamArn: string;
+}
+
+export async function createFuzzSystem(reader: DynamoDBClient): Promise<FuzzSystem> {
+    const tableName = `fuzz-${process.pid}-${++tables}`;
+    const { streamArn } = await createCounterTable(reader, tableName, DEFAULT_LAYOUT);
+    return {
+        streamArn,
+        config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "https://sqs.local/000000000000/fatal", metricsNamespace: "Fuzz" },
+    };
+}
+
+/** A DynamoDB client for a task-driven part of the system: the SDK's retry decisions, no sleeps. */
+export function fuzzClient(engine: LocalEngine): DynamoDBClient {
+    return new DynamoDBClient({
+        endpoint: engine.endpoint,
+        region: "us-east-1",
+        credentials: { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" },
+        retryStrategy: immediateRetries(3),
+    });
+}
+
+/** One key's truth, read between two releases (so it is one observation). */
+export interface Truth {
+    readonly bestEffort: number;
+    readonly eventual: number;
+    /** Items that exist and are not soft-deleted. */
+    readonly live: number;
+    /** The items the eventual counter says it counted (its invariant: equal to `eventual` at all times). */
+    readonly counted: number;
+    /** Items soft-deleted and not yet removed by the consumer. */
+    readonly softDeleted: number;
+}
+
+export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<Truth> {
+    const s = await snapshotKey(reader, system.config.tableName, system.config, key);
+    return { bestEffort: s.bestEffort, eventual: s.eventual, live: s.live, counted: s.processed, softDeleted: s.softDeleted };
+}
+
+/** What a released request was, as far as the contract's accounting goes. */
+export type RequestEffect =
+    | { readonly kind: "best-effort"; readonly key: string; readonly delta: number; readonly applied: boolean }
+    | { readonly kind: "put"; readonly key: string; readonly applied: boolean }
+    | { readonly kind: "soft-delete"; readonly key: string; readonly applied: boolean }
+    | { readonly kind: "counter-read"; readonly key: string; readonly value?: number }
+    | { readonly kind: "other"; readonly keys: readonly string[] };
+
+/** Did the request change the table? A 500 after commit did; a refused or failed one did not. */
+function applied(released: Released): boolean {
+    return released.served;
+}
+
+export function classifyRequest(system: FuzzSystem, released: Released): RequestEffect {
+    const { partitionKey, sortKey, countAttribute } = system.config;
+    const input = released.input as {
+        Key?: Record<string, AttributeValue>;
+        Item?: Record<string, AttributeValue>;
+        UpdateExpression?: string;
+        ExpressionAttributeValues?: Record<string, AttributeValue>;
+    };
+    const key = input.Key?.[partitionKey]?.S ?? input.Item?.[partitionKey]?.S;
+    const sk = input.Key?.[sortKey]?.S ?? input.Item?.[sortKey]?.S;
+    if (released.command === "UpdateItemCommand" && key !== undefined && sk === bestEffortSortKey(system.config)) {
+        return { kind: "best-effort", key, delta: Number(input.ExpressionAttributeValues?.[":delta"]?.N ?? 0), applied: applied(released) };
+    }
+    if (released.command === "PutItemCommand" && key !== undefined) {
+        return { kind: "put", key, applied: applied(released) };
+    }
+    if (released.command === "UpdateItemCommand" && key !== undefined && /#deleted = :true/.test(input.UpdateExpression ?? "")) {
+        return { kind: "soft-delete", key, applied: applied(released) };
+    }
+    if (released.command === "QueryCommand") {
+        const queried = input.ExpressionAttributeValues?.[":key"]?.S;
+        if (queried !== undefined) {
+            const items = (released.outcome?.output as { Items?: Array<Record<string, AttributeValue>> } | undefined)?.Items;
+            let value: number | undefined;
+            if (items !== undefined && applied(released)) {
+                value = 0;
+                for (const item of items) {
+                    const s = item[sortKey]?.S;
+                    if (s === bestEffortSortKey(system.config) || s === eventualSortKey(system.config)) {
+                        value = Math.max(value, Number(item[countAttribute]?.N ?? 0));
+                    }
+                }
+            }
+            return { kind: "counter-read", key: queried, value };
+        }
+    }
+    return { kind: "other", keys: keysIn(released.input, partitionKey) };
+}
+
+/** Every value of the partition key attribute anywhere in a request's input. */
+function keysIn(input: unknown, partitionKey: string): string[] {
+    const found = new Set<string>();
+    const walk = (value: unknown): void => {
+        if (value === null || typeof value !== "object") {
+            return;
+        }
+        if (Array.isArray(value)) {
+            value.forEach(walk);
+            return;
+        }
+        for (const [name, child] of Object.entries(value as Record<string, unknown>)) {
+            if (name === partitionKey && child !== null && typeof child === "object" && typeof (child as { S?: unknown }).S === "string") {
+                found.add((child as { S: string }).S);
+            } else {
+                walk(child);
+            }
+        }
+    };
+    walk(input);
+    return [...found];
+}

@@ -1,0 +1,167 @@
+/**
+ * A deterministic scheduler for concurrent histories on DynamoDB Local.
+ *
+ * Every DynamoDB request a task sends (the API's callers, the consumer, the redrive, reconciliation)
+ * stops at a gate inside the SDK's retry loop. The scheduler waits until every task is either stopped
+ * at a gate or finished, then releases ONE request, chosen by a seeded random source, with a fault
+ * decided by the same source. So the interleaving of requests, and every injected fault, is a function
+ * of the seed: a failing history replays exactly.
+ *
+ * The engine serves one released request at a time, so between two releases the table is still: an
+ * observation made then is exact.
+ */
+import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
+import type { DeserializeMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from "@smithy/types";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { faultError, type FaultKind } from "../../local/faults";
+
+/** A unit of concurrent work: one API call, one consumer invocation, one redrive, one reconciliation. */
+export interface Task {
+    readonly id: number;
+    readonly label: string;
+}
+
+/** One request a task sent, stopped at the gate. */
+export interface GatedRequest {
+    readonly task: Task;
+    readonly command: string;
+    readonly input: Record<string, unknown>;
+}
+
+/** What happened to a released request, for the checker. */
+export interface Released extends GatedRequest {
+    /** The fault injected, if it took effect (a 500 after a request the engine refused is just the refusal). */
+    fault: FaultKind | undefined;
+    /** True when the engine served the request successfully (even if a 500 after it was then injected). */
+    served: boolean;
+    /** Set once the request has run: its output, or the error the engine (or the fault) gave. */
+    outcome?: { output?: unknown; error?: unknown };
+}
+
+interface Waiting extends GatedRequest {
+    readonly resume: (fault: FaultKind | undefined) => void;
+}
+
+export class Scheduler {
+    private readonly context = new AsyncLocalStorage<Task>();
+    private readonly waiting: Waiting[] = [];
+    private running = 0;
+    private idle: Array<() => void> = [];
+    private nextTaskId = 1;
+
+    /** Runs `work` as a task: its DynamoDB requests wait for the scheduler. */
+    spawn<T>(label: string, work: () => Promise<T>): Promise<T> {
+        const task: Task = { id: this.nextTaskId++, label };
+        this.running++;
+        return this.context.run(task, async () => {
+            try {
+                return await work();
+            } finally {
+                this.running--;
+                this.wake();
+            }
+        });
+    }
+
+    /** The task the calling code runs in, if any. */
+    current(): Task | undefined {
+        return this.context.getStore();
+    }
+
+    /** The requests waiting at the gate, oldest first. */
+    get pending(): readonly GatedRequest[] {
+        return this.waiting;
+    }
+
+    /** Resolves once every task is stopped at the gate or finished. */
+    async quiescent(): Promise<void> {
+        while (this.running > 0) {
+            await new Promise<void>((resolve) => this.idle.push(resolve));
+        }
+    }
+
+    /** Lets the waiting request at `index` run, with `fault` injected. */
+    release(index: number, fault: FaultKind | undefined): GatedRequest {
+        const [request] = this.waiting.splice(index, 1);
+        if (!request) {
+            throw new Error(`no waiting request at ${index}`);
+        }
+        this.running++;
+        request.resume(fault);
+        return request;
+    }
+
+    /**
+     * Puts the gate on a client. Requests sent outside any task (the checker's own reads) pass
+     * straight through. `onOutcome` hears of every released request once it has run.
+     */
+    gate(client: DynamoDBClient, onOutcome: (released: Released) => void): void {
+        const middleware: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> =
+            (next, context: HandlerExecutionContext) => async (args) => {
+                const task = this.context.getStore();
+                if (task === undefined) {
+                    return next(args);
+                }
+                const command = context.commandName ?? "unknown";
+                const input = args.input as Record<string, unknown>;
+                this.running--;
+                this.wake();
+                const fault = await new Promise<FaultKind | undefined>((resume) => this.waiting.push({ task, command, input, resume }));
+                const released: Released = { task, command, input, fault, served: false };
+                try {
+                    if (fault === "conflict" || fault === "throttle" || fault === "500-before") {
+                        throw faultError(fault, command, input);
+                    }
+                    let output;
+                    try {
+                        output = await next(args);
+                    } catch (error) {
+                        released.fault = undefined;
+                        throw error;
+                    }
+                    released.served = true;
+                    if (fault === "500-after") {
+                        throw faultError(fault, command, input);
+                    }
+                    released.outcome = { output: output.output };
+                    return output;
+                } catch (error) {
+                    released.outcome = { error };
+                    throw error;
+                } finally {
+                    onOutcome(released);
+                }
+            };
+        client.middlewareStack.add(middleware, { step: "deserialize", name: "fuzzGate", priority: "high" });
+    }
+
+    private wake(): void {
+        if (this.running === 0) {
+            const idle = this.idle;
+            this.idle = [];
+            for (const resolve of idle) {
+                resolve();
+            }
+        }
+    }
+}
+
+/**
+ * The SDK's standard retry decisions (retry throttling, transient and server errors, up to
+ * `maxAttempts`) without its backoff sleeps or its retry quota: the schedule, not the clock,
+ * decides what runs next. Deterministic for the same sequence of errors.
+ */
+export function immediateRetries(maxAttempts = 3): RetryStrategyV2 {
+    const token = (count: number): RetryToken => ({ getRetryCount: () => count, getRetryDelay: () => 0 });
+    return {
+        acquireInitialRetryToken: async () => token(0),
+        refreshRetryTokenForRetry: async (previous: RetryToken, error: RetryErrorInfo) => {
+            const retryable = error.errorType === "THROTTLING" || error.errorType === "TRANSIENT" || error.errorType === "SERVER_ERROR";
+            if (!retryable || previous.getRetryCount() + 1 >= maxAttempts) {
+                throw new Error("no retry");
+            }
+            return token(previous.getRetryCount() + 1);
+        },
+        recordSuccess: () => undefined,
+    };
+}
