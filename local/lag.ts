@@ -36,9 +36,9 @@ export class LagMeter {
                 return;
             }
             const c = classifyRecord(record, this.layout);
-            if (c.type === "event") {
+            if (c.type === "change") {
                 this.counted++;
-                const at = this.writtenAt.get(this.recordKey(c.event.counterKey, c.event.id, c.event.kind));
+                const at = this.writtenAt.get(this.recordKey(c.change.counterKey, c.change.id, c.change.after ? "create" : "delete"));
                 if (at !== undefined) {
                     this.lags.push(Math.max(0, now - at));
                 }
