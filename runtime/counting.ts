@@ -254,6 +254,10 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     let attempt = 0;
     let rounds = 0;
     while (pending.length > 0) {
+        if (deps.remainingMs() < SAFETY_MARGIN_MS) {
+            // What committed so far stays committed: the redelivery from the checkpoint skips it for a read.
+            return giveUp(pending, "out of time");
+        }
         const chunk = chunkIntents(pending)[0]!;
         const rest = pending.slice(chunk.length);
         const { actions, index } = transactionActions(deps.config, group.counterKey, chunk, now());

@@ -180,7 +180,7 @@ describe("examples/limits-api handler", () => {
             }
             assert.equal(before.live, LIMIT);
             assert.equal(before.bestEffort, LIMIT);
-            assert.deepEqual(after.get("acme"), { bestEffort: LIMIT, eventual: LIMIT, live: LIMIT, processed: LIMIT, softDeleted: 0 });
+            assert.deepEqual(after.get("acme"), { bestEffort: LIMIT, eventual: LIMIT, live: LIMIT, counted: LIMIT, softDeleted: 0 });
         });
 
         it("strict: deleting frees exactly one slot, and count reports the tenant's usage", async () => {

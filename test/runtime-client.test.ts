@@ -126,7 +126,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: true });
         assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: false });
         assert.deepEqual(await fixture.client.count("k"), { bestEffort: 0, eventual: 0, value: 0 });
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 1 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 1 });
         fixture.close();
     });
 
@@ -166,7 +166,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
                 bestEffort: mode === "utilization" ? 1 : 2,
                 eventual: 1,
                 live: 1,
-                processed: 1,
+                counted: 1,
                 softDeleted: 0,
             });
             fixture.close();
@@ -201,7 +201,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(result, { deleted: true });
         assert.equal(attempts, 2);
         await fixture.emulator.drain();
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 1, live: 1, processed: 1, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 1, live: 1, counted: 1, softDeleted: 0 });
         fixture.close();
     });
 
@@ -232,7 +232,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         );
 
         assert.equal(error.name, "ProvisionedThroughputExceededException");
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, counted: 0, softDeleted: 0 });
         assert.deepEqual(await fixture.client.tryCreate("k", "b", 1), { created: false, count: 1, reason: "limit" });
         fixture.close();
     });
@@ -273,7 +273,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: false, count: 2, reason: "limit" });
         assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: true });
         assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: true, count: 2 });
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 2, eventual: 0, live: 2, processed: 0, softDeleted: 1 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 2, eventual: 0, live: 2, counted: 0, softDeleted: 1 });
         fixture.close();
     });
 
@@ -294,7 +294,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(result, { created: false, count: null, reason: "unavailable" });
         assert.deepEqual(failures, ["reserve InternalServerError"]);
         stats.rate = 0;
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
         fixture.close();
     });
 
@@ -305,7 +305,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
             (e: unknown) => e as Error,
         );
         assert.equal(error.name, "ValidationException");
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
         fixture.close();
     });
 });
