@@ -1,9 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { handlerEnvironment, type CounterTableLayout } from "../runtime/config";
+import { clientEnvironment, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
 import type { HybridCounterComponentArgs } from "./args";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
+import { CounterPlacement, createCountersTable } from "./counters-table";
 import { dashboardBody } from "./dashboard";
 import {
     COMPONENT_TYPE,
@@ -13,12 +14,25 @@ import {
     streamFilterPatterns,
     type HybridCounterAlarmName,
 } from "./defaults";
-import { consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
+import { apiPolicy, consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
-/** What an API program needs to build a `HybridCounterClient`: `{ tableName, ...layout }`. */
+/** What an API program needs to build a `HybridCounterClient`: `{ tableName, countersTableName, ...layout }`. */
 export interface HybridCounterClientConfig extends CounterTableLayout {
     readonly tableName: string;
+    readonly countersTableName: string;
+}
+
+/** The settings of the user's table the component works with, whether it created it or attaches to it. */
+interface UserTable {
+    readonly name: pulumi.Output<string>;
+    readonly arn: pulumi.Output<string>;
+    readonly streamArn: pulumi.Output<string>;
+    readonly streamEnabled: pulumi.Output<boolean | undefined>;
+    readonly streamViewType: pulumi.Output<string | undefined>;
+    readonly hashKey: pulumi.Output<string | undefined>;
+    readonly rangeKey: pulumi.Output<string | undefined>;
+    readonly attributes: pulumi.Output<Array<{ name: string; type: string }> | undefined>;
 }
 
 /**
@@ -36,6 +50,9 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     public readonly tableName: pulumi.Output<string>;
     public readonly tableArn: pulumi.Output<string>;
     public readonly tableStreamArn: pulumi.Output<string>;
+    /** The table the counter items live in: `${name}-counters`, or the user's table in the same-table placement. */
+    public readonly countersTableName: pulumi.Output<string>;
+    public readonly countersTableArn: pulumi.Output<string>;
     public readonly consumerFunctionName: pulumi.Output<string>;
     public readonly consumerFunctionArn: pulumi.Output<string>;
     public readonly redriveFunctionName: pulumi.Output<string>;
@@ -49,8 +66,17 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     /** The topic alarms notify, if any (the one passed or the one created). */
     public readonly alarmTopicArn: pulumi.Output<string | undefined>;
     public readonly dashboardName: pulumi.Output<string>;
-    /** Everything `HybridCounterClient` needs: `{ tableName, ...layout }`. */
+    /** Everything `HybridCounterClient` needs: `{ tableName, countersTableName, ...layout }`. */
     public readonly clientConfig: pulumi.Output<HybridCounterClientConfig>;
+    /**
+     * The API's environment variables: set them on the API's function and build the client with
+     * `new HybridCounterClient({ ...clientConfigFromEnv(process.env), dynamodb })`.
+     */
+    public readonly apiEnvironment: pulumi.Output<Record<string, string>>;
+    /** IAM policy document (JSON) with exactly the actions `HybridCounterClient` calls, on both tables. */
+    public readonly apiPolicyDocument: pulumi.Output<string>;
+
+    private readonly resourceName: string;
 
     constructor(name: string, args: HybridCounterComponentArgs = {}, opts: pulumi.ComponentResourceOptions = {}) {
         // Everything is checked before the component itself registers, so bad args create nothing.
@@ -59,7 +85,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         super(COMPONENT_TYPE, name, {}, opts);
 
         const parent = { parent: this };
-        const layout = layoutFromArgs(args);
+        this.resourceName = name;
         const tags = args.tags;
         const tracing = args.tracing ?? D.tracing;
         const lambdaRuntime = args.lambdaRuntime ?? D.lambdaRuntime;
@@ -68,19 +94,28 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         const logRetentionInDays = args.logRetentionInDays ?? D.logRetentionInDays;
         const redriveTimeout = args.redriveTimeout ?? D.redriveTimeout;
 
-        // ------------------------------------------------------------ table
-        const table = args.table ?? this.createTable(name, args, layout);
+        // ------------------------------------------------------------ tables
+        const attaching = args.table !== undefined || args.tableArn !== undefined;
+        const table: UserTable = attaching ? this.attachedTable(args) : this.createdTable(name, args);
         const streamArn = table.streamArn;
-        // The mapping reads the stream through this ARN. For an attached table it resolves only once the table's
-        // settings pass attachedTableProblems(); otherwise registering the mapping fails with an error naming
-        // [table]. The settings are checked apart from the ARN so that the check also runs during preview, when
-        // a same-program table's settings are known but its stream ARN is not.
+        // The layout: for an attached table, its keys are the table's own unless the args give them. The stream
+        // mapping reads the stream through an ARN that resolves only once the table's settings pass
+        // attachedTableProblems(); otherwise registering the mapping fails with an error naming [table], so a
+        // wrong table is never read. The settings are checked apart from the ARN, so that the check also runs
+        // during preview, when a same-program table's settings are known but its stream ARN is not.
+        let layout: pulumi.Output<CounterTableLayout> = pulumi.output(layoutFromArgs(args));
         let mappingSourceArn: pulumi.Output<string> = streamArn;
-        if (args.table !== undefined) {
+        if (attaching) {
+            layout = pulumi
+                .all([table.hashKey, table.rangeKey])
+                .apply(([hashKey, rangeKey]) => layoutFromArgs(args, { hashKey, rangeKey }));
             const checked = pulumi
-                .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey])
-                .apply(([streamEnabled, streamViewType, hashKey, rangeKey]) => {
-                    const problems = attachedTableProblems({ streamEnabled, streamViewType, hashKey, rangeKey }, layout);
+                .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey, table.attributes])
+                .apply(([streamEnabled, streamViewType, hashKey, rangeKey, attributes]) => {
+                    const problems = attachedTableProblems(
+                        { streamEnabled, streamViewType, hashKey, rangeKey, attributes },
+                        { partitionKey: args.partitionKey, sortKey: args.sortKey },
+                    );
                     if (problems.length > 0) {
                         throw new HybridCounterArgsError(problems);
                     }
@@ -88,6 +123,23 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 });
             mappingSourceArn = pulumi.all([checked, streamArn]).apply(([, arn]) => arn);
         }
+        const placement = args.counterPlacement ?? D.counterPlacement;
+        const countersTable =
+            placement === CounterPlacement.Separate
+                ? createCountersTable(
+                      name,
+                      {
+                          partitionKey: layout.partitionKey,
+                          sortKey: layout.sortKey,
+                          kmsKeyArn: args.tableKmsKeyArn,
+                          deletionProtection: args.deletionProtection ?? D.deletionProtection,
+                          tags,
+                      },
+                      this,
+                  )
+                : undefined;
+        const countersTableName = countersTable?.name ?? table.name;
+        const countersTableArn = countersTable?.arn ?? table.arn;
 
         // ------------------------------------------------------------ queues
         const queueEncryption =
@@ -137,11 +189,12 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 {
                     role: executionRole.id,
                     policy: pulumi
-                        .all([table.arn, streamArn, firstDlq.arn, fatalDlq.arn, logs.arn, queueKmsKeyArn])
-                        .apply(([tableArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
+                        .all([table.arn, countersTableArn, streamArn, firstDlq.arn, fatalDlq.arn, logs.arn, queueKmsKeyArn])
+                        .apply(([tableArn, countersArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
                             JSON.stringify(
                                 (role === "consumer" ? consumerPolicy : redrivePolicy)({
                                     tableArn,
+                                    countersTableArn: countersArn,
                                     streamArn: stream,
                                     firstDlqArn,
                                     fatalDlqArn,
@@ -160,8 +213,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         // ------------------------------------------------------------ functions
         const environment = {
             variables: pulumi
-                .all([table.name, fatalDlq.url])
-                .apply(([tableName, fatalQueueUrl]) => handlerEnvironment({ ...layout, tableName, fatalQueueUrl, metricsNamespace })),
+                .all([layout, table.name, countersTableName, fatalDlq.url])
+                .apply(([l, tableName, counters, fatalQueueUrl]) =>
+                    handlerEnvironment({ ...l, tableName, countersTableName: counters, fatalQueueUrl, metricsNamespace }),
+                ),
         };
         const functionArgs = (bundle: string, logGroup: aws.cloudwatch.LogGroup) => ({
             code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(bundle) }),
@@ -209,7 +264,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 maximumRetryAttempts: args.maximumRetryAttempts ?? D.maximumRetryAttempts,
                 maximumRecordAgeInSeconds: args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds,
                 functionResponseTypes: [...FIXED.functionResponseTypes],
-                filterCriteria: { filters: streamFilterPatterns(layout).map((pattern) => ({ pattern })) },
+                filterCriteria: { filters: layout.apply((l) => streamFilterPatterns(l).map((pattern) => ({ pattern }))) },
                 destinationConfig: { onFailure: { destinationArn: firstDlq.arn } },
                 tags,
             },
@@ -306,6 +361,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.tableName = table.name;
         this.tableArn = table.arn;
         this.tableStreamArn = streamArn;
+        this.countersTableName = countersTableName;
+        this.countersTableArn = countersTableArn;
         this.consumerFunctionName = consumer.name;
         this.consumerFunctionArn = consumer.arn;
         this.redriveFunctionName = redrive.name;
@@ -317,11 +374,21 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.alarmArns = pulumi.output(alarmArns) as pulumi.Output<Partial<Record<HybridCounterAlarmName, string>>>;
         this.alarmTopicArn = alarmTopicArn;
         this.dashboardName = dashboard.dashboardName;
-        this.clientConfig = table.name.apply((tableName) => ({ tableName, ...layout }));
+        this.clientConfig = pulumi.all([layout, table.name, countersTableName]).apply(([l, tableName, counters]) => {
+            // The deprecated processedAttribute is nobody's concern outside the client that still writes it.
+            const { processedAttribute: _deprecated, ...rest } = l;
+            return { tableName, countersTableName: counters, ...rest } as HybridCounterClientConfig;
+        });
+        this.apiEnvironment = this.clientConfig.apply((config) => clientEnvironment(config));
+        this.apiPolicyDocument = pulumi
+            .all([table.arn, countersTableArn])
+            .apply(([tableArn, countersArn]) => JSON.stringify(apiPolicy({ tableArn, countersTableArn: countersArn })));
         this.registerOutputs({
             tableName: this.tableName,
             tableArn: this.tableArn,
             tableStreamArn: this.tableStreamArn,
+            countersTableName: this.countersTableName,
+            countersTableArn: this.countersTableArn,
             consumerFunctionName: this.consumerFunctionName,
             consumerFunctionArn: this.consumerFunctionArn,
             redriveFunctionName: this.redriveFunctionName,
@@ -334,7 +401,55 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             alarmTopicArn: this.alarmTopicArn,
             dashboardName: this.dashboardName,
             clientConfig: this.clientConfig,
+            apiEnvironment: this.apiEnvironment,
+            apiPolicyDocument: this.apiPolicyDocument,
         });
+    }
+
+    /**
+     * Grants an API's role exactly what HybridCounterClient calls, on both tables: an inline policy
+     * `${name}-api-access-${suffix}` on `role` (a role name or ARN's name), holding `apiPolicyDocument`.
+     */
+    grantApiAccess(role: pulumi.Input<string>, suffix = "api"): aws.iam.RolePolicy {
+        return new aws.iam.RolePolicy(
+            `${this.resourceName}-api-access-${suffix}`,
+            { role, policy: this.apiPolicyDocument },
+            { parent: this },
+        );
+    }
+
+    /** The user's table attached by resource or by ARN (read with getTableOutput). */
+    private attachedTable(args: HybridCounterComponentArgs): UserTable {
+        const source =
+            args.table ??
+            aws.dynamodb.getTableOutput({ name: pulumi.output(args.tableArn!).apply((arn) => arn.split(":table/")[1]!) }, { parent: this });
+        const attributes = (source.attributes as pulumi.Output<Array<{ name: string; type: string }> | undefined>).apply((list) =>
+            list?.map((a) => ({ name: a.name, type: a.type })),
+        );
+        return {
+            name: source.name,
+            arn: source.arn,
+            streamArn: source.streamArn,
+            streamEnabled: source.streamEnabled as pulumi.Output<boolean | undefined>,
+            streamViewType: source.streamViewType as pulumi.Output<string | undefined>,
+            hashKey: source.hashKey as pulumi.Output<string | undefined>,
+            rangeKey: source.rangeKey as pulumi.Output<string | undefined>,
+            attributes,
+        };
+    }
+
+    private createdTable(name: string, args: HybridCounterComponentArgs): UserTable {
+        const table = this.createTable(name, args, layoutFromArgs(args));
+        return {
+            name: table.name,
+            arn: table.arn,
+            streamArn: table.streamArn,
+            streamEnabled: table.streamEnabled,
+            streamViewType: table.streamViewType,
+            hashKey: table.hashKey,
+            rangeKey: table.rangeKey as pulumi.Output<string | undefined>,
+            attributes: table.attributes.apply((list) => list.map((a) => ({ name: a.name, type: a.type }))),
+        };
     }
 
     private createTable(name: string, args: HybridCounterComponentArgs, layout: CounterTableLayout): aws.dynamodb.Table {

@@ -24,8 +24,8 @@ export type CounterPlacement = (typeof CounterPlacement)[keyof typeof CounterPla
 export const COUNTER_PLACEMENTS: readonly CounterPlacement[] = Object.values(CounterPlacement);
 
 export interface CountersTableArgs {
-    readonly partitionKey: string;
-    readonly sortKey: string;
+    readonly partitionKey: pulumi.Input<string>;
+    readonly sortKey: pulumi.Input<string>;
     readonly kmsKeyArn?: pulumi.Input<string>;
     readonly deletionProtection: boolean;
     readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;

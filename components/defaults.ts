@@ -33,6 +33,8 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     deletionProtection: false,
     /** The view type the consumer needs: it reads NewImage and OldImage. */
     streamViewType: "NEW_AND_OLD_IMAGES",
+    /** Counter items in a table of their own: the user's queries and stream never see them. */
+    counterPlacement: "separate" as "separate" | "same-table",
 
     // Functions
     lambdaRuntime: "nodejs22.x",

@@ -231,10 +231,7 @@ export interface AttachedTableSettings {
  * literal settings in the same program). The keys are compared only with the ones the args give: otherwise
  * the table's own keys become the layout's.
  */
-export function attachedTableProblems(
-    table: AttachedTableSettings,
-    given: { partitionKey?: string; sortKey?: string },
-): string[] {
+export function attachedTableProblems(table: AttachedTableSettings, given: { partitionKey?: string; sortKey?: string }): string[] {
     const problems: string[] = [];
     if (table.streamEnabled !== true || table.streamViewType !== D.streamViewType) {
         problems.push(
