@@ -25,7 +25,7 @@ import { MappingEmulator } from "./mapping-emulator";
 import { outputValue, runProgramWithResult } from "./pulumi-mocks";
 import { LocalQueues, sqsEvent } from "./sqs";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
-import { createCounterTable } from "./table";
+import { createCounterTable, createCountersTable } from "./table";
 import { runWorkload, type WorkloadResult } from "./workload";
 import { snapshotKey, type KeySnapshot } from "./observe";
 
@@ -216,7 +216,9 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         });
 
         // 1. The component, under mocks: what `pulumi up` would create.
-        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", {}));
+        // The API-side client still keeps best-effort and reads both counters in the user's table: the twin keeps
+        // the counter items there too, so the client and the consumer meet.
+        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", { counterPlacement: "same-table" }));
         const system: DeployedSystem = describeDeployedSystem(run.resources);
         const clientConfig = await outputValue(run.result.clientConfig);
         const layout: CounterTableLayout = resolveLayout(clientConfig);
@@ -238,6 +240,12 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             { partitionKey: system.table.hashKey, sortKey: system.table.rangeKey },
             system.table.streamViewType as "NEW_AND_OLD_IMAGES",
         );
+        if (system.countersTableName !== system.table.name) {
+            await createCountersTable(admin, system.countersTableName, {
+                partitionKey: system.table.hashKey,
+                sortKey: system.table.rangeKey,
+            });
+        }
 
         // 3. The bundled handlers, with their environment; their clients get the faults and the local queues.
         const queues = new LocalQueues();
@@ -341,7 +349,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         const observing = (async () => {
             for (let i = 0; !workloadDone; i++) {
                 const key = keys[i % keys.length]!;
-                const s = await snapshotKey(admin, system.table.name, layout, key);
+                const s = await snapshotKey(admin, system.table.name, layout, key, system.countersTableName);
                 observations++;
                 samples.get(key)!.push({ t: Date.now() - started, s });
                 if (options.mode === "utilization" && s.bestEffort > s.live) {
@@ -411,7 +419,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         let bestEffort = 0;
         let exact = true;
         for (const key of keys) {
-            const s = await snapshotKey(admin, system.table.name, layout, key);
+            const s = await snapshotKey(admin, system.table.name, layout, key, system.countersTableName);
             samples.get(key)!.push({ t: Date.now() - started, s });
             live += s.live;
             eventual += s.eventual;
