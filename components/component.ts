@@ -1,8 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { clientEnvironment, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
+import { clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
-import type { HybridCounterComponentArgs } from "./args";
+import type { CountedItems, HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
 import { CounterPlacement, createCountersTable } from "./counters-table";
 import { dashboardBody } from "./dashboard";
@@ -17,10 +17,50 @@ import {
 import { apiPolicy, consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
-/** What an API program needs to build a `HybridCounterClient`: `{ tableName, countersTableName, ...layout }`. */
-export interface HybridCounterClientConfig extends CounterTableLayout {
+/**
+ * What an API program needs to build a `HybridCounterClient`: `{ tableName, countersTableName, ...layout }`,
+ * with the selection flat (`countedItems` and its parameters) so that every language can read it.
+ */
+export interface HybridCounterClientConfig {
+    /** Name of the user's table: the resource items. */
     readonly tableName: string;
+    /** Name of the table the counter items live in (the user's table in the same-table placement). */
     readonly countersTableName: string;
+    /** Partition key attribute: the counter key. */
+    readonly partitionKey: string;
+    /** Sort key attribute: a resource's id. */
+    readonly sortKey: string;
+    /** Soft-delete flag. */
+    readonly deletedAttribute: string;
+    /** The client's write token attribute. */
+    readonly tokenAttribute: string;
+    /** Sort-key prefix of the counter items. */
+    readonly counterPrefix: string;
+    /** Attribute holding a counter's value. */
+    readonly countAttribute: string;
+    /** Which items count. */
+    readonly countedItems: CountedItems;
+    /** With `countedItems: "sortKeyPrefix"`: the prefix. */
+    readonly countedSortKeyPrefix?: string;
+    /** With `countedItems: "attribute"`: the attribute's name. */
+    readonly countedAttributeName?: string;
+    /** With `countedItems: "attribute"`: the attribute's value. */
+    readonly countedAttributeValue?: string;
+}
+
+/** The client configuration of a layout and its tables. */
+export function clientConfigOf(layout: CounterTableLayout, tableName: string, countersTableName: string): HybridCounterClientConfig {
+    return {
+        tableName,
+        countersTableName,
+        partitionKey: layout.partitionKey,
+        sortKey: layout.sortKey,
+        deletedAttribute: layout.deletedAttribute,
+        tokenAttribute: layout.tokenAttribute,
+        counterPrefix: layout.counterPrefix,
+        countAttribute: layout.countAttribute,
+        ...(flatSelection(layout.selection) as { countedItems: CountedItems }),
+    };
 }
 
 /** The settings of the user's table the component works with, whether it created it or attaches to it. */
@@ -47,24 +87,37 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     /** Absolute paths of the Lambda bundles this package deploys (plain values, for tools and local twins). */
     static readonly bundlePaths: BundlePaths = bundlePathsUnder(findPackageRoot());
 
+    /** Name of the counter's table (the one created, or the one attached with `table`). */
     public readonly tableName: pulumi.Output<string>;
+    /** ARN of the counter's table. */
     public readonly tableArn: pulumi.Output<string>;
+    /** ARN of the table's stream, which the consumer reads. */
     public readonly tableStreamArn: pulumi.Output<string>;
     /** The table the counter items live in: `${name}-counters`, or the user's table in the same-table placement. */
     public readonly countersTableName: pulumi.Output<string>;
+    /** ARN of the table the counter items live in. */
     public readonly countersTableArn: pulumi.Output<string>;
+    /** Name of the stream consumer function. */
     public readonly consumerFunctionName: pulumi.Output<string>;
+    /** ARN of the stream consumer function. */
     public readonly consumerFunctionArn: pulumi.Output<string>;
+    /** Name of the redrive function, which re-reads failed batches from the stream. */
     public readonly redriveFunctionName: pulumi.Output<string>;
+    /** ARN of the redrive function. */
     public readonly redriveFunctionArn: pulumi.Output<string>;
+    /** URL of the first DLQ (the stream mapping's on-failure destination, read by the redrive). */
     public readonly firstDlqUrl: pulumi.Output<string>;
+    /** ARN of the first DLQ. */
     public readonly firstDlqArn: pulumi.Output<string>;
+    /** URL of the fatal DLQ: records and batches that need an operator. */
     public readonly fatalDlqUrl: pulumi.Output<string>;
+    /** ARN of the fatal DLQ. */
     public readonly fatalDlqArn: pulumi.Output<string>;
     /** ARN of each alarm created, by alarm name (disabled alarms are absent). */
-    public readonly alarmArns: pulumi.Output<Partial<Record<HybridCounterAlarmName, string>>>;
+    public readonly alarmArns: pulumi.Output<HybridCounterAlarmArns>;
     /** The topic alarms notify, if any (the one passed or the one created). */
     public readonly alarmTopicArn: pulumi.Output<string | undefined>;
+    /** Name of the CloudWatch dashboard. */
     public readonly dashboardName: pulumi.Output<string>;
     /** Everything `HybridCounterClient` needs: `{ tableName, countersTableName, ...layout }`. */
     public readonly clientConfig: pulumi.Output<HybridCounterClientConfig>;
@@ -76,8 +129,6 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     /** IAM policy document (JSON) with exactly the actions `HybridCounterClient` calls, on both tables. */
     public readonly apiPolicyDocument: pulumi.Output<string>;
 
-    private readonly resourceName: string;
-
     constructor(name: string, args: HybridCounterComponentArgs = {}, opts: pulumi.ComponentResourceOptions = {}) {
         // Everything is checked before the component itself registers, so bad args create nothing.
         validateHybridCounterArgs(args);
@@ -85,7 +136,6 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         super(COMPONENT_TYPE, name, {}, opts);
 
         const parent = { parent: this };
-        this.resourceName = name;
         const tags = args.tags;
         const tracing = args.tracing ?? D.tracing;
         const lambdaRuntime = args.lambdaRuntime ?? D.lambdaRuntime;
@@ -307,7 +357,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             redriveErrors: args.redriveErrorsAlarmThreshold ?? D.redriveErrorsAlarmThreshold,
         };
         const disabled = new Set(args.disabledAlarms ?? []);
-        const alarmArns: Record<string, pulumi.Output<string>> = {};
+        // Keyed by the interface's own fields, so an alarm the interface does not name fails to compile.
+        const alarmArns: { -readonly [K in keyof HybridCounterAlarmArns]: pulumi.Output<string> } = {};
         for (const spec of ALARM_SPECS) {
             if (disabled.has(spec.key)) {
                 continue;
@@ -371,15 +422,17 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.firstDlqArn = firstDlq.arn;
         this.fatalDlqUrl = fatalDlq.url;
         this.fatalDlqArn = fatalDlq.arn;
-        this.alarmArns = pulumi.output(alarmArns) as pulumi.Output<Partial<Record<HybridCounterAlarmName, string>>>;
+        this.alarmArns = pulumi.output(alarmArns);
         this.alarmTopicArn = alarmTopicArn;
         this.dashboardName = dashboard.dashboardName;
-        this.clientConfig = pulumi.all([layout, table.name, countersTableName]).apply(([l, tableName, counters]) => {
-            // The deprecated processedAttribute is nobody's concern outside the client that still writes it.
-            const { processedAttribute: _deprecated, ...rest } = l;
-            return { tableName, countersTableName: counters, ...rest } as HybridCounterClientConfig;
-        });
-        this.apiEnvironment = this.clientConfig.apply((config) => clientEnvironment(config));
+        this.clientConfig = pulumi
+            .all([layout, table.name, countersTableName])
+            .apply(([l, tableName, counters]) => clientConfigOf(l as CounterTableLayout, tableName, counters));
+        this.apiEnvironment = pulumi
+            .all([layout, table.name, countersTableName])
+            .apply(([l, tableName, counters]) =>
+                clientEnvironment({ ...(l as CounterTableLayout), tableName, countersTableName: counters }),
+            );
         this.apiPolicyDocument = pulumi
             .all([table.arn, countersTableArn])
             .apply(([tableArn, countersArn]) => JSON.stringify(apiPolicy({ tableArn, countersTableArn: countersArn })));
@@ -407,15 +460,11 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     }
 
     /**
-     * Grants an API's role exactly what HybridCounterClient calls, on both tables: an inline policy
-     * `${name}-api-access-${suffix}` on `role` (a role name or ARN's name), holding `apiPolicyDocument`.
+     * Grants an API's role exactly what HybridCounterClient calls, on both tables: an inline policy named
+     * `name` (a child of this component) on `role` (a role's name), holding `apiPolicyDocument`.
      */
-    grantApiAccess(role: pulumi.Input<string>, suffix = "api"): aws.iam.RolePolicy {
-        return new aws.iam.RolePolicy(
-            `${this.resourceName}-api-access-${suffix}`,
-            { role, policy: this.apiPolicyDocument },
-            { parent: this },
-        );
+    grantApiAccess(name: string, role: pulumi.Input<string>): aws.iam.RolePolicy {
+        return new aws.iam.RolePolicy(name, { role, policy: this.apiPolicyDocument }, { parent: this });
     }
 
     /** The user's table attached by resource or by ARN (read with getTableOutput). */

@@ -10,16 +10,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { COUNTER_ATTRIBUTES } from "../runtime/config";
+import { CounterPlacement } from "./args";
 
-/** Where the counter items live. */
-export const CounterPlacement = {
-    /** A counters table of its own, `${name}-counters`, beside the user's table. */
-    Separate: "separate",
-    /** The user's table itself: counter items show in its queries and its stream (filtered out before the consumer). */
-    SameTable: "same-table",
-} as const;
-
-export type CounterPlacement = (typeof CounterPlacement)[keyof typeof CounterPlacement];
+export { CounterPlacement };
 
 export const COUNTER_PLACEMENTS: readonly CounterPlacement[] = Object.values(CounterPlacement);
 

@@ -4,7 +4,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/config";
-import type { HybridCounterComponentArgs } from "./args";
+import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { ALARM_NAMES, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
 
@@ -123,7 +123,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     oneOf("counterPlacement", COUNTER_PLACEMENTS);
     oneOf("countedItems", SELECTION_KINDS);
     plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
-    oneOf("billingMode", ["PAY_PER_REQUEST", "PROVISIONED"]);
+    oneOf("billingMode", Object.values(BillingMode));
     integerBetween("readCapacity", LIMITS.capacity);
     integerBetween("writeCapacity", LIMITS.capacity);
     if (args.table === undefined && args.tableArn === undefined) {
@@ -156,7 +156,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
             problems.push(`[lambdaRuntime] must be nodejs${LIMITS.minimumNodeMajor}.x or a newer nodejs<major>.x runtime`);
         }
     }
-    oneOf("architecture", ["arm64", "x86_64"]);
+    oneOf("architecture", Object.values(Architecture));
     integerBetween("consumerMemorySize", LIMITS.memorySize);
     integerBetween("consumerTimeout", LIMITS.consumerTimeout);
     integerAtLeast("consumerReservedConcurrency", 1);

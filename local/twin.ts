@@ -20,6 +20,7 @@ import { lineChartSvg } from "./chart";
 import { startEngine, type LocalEngine } from "./engine";
 import { injectFaults, seededRandom, type FaultStats } from "./faults";
 import { LagMeter } from "./lag";
+import { describeParity } from "./parity";
 import { lambdaContext } from "./lambda-context";
 import { MappingEmulator } from "./mapping-emulator";
 import { outputValue, runProgramWithResult } from "./pulumi-mocks";
@@ -42,6 +43,8 @@ export interface TwinOptions {
     readonly durationSeconds: number;
     readonly json: boolean;
     readonly chart: string;
+    /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
+    readonly parity?: boolean;
 }
 
 export const USAGE = `Usage: npm start -- [options]
@@ -63,6 +66,8 @@ Options:
   --watch              run until Ctrl-C
   --json               print one final JSON report and nothing else on stdout
   --chart <path>       where to write the SVG chart (default .local/twin-chart.svg)
+  --no-parity          run DynamoDB Local without the parity layer (AWS's transaction size, partition
+                       throughput and transaction billing are enforced by default), to compare
   -h, --help           show this help`;
 
 export class UsageError extends Error {
@@ -89,6 +94,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
                 watch: { type: "boolean" },
                 json: { type: "boolean" },
                 chart: { type: "string" },
+                "no-parity": { type: "boolean" },
                 help: { type: "boolean", short: "h" },
             },
         });
@@ -141,6 +147,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
         durationSeconds: v.watch ? Infinity : integer("duration", v.duration, 0, 1, 86_400),
         json: v.json ?? false,
         chart: v.chart ?? path.join(".local", "twin-chart.svg"),
+        ...(v["no-parity"] ? { parity: false } : {}),
     };
     if (options.mode === "strict" && options.limit === undefined) {
         problems.push("--mode strict needs --limit: strict mode exists to enforce one");
@@ -177,6 +184,8 @@ export interface TwinReport {
     durationMs: number;
     chart: string;
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
+    /** What the parity layer enforced (local/parity.ts), or that it was off. */
+    parity: string;
 }
 
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
@@ -202,7 +211,7 @@ function loadBundle<H>(file: string, environment: Record<string, string>): Loade
 }
 
 export async function runTwin(options: TwinOptions, log: (line: string) => void, progress: NodeJS.WriteStream | null): Promise<TwinReport> {
-    const engine: LocalEngine = await startEngine();
+    const engine: LocalEngine = await startEngine({ parity: options.parity });
     const stopSignals: Array<() => void> = [];
     try {
         // Every SDK client created from here on, the bundles' included, talks to the local engine only.
@@ -474,6 +483,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             observations,
             durationMs: consumerDone - started,
             chart: chartPath,
+            parity: describeParity(engine.parity),
             settings: {
                 batchSize: system.streamMapping.batchSize,
                 maximumRetryAttempts: system.streamMapping.maximumRetryAttempts,
@@ -570,6 +580,7 @@ async function main(): Promise<void> {
     log(
         `${report.mode === "utilization" ? `keys ever overcounted by best-effort: ${report.overcountKeys.length}` : `keys ever over the limit: ${report.limitExceededKeys.length}`}`,
     );
+    log(report.parity);
     log(`chart: ${report.chart}`);
 }
 

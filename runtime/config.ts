@@ -295,7 +295,7 @@ export function flatSelection(selection: ItemSelection): FlatSelection {
  * Picks the layout fields out of `source` (component args, client options), with defaults for the
  * missing ones. Not validated: see layoutProblems and resolveLayout.
  */
-export function layoutWithDefaults(source: Partial<CounterTableLayout>): CounterTableLayout {
+export function layoutWithDefaults(source: Partial<CounterTableLayout> & FlatSelection): CounterTableLayout {
     return {
         partitionKey: source.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
         sortKey: source.sortKey ?? DEFAULT_LAYOUT.sortKey,
@@ -304,7 +304,8 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout>): Counter
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
         countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
-        selection: source.selection ?? DEFAULT_LAYOUT.selection,
+        // The selection as an object, or flat (the component's clientConfig output, which every language reads).
+        selection: source.selection ?? (source.countedItems !== undefined ? selectionFromFlat(source) : DEFAULT_LAYOUT.selection),
     };
 }
 

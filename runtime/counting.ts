@@ -23,8 +23,9 @@ import {
     type KeysAndAttributes,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
+import { recordImageSize, separateTooLarge } from "./chunking";
 import { COUNTER_ATTRIBUTES as A, countersTable, markerSortKey, type CounterTableConfig } from "./config";
-import type { FatalQueue } from "./fatal";
+import { ITEM_TOO_LARGE, type FatalQueue } from "./fatal";
 import {
     chunkIntents,
     markerRead,
@@ -224,6 +225,24 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
         return parked;
     };
 
+    // Chunks are bounded by size as well as by count: a hard delete's item weighs what its largest stream image does.
+    const sizeOf = (item: ItemIntent): number => Math.max(0, ...item.sequenceNumbers.map((s) => recordImageSize(bySequence.get(s))));
+    const { fitting, tooLarge } = separateTooLarge(group.items, (item) => (item.softDelete ? sizeOf(item) : 0));
+    for (const item of tooLarge) {
+        const parked = await deps.fatal.park({
+            reason: ITEM_TOO_LARGE,
+            problem: `item of about ${sizeOf(item)} bytes cannot share a transaction (4 MB at most) with its counter`,
+            counterKey: group.counterKey,
+            id: item.id,
+            records: item.sequenceNumbers.flatMap((s) => bySequence.get(s) ?? []),
+        });
+        if (parked) {
+            result.poison++;
+        } else {
+            result.failedSequenceNumbers.push(...item.sequenceNumbers);
+        }
+    }
+
     // Cheap skip: what an earlier delivery applied costs one read, never a failed transaction.
     let pending: ItemIntent[] = [];
     try {
@@ -231,9 +250,9 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
             deps.config,
             deps.dynamodb,
             group.counterKey,
-            group.items.map((i) => i.id),
+            fitting.map((i) => i.id),
         );
-        for (const intent of group.items) {
+        for (const intent of fitting) {
             const refined = refineIntent(intent, markers.get(intent.id));
             if (refined.action === "done") {
                 result.duplicates++;
@@ -248,7 +267,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
             counterKey: group.counterKey,
             error: describeError(error),
         });
-        pending = [...group.items];
+        pending = [...fitting];
     }
 
     let attempt = 0;
@@ -258,7 +277,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
             // What committed so far stays committed: the redelivery from the checkpoint skips it for a read.
             return giveUp(pending, "out of time");
         }
-        const chunk = chunkIntents(pending)[0]!;
+        const chunk = chunkIntents(pending, sizeOf)[0]!;
         const rest = pending.slice(chunk.length);
         const { actions, index } = transactionActions(deps.config, group.counterKey, chunk, now());
         let retryable = false;

@@ -25,10 +25,11 @@ import {
     paddedSequence,
     type CounterTableConfig,
 } from "./config";
+import { COUNTER_CHUNK_LIMITS, withMargin, type ChunkLimits } from "./chunking";
 import { classifyRecord } from "./records";
 
 /** DynamoDB's limit on actions in one TransactWriteItems. */
-export const MAX_TRANSACTION_ACTIONS = 100;
+export const MAX_TRANSACTION_ACTIONS = COUNTER_CHUNK_LIMITS.maxActions;
 
 /**
  * The state a marker is expected to hold: read ("counted", "uncounted", "absent") or guessed from a
@@ -172,22 +173,38 @@ export function actionsPerIntent(intent: ItemIntent): number {
 }
 
 /**
- * Splits a group's intents into transactions of at most MAX_TRANSACTION_ACTIONS actions, one slot kept
- * for the counter. The only chunking decision of the consumer: a size-aware chunker replaces this.
+ * Upper bound of a marker item's size: the largest keys DynamoDB allows (2 KB partition key, 1 KB sort
+ * key under the prefix) and the marker's few attributes.
  */
-export function chunkIntents(items: readonly ItemIntent[], maxActions = MAX_TRANSACTION_ACTIONS): ItemIntent[][] {
+export const MARKER_MAX_BYTES = 4 * 1024;
+
+/**
+ * Splits a group's intents into transactions DynamoDB accepts (the only chunking decision of the
+ * consumer): at most 100 actions with the counter's (a hard delete costs a second action), and items
+ * within 4 MB by runtime/chunking.ts's estimate, where `sizeOf` gives the hard-deleted item's size.
+ */
+export function chunkIntents(
+    items: readonly ItemIntent[],
+    sizeOf: (item: ItemIntent) => number = () => 0,
+    limits: ChunkLimits = COUNTER_CHUNK_LIMITS,
+): ItemIntent[][] {
+    const budget = limits.maxBytes - limits.reservedBytes;
     const chunks: ItemIntent[][] = [];
     let current: ItemIntent[] = [];
-    let used = 1;
+    let actions = limits.reservedActions;
+    let bytes = 0;
     for (const item of items) {
         const cost = actionsPerIntent(item);
-        if (current.length > 0 && used + cost > maxActions) {
+        const size = withMargin(MARKER_MAX_BYTES + (item.softDelete ? sizeOf(item) : 0), limits);
+        if (current.length > 0 && (actions + cost > limits.maxActions || bytes + size > budget)) {
             chunks.push(current);
             current = [];
-            used = 1;
+            actions = limits.reservedActions;
+            bytes = 0;
         }
         current.push(item);
-        used += cost;
+        actions += cost;
+        bytes += size;
     }
     if (current.length > 0) {
         chunks.push(current);

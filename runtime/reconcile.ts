@@ -37,7 +37,8 @@ import {
 import { describeError, isRetryable } from "./counting";
 import { InvalidArgumentError } from "./errors";
 import type { FatalQueue } from "./fatal";
-import { MAX_TRANSACTION_ACTIONS } from "./markers";
+import { COUNTER_CHUNK_LIMITS, itemSize, planChunks, type ChunkLimits } from "./chunking";
+import { MARKER_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "./markers";
 import { PARTITION_KEY_MAX_BYTES } from "./records";
 import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "./selection";
 import { jsonLogger, type LineSink } from "./telemetry";
@@ -243,8 +244,14 @@ function reconcileMarkerUpdate(
     };
 }
 
-/** Corrections per transaction: two actions each, one slot kept for the counter. */
-const ACTIONS_PER_CHUNK = Math.floor((MAX_TRANSACTION_ACTIONS - 1) / 2);
+/**
+ * Corrections per transaction: two actions each (a purge one), one slot kept for the counter, and the
+ * items they touch within 4 MB by runtime/chunking.ts's estimate (the user's item as read, plus the marker).
+ */
+const RECONCILE_CHUNK_LIMITS: ChunkLimits = {
+    ...COUNTER_CHUNK_LIMITS,
+    maxActions: Math.floor((MAX_TRANSACTION_ACTIONS - 1) / 2) + 1,
+};
 const MAX_ROUNDS = 20;
 
 /** Settles every marker of one counter key against its items. Throws InvalidArgumentError for a bad key. */
@@ -288,8 +295,9 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
             return { key, found, counted: committed, alreadySettled: Math.max(0, found - committed), incomplete: false };
         }
         let cancelled = false;
-        for (let i = 0; i < plan.actions.length; i += ACTIONS_PER_CHUNK) {
-            const chunk = plan.actions.slice(i, i + ACTIONS_PER_CHUNK);
+        const sizes = new Map(items.map((item) => [item[config.sortKey]?.S ?? "", itemSize(item)]));
+        const sizeOf = (a: ReconcileAction): number => MARKER_MAX_BYTES + (sizes.get(a.id) ?? 0);
+        for (const chunk of planChunks(plan.actions, sizeOf, RECONCILE_CHUNK_LIMITS)) {
             try {
                 await dynamodb.send(new TransactWriteItemsCommand({ TransactItems: reconcileTransaction(config, key, chunk, Date.now()) }));
                 committed += chunk.length;

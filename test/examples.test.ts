@@ -10,6 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { API_ENV } from "../examples/limits-api/app/settings";
 import { ROUTES } from "../examples/limits-api/app/handler";
 import { ENV, clientEnvironment, type CounterTableConfig } from "../runtime/config";
+import { linkPackageInto } from "./support/example-link";
 import {
     findResource,
     outputValue,
@@ -103,8 +104,16 @@ function policyResources(resource: RecordedResource): unknown[] {
 }
 
 describe("examples and the root program", () => {
-    before(resolvePackageToSource);
+    const unlinks: Array<() => void> = [];
+    before(() => {
+        resolvePackageToSource();
+        // tsc and the limits-api program's esbuild resolve the package as installed (through a link to the root).
+        for (const example of ["existing-program", "limits-api"]) {
+            unlinks.push(linkPackageInto(path.join(ROOT, "examples", example)));
+        }
+    });
     after(() => {
+        unlinks.forEach((unlink) => unlink());
         restoreResolution();
         pulumi.runtime.setAllConfig({});
     });
@@ -204,7 +213,7 @@ describe("examples and the root program", () => {
                 tokenAttribute: "counter_token",
                 counterPrefix: "#counter#",
                 countAttribute: "count",
-                selection: { kind: "client" },
+                countedItems: "client",
             });
         });
     });
