@@ -21,4 +21,12 @@ export { isLive, isSelected, liveConditionExpression, selectionConditionExpressi
 export { fatalMessageBody, type FatalMessage, type FatalQueue } from "./fatal";
 export { readRange, toLambdaRecord, type SequenceRange } from "./stream-reader";
 export { METRIC_NAMES, type LineSink } from "./telemetry";
-export { reconcileKey, type ReconcileOptions, type ReconcileResult } from "./reconcile";
+export {
+    planReconcile,
+    reconcileKey,
+    type ReconcileAction,
+    type ReconcileOptions,
+    type ReconcilePlan,
+    type ReconcileResult,
+} from "./reconcile";
+export { chunkIntents, refineIntent, transactionActions, type ItemIntent } from "./markers";
