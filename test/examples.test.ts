@@ -9,7 +9,8 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { API_ENV } from "../examples/limits-api/app/settings";
 import { ROUTES } from "../examples/limits-api/app/handler";
-import { ENV, clientEnvironment, type CounterTableConfig } from "../runtime/config";
+import type { HybridCounterClientConfig } from "../components/component";
+import { ENV, clientEnvironment, layoutWithDefaults } from "../runtime/config";
 import { linkPackageInto } from "./support/example-link";
 import {
     findResource,
@@ -269,7 +270,12 @@ describe("examples and the root program", () => {
         it("passes the component's apiEnvironment and the limits into the function's environment", async () => {
             // Prepare
             const component = findResource(run.resources, COMPONENT, "items");
-            const counterEnvironment = clientEnvironment(await outputValue(run.result.clientConfig as pulumi.Output<CounterTableConfig>));
+            const clientConfig = await outputValue(run.result.clientConfig as pulumi.Output<HybridCounterClientConfig>);
+            const counterEnvironment = clientEnvironment({
+                ...layoutWithDefaults(clientConfig),
+                tableName: clientConfig.tableName,
+                countersTableName: clientConfig.countersTableName,
+            });
             // Act
             const variables = findResource(run.resources, FUNCTION, "api").inputs.environment.variables as Record<string, string>;
             // Assess
