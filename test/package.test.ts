@@ -4,7 +4,7 @@
  * - imports hybrid-counter, hybrid-counter/runtime, hybrid-counter/runtime/client and hybrid-counter/policy;
  * - type-checks under Pulumi's template settings (moduleResolution node) and under node16 and bundler,
  *   resolving every subpath to the package's .d.ts files;
- * - runs under Pulumi mocks to the component's 23 resources, deploying the bundles a build in the
+ * - runs under Pulumi mocks to the component's 24 resources, deploying the bundles a build in the
  *   repository writes, byte for byte;
  * - runs the policy pack from the installed package, as `pulumi preview --policy-pack` would.
  */
@@ -334,7 +334,7 @@ describe("the npm package, packed and installed into a new project outside the r
             });
         }
 
-        it("runs under Pulumi mocks to the 23 resources, deploying bundles byte-identical to a build in the repository", async () => {
+        it("runs under Pulumi mocks to the 24 resources, deploying bundles byte-identical to a build in the repository", async () => {
             // Prepare
             const emitted = await checks.node!;
             assert.equal(emitted.code, 0, typeErrors(emitted.output).join("\n"));
@@ -346,7 +346,7 @@ describe("the npm package, packed and installed into a new project outside the r
                 resources: Array<{ type: string; name: string; code?: string[] }>;
             };
             // Assess
-            assert.equal(resources.length, 23);
+            assert.equal(resources.length, 24);
             assert.deepEqual(resources[0], { type: "hybrid-counter:index:HybridCounterComponent", name: "orders" });
             assert.deepEqual(entryPoints, {
                 env: "HYBRID_COUNTER_TABLE_NAME",
