@@ -25,7 +25,7 @@ import { snapshotKey } from "../local/observe";
 import { runProgramWithResult } from "../local/pulumi-mocks";
 import { LocalQueues } from "../local/sqs";
 import { describeDeployedSystem, type DeployedSystem } from "../local/system";
-import { createCounterTable } from "../local/table";
+import { createCounterTable, createCountersTable } from "../local/table";
 import { runWorkload, type WorkloadTarget } from "../local/workload";
 import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
@@ -79,6 +79,8 @@ interface Row {
     bestEffortUndercount: number | null;
     consumerLagMs: { p50: number; p99: number } | null;
     consumerRecordsPerSec: number | null;
+    /** Stream records the mapping read, and delivered to the consumer after its filter (hybrid only). */
+    stream: { read: number; delivered: number } | null;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -196,10 +198,15 @@ async function runApproach(
     options: Options,
     rawPut: number,
     consumerDuringApi: boolean,
+    placement: "separate" | "same-table" = "separate",
 ): Promise<Row> {
     const admin = engine.dynamodb();
     const tableName = `bench-${++tables}`;
     const { streamArn } = await createCounterTable(admin, tableName);
+    const countersTableName = placement === "separate" ? `${tableName}-counters` : tableName;
+    if (countersTableName !== tableName) {
+        await createCountersTable(admin, countersTableName);
+    }
     const api = engine.dynamodb();
     const apiMeter = meterWrites(api);
     injectFaults(api, { rate: options.faults, random: seededRandom(options.seed + 1) });
@@ -221,7 +228,7 @@ async function runApproach(
         const queues = new LocalQueues();
         const sqs = queues.client();
         const handler = createStreamHandler({
-            config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
+            config: { ...DEFAULT_LAYOUT, tableName, countersTableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
             dynamodb: consumerDynamo,
             sqs,
             sink: () => undefined,
@@ -281,7 +288,7 @@ async function runApproach(
         let counted: number;
         let live: number;
         if (hybrid) {
-            const s = await snapshotKey(admin, tableName, DEFAULT_LAYOUT, key);
+            const s = await snapshotKey(admin, tableName, DEFAULT_LAYOUT, key, countersTableName);
             counted = Math.max(s.bestEffort, s.eventual);
             live = s.live;
             bestEffortUndercount += Math.max(0, s.live - s.bestEffort);
@@ -297,7 +304,9 @@ async function runApproach(
         accuracy.undercount += Math.max(0, live - counted);
     }
     // DynamoDB Local slows down as data accumulates; each approach starts from an engine holding no other table.
-    await admin.send(new DeleteTableCommand({ TableName: tableName }));
+    for (const table of new Set([tableName, countersTableName])) {
+        await admin.send(new DeleteTableCommand({ TableName: table }));
+    }
     for (const client of [admin, api, ...clients]) {
         client.destroy();
     }
@@ -321,6 +330,7 @@ async function runApproach(
         bestEffortUndercount: hybrid ? bestEffortUndercount : null,
         consumerLagMs: hybrid ? { p50: lag.figures().p50, p99: lag.figures().p99 } : null,
         consumerRecordsPerSec: hybrid ? r2(lag.counted / consumerSeconds) : null,
+        stream: emulator ? { read: emulator.stats.recordsRead, delivered: emulator.stats.recordsDelivered } : null,
     };
 }
 
@@ -339,12 +349,17 @@ async function main(): Promise<void> {
     // runs first. So each measurement gets a fresh engine, warmed up the same way, and its own yardstick.
     const run = await runProgramWithResult(() => new HybridCounterComponent("bench", {}));
     const system = describeDeployedSystem(run.resources);
-    const measure = async (approach: Approach, scenario: { name: string; keys: string[] }, consumerDuringApi: boolean) => {
+    const measure = async (
+        approach: Approach,
+        scenario: { name: string; keys: string[] },
+        consumerDuringApi: boolean,
+        placement: "separate" | "same-table" = "separate",
+    ) => {
         const engine = await startEngine({ parity: options.parity ? undefined : false });
         try {
             await rawPutRate(engine, 1_500, options.concurrency);
             const raw = await rawPutRate(engine, 1_500, options.concurrency);
-            return await runApproach(engine, system, approach, scenario, options, raw, consumerDuringApi);
+            return await runApproach(engine, system, approach, scenario, options, raw, consumerDuringApi, placement);
         } finally {
             await engine.stop();
         }
@@ -374,6 +389,13 @@ async function main(): Promise<void> {
                 log(`  ${scenario.name.padEnd(8)} ${approach.padEnd(18)} done: ${row.ratioToRawPut} x raw PutItem (${row.rawPutPerSec}/s)`);
             }
         }
+        // Stream noise: records the mapping reads for each one it delivers, counters in their own table vs in the user's.
+        let streamNoise: { separate: Row["stream"]; sameTable: Row["stream"] } | null = null;
+        const hybridHot = rows.find((r) => r.approach === "hybrid" && r.scenario === scenarios[0]!.name);
+        if (hybridHot) {
+            const sameTable = (await measure("hybrid", scenarios[0]!, false, "same-table")).stream;
+            streamNoise = { separate: hybridHot.stream, sameTable };
+        }
         if (options.scenarios.hotTenant) {
             hotTenant = await runHotTenant(system, { ...options, placements: options.placements }, log);
         }
@@ -384,6 +406,7 @@ async function main(): Promise<void> {
             parity: options.parity,
             rows,
             hotTenant,
+            streamNoise,
         };
         if (options.json) {
             process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -418,6 +441,15 @@ async function main(): Promise<void> {
         ]);
         const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
         const fmt = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+        if (streamNoise?.separate && streamNoise.sameTable) {
+            const per = (s: { read: number; delivered: number }) => (s.read / Math.max(1, s.delivered)).toFixed(2);
+            log(
+                `stream records read per record delivered (hot key, hybrid): counters table ${per(streamNoise.separate)} ` +
+                    `(${streamNoise.separate.read} read, ${streamNoise.separate.delivered} delivered); same table ${per(streamNoise.sameTable)} ` +
+                    `(${streamNoise.sameTable.read} read, ${streamNoise.sameTable.delivered} delivered)`,
+            );
+            log("");
+        }
         log(fmt(header));
         log(widths.map((w) => "-".repeat(w)).join("  "));
         for (const l of lines) {

@@ -12,7 +12,15 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { readFileSync } from "node:fs";
-import { DEFAULT_LAYOUT, layoutProblems, type CounterTableConfig, type CounterTableLayout } from "../runtime/config";
+import {
+    DEFAULT_LAYOUT,
+    layoutProblems,
+    layoutWithDefaults,
+    selectionProblems,
+    type CounterTableConfig,
+    type CounterTableLayout,
+    type FlatSelection,
+} from "../runtime/config";
 
 /** A bad flag, config or argument: exit 2. */
 export class UsageError extends Error {
@@ -29,6 +37,11 @@ export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, interrupted: 130
 export interface GlobalFlags {
     config?: string;
     table?: string;
+    countersTable?: string;
+    countedItems?: string;
+    countedSortKeyPrefix?: string;
+    countedAttributeName?: string;
+    countedAttributeValue?: string;
     partitionKey?: string;
     sortKey?: string;
     processedAttribute?: string;
@@ -51,6 +64,11 @@ export function addGlobalFlags(program: Command): Command {
     return program
         .option("--config <file>", "the component's clientConfig as JSON (`pulumi stack output clientConfig --json`), or - for stdin")
         .option("--table <name>", "the table name (instead of --config)")
+        .option("--counters-table <name>", "the counters table (default: the component's own, or --table in the same-table placement)")
+        .option("--counted-items <kind>", "which items count: client | sortKeyPrefix | attribute (default client)")
+        .option("--counted-sort-key-prefix <prefix>", "with --counted-items sortKeyPrefix: the prefix")
+        .option("--counted-attribute-name <name>", "with --counted-items attribute: the attribute")
+        .option("--counted-attribute-value <value>", "with --counted-items attribute: its value")
         .option("--partition-key <name>", `partition key attribute (default ${DEFAULT_LAYOUT.partitionKey})`)
         .option("--sort-key <name>", `sort key attribute (default ${DEFAULT_LAYOUT.sortKey})`)
         .option("--processed-attribute <name>", `idempotency flag (default ${DEFAULT_LAYOUT.processedAttribute})`)
@@ -74,7 +92,9 @@ export interface CounterTarget {
     readonly firstDlqUrl?: string;
 }
 
-const LAYOUT_FLAGS: Record<keyof CounterTableLayout, string> = {
+type StringLayoutField = Exclude<keyof CounterTableLayout, "selection">;
+
+const LAYOUT_FLAGS: Record<StringLayoutField | keyof FlatSelection, string> = {
     partitionKey: "--partition-key",
     sortKey: "--sort-key",
     processedAttribute: "--processed-attribute",
@@ -82,6 +102,10 @@ const LAYOUT_FLAGS: Record<keyof CounterTableLayout, string> = {
     tokenAttribute: "--token-attribute",
     counterPrefix: "--counter-prefix",
     countAttribute: "--count-attribute",
+    countedItems: "--counted-items",
+    countedSortKeyPrefix: "--counted-sort-key-prefix",
+    countedAttributeName: "--counted-attribute-name",
+    countedAttributeValue: "--counted-attribute-value",
 };
 
 /**
@@ -127,17 +151,23 @@ export function resolveTarget(flags: GlobalFlags, readText: (source: string) => 
     if (tableName === undefined || tableName.length === 0) {
         throw new UsageError("--table or --config is required: which table holds the counter?");
     }
-    const layout = {} as Record<keyof CounterTableLayout, string>;
-    for (const field of Object.keys(LAYOUT_FLAGS) as Array<keyof CounterTableLayout>) {
-        layout[field] = flags[field] ?? text(fromFile[field], field) ?? DEFAULT_LAYOUT[field];
+    const given: Partial<Record<StringLayoutField | keyof FlatSelection, string>> = {};
+    for (const field of Object.keys(LAYOUT_FLAGS) as Array<StringLayoutField | keyof FlatSelection>) {
+        const value = flags[field] ?? text(fromFile[field], field);
+        if (value !== undefined) {
+            given[field] = value;
+        }
     }
-    const problems = layoutProblems(layout);
+    const layout = layoutWithDefaults(given);
+    const problems = [...layoutProblems(layout), ...selectionProblems(layout)];
     if (problems.length > 0) {
-        const field = /^\[(\w+)\]/.exec(problems[0]!)?.[1] as keyof CounterTableLayout | undefined;
-        throw new UsageError(`${field ? LAYOUT_FLAGS[field] : "--config"}: ${problems[0]!.replace(/^\[\w+\] /, "")}`);
+        const field = /^\[(\w+)\]/.exec(problems[0]!)?.[1] as StringLayoutField | keyof FlatSelection | undefined;
+        const flag = field !== undefined && field in LAYOUT_FLAGS ? LAYOUT_FLAGS[field] : "--config";
+        throw new UsageError(`${flag}: ${problems[0]!.replace(/^\[\w+\] /, "")}`);
     }
+    const countersTableName = flags.countersTable ?? text(fromFile.countersTableName, "countersTableName");
     return {
-        table: { ...layout, tableName },
+        table: { ...layout, tableName, ...(countersTableName === undefined ? {} : { countersTableName }) },
         fatalQueueUrl: flags.fatalQueueUrl ?? text(outputs.fatalDlqUrl, "fatalDlqUrl"),
         firstDlqUrl: flags.firstDlqUrl ?? text(outputs.firstDlqUrl, "firstDlqUrl"),
     };

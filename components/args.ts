@@ -71,6 +71,27 @@ export interface HybridCounterAlarmArns {
     readonly redriveErrors?: string;
 }
 
+/** Where the counter items live. */
+export const CounterPlacement = {
+    /** A counters table of its own, `${name}-counters`, beside the user's table. */
+    Separate: "separate",
+    /** The user's table itself: counter items show in its queries and its stream (filtered out before the consumer). */
+    SameTable: "same-table",
+} as const;
+export type CounterPlacement = (typeof CounterPlacement)[keyof typeof CounterPlacement];
+
+/** Which items of a key count (runtime/selection.ts). */
+export const CountedItems = {
+    /** Items written through `HybridCounterClient` (they carry its token attribute). */
+    Client: "client",
+    /** Every item whose sort key begins with `countedSortKeyPrefix`, whoever wrote it. */
+    SortKeyPrefix: "sortKeyPrefix",
+    /** Every item whose attribute `countedAttributeName` is the string `countedAttributeValue`, whoever wrote it. */
+    Attribute: "attribute",
+} as const;
+
+export type CountedItems = (typeof CountedItems)[keyof typeof CountedItems];
+
 /**
  * Arguments of {@link HybridCounterComponent}. Every field is optional: `new HybridCounterComponent("orders", {})`
  * creates a complete, encrypted, alarmed counter pipeline with its own table.
@@ -80,14 +101,29 @@ export interface HybridCounterComponentArgs {
 
     /**
      * A table this program already manages, to attach the counter to instead of creating one. It must have
-     * streams enabled with `streamViewType: "NEW_AND_OLD_IMAGES"`, and its hash and range keys must be
-     * `partitionKey` and `sortKey`; a mismatch fails the deployment with an error naming `[table]`.
+     * streams enabled with `streamViewType: "NEW_AND_OLD_IMAGES"` and string hash and range keys; its keys
+     * become `partitionKey` and `sortKey` unless those are given (then they must match). A mismatch fails
+     * the deployment with an error naming `[table]`.
      *
-     * Excludes `tableName`, `billingMode`, `readCapacity`, `writeCapacity`, `tableKmsKeyArn` and
-     * `deletionProtection`, which only describe a table the component creates.
+     * Excludes `tableArn`, and `tableName`, `billingMode`, `readCapacity`, `writeCapacity`, `tableKmsKeyArn`
+     * and `deletionProtection`, which only describe a table the component creates.
      * @default undefined (the component creates the table)
      */
     readonly table?: aws.dynamodb.Table;
+    /**
+     * ARN of an existing table to attach to, one this program does not manage (another stack's, or one not
+     * managed by Pulumi). Its settings are read with `aws.dynamodb.getTableOutput` and checked like `table`'s.
+     * Excludes `table` and the created table's args.
+     * @default undefined
+     */
+    readonly tableArn?: pulumi.Input<string>;
+    /**
+     * Where the counter items live. "separate": a table `${name}-counters` the component creates beside the
+     * user's table (also when it creates the user's table), so the user's queries and stream never see them.
+     * "same-table": in the user's table, under `counterPrefix` (counter items then show in its queries).
+     * @default "separate"
+     */
+    readonly counterPlacement?: CounterPlacement;
     /**
      * Physical name of the table the component creates.
      * @default undefined (Pulumi auto-names it from `${name}-table`)
@@ -125,8 +161,6 @@ export interface HybridCounterComponentArgs {
     readonly partitionKey?: string;
     /** Sort key attribute (type S). @default "sk" */
     readonly sortKey?: string;
-    /** Idempotency flag the consumer flips from false to true when it counts a creation. @default "counter_processed" */
-    readonly processedAttribute?: string;
     /** Soft-delete flag the API sets. @default "deleted" */
     readonly deletedAttribute?: string;
     /** Per-write token attribute of the API-side client. @default "counter_token" */
@@ -135,6 +169,19 @@ export interface HybridCounterComponentArgs {
     readonly counterPrefix?: string;
     /** Numeric attribute holding a counter's value. @default "count" */
     readonly countAttribute?: string;
+    /**
+     * Which items of a key count: "client" (written through the client), "sortKeyPrefix" (needs
+     * `countedSortKeyPrefix`) or "attribute" (needs `countedAttributeName` and `countedAttributeValue`).
+     * The stream filter, the consumer and reconciliation all apply this one selection.
+     * @default "client"
+     */
+    readonly countedItems?: CountedItems;
+    /** With `countedItems: "sortKeyPrefix"`: the prefix of the sort keys that count. @default undefined */
+    readonly countedSortKeyPrefix?: string;
+    /** With `countedItems: "attribute"`: the attribute that marks an item that counts. @default undefined */
+    readonly countedAttributeName?: string;
+    /** With `countedItems: "attribute"`: the string value the attribute must hold. @default undefined */
+    readonly countedAttributeValue?: string;
     /** Namespace of the metrics the handlers emit (CloudWatch embedded metric format). @default "HybridCounter" */
     readonly metricsNamespace?: string;
 

@@ -1,9 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { handlerEnvironment, type CounterTableLayout } from "../runtime/config";
+import { clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
-import type { HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
+import type { CountedItems, HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
+import { CounterPlacement, createCountersTable } from "./counters-table";
 import { dashboardBody } from "./dashboard";
 import {
     COMPONENT_TYPE,
@@ -13,13 +14,65 @@ import {
     streamFilterPatterns,
     type HybridCounterAlarmName,
 } from "./defaults";
-import { consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
+import { apiPolicy, consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
-/** What an API program needs to build a `HybridCounterClient`: `{ tableName, ...layout }`. */
-export interface HybridCounterClientConfig extends CounterTableLayout {
-    /** Name of the counter's table. */
+/**
+ * What an API program needs to build a `HybridCounterClient`: `{ tableName, countersTableName, ...layout }`,
+ * with the selection flat (`countedItems` and its parameters) so that every language can read it.
+ */
+export interface HybridCounterClientConfig {
+    /** Name of the user's table: the resource items. */
     readonly tableName: string;
+    /** Name of the table the counter items live in (the user's table in the same-table placement). */
+    readonly countersTableName: string;
+    /** Partition key attribute: the counter key. */
+    readonly partitionKey: string;
+    /** Sort key attribute: a resource's id. */
+    readonly sortKey: string;
+    /** Soft-delete flag. */
+    readonly deletedAttribute: string;
+    /** The client's write token attribute. */
+    readonly tokenAttribute: string;
+    /** Sort-key prefix of the counter items. */
+    readonly counterPrefix: string;
+    /** Attribute holding a counter's value. */
+    readonly countAttribute: string;
+    /** Which items count. */
+    readonly countedItems: CountedItems;
+    /** With `countedItems: "sortKeyPrefix"`: the prefix. */
+    readonly countedSortKeyPrefix?: string;
+    /** With `countedItems: "attribute"`: the attribute's name. */
+    readonly countedAttributeName?: string;
+    /** With `countedItems: "attribute"`: the attribute's value. */
+    readonly countedAttributeValue?: string;
+}
+
+/** The client configuration of a layout and its tables. */
+export function clientConfigOf(layout: CounterTableLayout, tableName: string, countersTableName: string): HybridCounterClientConfig {
+    return {
+        tableName,
+        countersTableName,
+        partitionKey: layout.partitionKey,
+        sortKey: layout.sortKey,
+        deletedAttribute: layout.deletedAttribute,
+        tokenAttribute: layout.tokenAttribute,
+        counterPrefix: layout.counterPrefix,
+        countAttribute: layout.countAttribute,
+        ...(flatSelection(layout.selection) as { countedItems: CountedItems }),
+    };
+}
+
+/** The settings of the user's table the component works with, whether it created it or attaches to it. */
+interface UserTable {
+    readonly name: pulumi.Output<string>;
+    readonly arn: pulumi.Output<string>;
+    readonly streamArn: pulumi.Output<string>;
+    readonly streamEnabled: pulumi.Output<boolean | undefined>;
+    readonly streamViewType: pulumi.Output<string | undefined>;
+    readonly hashKey: pulumi.Output<string | undefined>;
+    readonly rangeKey: pulumi.Output<string | undefined>;
+    readonly attributes: pulumi.Output<Array<{ name: string; type: string }> | undefined>;
 }
 
 /**
@@ -40,6 +93,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     public readonly tableArn: pulumi.Output<string>;
     /** ARN of the table's stream, which the consumer reads. */
     public readonly tableStreamArn: pulumi.Output<string>;
+    /** The table the counter items live in: `${name}-counters`, or the user's table in the same-table placement. */
+    public readonly countersTableName: pulumi.Output<string>;
+    /** ARN of the table the counter items live in. */
+    public readonly countersTableArn: pulumi.Output<string>;
     /** Name of the stream consumer function. */
     public readonly consumerFunctionName: pulumi.Output<string>;
     /** ARN of the stream consumer function. */
@@ -62,8 +119,15 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     public readonly alarmTopicArn: pulumi.Output<string | undefined>;
     /** Name of the CloudWatch dashboard. */
     public readonly dashboardName: pulumi.Output<string>;
-    /** Everything `HybridCounterClient` needs: `{ tableName, ...layout }`. */
+    /** Everything `HybridCounterClient` needs: `{ tableName, countersTableName, ...layout }`. */
     public readonly clientConfig: pulumi.Output<HybridCounterClientConfig>;
+    /**
+     * The API's environment variables: set them on the API's function and build the client with
+     * `new HybridCounterClient({ ...clientConfigFromEnv(process.env), dynamodb })`.
+     */
+    public readonly apiEnvironment: pulumi.Output<Record<string, string>>;
+    /** IAM policy document (JSON) with exactly the actions `HybridCounterClient` calls, on both tables. */
+    public readonly apiPolicyDocument: pulumi.Output<string>;
 
     constructor(name: string, args: HybridCounterComponentArgs = {}, opts: pulumi.ComponentResourceOptions = {}) {
         // Everything is checked before the component itself registers, so bad args create nothing.
@@ -72,7 +136,6 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         super(COMPONENT_TYPE, name, {}, opts);
 
         const parent = { parent: this };
-        const layout = layoutFromArgs(args);
         const tags = args.tags;
         const tracing = args.tracing ?? D.tracing;
         const lambdaRuntime = args.lambdaRuntime ?? D.lambdaRuntime;
@@ -81,19 +144,28 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         const logRetentionInDays = args.logRetentionInDays ?? D.logRetentionInDays;
         const redriveTimeout = args.redriveTimeout ?? D.redriveTimeout;
 
-        // ------------------------------------------------------------ table
-        const table = args.table ?? this.createTable(name, args, layout);
+        // ------------------------------------------------------------ tables
+        const attaching = args.table !== undefined || args.tableArn !== undefined;
+        const table: UserTable = attaching ? this.attachedTable(args) : this.createdTable(name, args);
         const streamArn = table.streamArn;
-        // The mapping reads the stream through this ARN. For an attached table it resolves only once the table's
-        // settings pass attachedTableProblems(); otherwise registering the mapping fails with an error naming
-        // [table]. The settings are checked apart from the ARN so that the check also runs during preview, when
-        // a same-program table's settings are known but its stream ARN is not.
+        // The layout: for an attached table, its keys are the table's own unless the args give them. The stream
+        // mapping reads the stream through an ARN that resolves only once the table's settings pass
+        // attachedTableProblems(); otherwise registering the mapping fails with an error naming [table], so a
+        // wrong table is never read. The settings are checked apart from the ARN, so that the check also runs
+        // during preview, when a same-program table's settings are known but its stream ARN is not.
+        let layout: pulumi.Output<CounterTableLayout> = pulumi.output(layoutFromArgs(args));
         let mappingSourceArn: pulumi.Output<string> = streamArn;
-        if (args.table !== undefined) {
+        if (attaching) {
+            layout = pulumi
+                .all([table.hashKey, table.rangeKey])
+                .apply(([hashKey, rangeKey]) => layoutFromArgs(args, { hashKey, rangeKey }));
             const checked = pulumi
-                .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey])
-                .apply(([streamEnabled, streamViewType, hashKey, rangeKey]) => {
-                    const problems = attachedTableProblems({ streamEnabled, streamViewType, hashKey, rangeKey }, layout);
+                .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey, table.attributes])
+                .apply(([streamEnabled, streamViewType, hashKey, rangeKey, attributes]) => {
+                    const problems = attachedTableProblems(
+                        { streamEnabled, streamViewType, hashKey, rangeKey, attributes },
+                        { partitionKey: args.partitionKey, sortKey: args.sortKey },
+                    );
                     if (problems.length > 0) {
                         throw new HybridCounterArgsError(problems);
                     }
@@ -101,6 +173,23 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 });
             mappingSourceArn = pulumi.all([checked, streamArn]).apply(([, arn]) => arn);
         }
+        const placement = args.counterPlacement ?? D.counterPlacement;
+        const countersTable =
+            placement === CounterPlacement.Separate
+                ? createCountersTable(
+                      name,
+                      {
+                          partitionKey: layout.partitionKey,
+                          sortKey: layout.sortKey,
+                          kmsKeyArn: args.tableKmsKeyArn,
+                          deletionProtection: args.deletionProtection ?? D.deletionProtection,
+                          tags,
+                      },
+                      this,
+                  )
+                : undefined;
+        const countersTableName = countersTable?.name ?? table.name;
+        const countersTableArn = countersTable?.arn ?? table.arn;
 
         // ------------------------------------------------------------ queues
         const queueEncryption =
@@ -150,11 +239,12 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 {
                     role: executionRole.id,
                     policy: pulumi
-                        .all([table.arn, streamArn, firstDlq.arn, fatalDlq.arn, logs.arn, queueKmsKeyArn])
-                        .apply(([tableArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
+                        .all([table.arn, countersTableArn, streamArn, firstDlq.arn, fatalDlq.arn, logs.arn, queueKmsKeyArn])
+                        .apply(([tableArn, countersArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
                             JSON.stringify(
                                 (role === "consumer" ? consumerPolicy : redrivePolicy)({
                                     tableArn,
+                                    countersTableArn: countersArn,
                                     streamArn: stream,
                                     firstDlqArn,
                                     fatalDlqArn,
@@ -173,8 +263,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         // ------------------------------------------------------------ functions
         const environment = {
             variables: pulumi
-                .all([table.name, fatalDlq.url])
-                .apply(([tableName, fatalQueueUrl]) => handlerEnvironment({ ...layout, tableName, fatalQueueUrl, metricsNamespace })),
+                .all([layout, table.name, countersTableName, fatalDlq.url])
+                .apply(([l, tableName, counters, fatalQueueUrl]) =>
+                    handlerEnvironment({ ...l, tableName, countersTableName: counters, fatalQueueUrl, metricsNamespace }),
+                ),
         };
         const functionArgs = (bundle: string, logGroup: aws.cloudwatch.LogGroup) => ({
             code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(bundle) }),
@@ -223,7 +315,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 maximumRetryAttempts: args.maximumRetryAttempts ?? D.maximumRetryAttempts,
                 maximumRecordAgeInSeconds: args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds,
                 functionResponseTypes: [...FIXED.functionResponseTypes],
-                filterCriteria: { filters: streamFilterPatterns(layout).map((pattern) => ({ pattern })) },
+                filterCriteria: { filters: layout.apply((l) => streamFilterPatterns(l).map((pattern) => ({ pattern }))) },
                 destinationConfig: { onFailure: { destinationArn: firstDlq.arn } },
                 tags,
             },
@@ -322,6 +414,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.tableName = table.name;
         this.tableArn = table.arn;
         this.tableStreamArn = streamArn;
+        this.countersTableName = countersTableName;
+        this.countersTableArn = countersTableArn;
         this.consumerFunctionName = consumer.name;
         this.consumerFunctionArn = consumer.arn;
         this.redriveFunctionName = redrive.name;
@@ -333,11 +427,23 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.alarmArns = pulumi.output(alarmArns);
         this.alarmTopicArn = alarmTopicArn;
         this.dashboardName = dashboard.dashboardName;
-        this.clientConfig = table.name.apply((tableName) => ({ tableName, ...layout }));
+        this.clientConfig = pulumi
+            .all([layout, table.name, countersTableName])
+            .apply(([l, tableName, counters]) => clientConfigOf(l as CounterTableLayout, tableName, counters));
+        this.apiEnvironment = pulumi
+            .all([layout, table.name, countersTableName])
+            .apply(([l, tableName, counters]) =>
+                clientEnvironment({ ...(l as CounterTableLayout), tableName, countersTableName: counters }),
+            );
+        this.apiPolicyDocument = pulumi
+            .all([table.arn, countersTableArn])
+            .apply(([tableArn, countersArn]) => JSON.stringify(apiPolicy({ tableArn, countersTableArn: countersArn })));
         this.registerOutputs({
             tableName: this.tableName,
             tableArn: this.tableArn,
             tableStreamArn: this.tableStreamArn,
+            countersTableName: this.countersTableName,
+            countersTableArn: this.countersTableArn,
             consumerFunctionName: this.consumerFunctionName,
             consumerFunctionArn: this.consumerFunctionArn,
             redriveFunctionName: this.redriveFunctionName,
@@ -350,7 +456,51 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             alarmTopicArn: this.alarmTopicArn,
             dashboardName: this.dashboardName,
             clientConfig: this.clientConfig,
+            apiEnvironment: this.apiEnvironment,
+            apiPolicyDocument: this.apiPolicyDocument,
         });
+    }
+
+    /**
+     * Grants an API's role exactly what HybridCounterClient calls, on both tables: an inline policy named
+     * `name` (a child of this component) on `role` (a role's name), holding `apiPolicyDocument`.
+     */
+    grantApiAccess(name: string, role: pulumi.Input<string>): aws.iam.RolePolicy {
+        return new aws.iam.RolePolicy(name, { role, policy: this.apiPolicyDocument }, { parent: this });
+    }
+
+    /** The user's table attached by resource or by ARN (read with getTableOutput). */
+    private attachedTable(args: HybridCounterComponentArgs): UserTable {
+        const source =
+            args.table ??
+            aws.dynamodb.getTableOutput({ name: pulumi.output(args.tableArn!).apply((arn) => arn.split(":table/")[1]!) }, { parent: this });
+        const attributes = (source.attributes as pulumi.Output<Array<{ name: string; type: string }> | undefined>).apply((list) =>
+            list?.map((a) => ({ name: a.name, type: a.type })),
+        );
+        return {
+            name: source.name,
+            arn: source.arn,
+            streamArn: source.streamArn,
+            streamEnabled: source.streamEnabled as pulumi.Output<boolean | undefined>,
+            streamViewType: source.streamViewType as pulumi.Output<string | undefined>,
+            hashKey: source.hashKey as pulumi.Output<string | undefined>,
+            rangeKey: source.rangeKey as pulumi.Output<string | undefined>,
+            attributes,
+        };
+    }
+
+    private createdTable(name: string, args: HybridCounterComponentArgs): UserTable {
+        const table = this.createTable(name, args, layoutFromArgs(args));
+        return {
+            name: table.name,
+            arn: table.arn,
+            streamArn: table.streamArn,
+            streamEnabled: table.streamEnabled,
+            streamViewType: table.streamViewType,
+            hashKey: table.hashKey,
+            rangeKey: table.rangeKey as pulumi.Output<string | undefined>,
+            attributes: table.attributes.apply((list) => list.map((a) => ({ name: a.name, type: a.type }))),
+        };
     }
 
     private createTable(name: string, args: HybridCounterComponentArgs, layout: CounterTableLayout): aws.dynamodb.Table {

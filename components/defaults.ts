@@ -28,6 +28,8 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     deletionProtection: false,
     /** The view type the consumer needs: it reads NewImage and OldImage. */
     streamViewType: "NEW_AND_OLD_IMAGES",
+    /** Counter items in a table of their own: the user's queries and stream never see them. */
+    counterPlacement: "separate" as "separate" | "same-table",
 
     // Functions
     lambdaRuntime: "nodejs22.x",
@@ -127,28 +129,29 @@ export const LIMITS = Object.freeze({
     minimumNodeMajor: 22,
 } as const);
 
-/** Filter patterns that let only the records the counter needs invoke the consumer. */
+/**
+ * Filter patterns of the stream mapping, derived from the selection (runtime/selection.ts): a record is
+ * delivered when either of its images could be selected. A record whose images both fail the selection
+ * implies "not live" before and after, so the consumer would ignore it: the filter drops exactly such
+ * records and nothing it could count. (Counter items, in the same-table placement, never match: they
+ * carry no token, no selected attribute, and their sort key is under the reserved prefix.)
+ *
+ * Lambda evaluates `exists` only on leaf attributes, so each pattern names a leaf of an image.
+ */
 export function streamFilterPatterns(layout: CounterTableLayout): string[] {
-    return [
-        JSON.stringify({
-            eventName: ["INSERT"],
-            dynamodb: { NewImage: { [layout.processedAttribute]: { BOOL: [false] } } },
-        }),
-        JSON.stringify({
-            eventName: ["MODIFY"],
-            dynamodb: {
-                NewImage: { [layout.deletedAttribute]: { BOOL: [true] } },
-                OldImage: { [layout.deletedAttribute]: [{ exists: false }] },
-            },
-        }),
-        JSON.stringify({
-            eventName: ["MODIFY"],
-            dynamodb: {
-                NewImage: { [layout.deletedAttribute]: { BOOL: [true] } },
-                OldImage: { [layout.deletedAttribute]: { BOOL: [false] } },
-            },
-        }),
-    ];
+    const selection = layout.selection;
+    switch (selection.kind) {
+        case "client":
+            return (["NewImage", "OldImage"] as const).map((image) =>
+                JSON.stringify({ dynamodb: { [image]: { [layout.tokenAttribute]: { S: [{ exists: true }] } } } }),
+            );
+        case "sortKeyPrefix":
+            return [JSON.stringify({ dynamodb: { Keys: { [layout.sortKey]: { S: [{ prefix: selection.prefix }] } } } })];
+        case "attribute":
+            return (["NewImage", "OldImage"] as const).map((image) =>
+                JSON.stringify({ dynamodb: { [image]: { [selection.name]: { S: [selection.value] } } } }),
+            );
+    }
 }
 
 /** Visibility timeout of the first DLQ for a given redrive timeout. */

@@ -6,8 +6,12 @@
  *   Get actions are governed by the permissions used for the underlying PutItem, UpdateItem, DeleteItem,
  *   and GetItem operations" (Amazon DynamoDB Developer Guide, "Using IAM with DynamoDB transactions",
  *   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
- *   The handlers' transactions hold only Update and Delete actions (no Put, no ConditionCheck), and they
- *   read with GetItem, so UpdateItem, DeleteItem and GetItem are all they get.
+ *   The handlers' transactions hold Update actions on the counters table (the eventual counter and the
+ *   markers) and Delete actions on the user's table (hard deletes of soft-deleted items), and they read
+ *   markers with BatchGetItem: so BatchGetItem and UpdateItem on the counters table, DeleteItem on the
+ *   user's table, and nothing else. In the same-table placement both statements name the one table.
+ * - The API's role gets exactly what HybridCounterClient calls: GetItem, PutItem, UpdateItem and Query on
+ *   the user's table, GetItem, UpdateItem and Query on the counters table (apiPolicy).
  * - A stream event source mapping reads with the function's role: DescribeStream, GetShardIterator and
  *   GetRecords on the stream, and ListStreams, which has no resource type and so needs `"*"`.
  * - Lambda sends a stream mapping's on-failure record to its SQS destination with the function's role:
@@ -53,6 +57,7 @@ export function lambdaAssumeRolePolicy(): PolicyDocument {
 
 export interface ConsumerPolicyInputs {
     readonly tableArn: string;
+    readonly countersTableArn: string;
     readonly streamArn: string;
     readonly firstDlqArn: string;
     readonly fatalDlqArn: string;
@@ -63,6 +68,7 @@ export interface ConsumerPolicyInputs {
 
 export interface RedrivePolicyInputs {
     readonly tableArn: string;
+    readonly countersTableArn: string;
     readonly streamArn: string;
     readonly firstDlqArn: string;
     readonly fatalDlqArn: string;
@@ -71,7 +77,29 @@ export interface RedrivePolicyInputs {
     readonly tracing: boolean;
 }
 
-const TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"];
+const COUNTERS_TABLE_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"];
+const USER_TABLE_ACTIONS = ["dynamodb:DeleteItem"];
+const API_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"];
+const API_COUNTERS_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"];
+
+/** The two table statements both handlers share: count in the counters table, hard-delete in the user's. */
+function countingStatements(p: { tableArn: string; countersTableArn: string }): PolicyStatement[] {
+    return [
+        { Sid: "CountInCountersTable", Effect: "Allow", Action: COUNTERS_TABLE_ACTIONS, Resource: p.countersTableArn },
+        { Sid: "RemoveSoftDeletedItems", Effect: "Allow", Action: USER_TABLE_ACTIONS, Resource: p.tableArn },
+    ];
+}
+
+/** What the API's role needs to run HybridCounterClient: exactly the client's calls, on the two tables. */
+export function apiPolicy(p: { tableArn: string; countersTableArn: string }): PolicyDocument {
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            { Sid: "WriteResourceItems", Effect: "Allow", Action: API_TABLE_ACTIONS, Resource: p.tableArn },
+            { Sid: "ReadAndWriteCounters", Effect: "Allow", Action: API_COUNTERS_TABLE_ACTIONS, Resource: p.countersTableArn },
+        ],
+    };
+}
 const STREAM_READ_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"];
 const XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
 
@@ -91,7 +119,7 @@ export function consumerPolicy(p: ConsumerPolicyInputs): PolicyDocument {
         { Sid: "ReadOwnStream", Effect: "Allow", Action: STREAM_READ_ACTIONS, Resource: p.streamArn },
         // ListStreams has no resource type: it is the one stream action that must be granted on "*".
         { Sid: "ListStreams", Effect: "Allow", Action: ["dynamodb:ListStreams"], Resource: "*" },
-        { Sid: "CountInOwnTable", Effect: "Allow", Action: TABLE_ACTIONS, Resource: p.tableArn },
+        ...countingStatements(p),
         // Lambda delivers the mapping's on-failure record to the first DLQ with this role.
         { Sid: "SendFailedBatchesToFirstDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.firstDlqArn },
         { Sid: "SendPoisonRecordsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.fatalDlqArn },
@@ -104,7 +132,7 @@ export function consumerPolicy(p: ConsumerPolicyInputs): PolicyDocument {
 export function redrivePolicy(p: RedrivePolicyInputs): PolicyDocument {
     const statements: PolicyStatement[] = [
         { Sid: "ReadOwnStream", Effect: "Allow", Action: STREAM_READ_ACTIONS, Resource: p.streamArn },
-        { Sid: "CountInOwnTable", Effect: "Allow", Action: TABLE_ACTIONS, Resource: p.tableArn },
+        ...countingStatements(p),
         {
             Sid: "ConsumeFirstDlq",
             Effect: "Allow",

@@ -1,9 +1,11 @@
 /**
  * Validation of HybridCounterComponent's args: pure, run before any resource is created.
  */
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { layoutProblems, layoutWithDefaults, type CounterTableLayout } from "../runtime/config";
+import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/config";
 import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
+import { COUNTER_PLACEMENTS } from "./counters-table";
 import { ALARM_NAMES, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
@@ -20,13 +22,28 @@ const CREATE_TABLE_ARGS = ["tableName", "billingMode", "readCapacity", "writeCap
 const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
 const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
 const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
+const TABLE_ARN = /^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table\/[A-Za-z0-9_.-]{3,255}$/;
 const DASHBOARD_NAME = /^[A-Za-z0-9_-]{1,255}$/;
 const METRICS_NAMESPACE = /^[A-Za-z0-9.\-_/#:]{1,255}$/;
 const NODE_RUNTIME = /^nodejs(\d+)\.x$/;
 
-/** The layout the args describe, with defaults filled in (not validated). */
-export function layoutFromArgs(args: HybridCounterComponentArgs): CounterTableLayout {
-    return layoutWithDefaults(args);
+/**
+ * The layout the args describe, with defaults filled in (not validated). For an attached table, the keys
+ * not given in the args are the table's own (`tableKeys`).
+ */
+export function layoutFromArgs(
+    args: HybridCounterComponentArgs,
+    tableKeys: { hashKey?: string; rangeKey?: string } = {},
+): CounterTableLayout {
+    return layoutWithDefaults({
+        partitionKey: args.partitionKey ?? tableKeys.hashKey,
+        sortKey: args.sortKey ?? tableKeys.rangeKey,
+        deletedAttribute: args.deletedAttribute,
+        tokenAttribute: args.tokenAttribute,
+        counterPrefix: args.counterPrefix,
+        countAttribute: args.countAttribute,
+        selection: selectionFromFlat(args),
+    });
 }
 
 /**
@@ -84,19 +101,32 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         }
     };
 
-    // Table: attach or create, never both.
-    if (args.table !== undefined) {
-        for (const key of CREATE_TABLE_ARGS) {
-            if (a[key] !== undefined) {
-                problems.push(`[${key}] must not be set together with [table]`);
+    // Table: attach (a resource or an ARN) or create, never two of them.
+    if (args.table !== undefined && !aws.dynamodb.Table.isInstance(args.table)) {
+        problems.push(
+            `[table] must be an aws.dynamodb.Table resource of this program (got ${typeof args.table === "string" ? `the string "${args.table}"` : typeof args.table}); attach a table by ARN with [tableArn]`,
+        );
+    }
+    if (args.table !== undefined && args.tableArn !== undefined) {
+        problems.push("[tableArn] must not be set together with [table]");
+    }
+    for (const attach of ["table", "tableArn"] as const) {
+        if (args[attach] !== undefined) {
+            for (const key of CREATE_TABLE_ARGS) {
+                if (a[key] !== undefined) {
+                    problems.push(`[${key}] must not be set together with [${attach}]`);
+                }
             }
         }
     }
+    plainMatches("tableArn", TABLE_ARN, "a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)");
+    oneOf("counterPlacement", COUNTER_PLACEMENTS);
+    oneOf("countedItems", SELECTION_KINDS);
     plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
     oneOf("billingMode", Object.values(BillingMode));
     integerBetween("readCapacity", LIMITS.capacity);
     integerBetween("writeCapacity", LIMITS.capacity);
-    if (args.table === undefined) {
+    if (args.table === undefined && args.tableArn === undefined) {
         const provisioned = args.billingMode === "PROVISIONED";
         for (const key of ["readCapacity", "writeCapacity"] as const) {
             if (provisioned && args[key] === undefined) {
@@ -108,8 +138,12 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     }
     plainMatches("tableKmsKeyArn", KMS_KEY_ARN, "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)");
 
-    // Layout (the runtime's own rules, so component and handlers agree).
-    problems.push(...layoutProblems(layoutFromArgs(args)));
+    // Layout (the runtime's own rules, so component and handlers agree). An unknown kind is reported above.
+    if (args.countedItems === undefined || SELECTION_KINDS.includes(args.countedItems)) {
+        problems.push(...layoutProblems(layoutFromArgs(args)));
+    } else {
+        problems.push(...layoutProblems({ ...layoutFromArgs(args), selection: { kind: "client" } }));
+    }
     plainMatches("metricsNamespace", METRICS_NAMESPACE, "1 to 255 characters of letters, digits and . - _ / # :");
     if (typeof args.metricsNamespace === "string" && args.metricsNamespace.startsWith("AWS/")) {
         problems.push(`[metricsNamespace] must not start with "AWS/"`);
@@ -208,13 +242,16 @@ export interface AttachedTableSettings {
     readonly streamViewType: string | undefined;
     readonly hashKey: string | undefined;
     readonly rangeKey: string | undefined;
+    /** The table's attribute definitions, when known (the keys' types are checked). */
+    readonly attributes?: ReadonlyArray<{ readonly name: string; readonly type: string }>;
 }
 
 /**
  * Problems with an attached table, checked when its outputs resolve (at preview for a table declared with
- * literal settings in the same program). The component fails the deployment with these.
+ * literal settings in the same program). The keys are compared only with the ones the args give: otherwise
+ * the table's own keys become the layout's.
  */
-export function attachedTableProblems(table: AttachedTableSettings, layout: CounterTableLayout): string[] {
+export function attachedTableProblems(table: AttachedTableSettings, given: { partitionKey?: string; sortKey?: string }): string[] {
     const problems: string[] = [];
     if (table.streamEnabled !== true || table.streamViewType !== D.streamViewType) {
         problems.push(
@@ -222,13 +259,21 @@ export function attachedTableProblems(table: AttachedTableSettings, layout: Coun
                 `(found streamEnabled: ${String(table.streamEnabled ?? false)}, streamViewType: ${JSON.stringify(table.streamViewType ?? "")})`,
         );
     }
-    if (table.hashKey !== layout.partitionKey) {
-        problems.push(
-            `[table] must have hashKey "${layout.partitionKey}" ([partitionKey]); found ${JSON.stringify(table.hashKey ?? null)}`,
-        );
+    if (!table.hashKey) {
+        problems.push("[table] must have a hash key");
+    } else if (given.partitionKey !== undefined && table.hashKey !== given.partitionKey) {
+        problems.push(`[table] must have hashKey "${given.partitionKey}" ([partitionKey]); found ${JSON.stringify(table.hashKey)}`);
     }
-    if (table.rangeKey !== layout.sortKey) {
-        problems.push(`[table] must have rangeKey "${layout.sortKey}" ([sortKey]); found ${JSON.stringify(table.rangeKey ?? null)}`);
+    if (!table.rangeKey) {
+        problems.push("[table] must have a range key: a resource's id is its sort key; found none");
+    } else if (given.sortKey !== undefined && table.rangeKey !== given.sortKey) {
+        problems.push(`[table] must have rangeKey "${given.sortKey}" ([sortKey]); found ${JSON.stringify(table.rangeKey)}`);
+    }
+    for (const key of [table.hashKey, table.rangeKey]) {
+        const type = table.attributes?.find((attribute) => attribute.name === key)?.type;
+        if (key && type !== undefined && type !== "S") {
+            problems.push(`[table] must have a string (S) key "${key}"; found type ${type}`);
+        }
     }
     return problems;
 }

@@ -18,7 +18,7 @@
 import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware } from "@smithy/types";
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
-import type { CounterTableLayout } from "../runtime/config";
+import { markerId, type CounterTableLayout } from "../runtime/config";
 import { classifyRecord } from "../runtime/records";
 
 export interface LagFigures {
@@ -70,7 +70,7 @@ export class LagMeter {
     /** Records the consumer counted (creations and deletions it acted on), from the invocations. */
     counted = 0;
 
-    constructor(private readonly layout: Pick<CounterTableLayout, "partitionKey" | "sortKey" | "counterPrefix">) {}
+    constructor(private readonly layout: CounterTableLayout) {}
 
     /** The API call that created (delta 1) or deleted (delta -1) `id` under `key` returned at `at`. */
     wrote(event: { key: string; id: string; delta: 1 | -1; at: number }): void {
@@ -91,16 +91,17 @@ export class LagMeter {
     /** The mapping read `record` from the stream at `at` (the emulator's `onRead`). */
     read(record: DynamoDBRecord, at: number): void {
         this.readsObserved = true;
-        const c = classifyRecord(record, this.layout as CounterTableLayout);
-        if (c.type !== "event") {
+        const c = classifyRecord(record, this.layout);
+        if (c.type !== "change") {
             return;
         }
-        const item = itemKey(c.event.counterKey, c.event.id);
-        const write = this.pending.get(item)?.find((w) => w.kind === c.event.kind && w.readAt === undefined);
+        const kind: PendingWrite["kind"] = c.change.after ? "create" : "delete";
+        const item = itemKey(c.change.counterKey, c.change.id);
+        const write = this.pending.get(item)?.find((w) => w.kind === kind && w.readAt === undefined);
         if (write) {
             write.readAt = at;
-        } else if (!this.seen.has(`${item}\u0000${c.event.kind}`)) {
-            this.readEarly.set(`${item}\u0000${c.event.kind}`, at);
+        } else if (!this.seen.has(`${item}\u0000${kind}`)) {
+            this.readEarly.set(`${item}\u0000${kind}`, at);
         }
     }
 
@@ -122,20 +123,22 @@ export class LagMeter {
     }
 
     /**
-     * A transaction sent at `sentAt` committed at `at`. An update of an item counts its creation; a
-     * delete counts its deletion and, when both were in one batch, its creation too. Only writes the
-     * mapping had read before `sentAt` can be in the transaction.
+     * A transaction sent at `sentAt` committed at `at`. A marker set "counted" counts the item's
+     * creation; a marker set "uncounted" counts its deletion and, when both were in one batch, its
+     * creation too. Only writes the mapping had read before `sentAt` can be in the transaction.
      */
     committed(actions: readonly TransactWriteItem[], sentAt: number, at: number): void {
         for (const action of actions) {
-            const kinds: ReadonlyArray<PendingWrite["kind"]> = action.Update ? ["create"] : action.Delete ? ["create", "delete"] : [];
-            const key = action.Update?.Key ?? action.Delete?.Key;
-            const pk = key?.[this.layout.partitionKey]?.S;
-            const sk = key?.[this.layout.sortKey]?.S;
-            if (pk === undefined || sk === undefined || sk.startsWith(this.layout.counterPrefix)) {
+            const update = action.Update;
+            const pk = update?.Key?.[this.layout.partitionKey]?.S;
+            const sk = update?.Key?.[this.layout.sortKey]?.S;
+            const id = sk === undefined ? undefined : markerId(this.layout, sk);
+            const target = update?.ExpressionAttributeValues?.[":target"]?.S;
+            if (pk === undefined || id === undefined || (target !== "counted" && target !== "uncounted")) {
                 continue;
             }
-            const item = itemKey(pk, sk);
+            const kinds: ReadonlyArray<PendingWrite["kind"]> = target === "counted" ? ["create"] : ["create", "delete"];
+            const item = itemKey(pk, id);
             for (const kind of kinds) {
                 // Counted before the API call that wrote it returned: the user saw no lag at all.
                 const once = `${item}\u0000${kind}`;
@@ -179,7 +182,7 @@ export class LagMeter {
             if (checkpoint !== undefined && record.dynamodb?.SequenceNumber === checkpoint) {
                 return;
             }
-            if (classifyRecord(record, this.layout as CounterTableLayout).type === "event") {
+            if (classifyRecord(record, this.layout).type === "change") {
                 this.counted++;
             }
         }

@@ -1,64 +1,72 @@
-/** Observes one counter key: both counters and its items, read together. */
+/** Observes one counter key: both counters, its markers and its items. */
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "../runtime/config";
+import { COUNTER_ATTRIBUTES, MARKER_STATE, bestEffortSortKey, eventualSortKey, markerId, type CounterTableLayout } from "../runtime/config";
+import { isLive, isSelected, isSoftDeleted } from "../runtime/selection";
 
 export interface KeySnapshot {
     readonly bestEffort: number;
     readonly eventual: number;
-    /** Items that exist and are not soft-deleted: the true count. */
+    /** Items the selection counts that are not soft-deleted: the true count. */
     readonly live: number;
-    /** Items whose processed flag is true (the eventual counter's invariant). */
-    readonly processed: number;
+    /** Markers whose state is "counted" (the eventual counter's invariant: eventual == counted). */
+    readonly counted: number;
+    /** Selected items that are soft-deleted and not yet removed. */
     readonly softDeleted: number;
 }
 
 /**
- * Reads a key's whole partition with strongly consistent Queries. When it fits one page (1 MB), the
- * counters and the items are one observation; `pages` says how many reads it took.
+ * Reads a key's partition with strongly consistent Queries: in the user's table, and in the counters
+ * table when it is another one. In the same-table placement, when the partition fits one page (1 MB),
+ * the counters and the items are one observation; `pages` says how many reads it took.
  */
 export async function snapshotKey(
     reader: DynamoDBClient,
     tableName: string,
     layout: CounterTableLayout,
     key: string,
+    countersTableName: string = tableName,
 ): Promise<KeySnapshot & { pages: number }> {
     let bestEffort = 0;
     let eventual = 0;
     let live = 0;
-    let processed = 0;
+    let counted = 0;
     let softDeleted = 0;
     let pages = 0;
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page = await reader.send(
-            new QueryCommand({
-                TableName: tableName,
-                ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": layout.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
-                ExclusiveStartKey: start,
-            }),
-        );
-        pages++;
-        for (const item of page.Items ?? []) {
-            const sk = item[layout.sortKey]?.S;
-            if (sk === bestEffortSortKey(layout)) {
-                bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
-            } else if (sk === eventualSortKey(layout)) {
-                eventual = Number(item[layout.countAttribute]?.N ?? 0);
-            } else {
-                if (item[layout.deletedAttribute]?.BOOL === true) {
-                    softDeleted++;
-                } else {
-                    live++;
-                }
-                if (item[layout.processedAttribute]?.BOOL === true) {
-                    processed++;
+    const tables = countersTableName === tableName ? [tableName] : [countersTableName, tableName];
+    for (const table of tables) {
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+            const page = await reader.send(
+                new QueryCommand({
+                    TableName: table,
+                    ConsistentRead: true,
+                    KeyConditionExpression: "#pk = :key",
+                    ExpressionAttributeNames: { "#pk": layout.partitionKey },
+                    ExpressionAttributeValues: { ":key": { S: key } },
+                    ExclusiveStartKey: start,
+                }),
+            );
+            pages++;
+            for (const item of page.Items ?? []) {
+                const sk = item[layout.sortKey]?.S ?? "";
+                if (table === countersTableName && sk.startsWith(layout.counterPrefix)) {
+                    if (sk === bestEffortSortKey(layout)) {
+                        bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
+                    } else if (sk === eventualSortKey(layout)) {
+                        eventual = Number(item[layout.countAttribute]?.N ?? 0);
+                    } else if (markerId(layout, sk) !== undefined && item[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted) {
+                        counted++;
+                    }
+                } else if (table === tableName) {
+                    if (isLive(item, layout)) {
+                        live++;
+                    } else if (isSelected(item, layout) && isSoftDeleted(item, layout)) {
+                        softDeleted++;
+                    }
                 }
             }
-        }
-        start = page.LastEvaluatedKey;
-    } while (start);
-    return { bestEffort, eventual, live, processed, softDeleted, pages };
+            start = page.LastEvaluatedKey;
+        } while (start);
+    }
+    return { bestEffort, eventual, live, counted, softDeleted, pages };
 }

@@ -23,7 +23,10 @@ export interface FunctionSpec {
 }
 
 export interface DeployedSystem {
+    /** The user's table: the one with the stream the mapping reads. */
     readonly table: TableSpec;
+    /** The table the counter items live in: its name, or the user's table's in the same-table placement. */
+    readonly countersTableName: string;
     readonly consumer: FunctionSpec;
     readonly redrive: FunctionSpec;
     readonly streamMapping: MappingSettings;
@@ -61,7 +64,7 @@ function functionSpec(resource: RecordedResource): FunctionSpec {
 }
 
 export function describeDeployedSystem(resources: readonly RecordedResource[]): DeployedSystem {
-    const tableResource = only(resources, "table", (r) => r.type === TABLE);
+    const tableResource = only(resources, "table with a stream", (r) => r.type === TABLE && r.inputs.streamEnabled === true);
     const streamArn = String(tableResource.state.streamArn ?? "");
     const streamMappingResource = only(resources, "stream mapping", (r) => r.type === MAPPING && r.inputs.eventSourceArn === streamArn);
     const consumerResource = only(
@@ -99,9 +102,11 @@ export function describeDeployedSystem(resources: readonly RecordedResource[]): 
             throw new Error(`table key ${key} must be a string attribute`);
         }
     }
+    const consumer = functionSpec(consumerResource);
     return {
         table,
-        consumer: functionSpec(consumerResource),
+        countersTableName: consumer.environment.HYBRID_COUNTER_COUNTERS_TABLE_NAME ?? table.name,
+        consumer,
         redrive: functionSpec(redriveResource),
         streamMapping: {
             batchSize: m.batchSize ?? 100,

@@ -31,3 +31,28 @@ export async function createCounterTable(
     }
     return { streamArn };
 }
+
+/**
+ * Creates the counters table the component creates beside the user's (placement "separate"): the same
+ * string keys, no stream. (DynamoDB Local ignores TTL, so hc_expires_at is not configured here.)
+ */
+export async function createCountersTable(
+    dynamodb: DynamoDBClient,
+    tableName: string,
+    layout: Pick<CounterTableLayout, "partitionKey" | "sortKey"> = DEFAULT_LAYOUT,
+): Promise<void> {
+    await dynamodb.send(
+        new CreateTableCommand({
+            TableName: tableName,
+            BillingMode: "PAY_PER_REQUEST",
+            AttributeDefinitions: [
+                { AttributeName: layout.partitionKey, AttributeType: "S" },
+                { AttributeName: layout.sortKey, AttributeType: "S" },
+            ],
+            KeySchema: [
+                { AttributeName: layout.partitionKey, KeyType: "HASH" },
+                { AttributeName: layout.sortKey, KeyType: "RANGE" },
+            ],
+        }),
+    );
+}

@@ -27,7 +27,7 @@ import { MappingEmulator } from "./mapping-emulator";
 import { outputValue, runProgramWithResult } from "./pulumi-mocks";
 import { pollQueueOnce, startLocalSqs, type LocalSqs } from "./sqs";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
-import { createCounterTable } from "./table";
+import { createCounterTable, createCountersTable } from "./table";
 import { runWorkload, type WorkloadResult } from "./workload";
 import { snapshotKey, type KeySnapshot } from "./observe";
 
@@ -254,7 +254,9 @@ export async function runTwin(
         });
 
         // 1. The component, under mocks: what `pulumi up` would create.
-        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", {}));
+        // The API-side client still keeps best-effort and reads both counters in the user's table: the twin keeps
+        // the counter items there too, so the client and the consumer meet.
+        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", { counterPlacement: "same-table" }));
         const system: DeployedSystem = describeDeployedSystem(run.resources);
         const clientConfig = await outputValue(run.result.clientConfig);
         const layout: CounterTableLayout = resolveLayout(clientConfig);
@@ -276,6 +278,12 @@ export async function runTwin(
             { partitionKey: system.table.hashKey, sortKey: system.table.rangeKey },
             system.table.streamViewType as "NEW_AND_OLD_IMAGES",
         );
+        if (system.countersTableName !== system.table.name) {
+            await createCountersTable(admin, system.countersTableName, {
+                partitionKey: system.table.hashKey,
+                sortKey: system.table.rangeKey,
+            });
+        }
 
         // 3. The queues on the local SQS server, with the component's redrive policy (a short visibility
         // timeout, so a failed redrive is retried within the run); the bundled handlers, with their
@@ -401,7 +409,7 @@ export async function runTwin(
         const observing = (async () => {
             for (let i = 0; !workloadDone; i++) {
                 const key = keys[i % keys.length]!;
-                const s = await snapshotKey(admin, system.table.name, layout, key);
+                const s = await snapshotKey(admin, system.table.name, layout, key, system.countersTableName);
                 observations++;
                 samples.get(key)!.push({ t: Date.now() - started, s });
                 if (options.mode === "utilization" && s.bestEffort > s.live) {
@@ -476,7 +484,7 @@ export async function runTwin(
         const heldSlots: TwinReport["heldSlots"] = [];
         const drift: TwinReport["drift"] = [];
         for (const key of keys) {
-            const s = await snapshotKey(admin, system.table.name, layout, key);
+            const s = await snapshotKey(admin, system.table.name, layout, key, system.countersTableName);
             samples.get(key)!.push({ t: Date.now() - started, s });
             live += s.live;
             eventual += s.eventual;

@@ -7,13 +7,31 @@
  */
 import { ConfigurationError } from "./errors";
 
+/**
+ * Which items of a key are counted resources (see selection.ts, which applies it).
+ * - `client` (default): items carrying the client's token attribute, i.e. written through the client.
+ * - `sortKeyPrefix`: every item whose sort key begins with `prefix`, whoever wrote it.
+ * - `attribute`: every item whose attribute `name` is the string `value`, whoever wrote it.
+ */
+export type ItemSelection =
+    | { readonly kind: "client" }
+    | { readonly kind: "sortKeyPrefix"; readonly prefix: string }
+    | { readonly kind: "attribute"; readonly name: string; readonly value: string };
+
+/** The kinds of selection, as the component's `countedItems` arg spells them. */
+export const SELECTION_KINDS = ["client", "sortKeyPrefix", "attribute"] as const;
+
 /** Attribute names and reserved values of the table the counter lives in. */
 export interface CounterTableLayout {
     /** Partition key attribute (type S). The counter key is the resource item's partition key. */
     readonly partitionKey: string;
     /** Sort key attribute (type S). A resource's id is its sort key. */
     readonly sortKey: string;
-    /** Idempotency flag the consumer flips from false to true when it counts a creation. */
+    /**
+     * @deprecated Nothing reads it: the eventual counter's idempotency lives in its markers. Kept only
+     * while the API-side client still writes the attribute on creation; not part of the component's args
+     * or the handlers' environment.
+     */
     readonly processedAttribute: string;
     /** Soft-delete flag the API sets; the consumer hard-deletes the item when it counts the deletion. */
     readonly deletedAttribute: string;
@@ -26,41 +44,79 @@ export interface CounterTableLayout {
     readonly counterPrefix: string;
     /** Numeric attribute that holds a counter item's value. */
     readonly countAttribute: string;
+    /** Which items of a key count. @default { kind: "client" } */
+    readonly selection: ItemSelection;
 }
 
-/** A layout plus the table it applies to. */
+/** A layout plus the tables it applies to. */
 export interface CounterTableConfig extends CounterTableLayout {
+    /** The user's table: the resource items, and the stream the consumer reads. */
     readonly tableName: string;
-    /** The table the counter items (best-effort, eventual, markers) live in; equal to tableName for "same-table". @default tableName */
+    /**
+     * The table the counter items (best-effort, eventual, markers, bookkeeping) live in: a table of their
+     * own beside the user's (placement "separate"), or the user's table itself (placement "same-table").
+     * Absent means the user's table.
+     */
     readonly countersTableName?: string;
 }
 
-/** Attribute names on counter items (best-effort, eventual, markers). */
+/** The table the counter items of `config` live in. */
+export function countersTable(config: Pick<CounterTableConfig, "tableName" | "countersTableName">): string {
+    return config.countersTableName ?? config.tableName;
+}
+
+/** Attribute names on counter items (never on the user's items). */
 export const COUNTER_ATTRIBUTES = Object.freeze({
+    /** marker: "counted" | "uncounted" */
     state: "hc_state",
+    /** marker: sequence number of the last stream record applied, 40-digit zero-padded S; ZERO_SEQ for non-stream writes */
     seq: "hc_seq",
+    /** marker: BOOL true when best-effort accounts for this item (set by backfill in strict mode) */
     beCounted: "hc_be",
+    /** marker tombstone TTL (epoch seconds): now + 48 h, only on "uncounted" */
     expiresAt: "hc_expires_at",
+    /** best-effort: N, +1 on every client write */
     version: "hc_version",
+    /** best-effort: N, epoch ms of the last client write */
     writtenAt: "hc_written_at",
+    /** best-effort: S, present while a heal is due (sparse GSI "heal-index": pk hc_heal, sk hc_written_at) */
     healShard: "hc_heal",
+    /** marker: the client token of the item life the last applied image showed, when it had one */
     life: "hc_life",
 } as const);
 
-/** hc_seq of a marker written by anything but the stream: every stream record orders after it. */
-export const ZERO_SEQ = "0".repeat(40);
+/** Marker states. */
+export const MARKER_STATE = Object.freeze({ counted: "counted", uncounted: "uncounted" } as const);
 
-/** A stream sequence number left-padded to 40 digits, so that string order is numeric order. */
+/** The width stream sequence numbers are padded to, so that string order is numeric order. */
+export const SEQUENCE_DIGITS = 40;
+
+/** The hc_seq of a marker written by anything but the stream: every stream record is later. */
+export const ZERO_SEQ = "0".repeat(SEQUENCE_DIGITS);
+
+/** Left-pads a stream sequence number (decimal digits) to SEQUENCE_DIGITS, so that strings compare as numbers. */
 export function paddedSequence(sequenceNumber: string): string {
-    return sequenceNumber.padStart(40, "0");
+    if (!/^\d+$/.test(sequenceNumber) || sequenceNumber.length > SEQUENCE_DIGITS) {
+        throw new RangeError(`a stream sequence number must be 1 to ${SEQUENCE_DIGITS} decimal digits (got "${sequenceNumber}")`);
+    }
+    return sequenceNumber.padStart(SEQUENCE_DIGITS, "0");
 }
 
-/** Shards of the sparse "heal-index": a best-effort item's hc_heal is String(fnv1a(key) % HEAL_SHARDS). */
+/** Shards of the sparse heal index: the healShard value is String(fnv1a(key) % HEAL_SHARDS). */
 export const HEAL_SHARDS = 16;
 
-/** Sort key of the marker of resource item `id` (in the counters table, under the item's counter key). */
-export function markerSortKey(layout: CounterTableLayout, id: string): string {
+/** How long an "uncounted" marker outlives its last record: 48 hours, twice the stream's 24-hour retention. */
+export const TOMBSTONE_TTL_SECONDS = 48 * 60 * 60;
+
+/** Sort key of the marker of resource item `id`. */
+export function markerSortKey(layout: Pick<CounterTableLayout, "counterPrefix">, id: string): string {
     return `${layout.counterPrefix}item#${id}`;
+}
+
+/** The id a marker sort key belongs to, or undefined for any other sort key. */
+export function markerId(layout: Pick<CounterTableLayout, "counterPrefix">, sortKey: string): string | undefined {
+    const prefix = `${layout.counterPrefix}item#`;
+    return sortKey.startsWith(prefix) ? sortKey.slice(prefix.length) : undefined;
 }
 
 export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
@@ -71,6 +127,7 @@ export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
     tokenAttribute: "counter_token",
     counterPrefix: "#counter#",
     countAttribute: "count",
+    selection: Object.freeze({ kind: "client" }),
 });
 
 /** Sort key of the best-effort counter item: written only by the API-side client. */
@@ -86,13 +143,18 @@ export function eventualSortKey(layout: CounterTableLayout): string {
 /** Environment variable names the Lambdas read their configuration from. */
 export const ENV = Object.freeze({
     tableName: "HYBRID_COUNTER_TABLE_NAME",
+    countersTableName: "HYBRID_COUNTER_COUNTERS_TABLE_NAME",
     partitionKey: "HYBRID_COUNTER_PARTITION_KEY",
     sortKey: "HYBRID_COUNTER_SORT_KEY",
-    processedAttribute: "HYBRID_COUNTER_PROCESSED_ATTRIBUTE",
     deletedAttribute: "HYBRID_COUNTER_DELETED_ATTRIBUTE",
     tokenAttribute: "HYBRID_COUNTER_TOKEN_ATTRIBUTE",
     counterPrefix: "HYBRID_COUNTER_PREFIX",
     countAttribute: "HYBRID_COUNTER_COUNT_ATTRIBUTE",
+    /** The selection's kind ("client", "sortKeyPrefix" or "attribute") and its parameters. */
+    countedItems: "HYBRID_COUNTER_COUNTED_ITEMS",
+    countedSortKeyPrefix: "HYBRID_COUNTER_COUNTED_SORT_KEY_PREFIX",
+    countedAttributeName: "HYBRID_COUNTER_COUNTED_ATTRIBUTE_NAME",
+    countedAttributeValue: "HYBRID_COUNTER_COUNTED_ATTRIBUTE_VALUE",
     /** URL of the fatal queue: poison records and unrecoverable batches go there, in full. */
     fatalQueueUrl: "HYBRID_COUNTER_FATAL_QUEUE_URL",
     /** Namespace of the CloudWatch EMF metrics. */
@@ -113,19 +175,12 @@ export { ConfigurationError } from "./errors";
 const ATTRIBUTE_NAME_MAX_BYTES = 255;
 
 /**
- * Checks a layout: every name non-empty, within DynamoDB's 255-byte attribute name limit, and the
- * five attribute names distinct. Returns the problems, each naming its field.
+ * Checks a layout: every name non-empty, within DynamoDB's 255-byte attribute name limit, the item
+ * attribute names distinct, and the selection complete. Returns the problems, each naming its field.
  */
 export function layoutProblems(layout: CounterTableLayout): string[] {
     const problems: string[] = [];
-    const names: Array<Exclude<keyof CounterTableLayout, "counterPrefix">> = [
-        "partitionKey",
-        "sortKey",
-        "processedAttribute",
-        "deletedAttribute",
-        "tokenAttribute",
-        "countAttribute",
-    ];
+    const names: Array<keyof CounterTableLayout> = ["partitionKey", "sortKey", "deletedAttribute", "tokenAttribute", "countAttribute"];
     for (const field of names) {
         const value = layout[field];
         if (typeof value !== "string" || value.length === 0) {
@@ -134,16 +189,10 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
             problems.push(`[${field}] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
         }
     }
-    const itemAttributes: Array<Exclude<keyof CounterTableLayout, "counterPrefix" | "countAttribute">> = [
-        "partitionKey",
-        "sortKey",
-        "processedAttribute",
-        "deletedAttribute",
-        "tokenAttribute",
-    ];
+    const itemAttributes: Array<keyof CounterTableLayout> = ["partitionKey", "sortKey", "deletedAttribute", "tokenAttribute"];
     const seen = new Map<string, string>();
     for (const field of itemAttributes) {
-        const value = layout[field];
+        const value = layout[field] as string;
         const earlier = seen.get(value);
         if (earlier !== undefined) {
             problems.push(`[${field}] must differ from [${earlier}] (both are "${value}")`);
@@ -156,14 +205,93 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
     } else if (Buffer.byteLength(layout.counterPrefix, "utf8") > 64) {
         problems.push("[counterPrefix] must be at most 64 bytes");
     }
+    problems.push(...selectionProblems(layout));
     return problems;
+}
+
+/** Problems with the layout's selection, named by the component's flat args. */
+export function selectionProblems(layout: CounterTableLayout): string[] {
+    const selection = layout.selection as ItemSelection | undefined;
+    if (selection === undefined || selection === null || typeof selection !== "object") {
+        return ["[countedItems] must be set"];
+    }
+    switch (selection.kind) {
+        case "client":
+            return [];
+        case "sortKeyPrefix": {
+            const prefix = selection.prefix;
+            if (typeof prefix !== "string" || prefix.length === 0) {
+                return ['[countedSortKeyPrefix] must be a non-empty string when [countedItems] is "sortKeyPrefix"'];
+            }
+            if (Buffer.byteLength(prefix, "utf8") > 1024) {
+                return ["[countedSortKeyPrefix] must be at most 1024 bytes"];
+            }
+            if (typeof layout.counterPrefix === "string" && layout.counterPrefix.length > 0 && prefix.startsWith(layout.counterPrefix)) {
+                return [`[countedSortKeyPrefix] must not start with [counterPrefix] "${layout.counterPrefix}": counter items never count`];
+            }
+            return [];
+        }
+        case "attribute": {
+            const problems: string[] = [];
+            const { name, value } = selection;
+            if (typeof name !== "string" || name.length === 0) {
+                problems.push('[countedAttributeName] must be a non-empty string when [countedItems] is "attribute"');
+            } else if (Buffer.byteLength(name, "utf8") > ATTRIBUTE_NAME_MAX_BYTES) {
+                problems.push(`[countedAttributeName] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
+            } else if ([layout.partitionKey, layout.sortKey, layout.deletedAttribute, layout.tokenAttribute].includes(name)) {
+                problems.push(`[countedAttributeName] must not be a key, [deletedAttribute] or [tokenAttribute] (got "${name}")`);
+            }
+            if (typeof value !== "string" || value.length === 0) {
+                problems.push('[countedAttributeValue] must be a non-empty string when [countedItems] is "attribute"');
+            }
+            return problems;
+        }
+        default:
+            return [`[countedItems] must be ${SELECTION_KINDS.map((k) => `"${k}"`).join(", ")}`];
+    }
+}
+
+/** The flat form of a selection (component args, environment). */
+export interface FlatSelection {
+    readonly countedItems?: string;
+    readonly countedSortKeyPrefix?: string;
+    readonly countedAttributeName?: string;
+    readonly countedAttributeValue?: string;
+}
+
+/** Builds the selection a flat description names (not validated: see selectionProblems). */
+export function selectionFromFlat(flat: FlatSelection): ItemSelection {
+    switch (flat.countedItems) {
+        case undefined:
+        case "client":
+            return { kind: "client" };
+        case "sortKeyPrefix":
+            return { kind: "sortKeyPrefix", prefix: flat.countedSortKeyPrefix ?? "" };
+        case "attribute":
+            return { kind: "attribute", name: flat.countedAttributeName ?? "", value: flat.countedAttributeValue ?? "" };
+        default:
+            // Unknown kinds are reported by selectionProblems, which names [countedItems].
+            return { kind: flat.countedItems } as unknown as ItemSelection;
+    }
+}
+
+/** The flat form of a selection. */
+export function flatSelection(selection: ItemSelection): FlatSelection {
+    switch (selection.kind) {
+        case "client":
+            return { countedItems: "client" };
+        case "sortKeyPrefix":
+            return { countedItems: "sortKeyPrefix", countedSortKeyPrefix: selection.prefix };
+        case "attribute":
+            return { countedItems: "attribute", countedAttributeName: selection.name, countedAttributeValue: selection.value };
+    }
 }
 
 /**
  * Picks the layout fields out of `source` (component args, client options), with defaults for the
  * missing ones. Not validated: see layoutProblems and resolveLayout.
  */
-export function layoutWithDefaults(source: Partial<CounterTableLayout>): CounterTableLayout {
+export function layoutWithDefaults(source: Partial<CounterTableLayout> & FlatSelection): CounterTableLayout {
     return {
         partitionKey: source.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
         sortKey: source.sortKey ?? DEFAULT_LAYOUT.sortKey,
@@ -172,6 +300,8 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout>): Counter
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
         countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
+        // The selection as an object, or flat (the component's clientConfig output, which every language reads).
+        selection: source.selection ?? (source.countedItems !== undefined ? selectionFromFlat(source) : DEFAULT_LAYOUT.selection),
     };
 }
 
@@ -185,25 +315,73 @@ export function resolveLayout(partial: Partial<CounterTableLayout> = {}): Counte
     return layout;
 }
 
-/** The environment a Lambda handler needs, as the component sets it. */
-export function handlerEnvironment(config: HandlerConfig): Record<string, string> {
-    return {
+/**
+ * The environment an API needs to build its `HybridCounterClient` (read back by clientConfigFromEnv):
+ * both table names and the layout. The component outputs it as `apiEnvironment`.
+ */
+export function clientEnvironment(config: CounterTableConfig): Record<string, string> {
+    const selection = flatSelection(config.selection);
+    const env: Record<string, string> = {
         [ENV.tableName]: config.tableName,
+        [ENV.countersTableName]: countersTable(config),
         [ENV.partitionKey]: config.partitionKey,
         [ENV.sortKey]: config.sortKey,
-        [ENV.processedAttribute]: config.processedAttribute,
         [ENV.deletedAttribute]: config.deletedAttribute,
         [ENV.tokenAttribute]: config.tokenAttribute,
         [ENV.counterPrefix]: config.counterPrefix,
         [ENV.countAttribute]: config.countAttribute,
+        [ENV.countedItems]: selection.countedItems ?? "client",
+    };
+    if (selection.countedSortKeyPrefix !== undefined) {
+        env[ENV.countedSortKeyPrefix] = selection.countedSortKeyPrefix;
+    }
+    if (selection.countedAttributeName !== undefined) {
+        env[ENV.countedAttributeName] = selection.countedAttributeName;
+    }
+    if (selection.countedAttributeValue !== undefined) {
+        env[ENV.countedAttributeValue] = selection.countedAttributeValue;
+    }
+    return env;
+}
+
+/** The environment a Lambda handler needs, as the component sets it. */
+export function handlerEnvironment(config: HandlerConfig): Record<string, string> {
+    return {
+        ...clientEnvironment(config),
         [ENV.fatalQueueUrl]: config.fatalQueueUrl,
         [ENV.metricsNamespace]: config.metricsNamespace,
     };
 }
 
+/**
+ * Reads the tables and layout from an environment set from the component's `apiEnvironment` output:
+ * `new HybridCounterClient({ ...clientConfigFromEnv(process.env), dynamodb })`. Throws
+ * ConfigurationError naming each missing or bad variable.
+ */
+export function clientConfigFromEnv(env: Readonly<Record<string, string | undefined>>): CounterTableConfig {
+    const problems: string[] = [];
+    const config = readConfig(env, problems);
+    if (problems.length > 0) {
+        throw new ConfigurationError(problems);
+    }
+    return config;
+}
+
 /** Reads a handler's configuration from its environment; throws ConfigurationError naming each missing variable. */
 export function handlerConfigFromEnv(env: Readonly<Record<string, string | undefined>>): HandlerConfig {
     const problems: string[] = [];
+    const config = readConfig(env, problems);
+    const fatalQueueUrl = env[ENV.fatalQueueUrl];
+    if (fatalQueueUrl === undefined || fatalQueueUrl.length === 0) {
+        problems.push(`[${ENV.fatalQueueUrl}] must be set`);
+    }
+    if (problems.length > 0) {
+        throw new ConfigurationError(problems);
+    }
+    return { ...config, fatalQueueUrl: fatalQueueUrl!, metricsNamespace: env[ENV.metricsNamespace] || DEFAULT_METRICS_NAMESPACE };
+}
+
+function readConfig(env: Readonly<Record<string, string | undefined>>, problems: string[]): CounterTableConfig {
     const required = (name: string): string => {
         const value = env[name];
         if (value === undefined || value.length === 0) {
@@ -213,27 +391,28 @@ export function handlerConfigFromEnv(env: Readonly<Record<string, string | undef
         return value;
     };
     const tableName = required(ENV.tableName);
-    const fatalQueueUrl = required(ENV.fatalQueueUrl);
+    const countersTableName = env[ENV.countersTableName] || tableName;
     const partial: Partial<CounterTableLayout> = {
         partitionKey: env[ENV.partitionKey] || undefined,
         sortKey: env[ENV.sortKey] || undefined,
-        processedAttribute: env[ENV.processedAttribute] || undefined,
         deletedAttribute: env[ENV.deletedAttribute] || undefined,
         tokenAttribute: env[ENV.tokenAttribute] || undefined,
         counterPrefix: env[ENV.counterPrefix] || undefined,
         countAttribute: env[ENV.countAttribute] || undefined,
+        selection: selectionFromFlat({
+            countedItems: env[ENV.countedItems] || undefined,
+            countedSortKeyPrefix: env[ENV.countedSortKeyPrefix],
+            countedAttributeName: env[ENV.countedAttributeName],
+            countedAttributeValue: env[ENV.countedAttributeValue],
+        }),
     };
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
-    problems.push(...layoutProblems(layout));
-    if (problems.length > 0) {
-        throw new ConfigurationError(problems);
+    for (const problem of layoutProblems(layout)) {
+        problems.push(
+            problem.replace(/\[(\w+)\]/, (whole, field: string) => (field in ENV ? `[${ENV[field as keyof typeof ENV]}]` : whole)),
+        );
     }
-    return {
-        ...layout,
-        tableName,
-        fatalQueueUrl,
-        metricsNamespace: env[ENV.metricsNamespace] || DEFAULT_METRICS_NAMESPACE,
-    };
+    return { ...layout, tableName, countersTableName };
 }
 
 function stripUndefined<T extends object>(value: Partial<T>): Partial<T> {

@@ -1,21 +1,18 @@
 /**
- * The eventual counter: counts a batch of stream records exactly once.
+ * The eventual counter's adapter: applies a batch of stream records to the markers (see markers.ts for
+ * the invariant and the pure planner).
  *
- * Invariant kept by every transaction this module commits:
- *
- *     eventual(key) == number of items under `key` whose `processed` flag is true
- *
- * A creation flips an item's flag from false to true and adds 1 in the same transaction. A deletion
- * hard-deletes a soft-deleted item and, if its flag was true, subtracts 1 in the same transaction.
- * Once the stream has drained, every live item is processed and every soft-deleted item is gone, so
- * eventual == live items exactly. Redelivered, overlapping or out-of-band records cannot break the
- * invariant, because each action is conditional on the item's current state, not on the record.
- *
- * Records are aggregated per counter key: one TransactWriteItems holds the counter's net delta plus
- * one conditional action per item, chunked to DynamoDB's 100-action and 4 MB limits. That costs about 2 write
- * units per record plus 2 per group, instead of 4 per record with one transaction per record.
+ * Per counter key: the markers of the batch's items are read first (consistent BatchGetItem), so work an
+ * earlier delivery already applied is skipped for the price of a read, whatever the range's length;
+ * what remains commits in transactions of the counter's net delta plus one conditional action per
+ * marker (and per hard delete), chunked to DynamoDB's 100-action limit. A failed condition is resolved
+ * from the marker or item DynamoDB returns with it. Every committed chunk is progress a redelivery keeps:
+ * when the invocation's time runs out, the lowest record not yet applied is reported and everything
+ * before it stays applied.
  */
 import {
+    BatchGetItemCommand,
+    type BatchGetItemCommandOutput,
     DynamoDBServiceException,
     TransactWriteItemsCommand,
     TransactionCanceledException,
@@ -23,198 +20,27 @@ import {
     type CancellationReason,
     type ConsumedCapacity,
     type DynamoDBClient,
-    type TransactWriteItem,
+    type KeysAndAttributes,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
-import { firstChunk, recordImageSize, separateTooLarge } from "./chunking";
-import { eventualSortKey, type CounterTableConfig } from "./config";
+import { recordImageSize, separateTooLarge } from "./chunking";
+import { COUNTER_ATTRIBUTES as A, countersTable, markerSortKey, type CounterTableConfig } from "./config";
 import { ITEM_TOO_LARGE, type FatalQueue } from "./fatal";
-import { classifyRecord, lowestSequenceNumber, type CounterEvent } from "./records";
+import {
+    chunkIntents,
+    markerRead,
+    planBatch,
+    refineIntent,
+    transactionActions,
+    type BatchPlan,
+    type GroupPlan,
+    type ItemIntent,
+    type MarkerRead,
+} from "./markers";
+import { lowestSequenceNumber } from "./records";
 import type { Logger, Metrics } from "./telemetry";
 
-/** DynamoDB's limit on actions in one TransactWriteItems. One slot is kept for the counter. */
-export const MAX_TRANSACTION_ACTIONS = 100;
-const ITEM_ACTIONS_PER_TRANSACTION = MAX_TRANSACTION_ACTIONS - 1;
-
-/** What must become true of one item, decided from the batch's last record for it. */
-export interface ItemIntent {
-    readonly id: string;
-    /** "counted": flag false -> true, +1. "removed": soft-deleted item hard-deleted, -1 if it was counted. */
-    readonly target: "counted" | "removed";
-    /** For "removed": the flag value the item is expected to hold; decides the delta. */
-    readonly expectProcessed: boolean;
-    /** Every record of this item in the batch, in stream order. */
-    readonly sequenceNumbers: readonly string[];
-}
-
-/** All the work a batch holds for one counter key. */
-export interface GroupPlan {
-    readonly counterKey: string;
-    readonly items: readonly ItemIntent[];
-}
-
-export interface BatchPlan {
-    readonly groups: readonly GroupPlan[];
-    readonly ignored: number;
-    readonly poison: ReadonlyArray<{ record: DynamoDBRecord; field: string; problem: string; sequenceNumber?: string }>;
-}
-
-/**
- * Groups a batch's records by counter key and collapses each item's records to one intent.
- * The last record of an item decides: a later creation can only exist once an earlier deletion of
- * the same id was counted (the id was free again), and a later deletion supersedes the creation.
- */
-export function planBatch(records: readonly DynamoDBRecord[], config: CounterTableConfig): BatchPlan {
-    const groups = new Map<string, Map<string, { last: CounterEvent; sequenceNumbers: string[] }>>();
-    const poison: Array<{ record: DynamoDBRecord; field: string; problem: string; sequenceNumber?: string }> = [];
-    let ignored = 0;
-    for (const record of records) {
-        const classified = classifyRecord(record, config);
-        if (classified.type === "ignored") {
-            ignored++;
-            continue;
-        }
-        if (classified.type === "poison") {
-            poison.push({ record, field: classified.field, problem: classified.problem, sequenceNumber: classified.sequenceNumber });
-            continue;
-        }
-        const event = classified.event;
-        let items = groups.get(event.counterKey);
-        if (!items) {
-            items = new Map();
-            groups.set(event.counterKey, items);
-        }
-        const existing = items.get(event.id);
-        if (existing) {
-            existing.last = event;
-            existing.sequenceNumbers.push(event.sequenceNumber);
-            // Keep the item at its first position: its earliest record is what a failure must report.
-        } else {
-            items.set(event.id, { last: event, sequenceNumbers: [event.sequenceNumber] });
-        }
-    }
-    return {
-        ignored,
-        poison,
-        groups: [...groups].map(([counterKey, items]) => ({
-            counterKey,
-            items: [...items.values()].map(({ last, sequenceNumbers }) => ({
-                id: last.id,
-                target: last.kind === "create" ? "counted" : "removed",
-                // A deletion whose image shows the flag still false usually means the creation is in
-                // this batch or was sent to the dead-letter queue; the item's state corrects a wrong guess.
-                expectProcessed: last.kind === "delete" ? last.processedInImage : false,
-                sequenceNumbers,
-            })),
-        })),
-    };
-}
-
-/** Splits every group into one group per item: one transaction per record, as in the paper. */
-function unaggregated(plan: BatchPlan): BatchPlan {
-    return {
-        ...plan,
-        groups: plan.groups.flatMap((g) => g.items.map((item) => ({ counterKey: g.counterKey, items: [item] }))),
-    };
-}
-
-/** The net change to the eventual counter if every intent commits as planned. */
-export function intentDelta(intent: ItemIntent): number {
-    if (intent.target === "counted") {
-        return 1;
-    }
-    return intent.expectProcessed ? -1 : 0;
-}
-
-/** Builds the TransactWriteItems actions for one chunk of a group: the counter delta first, then the items. */
-export function transactionActions(config: CounterTableConfig, counterKey: string, items: readonly ItemIntent[]): TransactWriteItem[] {
-    const { tableName, partitionKey, sortKey, processedAttribute, deletedAttribute, countAttribute } = config;
-    const key = (sk: string): Record<string, AttributeValue> => ({
-        [partitionKey]: { S: counterKey },
-        [sortKey]: { S: sk },
-    });
-    const delta = items.reduce((sum, item) => sum + intentDelta(item), 0);
-    const actions: TransactWriteItem[] = [];
-    if (delta !== 0) {
-        actions.push({
-            Update: {
-                TableName: tableName,
-                Key: key(eventualSortKey(config)),
-                UpdateExpression: "ADD #count :delta",
-                ExpressionAttributeNames: { "#count": countAttribute },
-                ExpressionAttributeValues: { ":delta": { N: String(delta) } },
-            },
-        });
-    }
-    for (const item of items) {
-        if (item.target === "counted") {
-            actions.push({
-                Update: {
-                    TableName: tableName,
-                    Key: key(item.id),
-                    UpdateExpression: "SET #processed = :true",
-                    ConditionExpression: "#processed = :false",
-                    ExpressionAttributeNames: { "#processed": processedAttribute },
-                    ExpressionAttributeValues: { ":true": { BOOL: true }, ":false": { BOOL: false } },
-                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                },
-            });
-        } else {
-            actions.push({
-                Delete: {
-                    TableName: tableName,
-                    Key: key(item.id),
-                    ConditionExpression: "#deleted = :true AND #processed = :expected",
-                    ExpressionAttributeNames: { "#deleted": deletedAttribute, "#processed": processedAttribute },
-                    ExpressionAttributeValues: { ":true": { BOOL: true }, ":expected": { BOOL: item.expectProcessed } },
-                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                },
-            });
-        }
-    }
-    return actions;
-}
-
-/** What to do with an item whose condition failed, given its current state (undefined: no such item). */
-export type Resolution =
-    | { readonly action: "done"; readonly why: string }
-    | { readonly action: "retry"; readonly intent: ItemIntent }
-    | { readonly action: "poison"; readonly field: string; readonly problem: string };
-
-/**
- * Decides from an item's current state what a failed condition means. "done": the work was already
- * committed by another invocation (or the item belongs to a newer life of the same id). "retry": the
- * flag differs from the guess, so the delta changes.
- */
-export function resolveConditionFailure(
-    intent: ItemIntent,
-    current: Record<string, AttributeValue> | undefined,
-    config: CounterTableConfig,
-): Resolution {
-    if (current === undefined) {
-        return { action: "done", why: intent.target === "counted" ? "deleted before it was counted" : "already removed" };
-    }
-    const processed = current[config.processedAttribute];
-    const deleted = current[config.deletedAttribute];
-    if (processed === undefined || typeof processed.BOOL !== "boolean") {
-        return { action: "poison", field: config.processedAttribute, problem: "must be a boolean on the stored item" };
-    }
-    if (deleted !== undefined && typeof deleted.BOOL !== "boolean") {
-        return { action: "poison", field: config.deletedAttribute, problem: "must be a boolean on the stored item" };
-    }
-    if (intent.target === "counted") {
-        return processed.BOOL
-            ? { action: "done", why: "already counted" }
-            : { action: "poison", field: config.processedAttribute, problem: "condition failed although the flag is false" };
-    }
-    if (deleted?.BOOL !== true) {
-        return { action: "done", why: "the id was reused by a newer item" };
-    }
-    if (processed.BOOL === intent.expectProcessed) {
-        return { action: "poison", field: config.deletedAttribute, problem: "condition failed although the item matches it" };
-    }
-    return { action: "retry", intent: { ...intent, expectProcessed: processed.BOOL } };
-}
+export { MAX_TRANSACTION_ACTIONS, planBatch, transactionActions, type BatchPlan, type GroupPlan, type ItemIntent } from "./markers";
 
 export interface CountingDeps {
     readonly config: CounterTableConfig;
@@ -222,10 +48,12 @@ export interface CountingDeps {
     readonly fatal: FatalQueue;
     readonly logger: Logger;
     readonly metrics: Metrics;
-    /** Milliseconds left to spend on retries before the failure must be reported. */
+    /** Milliseconds left to spend before the failure must be reported. */
     readonly remainingMs: () => number;
     readonly random?: () => number;
     readonly sleep?: (ms: number) => Promise<void>;
+    /** Epoch milliseconds (tombstones' TTL). @default Date.now */
+    readonly now?: () => number;
     /** Receives the capacity every transaction consumed (for cost measurement). */
     readonly onConsumedCapacity?: (capacity: ConsumedCapacity[]) => void;
     /**
@@ -236,9 +64,11 @@ export interface CountingDeps {
 }
 
 export interface CountOutcome {
-    /** The lowest sequence number not counted: the checkpoint to report. Undefined when all are done. */
+    /** The lowest sequence number not applied: the checkpoint to report. Undefined when all are done. */
     readonly failedSequenceNumber?: string;
+    /** Markers written (membership changes applied now). */
     readonly counted: number;
+    /** Changes an earlier delivery had already applied. */
     readonly duplicates: number;
     readonly ignored: number;
     readonly poison: number;
@@ -248,10 +78,20 @@ export interface CountOutcome {
 const SAFETY_MARGIN_MS = 3_000;
 const BACKOFF_BASE_MS = 20;
 const BACKOFF_CAP_MS = 1_000;
-/** A group whose conditions keep failing in new ways is given up on after this many resolutions. */
+/** A chunk whose conditions keep failing in new ways is given up on after this many resolutions in a row. */
 const MAX_RESOLUTION_ROUNDS = 10;
 /** Groups committed at the same time. Different keys never touch the same item. */
 const GROUP_CONCURRENCY = 8;
+/** BatchGetItem reads at most 100 keys per call. */
+const BATCH_GET_KEYS = 100;
+
+/** Splits every group into one group per item: one transaction per record, as in the paper. */
+function unaggregated(plan: BatchPlan): BatchPlan {
+    return {
+        ...plan,
+        groups: plan.groups.flatMap((g) => g.items.map((item) => ({ counterKey: g.counterKey, items: [item] }))),
+    };
+}
 
 /**
  * Counts a batch. Never throws for a record: poison goes to the fatal queue, and work that could not
@@ -321,13 +161,73 @@ interface GroupResult {
     failedSequenceNumbers: string[];
 }
 
+/** Reads the markers of `ids` under `counterKey` (consistent), keyed by id; retries unprocessed keys. */
+export async function readMarkers(
+    config: CounterTableConfig,
+    dynamodb: DynamoDBClient,
+    counterKey: string,
+    ids: readonly string[],
+): Promise<Map<string, MarkerRead>> {
+    const table = countersTable(config);
+    const found = new Map<string, MarkerRead>();
+    const prefixLength = markerSortKey(config, "").length;
+    for (let i = 0; i < ids.length; i += BATCH_GET_KEYS) {
+        let request: Record<string, KeysAndAttributes> | undefined = {
+            [table]: {
+                Keys: ids.slice(i, i + BATCH_GET_KEYS).map((id) => ({
+                    [config.partitionKey]: { S: counterKey },
+                    [config.sortKey]: { S: markerSortKey(config, id) },
+                })),
+                ConsistentRead: true,
+                ProjectionExpression: "#sk, #state, #seq",
+                ExpressionAttributeNames: { "#sk": config.sortKey, "#state": A.state, "#seq": A.seq },
+            },
+        };
+        for (let round = 0; request !== undefined && Object.keys(request).length > 0; round++) {
+            if (round > 0) {
+                await new Promise((r) => setTimeout(r, Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** round)));
+            }
+            const response: BatchGetItemCommandOutput = await dynamodb.send(new BatchGetItemCommand({ RequestItems: request }));
+            for (const item of response.Responses?.[table] ?? []) {
+                const sk = item[config.sortKey]?.S;
+                if (sk !== undefined) {
+                    found.set(sk.slice(prefixLength), markerRead(item)!);
+                }
+            }
+            request = response.UnprocessedKeys;
+        }
+    }
+    return found;
+}
+
 async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: ReadonlyMap<string, DynamoDBRecord>): Promise<GroupResult> {
     const result: GroupResult = { counted: 0, duplicates: 0, poison: 0, failedSequenceNumbers: [] };
     const random = deps.random ?? Math.random;
     const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-    // Chunks are bounded by size as well as by count (runtime/chunking.ts): the largest stream image of an item estimates its size.
+    const now = deps.now ?? Date.now;
+    const giveUp = (pending: readonly ItemIntent[], why: string): GroupResult => {
+        result.failedSequenceNumbers.push(...pending.flatMap((item) => item.sequenceNumbers));
+        deps.logger.log("warn", "group left for redelivery", { counterKey: group.counterKey, items: pending.length, why });
+        return result;
+    };
+    const park = async (intent: ItemIntent, field: string, problem: string, item?: Record<string, AttributeValue>): Promise<boolean> => {
+        const parked = await deps.fatal.park({
+            reason: "poison-item",
+            problem: `[${field}] ${problem}`,
+            counterKey: group.counterKey,
+            id: intent.id,
+            item,
+            records: intent.sequenceNumbers.flatMap((s) => bySequence.get(s) ?? []),
+        });
+        if (parked) {
+            result.poison++;
+        }
+        return parked;
+    };
+
+    // Chunks are bounded by size as well as by count: a hard delete's item weighs what its largest stream image does.
     const sizeOf = (item: ItemIntent): number => Math.max(0, ...item.sequenceNumbers.map((s) => recordImageSize(bySequence.get(s))));
-    const { fitting, tooLarge } = separateTooLarge(group.items, sizeOf);
+    const { fitting, tooLarge } = separateTooLarge(group.items, (item) => (item.softDelete ? sizeOf(item) : 0));
     for (const item of tooLarge) {
         const parked = await deps.fatal.park({
             reason: ITEM_TOO_LARGE,
@@ -342,14 +242,44 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
             result.failedSequenceNumbers.push(...item.sequenceNumbers);
         }
     }
-    let pending: ItemIntent[] = fitting;
+
+    // Cheap skip: what an earlier delivery applied costs one read, never a failed transaction.
+    let pending: ItemIntent[] = [];
+    try {
+        const markers = await readMarkers(
+            deps.config,
+            deps.dynamodb,
+            group.counterKey,
+            fitting.map((i) => i.id),
+        );
+        for (const intent of fitting) {
+            const refined = refineIntent(intent, markers.get(intent.id));
+            if (refined.action === "done") {
+                result.duplicates++;
+            } else if (refined.action === "apply") {
+                pending.push(refined.intent);
+            } else if (!(await park(intent, refined.field, refined.problem))) {
+                pending.push(intent);
+            }
+        }
+    } catch (error) {
+        deps.logger.log(isRetryable(error) ? "warn" : "error", "could not read markers; planning from the records", {
+            counterKey: group.counterKey,
+            error: describeError(error),
+        });
+        pending = [...fitting];
+    }
+
     let attempt = 0;
     let rounds = 0;
-
     while (pending.length > 0) {
-        const chunk = firstChunk(pending.slice(0, ITEM_ACTIONS_PER_TRANSACTION), sizeOf);
-        const actions = transactionActions(deps.config, group.counterKey, chunk);
-        const itemOffset = actions.length - chunk.length;
+        if (deps.remainingMs() < SAFETY_MARGIN_MS) {
+            // What committed so far stays committed: the redelivery from the checkpoint skips it for a read.
+            return giveUp(pending, "out of time");
+        }
+        const chunk = chunkIntents(pending, sizeOf)[0]!;
+        const rest = pending.slice(chunk.length);
+        const { actions, index } = transactionActions(deps.config, group.counterKey, chunk, now());
         let retryable = false;
         try {
             const response = await deps.dynamodb.send(
@@ -360,15 +290,15 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
             }
             deps.metrics.add("GroupsCommitted");
             result.counted += chunk.length;
-            pending = pending.slice(chunk.length);
+            pending = rest;
             attempt = 0;
+            rounds = 0;
             continue;
         } catch (error) {
             if (error instanceof TransactionCanceledException && error.CancellationReasons) {
-                const outcome = await applyCancellation(chunk, error.CancellationReasons, itemOffset, deps, group, bySequence);
+                const outcome = await resolveCancellation(chunk, index, error.CancellationReasons, park);
                 result.duplicates += outcome.done;
-                result.poison += outcome.poison;
-                pending = [...outcome.remaining, ...pending.slice(chunk.length)];
+                pending = [...outcome.remaining, ...rest];
                 retryable = outcome.contention;
                 if (!outcome.contention) {
                     rounds++;
@@ -387,14 +317,11 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
         }
         attempt++;
         const delay = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * random();
-        if (!retryable || deps.remainingMs() - delay < SAFETY_MARGIN_MS) {
-            result.failedSequenceNumbers.push(...pending.flatMap((item) => item.sequenceNumbers));
-            deps.logger.log("warn", "group left for redelivery", {
-                counterKey: group.counterKey,
-                items: pending.length,
-                attempts: attempt,
-            });
-            return result;
+        if (!retryable) {
+            return giveUp(pending, "not retryable");
+        }
+        if (deps.remainingMs() - delay < SAFETY_MARGIN_MS) {
+            return giveUp(pending, "out of time");
         }
         deps.metrics.add("TransactionRetries");
         await sleep(delay);
@@ -402,60 +329,52 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     return result;
 }
 
-async function applyCancellation(
+/** Resolution of a cancelled chunk, item by item, from the values DynamoDB returned with it. */
+export async function resolveCancellation(
     chunk: readonly ItemIntent[],
+    index: readonly { marker: number; softDelete?: number }[],
     reasons: readonly CancellationReason[],
-    itemOffset: number,
-    deps: CountingDeps,
-    group: GroupPlan,
-    bySequence: ReadonlyMap<string, DynamoDBRecord>,
-): Promise<{ remaining: ItemIntent[]; done: number; poison: number; contention: boolean }> {
+    park: (intent: ItemIntent, field: string, problem: string, item?: Record<string, AttributeValue>) => Promise<boolean>,
+): Promise<{ remaining: ItemIntent[]; done: number; contention: boolean }> {
     const remaining: ItemIntent[] = [];
     let done = 0;
-    let poison = 0;
     // Any reason other than "None" (cancelled because another action failed) or a condition failure is
     // contention or throttling, on an item or on the counter: back off before trying again.
     let contention = reasons.some((r) => r.Code !== undefined && r.Code !== "None" && r.Code !== "ConditionalCheckFailed");
     let conditionFailures = 0;
-    for (const [index, intent] of chunk.entries()) {
-        const reason = reasons[itemOffset + index];
-        if (reason?.Code !== "ConditionalCheckFailed") {
-            remaining.push(intent);
-            continue;
+    for (const [i, intent] of chunk.entries()) {
+        const markerReason = reasons[index[i]!.marker];
+        const deleteReason = index[i]!.softDelete === undefined ? undefined : reasons[index[i]!.softDelete!];
+        let next: ItemIntent = intent;
+        if (deleteReason?.Code === "ConditionalCheckFailed") {
+            // The soft-deleted life is gone (hard-deleted already, or the id was created again): only the marker is left to write.
+            conditionFailures++;
+            const { softDelete: _dropped, ...rest } = next;
+            next = rest;
         }
-        conditionFailures++;
-        const resolution = resolveConditionFailure(intent, reason.Item, deps.config);
-        switch (resolution.action) {
-            case "done":
+        if (markerReason?.Code === "ConditionalCheckFailed") {
+            conditionFailures++;
+            const refined = refineIntent(next, markerRead(markerReason.Item));
+            if (refined.action === "done") {
                 done++;
-                break;
-            case "retry":
-                remaining.push(resolution.intent);
-                break;
-            case "poison": {
-                const parked = await deps.fatal.park({
-                    reason: "poison-item",
-                    problem: `[${resolution.field}] ${resolution.problem}`,
-                    counterKey: group.counterKey,
-                    id: intent.id,
-                    item: reason.Item,
-                    records: intent.sequenceNumbers.flatMap((s) => bySequence.get(s) ?? []),
-                });
-                if (parked) {
-                    poison++;
-                } else {
-                    remaining.push(intent);
+                continue;
+            }
+            if (refined.action === "poison") {
+                if (!(await park(intent, refined.field, refined.problem, markerReason.Item))) {
+                    remaining.push(next);
                     contention = true;
                 }
-                break;
+                continue;
             }
+            next = refined.intent;
         }
+        remaining.push(next);
     }
     if (conditionFailures === 0) {
         // A cancellation that names no condition failure is retried like contention.
         contention = true;
     }
-    return { remaining, done, poison, contention };
+    return { remaining, done, contention };
 }
 
 /** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */

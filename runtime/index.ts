@@ -16,8 +16,17 @@ export {
 export { createStreamHandler, type StreamHandlerDeps } from "./consumer";
 export { createRedriveHandler, parseBatchInfo, type RedriveHandlerDeps } from "./redrive";
 export { countRecords, planBatch, type CountOutcome } from "./counting";
-export { classifyRecord, type CounterEvent } from "./records";
+export { classifyRecord, type MembershipChange } from "./records";
+export { isLive, isSelected, liveConditionExpression, selectionConditionExpression } from "./selection";
 export { fatalMessageBody, type FatalMessage, type FatalQueue } from "./fatal";
 export { readRange, toLambdaRecord, type SequenceRange } from "./stream-reader";
 export { METRIC_NAMES, type LineSink } from "./telemetry";
-export { reconcileKey, type ReconcileOptions, type ReconcileResult } from "./reconcile";
+export {
+    planReconcile,
+    reconcileKey,
+    type ReconcileAction,
+    type ReconcileOptions,
+    type ReconcilePlan,
+    type ReconcileResult,
+} from "./reconcile";
+export { chunkIntents, refineIntent, transactionActions, type ItemIntent } from "./markers";

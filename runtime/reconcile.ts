@@ -1,23 +1,52 @@
 /**
- * Reconciliation: counts, from the table itself, what the stream can no longer deliver.
+ * Reconciliation: makes a key's markers agree with its items, from the tables themselves, for what the
+ * stream can no longer deliver (records that expired, or items written before the counter was attached).
  *
- * Records that expire before they are counted (stream retention is 24 hours) leave their items in a
- * state the consumer would have changed: a creation leaves `processed = false`, a deletion leaves a
- * soft-deleted item in place. Reconciliation reads a key's partition, builds the records those items
- * stand for, and counts them with the consumer's own logic. Every action is conditional on the item's
- * current state, so it is safe to run while the consumer runs, and running it twice changes nothing.
+ * Invariant (markers.ts): eventual(key) == markers of key with hc_state "counted". Reconciliation keeps
+ * it, since each of its transactions moves the counter and the markers it changes together, and it makes
+ * each marker match its item's membership now:
+ * - a live item with no "counted" marker is counted: its marker is set "counted" on the condition that it
+ *   still holds the state and hc_seq that were read, and the item is still live (ConditionCheck);
+ * - a "counted" marker whose item is gone, no longer selected or soft-deleted is uncounted (a tombstone
+ *   that expires), on the condition that the item is still not live; a soft-deleted item is hard-deleted
+ *   in the same transaction, on its token as read.
+ * It never advances hc_seq, so any stream record not applied yet still applies after it, from the state
+ * it finds. Safe to run while the consumer runs; running it twice changes nothing.
  */
-import { QueryCommand, type AttributeValue, type DynamoDBClient, type QueryCommandOutput } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBRecord } from "aws-lambda";
-import type { CounterTableConfig } from "./config";
-import { countRecords } from "./counting";
+import {
+    QueryCommand,
+    TransactWriteItemsCommand,
+    TransactionCanceledException,
+    type AttributeValue,
+    type DynamoDBClient,
+    type QueryCommandOutput,
+    type TransactWriteItem,
+} from "@aws-sdk/client-dynamodb";
+import {
+    COUNTER_ATTRIBUTES as A,
+    MARKER_STATE,
+    TOMBSTONE_TTL_SECONDS,
+    ZERO_SEQ,
+    countersTable,
+    eventualSortKey,
+    markerId,
+    markerSortKey,
+    type CounterTableConfig,
+    type CounterTableLayout,
+} from "./config";
+import { describeError, isRetryable } from "./counting";
+import { InvalidArgumentError } from "./errors";
 import type { FatalQueue } from "./fatal";
-import { jsonLogger, Metrics, type LineSink } from "./telemetry";
+import { COUNTER_CHUNK_LIMITS, itemSize, planChunks, type ChunkLimits } from "./chunking";
+import { MARKER_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "./markers";
+import { PARTITION_KEY_MAX_BYTES } from "./records";
+import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "./selection";
+import { jsonLogger, type LineSink } from "./telemetry";
 
 export interface ReconcileOptions {
     readonly config: CounterTableConfig;
     readonly dynamodb: DynamoDBClient;
-    /** Where items that cannot be counted (malformed flags) are reported. */
+    /** Where markers that cannot be read (an hc_state that is neither state) are reported. */
     readonly fatal: FatalQueue;
     readonly sink?: LineSink;
     /** How long to keep retrying contention or throttling before answering `incomplete`. @default 60000 */
@@ -26,79 +55,293 @@ export interface ReconcileOptions {
 
 export interface ReconcileResult {
     readonly key: string;
-    /** Uncounted creations and unremoved deletions found in the table. */
+    /** Items to count and markers to uncount found on the first read. */
     readonly found: number;
     /** Of those, committed now. */
     readonly counted: number;
-    /** Of those, already settled by the consumer meanwhile. */
+    /** Of those, settled by the consumer (or another reconciliation) meanwhile. */
     readonly alreadySettled: number;
     /** True when something could not be committed; run it again. */
     readonly incomplete: boolean;
 }
 
-/** Settles every stranded item of one counter key. */
+/** One correction of a key: a marker to set "counted" or "uncounted", with what it was read as. */
+export interface ReconcileAction {
+    /** count: +1; uncount: -1; purge: hard-delete a soft-deleted item no marker counts (no marker write). */
+    readonly kind: "count" | "uncount" | "purge";
+    readonly id: string;
+    /** The marker's state and hc_seq as read (undefined: no marker). */
+    readonly markerState?: string;
+    readonly markerSeq?: string;
+    /** Uncount of a soft-deleted item: hard-delete it, if it still holds this token (undefined: it had none). */
+    readonly hardDelete?: { readonly token: AttributeValue | undefined };
+}
+
+export interface ReconcilePlan {
+    readonly actions: readonly ReconcileAction[];
+    /** Markers whose hc_state is unreadable: left alone and reported. */
+    readonly badMarkers: ReadonlyArray<Record<string, AttributeValue>>;
+}
+
+/**
+ * Pure planner: compares a key's items (user table) with its markers (counters table). Counter items
+ * among `items` (same-table placement) are skipped.
+ */
+export function planReconcile(
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    markers: ReadonlyArray<Record<string, AttributeValue>>,
+    layout: CounterTableLayout,
+): ReconcilePlan {
+    const byId = new Map<string, Record<string, AttributeValue>>();
+    for (const item of items) {
+        const sk = item[layout.sortKey]?.S;
+        if (sk !== undefined && !sk.startsWith(layout.counterPrefix)) {
+            byId.set(sk, item);
+        }
+    }
+    const markerById = new Map<string, Record<string, AttributeValue>>();
+    const badMarkers: Array<Record<string, AttributeValue>> = [];
+    for (const marker of markers) {
+        const id = markerId(layout, marker[layout.sortKey]?.S ?? "");
+        if (id === undefined) {
+            continue;
+        }
+        const state = marker[A.state]?.S;
+        if (state !== MARKER_STATE.counted && state !== MARKER_STATE.uncounted) {
+            badMarkers.push(marker);
+            continue;
+        }
+        markerById.set(id, marker);
+    }
+    const badIds = new Set(badMarkers.map((m) => markerId(layout, m[layout.sortKey]?.S ?? "")));
+    const actions: ReconcileAction[] = [];
+    for (const [id, item] of byId) {
+        const marker = markerById.get(id);
+        const state = marker?.[A.state]?.S;
+        if (badIds.has(id) || state === MARKER_STATE.counted) {
+            continue;
+        }
+        if (isLive(item, layout)) {
+            actions.push({ kind: "count", id, markerState: state, markerSeq: marker?.[A.seq]?.S });
+        } else if (isSelected(item, layout) && isSoftDeleted(item, layout)) {
+            // Soft-deleted and not counted: only the hard delete the consumer would have made is left.
+            actions.push({ kind: "purge", id, hardDelete: { token: item[layout.tokenAttribute] } });
+        }
+    }
+    for (const [id, marker] of markerById) {
+        if (marker[A.state]?.S !== MARKER_STATE.counted) {
+            continue;
+        }
+        const item = byId.get(id);
+        if (item !== undefined && isLive(item, layout)) {
+            continue;
+        }
+        const softDeleted = item !== undefined && isSoftDeleted(item, layout);
+        actions.push({
+            kind: "uncount",
+            id,
+            markerState: MARKER_STATE.counted,
+            markerSeq: marker[A.seq]?.S,
+            ...(softDeleted ? { hardDelete: { token: item[layout.tokenAttribute] } } : {}),
+        });
+    }
+    return { actions, badMarkers };
+}
+
+/** The transaction actions of one chunk of a plan: the counter's delta, then two actions per correction. */
+export function reconcileTransaction(
+    config: CounterTableConfig,
+    key: string,
+    actions: readonly ReconcileAction[],
+    nowMs: number,
+): TransactWriteItem[] {
+    const counters = countersTable(config);
+    const keyOf = (sk: string): Record<string, AttributeValue> => ({ [config.partitionKey]: { S: key }, [config.sortKey]: { S: sk } });
+    const delta = actions.reduce((sum, a) => sum + (a.kind === "count" ? 1 : a.kind === "uncount" ? -1 : 0), 0);
+    const out: TransactWriteItem[] = [];
+    if (delta !== 0) {
+        out.push({
+            Update: {
+                TableName: counters,
+                Key: keyOf(eventualSortKey(config)),
+                UpdateExpression: "ADD #count :delta",
+                ExpressionAttributeNames: { "#count": config.countAttribute },
+                ExpressionAttributeValues: { ":delta": { N: String(delta) } },
+            },
+        });
+    }
+    const live = liveConditionExpression(config);
+    const notLive = notLiveConditionExpression(config);
+    for (const a of actions) {
+        if (a.kind !== "purge") {
+            out.push({ Update: reconcileMarkerUpdate(counters, keyOf(markerSortKey(config, a.id)), a, nowMs) });
+        }
+        if (a.hardDelete) {
+            const token = a.hardDelete.token;
+            out.push({
+                Delete: {
+                    TableName: config.tableName,
+                    Key: keyOf(a.id),
+                    ConditionExpression:
+                        token === undefined ? "#deleted = :true AND attribute_not_exists(#token)" : "#deleted = :true AND #token = :token",
+                    ExpressionAttributeNames: { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute },
+                    ExpressionAttributeValues: { ":true": { BOOL: true }, ...(token === undefined ? {} : { ":token": token }) },
+                },
+            });
+        } else {
+            const condition = a.kind === "count" ? live : notLive;
+            out.push({
+                ConditionCheck: {
+                    TableName: config.tableName,
+                    Key: keyOf(a.id),
+                    ConditionExpression: condition.expression,
+                    ExpressionAttributeNames: condition.names,
+                    ...(Object.keys(condition.values).length > 0 ? { ExpressionAttributeValues: condition.values } : {}),
+                },
+            });
+        }
+    }
+    return out;
+}
+
+function reconcileMarkerUpdate(
+    counters: string,
+    key: Record<string, AttributeValue>,
+    a: ReconcileAction,
+    nowMs: number,
+): NonNullable<TransactWriteItem["Update"]> {
+    const names: Record<string, string> = { "#state": A.state, "#seq": A.seq, "#exp": A.expiresAt };
+    const values: Record<string, AttributeValue> = { ":target": { S: a.kind === "count" ? MARKER_STATE.counted : MARKER_STATE.uncounted } };
+    const conditions: string[] = [];
+    if (a.markerState === undefined) {
+        conditions.push("attribute_not_exists(#state)");
+    } else {
+        conditions.push("#state = :readState");
+        values[":readState"] = { S: a.markerState };
+    }
+    if (a.markerSeq === undefined) {
+        conditions.push("attribute_not_exists(#seq)");
+    } else {
+        conditions.push("#seq = :readSeq");
+        values[":readSeq"] = { S: a.markerSeq };
+    }
+    // A marker this writes keeps its hc_seq (or gets ZERO_SEQ): every stream record still applies after it.
+    values[":seq"] = { S: a.markerSeq ?? ZERO_SEQ };
+    let update = "SET #state = :target, #seq = :seq";
+    if (a.kind === "count") {
+        update += " REMOVE #exp";
+    } else {
+        update += ", #exp = :exp";
+        values[":exp"] = { N: String(Math.floor(nowMs / 1000) + TOMBSTONE_TTL_SECONDS) };
+    }
+    return {
+        TableName: counters,
+        Key: key,
+        UpdateExpression: update,
+        ConditionExpression: conditions.join(" AND "),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+    };
+}
+
+/**
+ * Corrections per transaction: two actions each (a purge one), one slot kept for the counter, and the
+ * items they touch within 4 MB by runtime/chunking.ts's estimate (the user's item as read, plus the marker).
+ */
+const RECONCILE_CHUNK_LIMITS: ChunkLimits = {
+    ...COUNTER_CHUNK_LIMITS,
+    maxActions: Math.floor((MAX_TRANSACTION_ACTIONS - 1) / 2) + 1,
+};
+const MAX_ROUNDS = 20;
+
+/** Settles every marker of one counter key against its items. Throws InvalidArgumentError for a bad key. */
 export async function reconcileKey(key: string, options: ReconcileOptions): Promise<ReconcileResult> {
+    if (typeof key !== "string" || key.length === 0) {
+        throw new InvalidArgumentError("key", "must be a non-empty string");
+    }
+    if (Buffer.byteLength(key, "utf8") > PARTITION_KEY_MAX_BYTES) {
+        throw new InvalidArgumentError("key", `must be at most ${PARTITION_KEY_MAX_BYTES} bytes`);
+    }
     const { config, dynamodb } = options;
+    const logger = jsonLogger("hybrid-counter-reconcile", options.sink ?? (() => undefined));
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-    const records: DynamoDBRecord[] = [];
+    let found: number | undefined;
+    let committed = 0;
+    const reported = new Set<string>();
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+        const [items, markers] = await Promise.all([
+            queryAll(dynamodb, config.tableName, config.partitionKey, key),
+            queryAll(dynamodb, countersTable(config), config.partitionKey, key, {
+                sortKey: config.sortKey,
+                prefix: markerSortKey(config, ""),
+            }),
+        ]);
+        const plan = planReconcile(items, markers, config);
+        for (const bad of plan.badMarkers) {
+            const sk = bad[config.sortKey]?.S ?? "";
+            if (!reported.has(sk)) {
+                reported.add(sk);
+                await options.fatal.park({
+                    reason: "poison-item",
+                    problem: `[${A.state}] must be "counted" or "uncounted" on the marker`,
+                    counterKey: key,
+                    id: markerId(config, sk),
+                    item: bad,
+                });
+            }
+        }
+        found ??= plan.actions.length;
+        if (plan.actions.length === 0) {
+            return { key, found, counted: committed, alreadySettled: Math.max(0, found - committed), incomplete: false };
+        }
+        let cancelled = false;
+        const sizes = new Map(items.map((item) => [item[config.sortKey]?.S ?? "", itemSize(item)]));
+        const sizeOf = (a: ReconcileAction): number => MARKER_MAX_BYTES + (sizes.get(a.id) ?? 0);
+        for (const chunk of planChunks(plan.actions, sizeOf, RECONCILE_CHUNK_LIMITS)) {
+            try {
+                await dynamodb.send(new TransactWriteItemsCommand({ TransactItems: reconcileTransaction(config, key, chunk, Date.now()) }));
+                committed += chunk.length;
+            } catch (error) {
+                if (!(error instanceof TransactionCanceledException) && !isRetryable(error)) {
+                    throw error;
+                }
+                logger.log("warn", "reconcile transaction cancelled; re-reading the key", { key, error: describeError(error) });
+                cancelled = true;
+            }
+        }
+        if (cancelled) {
+            const delay = Math.min(1_000, 20 * 2 ** round) * Math.random();
+            if (Date.now() + delay >= deadline) {
+                break;
+            }
+            await new Promise((r) => setTimeout(r, delay));
+        }
+    }
+    return { key, found: found ?? 0, counted: committed, alreadySettled: 0, incomplete: true };
+}
+
+async function queryAll(
+    dynamodb: DynamoDBClient,
+    tableName: string,
+    partitionKey: string,
+    key: string,
+    under?: { sortKey: string; prefix: string },
+): Promise<Array<Record<string, AttributeValue>>> {
+    const items: Array<Record<string, AttributeValue>> = [];
     let start: Record<string, AttributeValue> | undefined;
-    let sequence = 0n;
     do {
         const page: QueryCommandOutput = await dynamodb.send(
             new QueryCommand({
-                TableName: config.tableName,
+                TableName: tableName,
                 ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": config.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
+                KeyConditionExpression: under ? "#pk = :key AND begins_with(#sk, :prefix)" : "#pk = :key",
+                ExpressionAttributeNames: under ? { "#pk": partitionKey, "#sk": under.sortKey } : { "#pk": partitionKey },
+                ExpressionAttributeValues: under ? { ":key": { S: key }, ":prefix": { S: under.prefix } } : { ":key": { S: key } },
                 ExclusiveStartKey: start,
             }),
         );
-        for (const item of page.Items ?? []) {
-            const sk = item[config.sortKey]?.S;
-            const processed = item[config.processedAttribute]?.BOOL;
-            if (sk === undefined || sk.startsWith(config.counterPrefix) || processed === undefined) {
-                continue;
-            }
-            const deleted = item[config.deletedAttribute]?.BOOL === true;
-            if (!deleted && processed) {
-                continue;
-            }
-            // A record as the stream would have carried it for the item's current state.
-            const image = item as unknown as Record<string, import("aws-lambda").AttributeValue>;
-            const keys = { [config.partitionKey]: { S: key }, [config.sortKey]: { S: sk } };
-            sequence++;
-            records.push(
-                deleted
-                    ? {
-                          eventName: "MODIFY",
-                          dynamodb: {
-                              Keys: keys,
-                              NewImage: image,
-                              OldImage: { ...image, [config.deletedAttribute]: { BOOL: false } },
-                              SequenceNumber: String(sequence),
-                          },
-                      }
-                    : { eventName: "INSERT", dynamodb: { Keys: keys, NewImage: image, SequenceNumber: String(sequence) } },
-            );
-        }
+        items.push(...(page.Items ?? []));
         start = page.LastEvaluatedKey;
     } while (start);
-
-    const metrics = new Metrics("HybridCounterReconcile", "hybrid-counter-reconcile", options.sink ?? (() => undefined));
-    const outcome = await countRecords(records, {
-        config,
-        dynamodb,
-        fatal: options.fatal,
-        logger: jsonLogger("hybrid-counter-reconcile", options.sink ?? (() => undefined)),
-        metrics,
-        remainingMs: () => deadline - Date.now(),
-    });
-    return {
-        key,
-        found: records.length,
-        counted: outcome.counted,
-        alreadySettled: outcome.duplicates,
-        incomplete: outcome.failedSequenceNumber !== undefined,
-    };
+    return items;
 }

@@ -1,33 +1,46 @@
 /**
- * Pure classification of DynamoDB stream records into the counter's events.
+ * Pure classification of DynamoDB stream records by membership.
  *
- * A creation is an INSERT whose new image carries `processed = false`. A deletion is a MODIFY whose
- * new image has `deleted = true` and whose old image did not. Counter items (sort key under the
- * reserved prefix), the consumer's own flag flips and hard deletes (REMOVE) are ignored. A record
- * that can never be counted is poison: it names the field that is wrong.
+ * A record of a resource item implies whether the item was live before (its OldImage) and after (its
+ * NewImage): live = the image exists, is selected and is not soft-deleted (selection.ts). A record
+ * that changes membership is a *change* the eventual counter applies; one that does not is ignored,
+ * except a soft delete (live before, selected and deleted = true after), which is a change whose
+ * application also hard-deletes the item. Counter items (sort key under the reserved prefix) are
+ * ignored. A record that cannot be classified is poison: it names the field that is wrong.
  */
+import type { AttributeValue as SdkAttributeValue } from "@aws-sdk/client-dynamodb";
 import type { AttributeValue, DynamoDBRecord } from "aws-lambda";
-import type { CounterTableLayout } from "./config";
+import { SEQUENCE_DIGITS, type CounterTableLayout } from "./config";
+import { isLive, isSelected, isSoftDeleted, type ItemImage } from "./selection";
 
 /** DynamoDB's own key size limits (bytes, UTF-8). A longer key cannot come from a real table. */
 export const PARTITION_KEY_MAX_BYTES = 2048;
 export const SORT_KEY_MAX_BYTES = 1024;
 
-export interface CounterEvent {
-    readonly kind: "create" | "delete";
+/** A record that changes an item's membership. */
+export interface MembershipChange {
     /** The counter key: the resource item's partition key value. */
     readonly counterKey: string;
     /** The resource id: the item's sort key value. */
     readonly id: string;
     readonly sequenceNumber: string;
-    /** The `processed` flag in the record's new image (a hint only; the item's current state decides). */
-    readonly processedInImage: boolean;
+    /** Membership the record's OldImage implies. */
+    readonly before: boolean;
+    /** Membership the record's NewImage implies. */
+    readonly after: boolean;
+    /**
+     * A soft delete: the item must also be hard-deleted, if it still holds this token (the NewImage's
+     * token attribute; undefined when the image had none).
+     */
+    readonly softDelete?: { readonly token: SdkAttributeValue | undefined };
+    /** The client token (S) of the image the record leaves the item in, when it has one. */
+    readonly life?: string;
     /** Seconds since the epoch, from the stream record, when present. */
     readonly approximateCreationTime?: number;
 }
 
 export type Classified =
-    | { readonly type: "event"; readonly event: CounterEvent }
+    | { readonly type: "change"; readonly change: MembershipChange }
     | { readonly type: "ignored"; readonly sequenceNumber: string; readonly reason: string }
     | {
           readonly type: "poison";
@@ -36,7 +49,7 @@ export type Classified =
           readonly problem: string;
       };
 
-const SEQUENCE_NUMBER = /^\d{1,64}$/;
+const SEQUENCE_NUMBER = new RegExp(`^\\d{1,${SEQUENCE_DIGITS}}$`);
 
 export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayout): Classified {
     const poison = (field: string, problem: string, sequenceNumber?: string): Classified => ({
@@ -54,7 +67,7 @@ export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayou
     }
     const sequenceNumber = stream.SequenceNumber;
     if (typeof sequenceNumber !== "string" || !SEQUENCE_NUMBER.test(sequenceNumber)) {
-        return poison("dynamodb.SequenceNumber", "must be a decimal string");
+        return poison("dynamodb.SequenceNumber", `must be a decimal string of at most ${SEQUENCE_DIGITS} digits`);
     }
     const keys = stream.Keys;
     if (keys === null || typeof keys !== "object") {
@@ -72,70 +85,59 @@ export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayou
         return { type: "ignored", sequenceNumber, reason: "counter item" };
     }
     const approximateCreationTime = typeof stream.ApproximateCreationDateTime === "number" ? stream.ApproximateCreationDateTime : undefined;
+    const present = (image: unknown): image is ItemImage => image !== null && image !== undefined && typeof image === "object";
+    const next = stream.NewImage;
+    const previous = stream.OldImage;
 
+    let oldImage: ItemImage | undefined;
+    let newImage: ItemImage | undefined;
     switch (record.eventName) {
+        case "INSERT":
+            if (!present(next)) {
+                return poison("dynamodb.NewImage", "is missing: the stream must carry new and old images", sequenceNumber);
+            }
+            newImage = next;
+            break;
+        case "MODIFY":
+            if (!present(next)) {
+                return poison("dynamodb.NewImage", "is missing: the stream must carry new and old images", sequenceNumber);
+            }
+            if (!present(previous)) {
+                return poison("dynamodb.OldImage", "is missing: the stream must carry new and old images", sequenceNumber);
+            }
+            newImage = next;
+            oldImage = previous;
+            break;
         case "REMOVE":
-            return { type: "ignored", sequenceNumber, reason: "hard delete" };
-        case "INSERT": {
-            const image = stream.NewImage;
-            if (image === null || typeof image !== "object") {
-                return poison("dynamodb.NewImage", "is missing: the stream must carry new images", sequenceNumber);
+            if (!present(previous)) {
+                return poison("dynamodb.OldImage", "is missing: the stream must carry new and old images", sequenceNumber);
             }
-            const processed = booleanFlag(image, layout.processedAttribute);
-            if (processed === "invalid") {
-                return poison(`dynamodb.NewImage.${layout.processedAttribute}`, "must be a boolean", sequenceNumber);
-            }
-            if (processed !== false) {
-                return { type: "ignored", sequenceNumber, reason: "not an unprocessed creation" };
-            }
-            return {
-                type: "event",
-                event: { kind: "create", counterKey, id, sequenceNumber, processedInImage: false, approximateCreationTime },
-            };
-        }
-        case "MODIFY": {
-            const next = stream.NewImage;
-            const previous = stream.OldImage;
-            if (next === null || typeof next !== "object") {
-                return poison("dynamodb.NewImage", "is missing: the stream must carry new images", sequenceNumber);
-            }
-            if (previous === null || typeof previous !== "object") {
-                return poison("dynamodb.OldImage", "is missing: the stream must carry old images", sequenceNumber);
-            }
-            const deletedNow = booleanFlag(next, layout.deletedAttribute);
-            const deletedBefore = booleanFlag(previous, layout.deletedAttribute);
-            if (deletedNow === "invalid") {
-                return poison(`dynamodb.NewImage.${layout.deletedAttribute}`, "must be a boolean", sequenceNumber);
-            }
-            if (deletedBefore === "invalid") {
-                return poison(`dynamodb.OldImage.${layout.deletedAttribute}`, "must be a boolean", sequenceNumber);
-            }
-            if (deletedNow !== true || deletedBefore === true) {
-                return { type: "ignored", sequenceNumber, reason: "not a soft delete" };
-            }
-            const processed = booleanFlag(next, layout.processedAttribute);
-            if (processed === "invalid") {
-                return poison(`dynamodb.NewImage.${layout.processedAttribute}`, "must be a boolean", sequenceNumber);
-            }
-            if (processed === undefined) {
-                // Never created through the counter, so never counted: nothing to take back.
-                return { type: "ignored", sequenceNumber, reason: "not a counted item" };
-            }
-            return {
-                type: "event",
-                event: {
-                    kind: "delete",
-                    counterKey,
-                    id,
-                    sequenceNumber,
-                    processedInImage: processed,
-                    approximateCreationTime,
-                },
-            };
-        }
+            oldImage = previous;
+            break;
         default:
             return poison("eventName", `must be INSERT, MODIFY or REMOVE (got ${JSON.stringify(record.eventName)})`, sequenceNumber);
     }
+    const before = isLive(oldImage, layout);
+    const after = isLive(newImage, layout);
+    const softDelete = before && newImage !== undefined && isSelected(newImage, layout) && isSoftDeleted(newImage, layout);
+    if (before === after) {
+        return { type: "ignored", sequenceNumber, reason: after ? "stays counted" : "stays uncounted" };
+    }
+    const left = newImage ?? oldImage;
+    const token = left?.[layout.tokenAttribute] as { S?: unknown } | undefined;
+    return {
+        type: "change",
+        change: {
+            counterKey,
+            id,
+            sequenceNumber,
+            before,
+            after,
+            ...(softDelete ? { softDelete: { token: newImage![layout.tokenAttribute] as SdkAttributeValue | undefined } } : {}),
+            ...(typeof token?.S === "string" ? { life: token.S } : {}),
+            approximateCreationTime,
+        },
+    };
 }
 
 function stringKey(keys: { [key: string]: AttributeValue }, name: string, maxBytes: number): string | { problem: string } {
@@ -153,17 +155,6 @@ function stringKey(keys: { [key: string]: AttributeValue }, name: string, maxByt
         return { problem: `must be at most ${maxBytes} bytes` };
     }
     return value.S;
-}
-
-function booleanFlag(image: { [key: string]: AttributeValue }, name: string): boolean | undefined | "invalid" {
-    const value = image[name];
-    if (value === undefined) {
-        return undefined;
-    }
-    if (value === null || typeof value !== "object" || typeof value.BOOL !== "boolean") {
-        return "invalid";
-    }
-    return value.BOOL;
 }
 
 /** Compares two stream sequence numbers (decimal strings of any length). */

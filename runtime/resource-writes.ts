@@ -46,7 +46,7 @@ import { newToken, tokenTime } from "./tokens";
  * client writes `processed = false` on every item it creates. Under the marker model (the consumer keeps
  * its own state in markers), this is false and the flag is no longer written.
  */
-export const LEGACY_PROCESSED_FLAG = true;
+export const LEGACY_PROCESSED_FLAG = false;
 
 /**
  * How far another machine's clock may be behind ours when the client compares a marker's life token

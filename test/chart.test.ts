@@ -40,7 +40,7 @@ describe("the twin's chart", () => {
             live,
             eventual,
             bestEffort,
-            processed: eventual,
+            counted: eventual,
             softDeleted: 0,
         });
         const samples = new Map([

@@ -20,6 +20,16 @@ describe("HybridCounterComponent defaults", () => {
         ["billingMode is PAY_PER_REQUEST", () => table("billingMode"), D.billingMode, "PAY_PER_REQUEST"],
         ["deletion protection is off", () => table("deletionProtectionEnabled"), D.deletionProtection, false],
         ["the stream view is NEW_AND_OLD_IMAGES", () => table("streamViewType"), D.streamViewType, "NEW_AND_OLD_IMAGES"],
+        [
+            "the counter items live in a counters table of their own",
+            () =>
+                consumer("environment").variables.HYBRID_COUNTER_COUNTERS_TABLE_NAME === "orders-counters" &&
+                resourcesOfType(resources, "aws:dynamodb/table:Table").some((t) => t.name === "orders-counters")
+                    ? "separate"
+                    : "same-table",
+            D.counterPlacement,
+            "separate",
+        ],
         ["the runtime is nodejs22.x", () => consumer("runtime"), D.lambdaRuntime, "nodejs22.x"],
         ["the architecture is arm64", () => consumer("architectures")[0], D.architecture, "arm64"],
         ["the consumer has 256 MB", () => consumer("memorySize"), D.consumerMemorySize, 256],

@@ -63,8 +63,35 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ["empty partition key", { partitionKey: "" }, ["[partitionKey] must be a non-empty string"]],
     [
         "attribute clash",
-        { deletedAttribute: "counter_processed" },
-        ['[deletedAttribute] must differ from [processedAttribute] (both are "counter_processed")'],
+        { deletedAttribute: "counter_token" },
+        ['[tokenAttribute] must differ from [deletedAttribute] (both are "counter_token")'],
+    ],
+    ["unknown placement", { counterPlacement: "elsewhere" as never }, ['[counterPlacement] must be "separate" or "same-table"']],
+    ["unknown selection", { countedItems: "all" as never }, ['[countedItems] must be "client" or "sortKeyPrefix" or "attribute"']],
+    [
+        "prefix selection without a prefix",
+        { countedItems: "sortKeyPrefix" },
+        ['[countedSortKeyPrefix] must be a non-empty string when [countedItems] is "sortKeyPrefix"'],
+    ],
+    [
+        "prefix selection under the counter prefix",
+        { countedItems: "sortKeyPrefix", countedSortKeyPrefix: "#counter#x" },
+        ['[countedSortKeyPrefix] must not start with [counterPrefix] "#counter#": counter items never count'],
+    ],
+    [
+        "attribute selection without its attribute",
+        { countedItems: "attribute", countedAttributeValue: "order" },
+        ['[countedAttributeName] must be a non-empty string when [countedItems] is "attribute"'],
+    ],
+    [
+        "attribute selection on the deleted flag",
+        { countedItems: "attribute", countedAttributeName: "deleted", countedAttributeValue: "no" },
+        ['[countedAttributeName] must not be a key, [deletedAttribute] or [tokenAttribute] (got "deleted")'],
+    ],
+    [
+        "table ARN",
+        { tableArn: "orders" },
+        ["[tableArn] must be a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)"],
     ],
     ["AWS namespace", { metricsNamespace: "AWS/Lambda" }, ['[metricsNamespace] must not start with "AWS/"']],
     [
@@ -240,15 +267,7 @@ describe("HybridCounterComponent validation", () => {
 
     it("checks an attached table's stream and keys", () => {
         // Prepare
-        const layout = {
-            partitionKey: "pk",
-            sortKey: "sk",
-            processedAttribute: "p",
-            deletedAttribute: "d",
-            tokenAttribute: "t",
-            counterPrefix: "#",
-            countAttribute: "c",
-        };
+        const layout = { partitionKey: "pk", sortKey: "sk" };
 
         // Act
         const good = attachedTableProblems(
@@ -256,14 +275,19 @@ describe("HybridCounterComponent validation", () => {
             layout,
         );
         const bad = attachedTableProblems({ streamEnabled: true, streamViewType: "KEYS_ONLY", hashKey: "id", rangeKey: undefined }, layout);
+        const keysFromTable = attachedTableProblems(
+            { streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", hashKey: "tenant", rangeKey: "order" },
+            {},
+        );
 
         // Assess
         assert.deepEqual(good, []);
         assert.deepEqual(bad, [
             '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: true, streamViewType: "KEYS_ONLY")',
             '[table] must have hashKey "pk" ([partitionKey]); found "id"',
-            '[table] must have rangeKey "sk" ([sortKey]); found null',
+            "[table] must have a range key: a resource's id is its sort key; found none",
         ]);
+        assert.deepEqual(keysFromTable, []);
     });
 
     it("tells the user to build when a bundle is missing", () => {

@@ -2,10 +2,12 @@ import * as assert from "node:assert/strict";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { HybridCounterArgsError, HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
+import { clientConfigFromEnv, layoutWithDefaults } from "../runtime/config";
 import { findResource, outputValue, resourcesOfType, runProgramWithResult, type RecordedResource } from "../local/pulumi-mocks";
 
 const ACCOUNT = "123456789012";
 const TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-table`;
+const COUNTERS_TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-counters`;
 const STREAM_ARN = `${TABLE_ARN}/stream/2024-01-01T00:00:00.000`;
 const FIRST_DLQ_ARN = `arn:aws:sqs:us-east-1:${ACCOUNT}:orders-first-dlq`;
 const FATAL_DLQ_ARN = `arn:aws:sqs:us-east-1:${ACCOUNT}:orders-fatal-dlq`;
@@ -16,6 +18,7 @@ const logGroupArn = (role: string) => `arn:aws:logs:us-east-1:${ACCOUNT}:log-gro
 const EXPECTED_DEFAULT_RESOURCES = [
     "hybrid-counter:index:HybridCounterComponent orders",
     "aws:dynamodb/table:Table orders-table",
+    "aws:dynamodb/table:Table orders-counters",
     "aws:sqs/queue:Queue orders-fatal-dlq",
     "aws:sqs/queue:Queue orders-first-dlq",
     "aws:sqs/queuePolicy:QueuePolicy orders-first-dlq-policy",
@@ -58,11 +61,12 @@ function consumerStatements(extra: object[] = []) {
         },
         { Sid: "ListStreams", Effect: "Allow", Action: ["dynamodb:ListStreams"], Resource: "*" },
         {
-            Sid: "CountInOwnTable",
+            Sid: "CountInCountersTable",
             Effect: "Allow",
-            Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
-            Resource: TABLE_ARN,
+            Action: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
+            Resource: COUNTERS_TABLE_ARN,
         },
+        { Sid: "RemoveSoftDeletedItems", Effect: "Allow", Action: ["dynamodb:DeleteItem"], Resource: TABLE_ARN },
         { Sid: "SendFailedBatchesToFirstDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FIRST_DLQ_ARN },
         { Sid: "SendPoisonRecordsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FATAL_DLQ_ARN },
         {
@@ -84,11 +88,12 @@ function redriveStatements(extra: object[] = []) {
             Resource: STREAM_ARN,
         },
         {
-            Sid: "CountInOwnTable",
+            Sid: "CountInCountersTable",
             Effect: "Allow",
-            Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
-            Resource: TABLE_ARN,
+            Action: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
+            Resource: COUNTERS_TABLE_ARN,
         },
+        { Sid: "RemoveSoftDeletedItems", Effect: "Allow", Action: ["dynamodb:DeleteItem"], Resource: TABLE_ARN },
         {
             Sid: "ConsumeFirstDlq",
             Effect: "Allow",
@@ -138,6 +143,51 @@ describe("HybridCounterComponent", () => {
             assert.equal(resources.length, 24);
         });
 
+        it("creates the counters table beside it: same string keys, on-demand, PITR, SSE, TTL on the tombstones, no stream", () => {
+            // Assess
+            assert.deepEqual(get("aws:dynamodb/table:Table", "orders-counters").inputs, {
+                attributes: [
+                    { name: "pk", type: "S" },
+                    { name: "sk", type: "S" },
+                ],
+                hashKey: "pk",
+                rangeKey: "sk",
+                billingMode: "PAY_PER_REQUEST",
+                pointInTimeRecovery: { enabled: true },
+                serverSideEncryption: { enabled: true },
+                ttl: { attributeName: "hc_expires_at", enabled: true },
+                deletionProtectionEnabled: false,
+            });
+        });
+
+        it("gives the API exactly the client's actions on both tables", async () => {
+            // Assess
+            assert.deepEqual(JSON.parse(await outputValue(component.apiPolicyDocument)), {
+                Version: "2012-10-17",
+                Statement: [
+                    {
+                        Sid: "WriteResourceItems",
+                        Effect: "Allow",
+                        Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                        Resource: TABLE_ARN,
+                    },
+                    {
+                        Sid: "ReadAndWriteCounters",
+                        Effect: "Allow",
+                        Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                        Resource: COUNTERS_TABLE_ARN,
+                    },
+                ],
+            });
+            // The environment reads back as the clientConfig output describes it (the selection flat there).
+            const fromOutput = await outputValue(component.clientConfig);
+            assert.deepEqual(clientConfigFromEnv(await outputValue(component.apiEnvironment)), {
+                ...layoutWithDefaults(fromOutput),
+                tableName: fromOutput.tableName,
+                countersTableName: fromOutput.countersTableName,
+            });
+        });
+
         it("parents every child to the component", () => {
             // Prepare
             const root = get("hybrid-counter:index:HybridCounterComponent", "orders");
@@ -182,15 +232,8 @@ describe("HybridCounterComponent", () => {
                 functionResponseTypes: ["ReportBatchItemFailures"],
                 filterCriteria: {
                     filters: [
-                        { pattern: '{"eventName":["INSERT"],"dynamodb":{"NewImage":{"counter_processed":{"BOOL":[false]}}}}' },
-                        {
-                            pattern:
-                                '{"eventName":["MODIFY"],"dynamodb":{"NewImage":{"deleted":{"BOOL":[true]}},"OldImage":{"deleted":[{"exists":false}]}}}',
-                        },
-                        {
-                            pattern:
-                                '{"eventName":["MODIFY"],"dynamodb":{"NewImage":{"deleted":{"BOOL":[true]}},"OldImage":{"deleted":{"BOOL":[false]}}}}',
-                        },
+                        { pattern: '{"dynamodb":{"NewImage":{"counter_token":{"S":[{"exists":true}]}}}}' },
+                        { pattern: '{"dynamodb":{"OldImage":{"counter_token":{"S":[{"exists":true}]}}}}' },
                     ],
                 },
                 destinationConfig: { onFailure: { destinationArn: FIRST_DLQ_ARN } },
@@ -277,7 +320,7 @@ describe("HybridCounterComponent", () => {
 
             // Assess
             assert.equal(documents.length, 6);
-            assert.equal(allows.length, 13);
+            assert.equal(allows.length, 15);
             for (const statement of allows) {
                 for (const action of statement.Action as string[]) {
                     assert.equal(action.includes("*"), false, `${statement.Sid}: ${action}`);
@@ -293,13 +336,14 @@ describe("HybridCounterComponent", () => {
             // Prepare
             const environment = {
                 HYBRID_COUNTER_TABLE_NAME: "orders-table",
+                HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
                 HYBRID_COUNTER_PARTITION_KEY: "pk",
                 HYBRID_COUNTER_SORT_KEY: "sk",
-                HYBRID_COUNTER_PROCESSED_ATTRIBUTE: "counter_processed",
                 HYBRID_COUNTER_DELETED_ATTRIBUTE: "deleted",
                 HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
                 HYBRID_COUNTER_PREFIX: "#counter#",
                 HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
+                HYBRID_COUNTER_COUNTED_ITEMS: "client",
                 HYBRID_COUNTER_FATAL_QUEUE_URL: FATAL_DLQ_URL,
                 HYBRID_COUNTER_METRICS_NAMESPACE: "HybridCounter",
             };
@@ -505,6 +549,8 @@ describe("HybridCounterComponent", () => {
                 alarmTopicArn: await outputValue(component.alarmTopicArn),
                 dashboardName: await outputValue(component.dashboardName),
                 clientConfig: await outputValue(component.clientConfig),
+                countersTableName: await outputValue(component.countersTableName),
+                countersTableArn: await outputValue(component.countersTableArn),
             };
 
             // Assess
@@ -534,14 +580,17 @@ describe("HybridCounterComponent", () => {
                 dashboardName: "hybrid-counter-hybrid-counter-test-test-orders",
                 clientConfig: {
                     tableName: "orders-table",
+                    countersTableName: "orders-counters",
                     partitionKey: "pk",
                     sortKey: "sk",
-                    processedAttribute: "counter_processed",
                     deletedAttribute: "deleted",
                     tokenAttribute: "counter_token",
                     counterPrefix: "#counter#",
                     countAttribute: "count",
+                    countedItems: "client",
                 },
+                countersTableName: "orders-counters",
+                countersTableArn: COUNTERS_TABLE_ARN,
             });
         });
     });
@@ -668,8 +717,9 @@ describe("HybridCounterComponent", () => {
             deletionProtection: true,
             partitionKey: "PK",
             sortKey: "SK",
-            processedAttribute: "done",
             deletedAttribute: "gone",
+            countedItems: "sortKeyPrefix",
+            countedSortKeyPrefix: "ORDER#",
         });
 
         // Assess
@@ -693,11 +743,43 @@ describe("HybridCounterComponent", () => {
         const mapping = findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping");
         assert.deepEqual(
             mapping.inputs.filterCriteria.filters.map((f: { pattern: string }) => f.pattern),
-            [
-                '{"eventName":["INSERT"],"dynamodb":{"NewImage":{"done":{"BOOL":[false]}}}}',
-                '{"eventName":["MODIFY"],"dynamodb":{"NewImage":{"gone":{"BOOL":[true]}},"OldImage":{"gone":[{"exists":false}]}}}',
-                '{"eventName":["MODIFY"],"dynamodb":{"NewImage":{"gone":{"BOOL":[true]}},"OldImage":{"gone":{"BOOL":[false]}}}}',
+            ['{"dynamodb":{"Keys":{"SK":{"S":[{"prefix":"ORDER#"}]}}}}'],
+        );
+        assert.deepEqual(findResource(resources, "aws:dynamodb/table:Table", "orders-counters").inputs, {
+            attributes: [
+                { name: "PK", type: "S" },
+                { name: "SK", type: "S" },
             ],
+            hashKey: "PK",
+            rangeKey: "SK",
+            billingMode: "PAY_PER_REQUEST",
+            pointInTimeRecovery: { enabled: true },
+            serverSideEncryption: { enabled: true, kmsKeyArn: `arn:aws:kms:us-east-1:${ACCOUNT}:key/table-key` },
+            ttl: { attributeName: "hc_expires_at", enabled: true },
+            deletionProtectionEnabled: true,
+        });
+        const variables = findResource(resources, "aws:lambda/function:Function", "orders-consumer").inputs.environment.variables;
+        assert.deepEqual(
+            [variables.HYBRID_COUNTER_COUNTED_ITEMS, variables.HYBRID_COUNTER_COUNTED_SORT_KEY_PREFIX],
+            ["sortKeyPrefix", "ORDER#"],
+        );
+    });
+
+    it("keeps the counter items in the user's table in the same-table placement", async () => {
+        // Act
+        const { resources, result } = await run({ counterPlacement: "same-table" });
+
+        // Assess
+        assert.deepEqual(
+            resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
+            ["orders-table"],
+        );
+        assert.equal(resources.length, 23);
+        assert.equal(await outputValue(result.countersTableName), "orders-table");
+        const statements = policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement;
+        assert.deepEqual(
+            statements.filter((st) => st.Sid === "CountInCountersTable" || st.Sid === "RemoveSoftDeletedItems").map((st) => st.Resource),
+            [TABLE_ARN, TABLE_ARN],
         );
     });
 
@@ -823,10 +905,20 @@ describe("HybridCounterComponent", () => {
             ...overrides,
         });
 
-        it("creates no table and points the mapping, roles and outputs at the user's table", async () => {
+        it("creates no user table, takes the table's keys, and points the mapping, roles and outputs at the user's table", async () => {
             // Act
             const { resources, result } = await runProgramWithResult(() => {
-                const table = new aws.dynamodb.Table("app", tableArgs());
+                const table = new aws.dynamodb.Table(
+                    "app",
+                    tableArgs({
+                        hashKey: "tenantId",
+                        rangeKey: "orderId",
+                        attributes: [
+                            { name: "tenantId", type: "S" },
+                            { name: "orderId", type: "S" },
+                        ],
+                    }),
+                );
                 return new HybridCounterComponent("orders", { table });
             });
 
@@ -835,8 +927,10 @@ describe("HybridCounterComponent", () => {
             const stream = `${arn}/stream/2024-01-01T00:00:00.000`;
             assert.deepEqual(
                 resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
-                ["app"],
+                ["app", "orders-counters"],
             );
+            const counters = findResource(resources, "aws:dynamodb/table:Table", "orders-counters").inputs;
+            assert.deepEqual([counters.hashKey, counters.rangeKey], ["tenantId", "orderId"]);
             assert.equal(resources.length, 24);
             assert.equal(
                 findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
@@ -844,33 +938,96 @@ describe("HybridCounterComponent", () => {
             );
             const statements = policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement;
             assert.deepEqual(
-                statements.filter((s) => s.Sid === "ReadOwnStream" || s.Sid === "CountInOwnTable").map((s) => s.Resource),
-                [stream, arn],
-            );
-            assert.equal(
-                findResource(resources, "aws:lambda/function:Function", "orders-consumer").inputs.environment.variables
-                    .HYBRID_COUNTER_TABLE_NAME,
-                "app-table",
+                statements
+                    .filter((s) => ["ReadOwnStream", "CountInCountersTable", "RemoveSoftDeletedItems"].includes(s.Sid))
+                    .map((s) => s.Resource),
+                [stream, COUNTERS_TABLE_ARN, arn],
             );
             assert.deepEqual(await outputValue(result.clientConfig), {
                 tableName: "app-table",
-                partitionKey: "pk",
-                sortKey: "sk",
-                processedAttribute: "counter_processed",
+                countersTableName: "orders-counters",
+                partitionKey: "tenantId",
+                sortKey: "orderId",
                 deletedAttribute: "deleted",
                 tokenAttribute: "counter_token",
                 counterPrefix: "#counter#",
                 countAttribute: "count",
+                countedItems: "client",
             });
         });
 
-        for (const [title, overrides, problems] of [
+        it("attaches a table the program does not manage by ARN, reading its settings with getTable", async () => {
+            // Act
+            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
+            const { resources, result, invokes } = await runProgramWithResult(
+                () => new HybridCounterComponent("orders", { tableArn: arn }),
+                {
+                    invokes: {
+                        "aws:dynamodb/getTable:getTable": (inputs) => ({
+                            name: inputs.name,
+                            arn,
+                            hashKey: "pk",
+                            rangeKey: "sk",
+                            attributes: [
+                                { name: "pk", type: "S" },
+                                { name: "sk", type: "S" },
+                            ],
+                            streamEnabled: true,
+                            streamViewType: "NEW_AND_OLD_IMAGES",
+                            streamArn: `${arn}/stream/2020`,
+                        }),
+                    },
+                },
+            );
+
+            // Assess
+            assert.deepEqual(
+                invokes.map((i) => [i.token, i.inputs.name]),
+                [["aws:dynamodb/getTable:getTable", "legacy-orders"]],
+            );
+            assert.deepEqual(
+                resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
+                ["orders-counters"],
+            );
+            assert.equal(
+                findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
+                `${arn}/stream/2020`,
+            );
+            assert.equal(await outputValue(result.tableName), "legacy-orders");
+        });
+
+        it("refuses a table that is not a Table resource before creating anything", async () => {
+            // Act
+            const { resources, errors } = await runProgramWithResult(
+                () => {
+                    assert.throws(
+                        () =>
+                            new HybridCounterComponent("orders", {
+                                table: "orders" as unknown as aws.dynamodb.Table,
+                                tableName: "x-table",
+                            }),
+                        (e: unknown) =>
+                            e instanceof HybridCounterArgsError &&
+                            e.problems.join(" | ") ===
+                                '[table] must be an aws.dynamodb.Table resource of this program (got the string "orders"); attach a table by ARN with [tableArn] | [tableName] must not be set together with [table]',
+                    );
+                },
+                { captureErrors: true },
+            );
+
+            // Assess
+            assert.deepEqual(resources, []);
+            assert.deepEqual(errors, []);
+        });
+
+        for (const [title, overrides, problems, given] of [
             [
                 "without a stream",
                 { streamEnabled: false, streamViewType: undefined },
                 [
                     '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: false, streamViewType: "")',
                 ],
+                {},
             ],
             [
                 "with a KEYS_ONLY stream",
@@ -878,13 +1035,36 @@ describe("HybridCounterComponent", () => {
                 [
                     '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: true, streamViewType: "KEYS_ONLY")',
                 ],
+                {},
             ],
-            ["with other keys", { hashKey: "id", rangeKey: "sk" }, ['[table] must have hashKey "pk" ([partitionKey]); found "id"']],
-        ] as Array<[string, Partial<aws.dynamodb.TableArgs>, string[]]>) {
+            [
+                "with other keys than the ones given",
+                { hashKey: "id", rangeKey: "sk" },
+                ['[table] must have hashKey "pk" ([partitionKey]); found "id"'],
+                { partitionKey: "pk" },
+            ],
+            [
+                "with a number key",
+                {
+                    attributes: [
+                        { name: "pk", type: "S" },
+                        { name: "sk", type: "N" },
+                    ],
+                },
+                ['[table] must have a string (S) key "sk"; found type N'],
+                {},
+            ],
+            [
+                "without a sort key",
+                { rangeKey: undefined, attributes: [{ name: "pk", type: "S" }] },
+                ["[table] must have a range key: a resource's id is its sort key; found none"],
+                {},
+            ],
+        ] as Array<[string, Partial<aws.dynamodb.TableArgs>, string[], HybridCounterComponentArgs]>) {
             it(`fails the deployment naming [table] for a table ${title}, creating no stream mapping`, async () => {
                 // Act
                 const { resources, errors } = await runProgramWithResult(
-                    () => new HybridCounterComponent("orders", { table: new aws.dynamodb.Table("app", tableArgs(overrides)) }),
+                    () => new HybridCounterComponent("orders", { ...given, table: new aws.dynamodb.Table("app", tableArgs(overrides)) }),
                     { captureErrors: true },
                 );
 

@@ -12,7 +12,7 @@ import { buildApiBundle } from "../examples/limits-api/bundle";
 import { startEngine, type LocalEngine } from "../local/engine";
 import { createCounterTable } from "../local/table";
 import { InvalidArgumentError } from "../runtime/errors";
-import { DEFAULT_LAYOUT } from "../runtime/config";
+import { DEFAULT_LAYOUT, clientEnvironment } from "../runtime/config";
 import { assertExact, counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { linkPackageInto } from "./support/example-link";
 
@@ -181,7 +181,7 @@ describe("examples/limits-api handler", () => {
             }
             assert.equal(before.live, LIMIT);
             assert.equal(before.bestEffort, LIMIT);
-            assert.deepEqual(after.get("acme"), { bestEffort: LIMIT, eventual: LIMIT, live: LIMIT, processed: LIMIT, softDeleted: 0 });
+            assert.deepEqual(after.get("acme"), { bestEffort: LIMIT, eventual: LIMIT, live: LIMIT, counted: LIMIT, softDeleted: 0 });
         });
 
         it("strict: deleting frees exactly one slot, and count reports the tenant's usage", async () => {
@@ -329,7 +329,7 @@ describe("examples/limits-api handler", () => {
             reader.destroy();
             const settings: ApiSettings = { mode: "strict", defaultLimit: 2, tenantLimits: { big: 3 } };
             const env: Record<string, string> = {
-                ...apiEnvironment({ tableName, ...DEFAULT_LAYOUT }, settings),
+                ...apiEnvironment(clientEnvironment({ tableName, ...DEFAULT_LAYOUT }), settings),
                 AWS_ENDPOINT_URL_DYNAMODB: engine.endpoint,
                 AWS_REGION: "us-east-1",
                 AWS_ACCESS_KEY_ID: "hybridcounterlocal",

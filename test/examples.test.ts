@@ -7,9 +7,10 @@ import { spawn } from "node:child_process";
 import Module from "node:module";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { CLIENT_CONFIG_ENV, API_ENV } from "../examples/limits-api/app/settings";
+import { API_ENV } from "../examples/limits-api/app/settings";
 import { ROUTES } from "../examples/limits-api/app/handler";
-import { ENV } from "../runtime/config";
+import type { HybridCounterClientConfig } from "../components/component";
+import { ENV, clientEnvironment, layoutWithDefaults } from "../runtime/config";
 import { linkPackageInto } from "./support/example-link";
 import {
     findResource,
@@ -154,7 +155,7 @@ describe("examples and the root program", () => {
                 "aws:sqs/queue:Queue order-notifications",
                 `${COMPONENT} orders-counter`,
             ]);
-            assert.deepEqual(names(run.resources, TABLE), ["orders"]);
+            assert.deepEqual(names(run.resources, TABLE), ["orders", "orders-counter-counters"]);
             const component = findResource(run.resources, COMPONENT, "orders-counter");
             const children = run.resources.filter((r) => r.parent === component.urn);
             // The 22 children of an attached component (every role but -table), plus the alarm topic.
@@ -174,19 +175,26 @@ describe("examples and the root program", () => {
             assert.equal(table.inputs.rangeKey, "orderId");
         });
 
-        it("reads the program's own table's stream and counts in that table", () => {
+        it("reads the program's own table's stream and counts in the counters table beside it", () => {
             // Prepare
             const tableArn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders`;
+            const countersArn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-counter-counters`;
             const streamArn = `${tableArn}/stream/2024-01-01T00:00:00.000`;
             // Assess
             assert.equal(findResource(run.resources, MAPPING, "orders-counter-stream-mapping").inputs.eventSourceArn, streamArn);
             for (const role of ["consumer", "redrive"]) {
                 const resources = policyResources(findResource(run.resources, ROLE_POLICY, `orders-counter-${role}-policy`));
                 assert.equal(resources[0], streamArn, `${role}: ReadOwnStream`);
-                assert.ok(resources.includes(tableArn), `${role}: CountInOwnTable`);
+                assert.ok(resources.includes(tableArn), `${role}: RemoveSoftDeletedItems`);
+                assert.ok(resources.includes(countersArn), `${role}: CountInCountersTable`);
                 assert.ok(
                     resources.every(
-                        (r) => typeof r !== "string" || !r.startsWith("arn:aws:dynamodb:") || r === tableArn || r === streamArn,
+                        (r) =>
+                            typeof r !== "string" ||
+                            !r.startsWith("arn:aws:dynamodb:") ||
+                            r === tableArn ||
+                            r === countersArn ||
+                            r === streamArn,
                     ),
                     `${role} policy names another table: ${JSON.stringify(resources)}`,
                 );
@@ -199,13 +207,14 @@ describe("examples and the root program", () => {
             // Assess
             assert.deepEqual(clientConfig, {
                 tableName: "orders",
+                countersTableName: "orders-counter-counters",
                 partitionKey: "tenantId",
                 sortKey: "orderId",
-                processedAttribute: "counter_processed",
                 deletedAttribute: "deleted",
                 tokenAttribute: "counter_token",
                 counterPrefix: "#counter#",
                 countAttribute: "count",
+                countedItems: "client",
             });
         });
     });
@@ -235,7 +244,7 @@ describe("examples and the root program", () => {
                 "aws:lambda/permission:Permission api-invoke",
                 `${COMPONENT} items`,
             ]);
-            assert.deepEqual(names(run.resources, TABLE), ["items-table"]);
+            assert.deepEqual(names(run.resources, TABLE), ["items-table", "items-counters"]);
             assert.deepEqual(
                 Object.keys(ROUTES).map((route) => {
                     const resource = findResource(run.resources, "aws:apigatewayv2/route:Route", `api-${route}`);
@@ -258,34 +267,27 @@ describe("examples and the root program", () => {
             );
         });
 
-        it("passes the component's clientConfig, field by field, and the limits into the function's environment", async () => {
+        it("passes the component's apiEnvironment and the limits into the function's environment", async () => {
             // Prepare
             const component = findResource(run.resources, COMPONENT, "items");
-            const clientConfig = (await outputValue(run.result.clientConfig as pulumi.Output<Record<string, string>>)) as Record<
-                string,
-                string
-            >;
+            const clientConfig = await outputValue(run.result.clientConfig as pulumi.Output<HybridCounterClientConfig>);
+            const counterEnvironment = clientEnvironment({
+                ...layoutWithDefaults(clientConfig),
+                tableName: clientConfig.tableName,
+                countersTableName: clientConfig.countersTableName,
+            });
             // Act
             const variables = findResource(run.resources, FUNCTION, "api").inputs.environment.variables as Record<string, string>;
             // Assess
-            assert.equal(clientConfig.tableName, "items-table");
+            assert.equal(counterEnvironment[ENV.tableName], "items-table");
+            assert.equal(counterEnvironment[ENV.countersTableName], "items-counters");
             assert.equal(component.type, COMPONENT);
-            const expected: Record<string, string> = {};
-            for (const [field, name] of Object.entries(CLIENT_CONFIG_ENV)) {
-                expected[name] = clientConfig[field]!;
-            }
-            expected[API_ENV.mode] = "strict";
-            expected[API_ENV.defaultLimit] = "25";
-            expected[API_ENV.tenantLimits] = JSON.stringify({ "big-tenant": 1000 });
-            assert.deepEqual(variables, expected);
-            assert.equal(Object.keys(clientConfig).length, Object.keys(CLIENT_CONFIG_ENV).length);
-        });
-
-        it("names the clientConfig variables exactly as hybrid-counter's runtime does", () => {
-            // Assess
-            for (const [field, name] of Object.entries(CLIENT_CONFIG_ENV)) {
-                assert.equal(name, ENV[field as keyof typeof ENV], field);
-            }
+            assert.deepEqual(variables, {
+                ...counterEnvironment,
+                [API_ENV.mode]: "strict",
+                [API_ENV.defaultLimit]: "25",
+                [API_ENV.tenantLimits]: JSON.stringify({ "big-tenant": 1000 }),
+            });
         });
 
         it("deploys the bundled handler and grants it exactly the client's table actions", () => {
@@ -298,10 +300,16 @@ describe("examples and the root program", () => {
             const policy = JSON.parse(findResource(run.resources, ROLE_POLICY, "api-policy").inputs.policy as string);
             assert.deepEqual(policy.Statement, [
                 {
-                    Sid: "UseCounterTable",
+                    Sid: "WriteResourceItems",
                     Effect: "Allow",
-                    Action: ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"],
+                    Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
                     Resource: `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/items-table`,
+                },
+                {
+                    Sid: "ReadAndWriteCounters",
+                    Effect: "Allow",
+                    Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                    Resource: `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/items-counters`,
                 },
                 {
                     Sid: "WriteOwnLogs",
@@ -332,13 +340,17 @@ describe("examples and the root program", () => {
             );
             // The 23 children of a component that creates its table.
             assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 23);
-            assert.deepEqual(names(run.resources, TABLE), ["counter-table"]);
+            assert.deepEqual(names(run.resources, TABLE), ["counter-table", "counter-counters"]);
             assert.deepEqual(Object.keys(run.result).sort(), [
                 "alarmArns",
                 "alarmTopicArn",
+                "apiEnvironment",
+                "apiPolicyDocument",
                 "clientConfig",
                 "consumerFunctionArn",
                 "consumerFunctionName",
+                "countersTableArn",
+                "countersTableName",
                 "dashboardName",
                 "fatalDlqArn",
                 "fatalDlqUrl",

@@ -16,7 +16,7 @@ import {
     TRANSACTION_MAX_BYTES,
     withMargin,
 } from "../runtime/chunking";
-import { transactionActions } from "../runtime/counting";
+import { transactionActions } from "../runtime/markers";
 import { reconcileKey } from "../runtime/reconcile";
 
 const KB = 1024;
@@ -126,23 +126,31 @@ describe("the consumer and reconciliation chunk by size behind the parity layer"
     const engine = useEngine({ parity: { partitionWriteUnitsPerSecond: 1_000_000, partitionReadUnitsPerSecond: 1_000_000 } });
     const payload = "x".repeat(380 * KB);
 
-    it("counts 12 items of 380 KB on one key in transactions under 4 MB, where one transaction of 13 actions is refused", async () => {
+    it("counts 12 items of 380 KB by their small markers, and hard-deletes them in transactions under 4 MB, where one is refused", async () => {
         const fixture = await counterFixture(engine());
         const sizes = transactionSizes(fixture);
         for (let i = 0; i < 12; i++) {
             await fixture.client.create("big", `r${i}`, { payload });
         }
-        // What chunking by count alone sends: the counter and the 12 flag flips in one transaction.
+        await fixture.emulator.drain();
+        const created = [...sizes];
+        for (let i = 0; i < 12; i++) {
+            await fixture.client.delete("big", `r${i}`);
+        }
+        // What chunking by count alone would send: the counter, 12 markers and 12 hard deletes in one transaction.
         const countOnly = transactionActions(
             fixture.config,
             "big",
             Array.from({ length: 12 }, (_, i) => ({
                 id: `r${i}`,
-                target: "counted" as const,
-                expectProcessed: false,
+                target: "uncounted" as const,
+                expected: "counted" as const,
+                seq: "9".repeat(40),
                 sequenceNumbers: [],
+                softDelete: { token: { S: "never" } },
             })),
-        );
+            Date.now(),
+        ).actions;
         const refused = await fixture.reader.send(new TransactWriteItemsCommand({ TransactItems: countOnly })).then(
             () => undefined,
             (error: Error) => error,
@@ -151,17 +159,14 @@ describe("the consumer and reconciliation chunk by size behind the parity layer"
         await fixture.emulator.drain();
         const s = await snapshotKey(fixture.reader, fixture.tableName, fixture.layout, "big");
 
-        assert.equal(countOnly.length, 13);
+        assert.deepEqual(created, [13], "the counter and 12 markers: the 380 KB items are not in the transaction");
+        assert.equal(countOnly.length, 25);
         assert.equal(refused?.name, "ValidationException");
         assert.match(refused.message, /aggregate size of the items in the transaction exceeding the 4MB limit$/);
-        assert.deepEqual(sizes, [10, 4]);
+        assert.deepEqual(sizes.slice(1), [19, 7], "9 then 3 hard deletes, each with its marker, after the counter");
         assert.deepEqual(
-            { eventual: s.eventual, live: s.live, processed: s.processed },
-            {
-                eventual: 12,
-                live: 12,
-                processed: 12,
-            },
+            { eventual: s.eventual, live: s.live, counted: s.counted, softDeleted: s.softDeleted },
+            { eventual: 0, live: 0, counted: 0, softDeleted: 0 },
         );
         assert.deepEqual(fixture.queues.messages(FATAL_QUEUE_URL), []);
         fixture.close();
@@ -183,28 +188,25 @@ describe("the consumer and reconciliation chunk by size behind the parity layer"
         });
 
         assert.deepEqual(result, { key: "stranded", found: 12, counted: 12, alreadySettled: 0, incomplete: false });
-        assert.deepEqual(sizes, [10, 4]);
+        assert.deepEqual(sizes, [19, 7], "9 then 3 corrections (a marker and a check of the 380 KB item), after the counter");
         assert.deepEqual(parked, []);
         fixture.close();
     });
 
-    it("parks an item too large for any transaction beside its counter, with its records and the reason, and counts the rest", async () => {
+    it("parks a hard delete too large for any transaction beside its counter, with its records and the reason, and counts the rest", async () => {
         const fixture = await counterFixture(engine());
         await fixture.client.create("k", "small");
         await fixture.emulator.drain();
         await fixture.client.create("k", "other");
-        // A record whose image (as a stream could carry it from a larger item store) outweighs 4 MB.
+        // A soft delete whose image (as a stream could carry it from a larger item store) outweighs 4 MB.
+        const image = { pk: { S: "k" }, sk: { S: "huge" }, counter_token: { S: "t" }, payload: { S: "x".repeat(4 * 1024 * KB) } };
         const huge: DynamoDBRecord = {
-            eventName: "INSERT",
+            eventName: "MODIFY",
             eventSource: "aws:dynamodb",
             dynamodb: {
                 Keys: { pk: { S: "k" }, sk: { S: "huge" } },
-                NewImage: {
-                    pk: { S: "k" },
-                    sk: { S: "huge" },
-                    counter_processed: { BOOL: false },
-                    payload: { S: "x".repeat(4 * 1024 * KB) },
-                },
+                NewImage: { ...image, deleted: { BOOL: true } },
+                OldImage: image,
                 SequenceNumber: "900000000000000000001",
             },
         };
@@ -213,7 +215,7 @@ describe("the consumer and reconciliation chunk by size behind the parity layer"
             eventSource: "aws:dynamodb",
             dynamodb: {
                 Keys: { pk: { S: "k" }, sk: { S: "other" } },
-                NewImage: { pk: { S: "k" }, sk: { S: "other" }, counter_processed: { BOOL: false } },
+                NewImage: { pk: { S: "k" }, sk: { S: "other" }, counter_token: { S: "t2" } },
                 SequenceNumber: "900000000000000000002",
             },
         };

@@ -90,7 +90,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
 
                 assert.deepEqual(created, { created: true });
                 assert.deepEqual(deleted, { deleted: true });
-                assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 1 });
+                assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 1 });
                 fixture.close();
             });
 
@@ -164,7 +164,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             }
 
             assert.deepEqual(errors, ["ValidationException", "ValidationException", "ValidationException", "ValidationException"]);
-            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
             fixture.close();
         });
 
@@ -204,7 +204,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             }
 
             assert.deepEqual(answers.map((a) => a.deleted).sort(), [false, false, true]);
-            assert.deepEqual(afterDeletes, { bestEffort: 4, eventual: 0, live: 4, processed: 0, softDeleted: 1 });
+            assert.deepEqual(afterDeletes, { bestEffort: 4, eventual: 0, live: 4, counted: 0, softDeleted: 1 });
             assert.deepEqual(creations, [true, false, false, false, false, false]);
             assert.equal((await fixture.snapshot("k")).live, 5);
             fixture.close();
@@ -234,7 +234,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             assert.equal(item.Item?.deleted, undefined, "the item was left live");
             assert.equal(item.Item?.counter_token_delete, undefined, "and its claim was given back");
             assert.deepEqual(retried, { deleted: true });
-            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 1 });
+            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 1 });
             fixture.close();
         });
 
@@ -262,7 +262,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
 
             assert.deepEqual(held, { deleted: false });
             assert.deepEqual(abandoned, { deleted: true });
-            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, processed: 0, softDeleted: 1 });
+            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, counted: 0, softDeleted: 1 });
             fixture.close();
         });
     });
@@ -599,7 +599,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
                 "neither the put nor a release was sent after the deadline",
             );
             assert.deepEqual(failures, ["release DeadlineExceededError", "put DeadlineExceededError"]);
-            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
             fixture.close();
         });
     });

@@ -126,7 +126,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: true });
         assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: false });
         assert.deepEqual(await fixture.client.count("k"), { bestEffort: 0, eventual: 0, value: 0 });
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 1 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 1 });
         fixture.close();
     });
 
@@ -166,7 +166,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
                 bestEffort: mode === "utilization" ? 1 : 2,
                 eventual: 1,
                 live: 1,
-                processed: 1,
+                counted: 1,
                 softDeleted: 0,
             });
             fixture.close();
@@ -201,7 +201,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(result, { deleted: true });
         assert.equal(attempts, 2);
         await fixture.emulator.drain();
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 1, live: 1, processed: 1, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 1, live: 1, counted: 1, softDeleted: 0 });
         fixture.close();
     });
 
@@ -230,7 +230,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
 
         assert.deepEqual(result, { created: true, count: 1 });
         assert.equal(puts, 1, "the read found the item: the put was not sent again");
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 1, counted: 0, softDeleted: 0 });
         fixture.close();
     });
 
@@ -262,7 +262,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
 
         assert.equal(error.name, "ProvisionedThroughputExceededException");
         assert.equal(puts, 2);
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
         assert.deepEqual(await fixture.client.tryCreate("k", "b", 1), { created: false, count: 1, reason: "limit" });
         fixture.close();
     });
@@ -303,7 +303,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: false, count: 2, reason: "limit" });
         assert.deepEqual(await fixture.client.delete("k", "a"), { deleted: true });
         assert.deepEqual(await fixture.client.tryCreate("k", "c", 2), { created: true, count: 2 });
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 2, eventual: 0, live: 2, processed: 0, softDeleted: 1 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 2, eventual: 0, live: 2, counted: 0, softDeleted: 1 });
         fixture.close();
     });
 
@@ -324,7 +324,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.deepEqual(result, { created: false, count: null, reason: "unavailable" });
         assert.deepEqual(failures, ["reserve InternalServerError"]);
         stats.rate = 0;
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
         fixture.close();
     });
 
@@ -341,7 +341,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         assert.equal(error.name, "ProvisionedThroughputExceededException");
         assert.equal(stats.injected.throttle, 3, "one HTTP attempt per client attempt: the SDK does not retry client writes");
         stats.rate = 0;
-        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, processed: 0, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
         fixture.close();
     });
 });

@@ -23,14 +23,14 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         for (let i = 20; i < 30; i++) {
             await fixture.client.create("t", `r${i}`);
         }
-        assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 20, eventual: 20, live: 20, processed: 20, softDeleted: 10 });
+        assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 20, eventual: 20, live: 20, counted: 20, softDeleted: 10 });
 
         const first = await reconcileKey("t", { config: fixture.config, dynamodb: fixture.consumerDynamo, fatal });
         const second = await reconcileKey("t", { config: fixture.config, dynamodb: fixture.consumerDynamo, fatal });
 
         assert.deepEqual(first, { key: "t", found: 20, counted: 20, alreadySettled: 0, incomplete: false });
         assert.deepEqual(second, { key: "t", found: 0, counted: 0, alreadySettled: 0, incomplete: false });
-        assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 20, eventual: 20, live: 20, processed: 20, softDeleted: 0 });
+        assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 20, eventual: 20, live: 20, counted: 20, softDeleted: 0 });
         assert.deepEqual(parked, []);
         fixture.close();
     });

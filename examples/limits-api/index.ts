@@ -29,20 +29,14 @@ const role = new aws.iam.Role("api-role", {
     }),
     tags,
 });
-// What HybridCounterClient calls: PutItem (the item), UpdateItem (the best-effort counter, the soft delete),
-// GetItem (is an item live) and Query (both counters in one read). Nothing else, on this table only.
+// What HybridCounterClient calls, as the component states it (apiPolicyDocument), and the function's own logs.
 const policy = new aws.iam.RolePolicy("api-policy", {
     role: role.id,
-    policy: pulumi.all([counter.tableArn, logs.arn]).apply(([tableArn, logGroupArn]) =>
+    policy: pulumi.all([counter.apiPolicyDocument, logs.arn]).apply(([apiPolicy, logGroupArn]) =>
         JSON.stringify({
             Version: "2012-10-17",
             Statement: [
-                {
-                    Sid: "UseCounterTable",
-                    Effect: "Allow",
-                    Action: ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"],
-                    Resource: tableArn,
-                },
+                ...(JSON.parse(apiPolicy) as { Statement: unknown[] }).Statement,
                 {
                     Sid: "WriteOwnLogs",
                     Effect: "Allow",
@@ -63,7 +57,7 @@ const fn = new aws.lambda.Function(
         memorySize: 256,
         timeout: 10,
         role: role.arn,
-        environment: { variables: counter.clientConfig.apply((clientConfig) => apiEnvironment(clientConfig, settings)) },
+        environment: { variables: counter.apiEnvironment.apply((counterEnvironment) => apiEnvironment(counterEnvironment, settings)) },
         loggingConfig: { logFormat: "Text", logGroup: logs.name },
         tags,
     },

@@ -50,7 +50,7 @@ export interface Truth {
 
 export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<Truth> {
     const s = await snapshotKey(reader, system.config.tableName, system.config, key);
-    return { bestEffort: s.bestEffort, eventual: s.eventual, live: s.live, counted: s.processed, softDeleted: s.softDeleted };
+    return { bestEffort: s.bestEffort, eventual: s.eventual, live: s.live, counted: s.counted, softDeleted: s.softDeleted };
 }
 
 /** What a released request was, as far as the contract's accounting goes. */

@@ -16,7 +16,7 @@ import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureR
 import { lambdaContext } from "../../local/lambda-context";
 import { snapshotKey, type KeySnapshot } from "../../local/observe";
 import { LocalQueues, sqsEvent } from "../../local/sqs";
-import { createCounterTable } from "../../local/table";
+import { createCounterTable, createCountersTable } from "../../local/table";
 
 let tableCounter = 0;
 
@@ -34,6 +34,12 @@ export const COMPONENT_LIKE_SETTINGS: MappingSettings = {
 };
 
 export interface FixtureOptions {
+    /**
+     * Where the counter items live. "separate": a counters table beside the user's, as the component
+     * creates by default. The API-side client on this branch still writes best-effort to the user's
+     * table, so tests that read best-effort through the client use "same-table". @default "same-table"
+     */
+    readonly placement?: "separate" | "same-table";
     readonly layout?: Partial<CounterTableLayout>;
     readonly mode?: CounterMode;
     readonly settings?: Partial<MappingSettings>;
@@ -51,6 +57,8 @@ export interface FixtureOptions {
 
 export interface CounterFixture {
     readonly tableName: string;
+    /** The counters table: the user's table itself in the same-table placement. */
+    readonly countersTableName: string;
     readonly layout: CounterTableLayout;
     readonly config: HandlerConfig;
     readonly streamArn: string;
@@ -80,7 +88,17 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
     const tableName = `counter-test-${++tableCounter}-${process.pid}`;
     const reader = engine.dynamodb();
     const { streamArn } = await createCounterTable(reader, tableName, layout);
-    const config: HandlerConfig = { ...layout, tableName, fatalQueueUrl: FATAL_QUEUE_URL, metricsNamespace: "HybridCounterTest" };
+    const countersTableName = options.placement === "separate" ? `${tableName}-counters` : tableName;
+    if (countersTableName !== tableName) {
+        await createCountersTable(reader, countersTableName, layout);
+    }
+    const config: HandlerConfig = {
+        ...layout,
+        tableName,
+        countersTableName,
+        fatalQueueUrl: FATAL_QUEUE_URL,
+        metricsNamespace: "HybridCounterTest",
+    };
 
     const clientDynamo = engine.dynamodb();
     const consumerDynamo = engine.dynamodb();
@@ -117,6 +135,7 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
 
     const fixture: CounterFixture = {
         tableName,
+        countersTableName,
         layout,
         config,
         streamArn,
@@ -145,18 +164,20 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
             return messages.length - failed.size;
         },
         async snapshot(key) {
-            return snapshot(reader, tableName, layout, key);
+            return snapshot(reader, tableName, layout, key, countersTableName);
         },
         async keys() {
             const keys = new Set<string>();
-            let start: Record<string, AttributeValue> | undefined;
-            do {
-                const page = await reader.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start, ConsistentRead: true }));
-                for (const item of page.Items ?? []) {
-                    keys.add(item[layout.partitionKey]!.S!);
-                }
-                start = page.LastEvaluatedKey;
-            } while (start);
+            for (const table of new Set([tableName, countersTableName])) {
+                let start: Record<string, AttributeValue> | undefined;
+                do {
+                    const page = await reader.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start, ConsistentRead: true }));
+                    for (const item of page.Items ?? []) {
+                        keys.add(item[layout.partitionKey]!.S!);
+                    }
+                    start = page.LastEvaluatedKey;
+                } while (start);
+            }
             return [...keys].sort();
         },
         close() {
@@ -169,20 +190,27 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
 }
 
 /** One observation of a key; fails the test if the partition did not fit one read. */
-export async function snapshot(reader: DynamoDBClient, tableName: string, layout: CounterTableLayout, key: string): Promise<Snapshot> {
-    const { pages, ...s } = await snapshotKey(reader, tableName, layout, key);
-    assert.equal(pages, 1, `key ${key} spans ${pages} pages: the snapshot would not be one observation`);
+export async function snapshot(
+    reader: DynamoDBClient,
+    tableName: string,
+    layout: CounterTableLayout,
+    key: string,
+    countersTableName: string = tableName,
+): Promise<Snapshot> {
+    const { pages, ...s } = await snapshotKey(reader, tableName, layout, key, countersTableName);
+    const expected = countersTableName === tableName ? 1 : 2;
+    assert.equal(pages, expected, `key ${key} spans ${pages} pages: the snapshot would not be one observation per table`);
     return s;
 }
 
-/** After the stream has drained: eventual == live == processed for every key, and nothing is left soft-deleted. */
+/** After the stream has drained: eventual == live == counted markers for every key, and nothing is left soft-deleted. */
 export async function assertExact(fixture: CounterFixture): Promise<Map<string, Snapshot>> {
     const all = new Map<string, Snapshot>();
     for (const key of await fixture.keys()) {
         const s = await fixture.snapshot(key);
         all.set(key, s);
         assert.equal(s.eventual, s.live, `key ${key}: eventual ${s.eventual} != live ${s.live}`);
-        assert.equal(s.processed, s.live, `key ${key}: ${s.processed} processed items != live ${s.live}`);
+        assert.equal(s.counted, s.live, `key ${key}: ${s.counted} counted markers != live ${s.live}`);
         assert.equal(s.softDeleted, 0, `key ${key}: ${s.softDeleted} soft-deleted items were not removed`);
     }
     return all;

@@ -3,9 +3,9 @@
  * environment the Pulumi program set to the pure handler in handler.ts.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { HybridCounterClient } from "hybrid-counter/runtime";
+import { HybridCounterClient, clientConfigFromEnv } from "hybrid-counter/runtime";
 import { createApiHandler, type CounterClient } from "./handler";
-import { apiSettingsFromEnv, clientConfigFromEnv, limitFor } from "./settings";
+import { apiSettingsFromEnv, limitFor } from "./settings";
 
 const settings = apiSettingsFromEnv(process.env);
 const client: CounterClient = new HybridCounterClient({

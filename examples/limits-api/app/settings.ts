@@ -1,35 +1,9 @@
 /**
  * The API function's configuration, passed from the Pulumi program to Lambda in environment variables.
- * Pure: the program writes the environment with {@link apiEnvironment}, the function reads it back with
- * {@link clientConfigFromEnv} and {@link apiSettingsFromEnv}.
+ * Pure: the program writes the environment with {@link apiEnvironment} from the component's own
+ * `apiEnvironment` output; the function reads it back with hybrid-counter's `clientConfigFromEnv` and
+ * {@link apiSettingsFromEnv}.
  */
-
-/** The component's `clientConfig` output: everything HybridCounterClient needs besides a DynamoDB client and a mode. */
-export interface CounterClientConfig {
-    readonly tableName: string;
-    readonly partitionKey: string;
-    readonly sortKey: string;
-    readonly processedAttribute: string;
-    readonly deletedAttribute: string;
-    readonly tokenAttribute: string;
-    readonly counterPrefix: string;
-    readonly countAttribute: string;
-}
-
-/**
- * One variable per `clientConfig` field. The names are the ones hybrid-counter's own functions read
- * (`ENV` in hybrid-counter/runtime).
- */
-export const CLIENT_CONFIG_ENV: Readonly<Record<keyof CounterClientConfig, string>> = Object.freeze({
-    tableName: "HYBRID_COUNTER_TABLE_NAME",
-    partitionKey: "HYBRID_COUNTER_PARTITION_KEY",
-    sortKey: "HYBRID_COUNTER_SORT_KEY",
-    processedAttribute: "HYBRID_COUNTER_PROCESSED_ATTRIBUTE",
-    deletedAttribute: "HYBRID_COUNTER_DELETED_ATTRIBUTE",
-    tokenAttribute: "HYBRID_COUNTER_TOKEN_ATTRIBUTE",
-    counterPrefix: "HYBRID_COUNTER_PREFIX",
-    countAttribute: "HYBRID_COUNTER_COUNT_ATTRIBUTE",
-});
 
 /** The API's own variables. */
 export const API_ENV = Object.freeze({
@@ -87,35 +61,15 @@ export function validateApiSettings(settings: ApiSettings): ApiSettings {
     return settings;
 }
 
-/** The function's environment: the component's clientConfig, one variable per field, and the API's settings. */
-export function apiEnvironment(clientConfig: CounterClientConfig, settings: ApiSettings): Record<string, string> {
+/** The function's environment: the component's `apiEnvironment` output and the API's settings. */
+export function apiEnvironment(counterEnvironment: Readonly<Record<string, string>>, settings: ApiSettings): Record<string, string> {
     validateApiSettings(settings);
-    const env: Record<string, string> = {};
-    for (const [field, name] of Object.entries(CLIENT_CONFIG_ENV) as Array<[keyof CounterClientConfig, string]>) {
-        env[name] = clientConfig[field];
-    }
-    env[API_ENV.mode] = settings.mode;
-    env[API_ENV.defaultLimit] = String(settings.defaultLimit);
-    env[API_ENV.tenantLimits] = JSON.stringify(settings.tenantLimits);
-    return env;
-}
-
-/** Reads the clientConfig back; throws ApiSettingsError naming each missing variable. */
-export function clientConfigFromEnv(env: Readonly<Record<string, string | undefined>>): CounterClientConfig {
-    const problems: string[] = [];
-    const config: Record<string, string> = {};
-    for (const [field, name] of Object.entries(CLIENT_CONFIG_ENV)) {
-        const value = env[name];
-        if (value === undefined || value.length === 0) {
-            problems.push(`[${name}] must be set`);
-        } else {
-            config[field] = value;
-        }
-    }
-    if (problems.length > 0) {
-        throw new ApiSettingsError(problems);
-    }
-    return config as unknown as CounterClientConfig;
+    return {
+        ...counterEnvironment,
+        [API_ENV.mode]: settings.mode,
+        [API_ENV.defaultLimit]: String(settings.defaultLimit),
+        [API_ENV.tenantLimits]: JSON.stringify(settings.tenantLimits),
+    };
 }
 
 /** Reads the API's settings back; throws ApiSettingsError naming each bad variable. */

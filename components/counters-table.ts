@@ -1,0 +1,48 @@
+/**
+ * The counters table: where the counter items (best-effort, eventual, one marker per resource item and
+ * the bookkeeping of settling and backfill) live when the placement is "separate", beside the user's
+ * table, so that the user's queries, exports and item collections never see them, and the user's stream
+ * carries only the user's items.
+ *
+ * Same key attribute names as the user's table (both S), on-demand, point-in-time recovery, encryption
+ * at rest, TTL on the markers' tombstones (`hc_expires_at`), and no stream: nothing consumes its changes.
+ */
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { COUNTER_ATTRIBUTES } from "../runtime/config";
+import { CounterPlacement } from "./args";
+
+export { CounterPlacement };
+
+export const COUNTER_PLACEMENTS: readonly CounterPlacement[] = Object.values(CounterPlacement);
+
+export interface CountersTableArgs {
+    readonly partitionKey: pulumi.Input<string>;
+    readonly sortKey: pulumi.Input<string>;
+    readonly kmsKeyArn?: pulumi.Input<string>;
+    readonly deletionProtection: boolean;
+    readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+}
+
+/** The settings of the counters table, as a pure function of the layout (tested on their own). */
+export function countersTableArgs(args: CountersTableArgs): aws.dynamodb.TableArgs {
+    return {
+        attributes: [
+            { name: args.partitionKey, type: "S" },
+            { name: args.sortKey, type: "S" },
+        ],
+        hashKey: args.partitionKey,
+        rangeKey: args.sortKey,
+        billingMode: "PAY_PER_REQUEST",
+        pointInTimeRecovery: { enabled: true },
+        serverSideEncryption: { enabled: true, ...(args.kmsKeyArn !== undefined ? { kmsKeyArn: args.kmsKeyArn } : {}) },
+        ttl: { attributeName: COUNTER_ATTRIBUTES.expiresAt, enabled: true },
+        deletionProtectionEnabled: args.deletionProtection,
+        tags: args.tags,
+    };
+}
+
+/** Creates the counters table `${name}-counters` as a child of `parent`. */
+export function createCountersTable(name: string, args: CountersTableArgs, parent: pulumi.Resource): aws.dynamodb.Table {
+    return new aws.dynamodb.Table(`${name}-counters`, countersTableArgs(args), { parent });
+}
