@@ -6,6 +6,8 @@
  * variable names and defaults are defined exactly once.
  */
 
+import type { ItemSelection } from "./selection";
+
 /** Attribute names and reserved values of the table the counter lives in. */
 export interface CounterTableLayout {
     /** Partition key attribute (type S). The counter key is the resource item's partition key. */
@@ -25,11 +27,46 @@ export interface CounterTableLayout {
     readonly counterPrefix: string;
     /** Numeric attribute that holds a counter item's value. */
     readonly countAttribute: string;
+    /** Which items of a key are counted resources (see selection.ts). */
+    readonly selection: ItemSelection;
 }
 
 /** A layout plus the table it applies to. */
 export interface CounterTableConfig extends CounterTableLayout {
     readonly tableName: string;
+    /**
+     * The table the counter items live in (counters, markers, bookkeeping). Equal to `tableName` when the
+     * counters share the user's table. Absent means `tableName`.
+     */
+    readonly countersTableName?: string;
+}
+
+/** Attribute names on counter items (markers, counters). */
+export const COUNTER_ATTRIBUTES = Object.freeze({
+    /** marker: "counted" | "uncounted" */
+    state: "hc_state",
+    /** marker: sequence number of the last stream record applied, 40-digit zero-padded S; ZERO_SEQ for non-stream writes */
+    seq: "hc_seq",
+    /** marker: BOOL true when best-effort accounts for this item (set by backfill in strict mode) */
+    beCounted: "hc_be",
+    /** marker tombstone TTL (epoch seconds), only on "uncounted" */
+    expiresAt: "hc_expires_at",
+    /** best-effort: N, +1 on every write of it */
+    version: "hc_version",
+    /** best-effort: N, epoch ms of the last client write */
+    writtenAt: "hc_written_at",
+    /** best-effort: S, present while a heal is due */
+    healShard: "hc_heal",
+    /** marker: the client token of the item life the last applied image showed */
+    life: "hc_life",
+} as const);
+
+/** The sequence a marker carries when a writer other than the stream created it: every stream record is later. */
+export const ZERO_SEQ = "0".repeat(40);
+
+/** Sort key of the marker of resource item `id` in the counters table. */
+export function markerSortKey(layout: CounterTableLayout, id: string): string {
+    return `${layout.counterPrefix}item#${id}`;
 }
 
 export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
@@ -40,6 +77,7 @@ export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
     tokenAttribute: "counter_token",
     counterPrefix: "#counter#",
     countAttribute: "count",
+    selection: Object.freeze({ kind: "client" }),
 });
 
 /** Sort key of the best-effort counter item: written only by the API-side client. */
@@ -92,7 +130,7 @@ const ATTRIBUTE_NAME_MAX_BYTES = 255;
  */
 export function layoutProblems(layout: CounterTableLayout): string[] {
     const problems: string[] = [];
-    const names: Array<keyof CounterTableLayout> = [
+    const names: Array<Exclude<keyof CounterTableLayout, "selection">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -108,7 +146,7 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
             problems.push(`[${field}] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
         }
     }
-    const itemAttributes: Array<keyof CounterTableLayout> = [
+    const itemAttributes: Array<Exclude<keyof CounterTableLayout, "selection">> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -146,6 +184,7 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout>): Counter
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
         countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
+        selection: source.selection ?? DEFAULT_LAYOUT.selection,
     };
 }
 

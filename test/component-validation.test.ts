@@ -230,6 +230,7 @@ describe("HybridCounterComponent validation", () => {
             tokenAttribute: "t",
             counterPrefix: "#",
             countAttribute: "c",
+            selection: { kind: "client" as const },
         };
 
         // Act
