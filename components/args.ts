@@ -1,12 +1,13 @@
 import type * as aws from "@pulumi/aws";
 import type * as pulumi from "@pulumi/pulumi";
+import type { BackfillArgs } from "./backfill";
 import type { HybridCounterAlarmName } from "./defaults";
 
 /**
  * Arguments of {@link HybridCounterComponent}. Every field is optional: `new HybridCounterComponent("orders", {})`
  * creates a complete, encrypted, alarmed counter pipeline with its own table.
  */
-export interface HybridCounterComponentArgs {
+export interface HybridCounterComponentArgs extends BackfillArgs {
     // ---------------------------------------------------------------- table
 
     /**

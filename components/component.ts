@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
 import type { HybridCounterComponentArgs } from "./args";
+import { createBackfillResources } from "./backfill";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
 import { dashboardBody } from "./dashboard";
 import {
@@ -227,6 +228,20 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             },
             { parent: this, dependsOn: [redriveRolePolicy] },
         );
+
+        // ------------------------------------------------------------ backfill (optional, see backfill.ts)
+        createBackfillResources(name, this, {
+            args,
+            layout,
+            table: { name: table.name, arn: table.arn },
+            countersTable: { name: table.name, arn: table.arn },
+            bundle: HybridCounterComponent.bundlePaths.backfill,
+            lambdaRuntime,
+            architecture,
+            tracing,
+            logRetentionInDays,
+            tags,
+        });
 
         // ------------------------------------------------------------ alarms
         let alarmTopicArn: pulumi.Output<string | undefined> = pulumi.output(undefined);

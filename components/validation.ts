@@ -4,6 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { layoutProblems, layoutWithDefaults, type CounterTableLayout } from "../runtime/config";
 import type { HybridCounterComponentArgs } from "./args";
+import { backfillArgsProblems } from "./backfill";
 import { ALARM_NAMES, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
@@ -178,6 +179,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         );
     }
     plainMatches("dashboardName", DASHBOARD_NAME, "1 to 255 characters of letters, digits, '-' and '_'");
+    problems.push(...backfillArgsProblems(args));
 
     return problems;
 }
