@@ -30,6 +30,7 @@ import { runWorkload, type WorkloadTarget } from "../local/workload";
 import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
+import { benchBackfill, describeBackfillRow } from "./backfill";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
@@ -49,6 +50,7 @@ interface Options {
     faults: number;
     seed: number;
     manyKeys: number;
+    backfillItems: number;
     json: boolean;
 }
 
@@ -83,6 +85,7 @@ function parseOptions(argv: string[]): Options {
             faults: { type: "string" },
             seed: { type: "string" },
             "many-keys": { type: "string" },
+            "backfill-items": { type: "string" },
             approaches: { type: "string" },
             json: { type: "boolean" },
         },
@@ -107,6 +110,7 @@ function parseOptions(argv: string[]): Options {
         faults: num("faults", values.faults, 0.02, 0, 1),
         seed: num("seed", values.seed, 1, 0, 2 ** 31),
         manyKeys: num("many-keys", values["many-keys"], 64, 2, 10_000),
+        backfillItems: num("backfill-items", values["backfill-items"], 20_000, 100, 1_000_000),
         json: values.json ?? false,
     };
 }
@@ -335,7 +339,8 @@ async function main(): Promise<void> {
                 log(`  ${scenario.name.padEnd(8)} ${approach.padEnd(18)} done: ${row.ratioToRawPut} x raw PutItem (${row.rawPutPerSec}/s)`);
             }
         }
-        const report = { ops: options.ops, concurrency: options.concurrency, faultRate: options.faults, rows };
+        const backfill = await benchBackfill({ items: options.backfillItems, keys: 50, segments: 4, seed: options.seed });
+        const report = { ops: options.ops, concurrency: options.concurrency, faultRate: options.faults, rows, backfill };
         if (options.json) {
             process.stdout.write(`${JSON.stringify(report)}\n`);
             return;
@@ -374,6 +379,8 @@ async function main(): Promise<void> {
         for (const l of lines) {
             log(fmt(l));
         }
+        log("");
+        describeBackfillRow(backfill).forEach((line) => log(line));
         log("");
         for (const a of APPROACHES) {
             log(`${a}: ${DESCRIPTIONS[a]}`);

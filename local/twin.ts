@@ -28,6 +28,8 @@ import { describeDeployedSystem, type DeployedSystem } from "./system";
 import { createCounterTable } from "./table";
 import { runWorkload, type WorkloadResult } from "./workload";
 import { snapshotKey, type KeySnapshot } from "./observe";
+import { seedAndBackfill } from "./adopt";
+import type { BackfillReport } from "../runtime/backfill";
 
 export interface TwinOptions {
     readonly ops: number;
@@ -42,6 +44,8 @@ export interface TwinOptions {
     readonly durationSeconds: number;
     readonly json: boolean;
     readonly chart: string;
+    /** Items written before the counter attaches, counted by a backfill before the workload. */
+    readonly seedItems: number;
 }
 
 export const USAGE = `Usage: npm start -- [options]
@@ -59,6 +63,7 @@ Options:
   --faults <rate>      probability 0..1 of an injected fault per DynamoDB attempt, in the API and the
                        consumer: TransactionConflict, throttling, 500 before and after commit (default 0.02)
   --seed <n>           random seed (default 1)
+  --seed-items <n>     items written before the counter attaches, counted by a backfill run first (default 0)
   --duration <s>       run the workload for this many seconds instead of --ops
   --watch              run until Ctrl-C
   --json               print one final JSON report and nothing else on stdout
@@ -85,6 +90,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
                 mode: { type: "string" },
                 faults: { type: "string" },
                 seed: { type: "string" },
+                "seed-items": { type: "string" },
                 duration: { type: "string" },
                 watch: { type: "boolean" },
                 json: { type: "boolean" },
@@ -141,6 +147,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
         durationSeconds: v.watch ? Infinity : integer("duration", v.duration, 0, 1, 86_400),
         json: v.json ?? false,
         chart: v.chart ?? path.join(".local", "twin-chart.svg"),
+        seedItems: integer("seed-items", v["seed-items"], 0, 0, 1_000_000),
     };
     if (options.mode === "strict" && options.limit === undefined) {
         problems.push("--mode strict needs --limit: strict mode exists to enforce one");
@@ -177,6 +184,8 @@ export interface TwinReport {
     durationMs: number;
     chart: string;
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
+    /** The backfill of the `--seed-items` items, run before the workload; null without them. */
+    backfill: BackfillReport | null;
 }
 
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
@@ -238,6 +247,17 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             { partitionKey: system.table.hashKey, sortKey: system.table.rangeKey },
             system.table.streamViewType as "NEW_AND_OLD_IMAGES",
         );
+
+        // 2b. Items written before the counter was attached, and the backfill that counts them.
+        const backfillReport =
+            options.seedItems > 0
+                ? await seedAndBackfill(
+                      admin,
+                      { ...clientConfig, ...layout },
+                      { items: options.seedItems, keys: options.keys, mode: options.mode },
+                      log,
+                  )
+                : undefined;
 
         // 3. The bundled handlers, with their environment; their clients get the faults and the local queues.
         const queues = new LocalQueues();
@@ -466,6 +486,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             observations,
             durationMs: consumerDone - started,
             chart: chartPath,
+            backfill: backfillReport ?? null,
             settings: {
                 batchSize: system.streamMapping.batchSize,
                 maximumRetryAttempts: system.streamMapping.maximumRetryAttempts,

@@ -3,7 +3,7 @@
  * and the run's settings. Pure (no SDK), so the component builds the same environment the handler reads.
  */
 import { ConfigurationError, ENV, layoutProblems, layoutWithDefaults, type CounterTableConfig } from "./config";
-import type { ItemSelection } from "./selection";
+import { CLIENT_SELECTION, type ItemSelection } from "./selection";
 
 export const BACKFILL_ENV = Object.freeze({
     /** The counters table (equal to the table name when the counters share it). */
@@ -36,7 +36,7 @@ export function backfillEnvironment(config: CounterTableConfig, settings: Backfi
         [ENV.counterPrefix]: config.counterPrefix,
         [ENV.countAttribute]: config.countAttribute,
         [BACKFILL_ENV.countersTableName]: config.countersTableName ?? config.tableName,
-        [BACKFILL_ENV.selection]: JSON.stringify(config.selection),
+        [BACKFILL_ENV.selection]: JSON.stringify(config.selection ?? CLIENT_SELECTION),
         [BACKFILL_ENV.mode]: settings.mode,
         [BACKFILL_ENV.segments]: String(settings.segments),
         ...optional(BACKFILL_ENV.readUnitsPerSecond, settings.readUnitsPerSecond),

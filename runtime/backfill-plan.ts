@@ -40,7 +40,7 @@ export function markerKey(config: BackfillConfig, counterKey: string, id: string
 /** Only what membership depends on is read back from the Scan, whatever the items' size. */
 export function scanProjection(config: BackfillConfig): { expression: string; names: Record<string, string> } {
     const attributes = [config.partitionKey, config.sortKey, config.deletedAttribute, config.tokenAttribute];
-    if (config.selection.kind === "attribute") {
+    if (config.selection?.kind === "attribute") {
         attributes.push(config.selection.name);
     }
     const unique = [...new Set(attributes)];

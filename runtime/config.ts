@@ -27,8 +27,8 @@ export interface CounterTableLayout {
     readonly counterPrefix: string;
     /** Numeric attribute that holds a counter item's value. */
     readonly countAttribute: string;
-    /** Which items of a key are counted resources (see selection.ts). */
-    readonly selection: ItemSelection;
+    /** Which items of a key are counted resources (see selection.ts). Absent: the items written through the client. */
+    readonly selection?: ItemSelection;
 }
 
 /** A layout plus the table it applies to. */
@@ -77,7 +77,6 @@ export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
     tokenAttribute: "counter_token",
     counterPrefix: "#counter#",
     countAttribute: "count",
-    selection: Object.freeze({ kind: "client" }),
 });
 
 /** Sort key of the best-effort counter item: written only by the API-side client. */
@@ -184,7 +183,7 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout>): Counter
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
         countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
-        selection: source.selection ?? DEFAULT_LAYOUT.selection,
+        ...(source.selection === undefined ? {} : { selection: source.selection }),
     };
 }
 

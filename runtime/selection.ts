@@ -15,6 +15,9 @@ export type ItemSelection =
     /** Every item whose attribute `name` equals `value` (type S). */
     | { readonly kind: "attribute"; readonly name: string; readonly value: string };
 
+/** The default selection: the items written through the client. */
+export const CLIENT_SELECTION: ItemSelection = Object.freeze({ kind: "client" });
+
 /** True when the item is a counted resource under the layout's selection. Counter items never are. */
 export function isSelected(item: Record<string, AttributeValue>, layout: CounterTableLayout): boolean {
     const pk = item[layout.partitionKey]?.S;
@@ -22,7 +25,7 @@ export function isSelected(item: Record<string, AttributeValue>, layout: Counter
     if (pk === undefined || sk === undefined || sk.startsWith(layout.counterPrefix)) {
         return false;
     }
-    const selection = layout.selection;
+    const selection = layout.selection ?? CLIENT_SELECTION;
     switch (selection.kind) {
         case "client":
             return item[layout.tokenAttribute]?.S !== undefined;

@@ -49,7 +49,7 @@ describe("the local twin", () => {
     });
 
     it("parses its flags and names each bad one", () => {
-        assert.deepEqual(parseTwinArgs(["--ops", "10", "--mode", "strict", "--limit", "3", "--json"]), {
+        assert.deepEqual(parseTwinArgs(["--ops", "10", "--mode", "strict", "--limit", "3", "--json", "--seed-items", "500"]), {
             ops: 10,
             keys: 8,
             concurrency: 8,
@@ -61,6 +61,7 @@ describe("the local twin", () => {
             durationSeconds: 0,
             json: true,
             chart: path.join(".local", "twin-chart.svg"),
+            seedItems: 500,
         });
         assert.throws(() => parseTwinArgs(["--ops", "0", "--faults", "2", "--mode", "exact"]), {
             name: "UsageError",
