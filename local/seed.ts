@@ -23,6 +23,8 @@ export interface SeedOptions {
     readonly items: number;
     readonly keys: number;
     readonly seed: number;
+    /** Sort-key prefix of the resources (the other entities use "profile#"). @default "order#" */
+    readonly resourcePrefix?: string;
     /** Items over 100 KB (resources). @default 4 */
     readonly largeItems?: number;
     readonly layout?: Pick<CounterTableLayout, "partitionKey" | "sortKey" | "deletedAttribute" | "tokenAttribute">;
@@ -47,6 +49,7 @@ export function seedItems(options: SeedOptions): Seed {
     const expectedLive = new Map<string, number>();
     const kinds: Seed["kinds"] = { plain: 0, noFlag: 0, falseFlag: 0, nonBooleanFlag: 0, softDeleted: 0, foreign: 0, large: 0 };
     const large = options.largeItems ?? 4;
+    const order = options.resourcePrefix ?? "order#";
     for (let i = 0; i < options.items; i++) {
         const key = seedKey(i % options.keys);
         const base = { [layout.partitionKey]: { S: key } };
@@ -55,33 +58,38 @@ export function seedItems(options: SeedOptions): Seed {
         let live = false;
         if (i < large) {
             // Over DynamoDB's 100 KB mark (the limit is 400 KB): backfill must not read it whole.
-            item = { ...base, [layout.sortKey]: { S: `order#large-${i}` }, payload: { S: "x".repeat(110 * 1024) } };
+            item = { ...base, [layout.sortKey]: { S: `${order}large-${i}` }, payload: { S: "x".repeat(110 * 1024) } };
             kinds.large++;
             live = true;
         } else if (roll < 0.1) {
             item = { ...base, [layout.sortKey]: { S: `profile#${i}` }, name: { S: `customer ${i}` } };
             kinds.foreign++;
         } else if (roll < 0.15) {
-            item = { ...base, [layout.sortKey]: { S: `order#${i}` }, [layout.deletedAttribute]: { BOOL: true } };
+            item = { ...base, [layout.sortKey]: { S: `${order}${i}` }, [layout.deletedAttribute]: { BOOL: true } };
             kinds.softDeleted++;
         } else if (roll < 0.25) {
-            item = { ...base, [layout.sortKey]: { S: `order#${i}` }, [layout.deletedAttribute]: { S: "no" } };
+            item = { ...base, [layout.sortKey]: { S: `${order}${i}` }, [layout.deletedAttribute]: { S: "no" } };
             kinds.nonBooleanFlag++;
             live = true;
         } else if (roll < 0.35) {
-            item = { ...base, [layout.sortKey]: { S: `order#${i}` }, [layout.deletedAttribute]: { BOOL: false }, total: { N: String(i) } };
+            item = {
+                ...base,
+                [layout.sortKey]: { S: `${order}${i}` },
+                [layout.deletedAttribute]: { BOOL: false },
+                total: { N: String(i) },
+            };
             kinds.falseFlag++;
             live = true;
         } else if (roll < 0.5) {
-            item = { ...base, [layout.sortKey]: { S: `order#${i}` }, counter_processed: { S: "yes" } };
+            item = { ...base, [layout.sortKey]: { S: `${order}${i}` }, counter_processed: { S: "yes" } };
             kinds.nonBooleanFlag++;
             live = true;
         } else if (roll < 0.6) {
-            item = { ...base, [layout.sortKey]: { S: `order#${i}` } };
+            item = { ...base, [layout.sortKey]: { S: `${order}${i}` } };
             kinds.noFlag++;
             live = true;
         } else {
-            item = { ...base, [layout.sortKey]: { S: `order#${i}` }, total: { N: String(i) }, status: { S: "open" } };
+            item = { ...base, [layout.sortKey]: { S: `${order}${i}` }, total: { N: String(i) }, status: { S: "open" } };
             kinds.plain++;
             live = true;
         }
