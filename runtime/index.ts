@@ -21,3 +21,15 @@ export { fatalMessageBody, type FatalMessage, type FatalQueue } from "./fatal";
 export { readRange, toLambdaRecord, type SequenceRange } from "./stream-reader";
 export { METRIC_NAMES, type LineSink } from "./telemetry";
 export { reconcileKey, type ReconcileOptions, type ReconcileResult } from "./reconcile";
+export {
+    BACKFILL_DEFAULTS,
+    BackfillError,
+    backfill,
+    backfillConfig,
+    backfillOptionsProblems,
+    type BackfillCounts,
+    type BackfillOptions,
+    type BackfillProgress,
+    type BackfillReport,
+} from "./backfill";
+export { createBackfillHandler, type BackfillEvent, type BackfillHandlerDeps, type BackfillHandlerResult } from "./backfill-handler";
