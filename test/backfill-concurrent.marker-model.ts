@@ -61,7 +61,7 @@ describe("backfill while the API, other writers and the consumer run (DynamoDB L
             // Act: everything at once.
             let stop = false;
             const workload = runWorkload(fixture.client, {
-                ops: 1_500,
+                ops: 800,
                 keys,
                 concurrency: 6,
                 deleteRatio: 0.3,
@@ -108,13 +108,22 @@ describe("backfill while the API, other writers and the consumer run (DynamoDB L
                     ],
                     { stdio: ["ignore", "pipe", "pipe"] },
                 );
-                const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+                let childExited = false;
+                let childErrors = "";
+                child.stderr.on("data", (chunk: Buffer) => (childErrors += chunk.toString()));
+                const exited = new Promise<void>((resolve) =>
+                    child.once("exit", () => {
+                        childExited = true;
+                        resolve();
+                    }),
+                );
                 const store = new BackfillStore(config, fixture.reader, { now: Date.now, sleep: async () => undefined });
                 for (;;) {
                     const pages = [...(await store.checkpoints("adopt")).values()].reduce((n, c) => n + c.pages, 0);
                     if (pages >= 4) {
                         break;
                     }
+                    assert.equal(childExited, false, `the first backfill process exited before it was killed: ${childErrors}`);
                     await new Promise((r) => setTimeout(r, 100));
                 }
                 child.kill("SIGKILL");
