@@ -4,6 +4,11 @@
  * settings: starting position, filter criteria, batch size, batching window, parallelization factor
  * (per-item ordering), retries, bisect on function error, ReportBatchItemFailures checkpoints,
  * maximum record age, and the on-failure destination's metadata-only record.
+ *
+ * Like Lambda's poller, it reads one GetRecords page per shard per poll and invokes as soon as records
+ * are there (or the window has passed), while the next page is read. Reading a shard until it answers
+ * empty before invoking would chase the stream's tail for as long as writes keep arriving, and the
+ * eventual counter would freeze for seconds at a time under a steady load.
  */
 import {
     DescribeStreamCommand,
@@ -79,10 +84,21 @@ export interface MappingEmulatorOptions {
     readonly settings: MappingSettings;
     readonly invoke: Invoke;
     readonly onFailure?: (record: OnFailureRecord) => Promise<void> | void;
+    /** Called with every record the mapping read and will deliver (after filtering), when GetRecords returned it. */
+    readonly onRead?: (record: DynamoDBRecord, at: number) => void;
     readonly functionArn?: string;
     /** Milliseconds since the epoch; tests move it to age records. */
     readonly now?: () => number;
+    /**
+     * How long a shard whose last GetRecords came back empty waits before it is read again. Lambda
+     * polls a shard "at a base rate of 4 times per second" and reads again at once after records.
+     * @default 250
+     */
+    readonly idlePollIntervalMs?: number;
 }
+
+/** Lambda's documented base polling rate for a DynamoDB stream shard: 4 times per second. */
+export const LAMBDA_IDLE_POLL_INTERVAL_MS = 250;
 
 export interface MappingStats {
     invocations: number;
@@ -97,6 +113,12 @@ export interface MappingStats {
     /** Wall time spent reading the stream and inside the function, in milliseconds. */
     pollMs: number;
     invokeMs: number;
+    /** GetRecords calls and the engine's time answering them: the stream's own part of the lag. */
+    getRecordsCalls: number;
+    getRecordsMs: number;
+    getRecordsMaxMs: number;
+    /** Shards seen in the stream's description (more than one: the stream rolled over to a child shard). */
+    shardsSeen: number;
 }
 
 interface Pending {
@@ -116,11 +138,15 @@ interface Lane {
     readonly pending: Pending[];
     /** The batch being worked on, split into parts by bisection; processed front to back. */
     readonly head: Batch[];
+    /** The lane's run while it is invoking: one batch at a time per lane, as Lambda does. */
+    running?: Promise<number>;
 }
 
 interface ShardState {
     iterator: string | undefined;
     closed: boolean;
+    /** Date.now() before which the shard is not read again (its last read was empty). */
+    nextReadAt: number;
     readonly lanes: Lane[];
 }
 
@@ -159,13 +185,20 @@ export class MappingEmulator {
         recordsToOnFailure: 0,
         pollMs: 0,
         invokeMs: 0,
+        getRecordsCalls: 0,
+        getRecordsMs: 0,
+        getRecordsMaxMs: 0,
+        shardsSeen: 0,
     };
     private readonly shards = new Map<string, ShardState>();
     private shardList: Shard[] = [];
     private describedAt = -Infinity;
     private readonly patterns;
     private readonly now: () => number;
+    private readonly idlePollIntervalMs: number;
     private requestCounter = 0;
+    /** The first error a lane running in the background raised (an on-failure destination that threw). */
+    private laneError: unknown;
 
     constructor(private readonly options: MappingEmulatorOptions) {
         const problems = validateSettings(options.settings);
@@ -174,6 +207,7 @@ export class MappingEmulator {
         }
         this.patterns = options.settings.filterPatterns.map(parsePattern);
         this.now = options.now ?? Date.now;
+        this.idlePollIntervalMs = options.idlePollIntervalMs ?? LAMBDA_IDLE_POLL_INTERVAL_MS;
     }
 
     /** Records read but not yet settled (delivered successfully or sent to the on-failure destination). */
@@ -187,21 +221,29 @@ export class MappingEmulator {
         return n;
     }
 
-    /** Reads what is new on every shard. Returns the number of records read. */
+    /**
+     * Reads one GetRecords page from every shard that is due (Lambda's cadence) and not backed up.
+     * Returns the number of records read.
+     */
     async poll(): Promise<number> {
+        return this.timedRead(false);
+    }
+
+    private async timedRead(ignoreCadence: boolean): Promise<number> {
         const started = Date.now();
         try {
-            return await this.readShards();
+            return await this.readShards(ignoreCadence);
         } finally {
             this.stats.pollMs += Date.now() - started;
         }
     }
 
-    private async readShards(): Promise<number> {
+    private async readShards(ignoreCadence: boolean): Promise<number> {
         // New shards appear every few hours; describing the stream once a second finds them in time.
         if (Date.now() - this.describedAt > 1_000) {
             const description = await this.options.streams.send(new DescribeStreamCommand({ StreamArn: this.options.streamArn }));
             this.shardList = description.StreamDescription?.Shards ?? [];
+            this.stats.shardsSeen = Math.max(this.stats.shardsSeen, this.shardList.length);
             this.describedAt = Date.now();
         }
         const shards = this.shardList;
@@ -225,6 +267,7 @@ export class MappingEmulator {
                 state = {
                     iterator: iterator.ShardIterator,
                     closed: false,
+                    nextReadAt: 0,
                     lanes: Array.from({ length: this.options.settings.parallelizationFactor }, () => ({
                         shardId,
                         pending: [],
@@ -233,37 +276,86 @@ export class MappingEmulator {
                 };
                 this.shards.set(shardId, state);
             }
-            while (state.iterator && !state.closed) {
-                const page = await this.options.streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: 1000 }));
-                state.iterator = page.NextShardIterator;
-                if (!state.iterator) {
-                    state.closed = true;
+            // One page per shard per poll; a shard whose lanes all hold a full batch waits for them.
+            if (!state.iterator || state.closed || state.lanes.every((l) => l.pending.length >= this.options.settings.batchSize)) {
+                continue;
+            }
+            if (!ignoreCadence && Date.now() < state.nextReadAt) {
+                continue;
+            }
+            const asked = Date.now();
+            const page = await this.options.streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: 1000 }));
+            const answered = Date.now();
+            this.stats.getRecordsCalls++;
+            this.stats.getRecordsMs += answered - asked;
+            this.stats.getRecordsMaxMs = Math.max(this.stats.getRecordsMaxMs, answered - asked);
+            state.nextReadAt = (page.Records ?? []).length === 0 ? answered + this.idlePollIntervalMs : 0;
+            state.iterator = page.NextShardIterator;
+            if (!state.iterator) {
+                state.closed = true;
+            }
+            const readAt = this.now();
+            for (const raw of page.Records ?? []) {
+                const record = toLambdaRecord(raw, this.options.streamArn);
+                read++;
+                this.stats.recordsRead++;
+                if (!matchesAny(record, this.patterns)) {
+                    this.stats.recordsFiltered++;
+                    continue;
                 }
-                const records = page.Records ?? [];
-                const readAt = this.now();
-                for (const raw of records) {
-                    const record = toLambdaRecord(raw, this.options.streamArn);
-                    read++;
-                    this.stats.recordsRead++;
-                    if (!matchesAny(record, this.patterns)) {
-                        this.stats.recordsFiltered++;
-                        continue;
-                    }
-                    state.lanes[this.laneOf(record)]!.pending.push({ record, readAt });
-                }
-                if (records.length === 0) {
-                    break;
-                }
+                this.options.onRead?.(record, readAt);
+                state.lanes[this.laneOf(record)]!.pending.push({ record, readAt });
             }
         }
         return read;
     }
 
-    /** Invokes every batch that is ready, lanes in parallel. Returns the number of invocations. */
+    /**
+     * Starts every idle lane that has records, in the background, and returns at once: the caller
+     * keeps polling while the function runs. `deliver()` or `settled()` waits for them.
+     */
+    start(): void {
+        for (const shard of this.shards.values()) {
+            for (const lane of shard.lanes) {
+                if (lane.running === undefined && (lane.pending.length > 0 || lane.head.length > 0)) {
+                    const run = this.runLane(lane);
+                    lane.running = run;
+                    run.then(
+                        () => (lane.running = undefined),
+                        (error: unknown) => {
+                            lane.running = undefined;
+                            this.laneError ??= error;
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /** Waits for every running lane. Returns the number of invocations made meanwhile. */
+    async settled(): Promise<number> {
+        const before = this.stats.invocations;
+        for (;;) {
+            const running = [...this.shards.values()].flatMap((s) => s.lanes.flatMap((l) => (l.running ? [l.running] : [])));
+            if (running.length === 0) {
+                break;
+            }
+            await Promise.allSettled(running);
+        }
+        if (this.laneError !== undefined) {
+            const error = this.laneError;
+            this.laneError = undefined;
+            throw error;
+        }
+        return this.stats.invocations - before;
+    }
+
+    /** Invokes every batch that is ready, lanes in parallel, and waits. Returns the number of invocations. */
     async deliver(): Promise<number> {
-        const lanes = [...this.shards.values()].flatMap((s) => s.lanes);
-        const counts = await Promise.all(lanes.map((lane) => this.runLane(lane)));
-        return counts.reduce((a, b) => a + b, 0);
+        const before = this.stats.invocations;
+        this.start();
+        await this.settled();
+        return this.stats.invocations - before;
     }
 
     /**
@@ -273,7 +365,8 @@ export class MappingEmulator {
     async drain({ idlePolls = 2, pollIntervalMs = 50, maxRounds = 10_000 } = {}): Promise<void> {
         let idle = 0;
         for (let round = 0; round < maxRounds; round++) {
-            const read = await this.poll();
+            // Draining reads every shard each round, whatever the cadence: only an empty answer means idle.
+            const read = await this.timedRead(true);
             const invoked = await this.deliver();
             if (read === 0 && invoked === 0 && this.backlog === 0) {
                 if (++idle >= idlePolls) {

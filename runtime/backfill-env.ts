@@ -71,7 +71,6 @@ export function backfillFromEnv(env: Readonly<Record<string, string | undefined>
         tokenAttribute: env[ENV.tokenAttribute] || undefined,
         counterPrefix: env[ENV.counterPrefix] || undefined,
         countAttribute: env[ENV.countAttribute] || undefined,
-        selection,
     });
     problems.push(...layoutProblems(layout));
     const number = (name: string): number | undefined => {
@@ -100,7 +99,12 @@ export function backfillFromEnv(env: Readonly<Record<string, string | undefined>
         throw new ConfigurationError(problems);
     }
     return {
-        config: { ...layout, tableName: tableName!, countersTableName: env[BACKFILL_ENV.countersTableName] || tableName! },
+        config: {
+            ...layout,
+            ...(selection === undefined ? {} : { selection }),
+            tableName: tableName!,
+            countersTableName: env[BACKFILL_ENV.countersTableName] || tableName!,
+        },
         settings,
     };
 }

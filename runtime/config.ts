@@ -27,13 +27,13 @@ export interface CounterTableLayout {
     readonly counterPrefix: string;
     /** Numeric attribute that holds a counter item's value. */
     readonly countAttribute: string;
-    /** Which items of a key are counted resources (see selection.ts). Absent: the items written through the client. */
-    readonly selection?: ItemSelection;
 }
 
 /** A layout plus the table it applies to. */
 export interface CounterTableConfig extends CounterTableLayout {
     readonly tableName: string;
+    /** Which items of a key are counted resources (see selection.ts). Absent: the items written through the client. */
+    readonly selection?: ItemSelection;
     /**
      * The table the counter items live in (counters, markers, bookkeeping). Equal to `tableName` when the
      * counters share the user's table. Absent means `tableName`.
@@ -129,7 +129,7 @@ const ATTRIBUTE_NAME_MAX_BYTES = 255;
  */
 export function layoutProblems(layout: CounterTableLayout): string[] {
     const problems: string[] = [];
-    const names: Array<Exclude<keyof CounterTableLayout, "selection">> = [
+    const names: Array<keyof CounterTableLayout> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -145,7 +145,7 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
             problems.push(`[${field}] must be at most ${ATTRIBUTE_NAME_MAX_BYTES} bytes`);
         }
     }
-    const itemAttributes: Array<Exclude<keyof CounterTableLayout, "selection">> = [
+    const itemAttributes: Array<keyof CounterTableLayout> = [
         "partitionKey",
         "sortKey",
         "processedAttribute",
@@ -183,7 +183,6 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout>): Counter
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
         countAttribute: source.countAttribute ?? DEFAULT_LAYOUT.countAttribute,
-        ...(source.selection === undefined ? {} : { selection: source.selection }),
     };
 }
 

@@ -7,6 +7,9 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { CounterTableLayout } from "./config";
 
+/** A layout with the selection it counts by (absent: the items written through the client). */
+export type SelectingLayout = CounterTableLayout & { readonly selection?: ItemSelection };
+
 export type ItemSelection =
     /** Items carrying the client's token attribute (the default). */
     | { readonly kind: "client" }
@@ -19,7 +22,7 @@ export type ItemSelection =
 export const CLIENT_SELECTION: ItemSelection = Object.freeze({ kind: "client" });
 
 /** True when the item is a counted resource under the layout's selection. Counter items never are. */
-export function isSelected(item: Record<string, AttributeValue>, layout: CounterTableLayout): boolean {
+export function isSelected(item: Record<string, AttributeValue>, layout: SelectingLayout): boolean {
     const pk = item[layout.partitionKey]?.S;
     const sk = item[layout.sortKey]?.S;
     if (pk === undefined || sk === undefined || sk.startsWith(layout.counterPrefix)) {
@@ -37,6 +40,6 @@ export function isSelected(item: Record<string, AttributeValue>, layout: Counter
 }
 
 /** Selected and not soft-deleted (only a BOOL true soft-deletes). */
-export function isLive(item: Record<string, AttributeValue>, layout: CounterTableLayout): boolean {
+export function isLive(item: Record<string, AttributeValue>, layout: SelectingLayout): boolean {
     return isSelected(item, layout) && item[layout.deletedAttribute]?.BOOL !== true;
 }

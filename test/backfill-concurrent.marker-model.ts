@@ -20,6 +20,7 @@ import { seedItems, seedKey, writeItems } from "../local/seed";
 import { runWorkload } from "../local/workload";
 import { backfill, backfillConfig } from "../runtime/backfill";
 import { BackfillStore } from "../runtime/backfill-store";
+import type { CounterTableLayout } from "../runtime/config";
 import type { ItemSelection } from "../runtime/selection";
 import { isLive } from "../runtime/selection";
 import { counterFixture, observeWhile, strictInvariant, utilizationInvariant } from "./support/counter-fixture";
@@ -40,7 +41,8 @@ describe("backfill while the API, other writers and the consumer run (DynamoDB L
         it(`${scenario.mode}: ${scenario.items} seeded items end exact, killed midway and resumed, 0 API errors, bound kept`, async () => {
             // Prepare: the table as an existing program left it, then the counter attached (stream read from now on).
             const fixture = await counterFixture(engine(), {
-                layout: { selection: SELECTION },
+                // The selection joins the layout with the marker model; here it rides along in the config.
+                layout: { selection: SELECTION } as unknown as Partial<CounterTableLayout>,
                 mode: scenario.mode,
                 settings: { startingPosition: "LATEST" },
                 clientFaults: { rate: 0.05, seed: 31 },

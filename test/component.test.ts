@@ -34,6 +34,7 @@ const EXPECTED_DEFAULT_RESOURCES = [
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-consumer-errors",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-consumer-throttles",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-first-dlq-depth",
+    "aws:cloudwatch/metricAlarm:MetricAlarm orders-first-dlq-age",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-fatal-dlq-depth",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-redrive-errors",
     "aws:cloudwatch/dashboard:Dashboard orders-dashboard",
@@ -131,10 +132,10 @@ describe("HybridCounterComponent", () => {
             component = result.result;
         });
 
-        it("creates exactly 23 resources: the component and 22 children", () => {
+        it("creates exactly 24 resources: the component and 23 children", () => {
             // Assess
             assert.deepEqual(resources.map((r) => `${r.type} ${r.name}`).sort(), [...EXPECTED_DEFAULT_RESOURCES].sort());
-            assert.equal(resources.length, 23);
+            assert.equal(resources.length, 24);
         });
 
         it("parents every child to the component", () => {
@@ -448,6 +449,11 @@ describe("HybridCounterComponent", () => {
                     "Dead-letter queues (visible messages)",
                     "Redrive invocations",
                     "Table writes and conflicts",
+                    "Records counted",
+                    "Duplicates skipped",
+                    "Transaction retries",
+                    "Poison records (to the fatal DLQ)",
+                    "Batches redriven",
                     "text",
                 ],
             );
@@ -468,6 +474,16 @@ describe("HybridCounterComponent", () => {
                 "AWS/DynamoDB ConsumedWriteCapacityUnits TableName orders-table",
                 "AWS/DynamoDB TransactionConflict TableName orders-table",
                 "AWS/DynamoDB WriteThrottleEvents TableName orders-table",
+                "HybridCounter RecordsCounted service hybrid-counter-consumer",
+                "HybridCounter RecordsCounted service hybrid-counter-redrive",
+                "HybridCounter DuplicatesSkipped service hybrid-counter-consumer",
+                "HybridCounter DuplicatesSkipped service hybrid-counter-redrive",
+                "HybridCounter TransactionRetries service hybrid-counter-consumer",
+                "HybridCounter TransactionRetries service hybrid-counter-redrive",
+                "HybridCounter PoisonRecords service hybrid-counter-consumer",
+                "HybridCounter PoisonRecords service hybrid-counter-redrive",
+                "HybridCounter BatchesExpired service hybrid-counter-redrive",
+                "HybridCounter BatchesRedriven service hybrid-counter-redrive",
             ]);
         });
 
@@ -510,6 +526,7 @@ describe("HybridCounterComponent", () => {
                     consumerErrors: alarm("consumer-errors"),
                     consumerThrottles: alarm("consumer-throttles"),
                     firstDlqDepth: alarm("first-dlq-depth"),
+                    firstDlqAge: alarm("first-dlq-age"),
                     fatalDlqDepth: alarm("fatal-dlq-depth"),
                     redriveErrors: alarm("redrive-errors"),
                 },
@@ -544,12 +561,12 @@ describe("HybridCounterComponent", () => {
         const topic = findResource(resources, "aws:sns/topic:Topic", "orders-alarm-topic");
         assert.deepEqual(topic.inputs, { kmsMasterKeyId: "alias/aws/sns" });
         const alarms = resourcesOfType(resources, "aws:cloudwatch/metricAlarm:MetricAlarm");
-        assert.equal(alarms.length, 6);
+        assert.equal(alarms.length, 7);
         for (const alarm of alarms) {
             assert.deepEqual(alarm.inputs.alarmActions, [topicArn], alarm.name);
             assert.deepEqual(alarm.inputs.okActions, [topicArn], alarm.name);
         }
-        assert.equal(resources.length, 24);
+        assert.equal(resources.length, 25);
         assert.equal(await outputValue(result.alarmTopicArn), topicArn);
     });
 
@@ -576,6 +593,7 @@ describe("HybridCounterComponent", () => {
             consumerErrorsAlarmThreshold: 3,
             firstDlqAlarmThreshold: 2,
             fatalDlqAlarmThreshold: 4,
+            firstDlqAgeAlarmThresholdSeconds: 7_200,
         });
 
         // Assess
@@ -584,12 +602,14 @@ describe("HybridCounterComponent", () => {
             ["orders-consumer-errors", 3],
             ["orders-consumer-iterator-age", 60_000],
             ["orders-fatal-dlq-depth", 4],
+            ["orders-first-dlq-age", 7_200],
             ["orders-first-dlq-depth", 2],
         ]);
         assert.deepEqual(Object.keys(await outputValue(result.alarmArns)), [
             "consumerIteratorAge",
             "consumerErrors",
             "firstDlqDepth",
+            "firstDlqAge",
             "fatalDlqDepth",
         ]);
     });
@@ -695,6 +715,7 @@ describe("HybridCounterComponent", () => {
             redriveMemorySize: 1024,
             redriveTimeout: 300,
             redriveMaxReceiveCount: 9,
+            redriveReservedConcurrency: pulumi.output(2),
             architecture: "x86_64",
             lambdaRuntime: "nodejs24.x",
             logRetentionInDays: 7,
@@ -722,7 +743,7 @@ describe("HybridCounterComponent", () => {
         );
         assert.deepEqual(
             [redrive.memorySize, redrive.timeout, redrive.reservedConcurrentExecutions, redrive.architectures],
-            [1024, 300, undefined, ["x86_64"]],
+            [1024, 300, 2, ["x86_64"]],
         );
         const firstDlq = findResource(resources, "aws:sqs/queue:Queue", "orders-first-dlq").inputs;
         assert.equal(firstDlq.visibilityTimeoutSeconds, 1800);
@@ -750,7 +771,7 @@ describe("HybridCounterComponent", () => {
 
         // Assess
         const children = resources.filter((r) => r.custom);
-        assert.equal(children.length, 23);
+        assert.equal(children.length, 24);
         for (const child of children) {
             assert.deepEqual(child.inputs.tags, untaggable.has(child.type) ? undefined : tags, `${child.type} ${child.name}`);
         }
@@ -767,7 +788,7 @@ describe("HybridCounterComponent", () => {
         const provider = findResource(resources, "pulumi:providers:aws", "eu");
         assert.equal(provider.inputs.region, "eu-west-1");
         const children = resources.filter((r) => r.custom && r.type.startsWith("aws:"));
-        assert.equal(children.length, 22);
+        assert.equal(children.length, 23);
         for (const child of children) {
             assert.equal(child.provider, `${provider.urn}::eu-provider-id`, child.name);
         }
@@ -784,7 +805,7 @@ describe("HybridCounterComponent", () => {
         const before = findResource(resources, "aws:sqs/queue:Queue", "before");
         const root = findResource(resources, "hybrid-counter:index:HybridCounterComponent", "orders");
         assert.ok(root.dependencies.includes(before.urn));
-        assert.equal(resources.length, 24);
+        assert.equal(resources.length, 25);
     });
 
     describe("attached to a table the program manages", () => {
@@ -816,7 +837,7 @@ describe("HybridCounterComponent", () => {
                 resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
                 ["app"],
             );
-            assert.equal(resources.length, 23);
+            assert.equal(resources.length, 24);
             assert.equal(
                 findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
                 stream,

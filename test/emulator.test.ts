@@ -2,7 +2,15 @@ import { PutItemCommand, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { startEngine, type LocalEngine } from "../local/engine";
-import { LAMBDA_DEFAULTS, MappingEmulator, validateSettings, type MappingSettings, type OnFailureRecord } from "../local/mapping-emulator";
+import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import {
+    LAMBDA_DEFAULTS,
+    LAMBDA_IDLE_POLL_INTERVAL_MS,
+    MappingEmulator,
+    validateSettings,
+    type MappingSettings,
+    type OnFailureRecord,
+} from "../local/mapping-emulator";
 import { createCounterTable } from "../local/table";
 
 let tables = 0;
@@ -244,6 +252,129 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
             );
         }
         assert.ok(batches.length >= 4, "records were spread over lanes");
+    });
+
+    it("reads one page per poll, so writes that keep arriving never hold back delivery", async () => {
+        const { emulator, batches, tableName } = await setup(3, { batchSize: 100 }, async () => undefined);
+        // Every GetRecords answer is followed by a new write: a reader that reads until the shard answers
+        // empty would never stop to invoke.
+        let written = 3;
+        const streams = (emulator as unknown as { options: { streams: DynamoDBStreamsClient } }).options.streams;
+        streams.middlewareStack.add(
+            (next, context) => async (args) => {
+                const result = await next(args);
+                if (context.commandName === "GetRecordsCommand" && written < 40) {
+                    const i = written++;
+                    await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: `r${i}` } } }));
+                }
+                return result;
+            },
+            { step: "initialize", name: "writeAfterEveryRead" },
+        );
+
+        const read = await emulator.poll();
+        const invoked = await emulator.deliver();
+
+        assert.equal(read, 3);
+        assert.equal(emulator.stats.getRecordsCalls, 1);
+        assert.equal(invoked, 1);
+        assert.deepEqual(batches, [["r0", "r1", "r2"]]);
+    });
+
+    it("runs the function in the background while the next page is read, one batch at a time per lane", async () => {
+        let release: () => void = () => undefined;
+        let running = 0;
+        let mostAtOnce = 0;
+        const { emulator, batches, tableName } = await setup(2, { batchSize: 100 }, async () => {
+            running++;
+            mostAtOnce = Math.max(mostAtOnce, running);
+            await new Promise<void>((r) => (release = r));
+            running--;
+        });
+        await emulator.poll();
+        emulator.start();
+        await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "r2" } } }));
+
+        const readWhileInvoking = await emulator.poll();
+        emulator.start();
+        assert.equal(batches.length, 1, "the lane waits for its running invocation");
+        release();
+        for (let i = 0; i < 100 && batches.length < 2; i++) {
+            await new Promise((r) => setTimeout(r, 10));
+        }
+        release();
+        await emulator.settled();
+
+        assert.equal(readWhileInvoking, 1);
+        assert.deepEqual(batches, [["r0", "r1"], ["r2"]]);
+        assert.equal(emulator.stats.invocations, 2);
+        assert.equal(mostAtOnce, 1);
+        assert.equal(emulator.backlog, 0);
+    });
+
+    it("after an empty answer waits Lambda's polling interval before reading the shard again; drain does not wait", async () => {
+        const tableName = `emulator-${++tables}`;
+        const { streamArn } = await createCounterTable(dynamodb, tableName);
+        const batches: string[][] = [];
+        const emulator = new MappingEmulator({
+            streams: engine.streams(),
+            streamArn,
+            settings: LAMBDA_DEFAULTS,
+            idlePollIntervalMs: 60_000,
+            invoke: async (event) => {
+                batches.push(event.Records.map((r) => r.dynamodb!.Keys!.sk!.S!));
+            },
+        });
+        assert.equal(await emulator.poll(), 0);
+        await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "r0" } } }));
+
+        const deferred = await emulator.poll();
+        const callsWhileDeferred = emulator.stats.getRecordsCalls;
+        await emulator.drain();
+
+        assert.equal(deferred, 0);
+        assert.equal(callsWhileDeferred, 1);
+        assert.deepEqual(batches, [["r0"]]);
+        assert.equal(LAMBDA_IDLE_POLL_INTERVAL_MS, 250);
+    });
+
+    it("does not read a shard whose lanes already hold a full batch", async () => {
+        const { emulator, tableName } = await setup(3, { batchSize: 2 }, async () => undefined);
+        await emulator.poll();
+        await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "r3" } } }));
+
+        const read = await emulator.poll();
+
+        assert.equal(read, 0);
+        assert.equal(emulator.stats.getRecordsCalls, 1);
+        assert.equal(emulator.backlog, 3);
+    });
+
+    it("reports every delivered record it read, and the engine's GetRecords figures", async () => {
+        const reads: Array<[string, number]> = [];
+        const tableName = `emulator-${++tables}`;
+        const { streamArn } = await createCounterTable(dynamodb, tableName);
+        await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "r0" } } }));
+        await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "skip" } } }));
+        const emulator = new MappingEmulator({
+            streams: engine.streams(),
+            streamArn,
+            settings: { ...LAMBDA_DEFAULTS, filterPatterns: [JSON.stringify({ dynamodb: { Keys: { sk: { S: ["r0"] } } } })] },
+            invoke: async () => undefined,
+            onRead: (record, at) => reads.push([record.dynamodb!.Keys!.sk!.S!, at]),
+        });
+        const before = Date.now();
+
+        await emulator.drain();
+
+        assert.deepEqual(
+            reads.map(([sk]) => sk),
+            ["r0"],
+        );
+        assert.ok(reads[0]![1] >= before && reads[0]![1] <= Date.now());
+        assert.equal(emulator.stats.shardsSeen, 1);
+        assert.ok(emulator.stats.getRecordsCalls >= 2, "one page with the records, one empty answer");
+        assert.ok(emulator.stats.getRecordsMaxMs <= emulator.stats.getRecordsMs);
     });
 
     it("rejects settings Lambda would reject, naming each", () => {
