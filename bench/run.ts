@@ -30,6 +30,7 @@ import { runWorkload, type WorkloadTarget } from "../local/workload";
 import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
+import { benchBackfill, describeBackfillRow } from "./backfill";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 import { runSweep } from "./sweep";
 import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type HotTenantRow } from "./hot-tenant";
@@ -52,6 +53,7 @@ interface Options {
     faults: number;
     seed: number;
     manyKeys: number;
+    backfillItems: number;
     json: boolean;
     /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
     parity: boolean;
@@ -93,6 +95,7 @@ function parseOptions(argv: string[]): Options {
             faults: { type: "string" },
             seed: { type: "string" },
             "many-keys": { type: "string" },
+            "backfill-items": { type: "string" },
             approaches: { type: "string" },
             json: { type: "boolean" },
             "no-parity": { type: "boolean" },
@@ -131,6 +134,7 @@ function parseOptions(argv: string[]): Options {
         faults: num("faults", values.faults, 0.02, 0, 1),
         seed: num("seed", values.seed, 1, 0, 2 ** 31),
         manyKeys: num("many-keys", values["many-keys"], 64, 2, 10_000),
+        backfillItems: num("backfill-items", values["backfill-items"], 20_000, 100, 1_000_000),
         json: values.json ?? false,
         parity: !(values["no-parity"] ?? false),
         scenarios: { approaches: scenario !== "hot-tenant", hotTenant: scenario !== "approaches" },
@@ -399,6 +403,7 @@ async function main(): Promise<void> {
         if (options.scenarios.hotTenant) {
             hotTenant = await runHotTenant(system, { ...options, placements: options.placements }, log);
         }
+        const backfill = await benchBackfill({ items: options.backfillItems, keys: 50, segments: 4, seed: options.seed });
         const report = {
             ops: options.ops,
             concurrency: options.concurrency,
@@ -407,6 +412,7 @@ async function main(): Promise<void> {
             rows,
             hotTenant,
             streamNoise,
+            backfill,
         };
         if (options.json) {
             process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -455,6 +461,8 @@ async function main(): Promise<void> {
         for (const l of lines) {
             log(fmt(l));
         }
+        log("");
+        describeBackfillRow(backfill).forEach((line) => log(line));
         log("");
         for (const a of APPROACHES) {
             log(`${a}: ${DESCRIPTIONS[a]}`);

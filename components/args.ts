@@ -15,6 +15,7 @@
  */
 import type * as aws from "@pulumi/aws";
 import type * as pulumi from "@pulumi/pulumi";
+import type { BackfillArgs } from "./backfill";
 
 /** Billing mode of the table the component creates. */
 export const BillingMode = {
@@ -96,7 +97,7 @@ export type CountedItems = (typeof CountedItems)[keyof typeof CountedItems];
  * Arguments of {@link HybridCounterComponent}. Every field is optional: `new HybridCounterComponent("orders", {})`
  * creates a complete, encrypted, alarmed counter pipeline with its own table.
  */
-export interface HybridCounterComponentArgs {
+export interface HybridCounterComponentArgs extends BackfillArgs {
     // ---------------------------------------------------------------- table
 
     /**

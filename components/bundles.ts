@@ -29,18 +29,21 @@ export function findPackageRoot(from: string = __dirname): string {
     }
 }
 
-/** Absolute paths of the two bundles the component deploys. */
+/** Absolute paths of the bundles the component deploys. */
 export interface BundlePaths {
     /** The DynamoDB stream consumer (`index.handler`). */
     readonly streamConsumer: string;
     /** The first-DLQ redrive (`index.handler`). */
     readonly redrive: string;
+    /** The backfill (`index.handler`), deployed when `backfillOnDeploy` is set. */
+    readonly backfill: string;
 }
 
 export function bundlePathsUnder(root: string): BundlePaths {
     return Object.freeze({
         streamConsumer: path.join(root, "dist", "bundles", "stream-consumer", "index.js"),
         redrive: path.join(root, "dist", "bundles", "redrive", "index.js"),
+        backfill: path.join(root, "dist", "bundles", "backfill", "index.js"),
     });
 }
 

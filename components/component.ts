@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
 import type { CountedItems, HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
+import { createBackfillResources } from "./backfill";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
 import { CounterPlacement, createCountersTable } from "./counters-table";
 import { dashboardBody } from "./dashboard";
@@ -333,6 +334,20 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             },
             { parent: this, dependsOn: [redriveRolePolicy] },
         );
+
+        // ------------------------------------------------------------ backfill (optional, see backfill.ts)
+        createBackfillResources(name, this, {
+            args,
+            layout,
+            table: { name: table.name, arn: table.arn },
+            countersTable: { name: countersTableName, arn: countersTableArn },
+            bundle: HybridCounterComponent.bundlePaths.backfill,
+            lambdaRuntime,
+            architecture,
+            tracing,
+            logRetentionInDays,
+            tags,
+        });
 
         // ------------------------------------------------------------ alarms
         let alarmTopicArn: pulumi.Output<string | undefined> = pulumi.output(undefined);

@@ -32,3 +32,4 @@ export {
     validateHybridCounterArgs,
     type AttachedTableSettings,
 } from "./validation";
+export { backfillArgsProblems, backfillPolicy, type BackfillArgs, type BackfillPolicyInputs } from "./backfill";

@@ -6,6 +6,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/config";
 import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
+import { backfillArgsProblems } from "./backfill";
 import { ALARM_NAMES, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
@@ -232,6 +233,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         );
     }
     plainMatches("dashboardName", DASHBOARD_NAME, "1 to 255 characters of letters, digits, '-' and '_'");
+    problems.push(...backfillArgsProblems(args));
 
     return problems;
 }

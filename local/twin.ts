@@ -30,6 +30,8 @@ import { describeDeployedSystem, type DeployedSystem } from "./system";
 import { createCounterTable, createCountersTable } from "./table";
 import { runWorkload, type WorkloadResult } from "./workload";
 import { snapshotKey, type KeySnapshot } from "./observe";
+import { seedAndBackfill } from "./adopt";
+import type { BackfillReport } from "../runtime/backfill";
 
 export interface TwinOptions {
     readonly ops: number;
@@ -44,6 +46,8 @@ export interface TwinOptions {
     readonly durationSeconds: number;
     readonly json: boolean;
     readonly chart: string;
+    /** Items written before the counter attaches, counted by a backfill before the workload. */
+    readonly seedItems: number;
     /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
     readonly parity?: boolean;
     /** How many keys the chart shows, worst first. */
@@ -65,6 +69,7 @@ Options:
   --faults <rate>      probability 0..1 of an injected fault per DynamoDB attempt, in the API and the
                        consumer: TransactionConflict, throttling, 500 before and after commit (default 0.02)
   --seed <n>           random seed (default 1)
+  --seed-items <n>     items written before the counter attaches, counted by a backfill run first (default 0)
   --duration <s>       run the workload for this many seconds instead of --ops
   --watch              run until Ctrl-C
   --json               print one final JSON report and nothing else on stdout
@@ -94,6 +99,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
                 mode: { type: "string" },
                 faults: { type: "string" },
                 seed: { type: "string" },
+                "seed-items": { type: "string" },
                 duration: { type: "string" },
                 watch: { type: "boolean" },
                 json: { type: "boolean" },
@@ -154,6 +160,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
         chart: v.chart ?? path.join("twin-output", "chart.svg"),
         chartKeys: integer("chart-keys", v["chart-keys"], 3, 1, 16),
         ...(v["no-parity"] ? { parity: false } : {}),
+        seedItems: integer("seed-items", v["seed-items"], 0, 0, 1_000_000),
     };
     if (options.mode === "strict" && options.limit === undefined) {
         problems.push("--mode strict needs --limit: strict mode exists to enforce one");
@@ -196,6 +203,8 @@ export interface TwinReport {
     durationMs: number;
     chart: string;
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
+    /** The backfill of the `--seed-items` items, run before the workload; null without them. */
+    backfill: BackfillReport | null;
     /** What the parity layer enforced (local/parity.ts), or that it was off. */
     parity: string;
     /** Keys whose best-effort is above live at the end (strict mode's held slots), with how many. */
@@ -284,6 +293,17 @@ export async function runTwin(
                 sortKey: system.table.rangeKey,
             });
         }
+
+        // 2b. Items written before the counter was attached, and the backfill that counts them.
+        const backfillReport =
+            options.seedItems > 0
+                ? await seedAndBackfill(
+                      admin,
+                      { ...clientConfig, ...layout },
+                      { items: options.seedItems, keys: options.keys, mode: options.mode },
+                      log,
+                  )
+                : undefined;
 
         // 3. The queues on the local SQS server, with the component's redrive policy (a short visibility
         // timeout, so a failed redrive is retried within the run); the bundled handlers, with their
@@ -551,6 +571,7 @@ export async function runTwin(
             observations,
             durationMs: consumerDone - started,
             chart: chartPath,
+            backfill: backfillReport ?? null,
             parity: describeParity(engine.parity),
             settings: {
                 batchSize: system.streamMapping.batchSize,

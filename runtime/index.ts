@@ -30,3 +30,15 @@ export {
     type ReconcileResult,
 } from "./reconcile";
 export { chunkIntents, refineIntent, transactionActions, type ItemIntent } from "./markers";
+export {
+    BACKFILL_DEFAULTS,
+    BackfillError,
+    backfill,
+    backfillConfig,
+    backfillOptionsProblems,
+    type BackfillCounts,
+    type BackfillOptions,
+    type BackfillProgress,
+    type BackfillReport,
+} from "./backfill";
+export { createBackfillHandler, type BackfillEvent, type BackfillHandlerDeps, type BackfillHandlerResult } from "./backfill-handler";

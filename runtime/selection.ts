@@ -14,6 +14,10 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { CounterTableLayout } from "./config";
 export type { ItemSelection } from "./config";
+import type { ItemSelection } from "./config";
+
+/** The default selection: the items written through the client. */
+export const CLIENT_SELECTION: ItemSelection = Object.freeze({ kind: "client" });
 
 /** An item or a stream image: attribute values keyed by name. */
 export type ItemImage = Readonly<Record<string, AttributeValue | { readonly [type: string]: unknown }>>;

@@ -12,6 +12,7 @@ import { buildCli } from "./bundle-cli";
 export const BUNDLE_ENTRIES = {
     "stream-consumer": "runtime/lambda/stream-consumer.ts",
     redrive: "runtime/lambda/redrive.ts",
+    backfill: "runtime/lambda/backfill.ts",
 } as const;
 
 const root = path.resolve(__dirname, "..");

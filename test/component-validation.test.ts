@@ -298,7 +298,8 @@ describe("HybridCounterComponent validation", () => {
         assert.throws(() => assertBundlesExist(paths), {
             message:
                 "Lambda bundle not found: /nonexistent-root/dist/bundles/stream-consumer/index.js, " +
-                "/nonexistent-root/dist/bundles/redrive/index.js. Run `npm run build` (or `npm run build:bundles`) first.",
+                "/nonexistent-root/dist/bundles/redrive/index.js, /nonexistent-root/dist/bundles/backfill/index.js. " +
+                "Run `npm run build` (or `npm run build:bundles`) first.",
         });
     });
 });

@@ -139,7 +139,11 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
 
     it("has every arg of HybridCounterComponentArgs as an optional input, with its TSDoc as the description", () => {
         // Prepare
-        const args = documentedMembers(path.join(ROOT, "components", "args.ts"), "HybridCounterComponentArgs");
+        // The backfill args are inherited from BackfillArgs (components/backfill.ts).
+        const args = [
+            ...documentedMembers(path.join(ROOT, "components", "args.ts"), "HybridCounterComponentArgs"),
+            ...documentedMembers(path.join(ROOT, "components", "backfill.ts"), "BackfillArgs"),
+        ];
         // Assess
         assert.deepEqual(
             Object.keys(component.inputProperties),

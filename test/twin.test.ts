@@ -49,7 +49,7 @@ describe("the local twin", () => {
     });
 
     it("parses its flags and names each bad one", () => {
-        assert.deepEqual(parseTwinArgs(["--ops", "10", "--mode", "strict", "--limit", "3", "--json"]), {
+        assert.deepEqual(parseTwinArgs(["--ops", "10", "--mode", "strict", "--limit", "3", "--json", "--seed-items", "500"]), {
             ops: 10,
             keys: 8,
             concurrency: 8,
@@ -62,6 +62,7 @@ describe("the local twin", () => {
             json: true,
             chart: path.join("twin-output", "chart.svg"),
             chartKeys: 3,
+            seedItems: 500,
         });
         assert.throws(() => parseTwinArgs(["--ops", "0", "--faults", "2", "--mode", "exact"]), {
             name: "UsageError",

@@ -1,0 +1,227 @@
+/**
+ * The backfill on deploy: a function that counts the items the table held before the counter was
+ * attached, its role (least privilege), its log group, and one `aws.lambda.Invocation` that starts it
+ * once. The invocation only starts the run (the function continues itself asynchronously from its
+ * checkpoints), so a deployment does not wait for the backfill, and Lambda's 15-minute limit never
+ * stops it. Raising `backfillRun` starts a new run from the beginning.
+ */
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { backfillEnvironment } from "../runtime/backfill-env";
+import type { CounterTableLayout } from "../runtime/config";
+import { FIXED } from "./defaults";
+import { lambdaAssumeRolePolicy, type PolicyDocument, type PolicyStatement } from "./iam";
+
+/** The component's backfill args (part of HybridCounterComponentArgs). */
+export interface BackfillArgs {
+    /**
+     * Run a backfill once when the component is deployed: every live item the selection counts that the
+     * consumer never saw (because it was written before the counter was attached) is counted into the
+     * eventual counter, and in strict mode into best-effort too. Creates the backfill function, its role
+     * and log group, and an invocation that starts it. It resumes from its checkpoints across invocations.
+     * @default false
+     */
+    readonly backfillOnDeploy?: pulumi.Input<boolean>;
+    /**
+     * The run number. A run that completed does nothing when started again; raise this to scan the table
+     * once more (for example after restoring a backup).
+     * @default 1
+     */
+    readonly backfillRun?: pulumi.Input<number>;
+    /** The API uses strict mode: the backfill also counts the items into best-effort (marking them hc_be). @default false */
+    readonly backfillStrict?: pulumi.Input<boolean>;
+    /** Segments of the parallel Scan, 1..1000 (fixed for a run once it started). @default 4 */
+    readonly backfillSegments?: pulumi.Input<number>;
+    /**
+     * Read units per second the backfill's Scan may use. For a provisioned table, leave it unset to use
+     * `backfillCapacityShare` of the table's read capacity.
+     * @default 500 on an on-demand table
+     */
+    readonly backfillReadUnitsPerSecond?: pulumi.Input<number>;
+    /**
+     * Write units per second the backfill may use on the counters table.
+     * @default 500 on an on-demand counters table
+     */
+    readonly backfillWriteUnitsPerSecond?: pulumi.Input<number>;
+    /** Share (0..1] of a provisioned table's capacity the backfill may use. @default 0.5 */
+    readonly backfillCapacityShare?: pulumi.Input<number>;
+    /** Timeout (s) of each backfill invocation, 60..900; the run continues in the next one. @default 900 */
+    readonly backfillTimeout?: pulumi.Input<number>;
+}
+
+export const BACKFILL_DEFAULTS = Object.freeze({
+    backfillRun: 1,
+    backfillSegments: 4,
+    backfillTimeout: 900,
+    backfillMemorySize: 256,
+});
+
+const BACKFILL_NUMBERS = [
+    ["backfillRun", 1, 1_000_000, true],
+    ["backfillSegments", 1, 1_000, true],
+    ["backfillReadUnitsPerSecond", 1, 1_000_000, false],
+    ["backfillWriteUnitsPerSecond", 1, 1_000_000, false],
+    ["backfillTimeout", 60, 900, true],
+] as const;
+
+/** Problems in the backfill args that are knowable now (plain values), each naming its arg. */
+export function backfillArgsProblems(args: BackfillArgs): string[] {
+    const problems: string[] = [];
+    const a = args as Record<string, unknown>;
+    for (const [key, min, max, integer] of BACKFILL_NUMBERS) {
+        const value = a[key];
+        if (value === undefined || pulumi.Output.isInstance(value) || value instanceof Promise) {
+            continue;
+        }
+        if (typeof value !== "number" || (integer && !Number.isInteger(value)) || !(value >= min && value <= max)) {
+            problems.push(`[${key}] must be ${integer ? "an integer" : "a number"} between ${min} and ${max}`);
+        }
+    }
+    const share = a.backfillCapacityShare;
+    if (share !== undefined && !pulumi.Output.isInstance(share) && !(share instanceof Promise)) {
+        if (typeof share !== "number" || !(share > 0 && share <= 1)) {
+            problems.push("[backfillCapacityShare] must be a number in (0, 1]");
+        }
+    }
+    for (const key of ["backfillOnDeploy", "backfillStrict"] as const) {
+        const value = a[key];
+        if (value !== undefined && !pulumi.Output.isInstance(value) && !(value instanceof Promise) && typeof value !== "boolean") {
+            problems.push(`[${key}] must be a boolean`);
+        }
+    }
+    return problems;
+}
+
+export interface BackfillPolicyInputs {
+    readonly tableArn: string;
+    readonly countersTableArn: string;
+    readonly functionArn: string;
+    readonly logGroupArn: string;
+    readonly tracing: boolean;
+}
+
+/**
+ * Inline policy of the backfill role. The Scan and DescribeTable (capacity, approximate size) on the
+ * user table; on the counters table the marker reads (BatchGetItem), the checkpoint reads (Query) and
+ * the transactions' Update actions and checkpoint writes (UpdateItem: DynamoDB has no TransactWriteItems
+ * action, see iam.ts); and invoking itself to continue the run.
+ */
+export function backfillPolicy(p: BackfillPolicyInputs): PolicyDocument {
+    const statements: PolicyStatement[] = [
+        { Sid: "ScanUserTable", Effect: "Allow", Action: ["dynamodb:Scan", "dynamodb:DescribeTable"], Resource: p.tableArn },
+        {
+            Sid: "CountInCountersTable",
+            Effect: "Allow",
+            Action: ["dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DescribeTable"],
+            Resource: p.countersTableArn,
+        },
+        { Sid: "ContinueItself", Effect: "Allow", Action: ["lambda:InvokeFunction"], Resource: p.functionArn },
+        { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${p.logGroupArn}:*` },
+    ];
+    if (p.tracing) {
+        statements.push({
+            Sid: "WriteTraces",
+            Effect: "Allow",
+            Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
+            Resource: "*",
+        });
+    }
+    return { Version: "2012-10-17", Statement: statements };
+}
+
+export interface BackfillResourcesInputs {
+    readonly args: BackfillArgs;
+    readonly layout: pulumi.Input<CounterTableLayout>;
+    readonly table: { readonly name: pulumi.Input<string>; readonly arn: pulumi.Input<string> };
+    /** The table the counter items live in (the user table when they share it). */
+    readonly countersTable: { readonly name: pulumi.Input<string>; readonly arn: pulumi.Input<string> };
+    readonly bundle: string;
+    readonly lambdaRuntime: string;
+    readonly architecture: string;
+    readonly tracing: boolean;
+    readonly logRetentionInDays: number;
+    readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+}
+
+export interface BackfillResources {
+    readonly function: aws.lambda.Function;
+    readonly invocation: aws.lambda.Invocation;
+}
+
+/**
+ * Creates the backfill's resources when `backfillOnDeploy` is not plainly false (an unknown value creates
+ * them, and the invocation then sends "skip" when it resolves to false). Returns undefined otherwise.
+ */
+export function createBackfillResources(name: string, parent: pulumi.Resource, i: BackfillResourcesInputs): BackfillResources | undefined {
+    const enabled = i.args.backfillOnDeploy;
+    if (enabled === undefined || enabled === false) {
+        return undefined;
+    }
+    const opts = { parent };
+    const logs = new aws.cloudwatch.LogGroup(`${name}-backfill-logs`, { retentionInDays: i.logRetentionInDays, tags: i.tags }, opts);
+    const role = new aws.iam.Role(
+        `${name}-backfill-role`,
+        { assumeRolePolicy: JSON.stringify(lambdaAssumeRolePolicy()), tags: i.tags },
+        opts,
+    );
+    const variables = pulumi
+        .all([
+            i.layout,
+            i.table.name,
+            i.countersTable.name,
+            i.args.backfillStrict ?? false,
+            i.args.backfillSegments ?? BACKFILL_DEFAULTS.backfillSegments,
+            i.args.backfillReadUnitsPerSecond,
+            i.args.backfillWriteUnitsPerSecond,
+            i.args.backfillCapacityShare,
+        ])
+        .apply(([layout, tableName, countersTableName, strict, segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare]) =>
+            backfillEnvironment(
+                { ...(layout as CounterTableLayout), tableName, countersTableName },
+                { mode: strict ? "strict" : "utilization", segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare },
+            ),
+        );
+    const fn = new aws.lambda.Function(
+        `${name}-backfill`,
+        {
+            code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(i.bundle) }),
+            handler: FIXED.handler,
+            runtime: i.lambdaRuntime,
+            architectures: [i.architecture],
+            role: role.arn,
+            memorySize: BACKFILL_DEFAULTS.backfillMemorySize,
+            timeout: i.args.backfillTimeout ?? BACKFILL_DEFAULTS.backfillTimeout,
+            environment: { variables },
+            loggingConfig: { logFormat: FIXED.logFormat, logGroup: logs.name },
+            tracingConfig: { mode: i.tracing ? "Active" : "PassThrough" },
+            tags: i.tags,
+        },
+        { parent, dependsOn: [logs] },
+    );
+    const policy = new aws.iam.RolePolicy(
+        `${name}-backfill-policy`,
+        {
+            role: role.id,
+            policy: pulumi
+                .all([i.table.arn, i.countersTable.arn, fn.arn, logs.arn])
+                .apply(([tableArn, countersTableArn, functionArn, logGroupArn]) =>
+                    JSON.stringify(backfillPolicy({ tableArn, countersTableArn, functionArn, logGroupArn, tracing: i.tracing })),
+                ),
+        },
+        opts,
+    );
+    const runId = pulumi.output(i.args.backfillRun ?? BACKFILL_DEFAULTS.backfillRun).apply((run) => `deploy-${run}`);
+    const invocation = new aws.lambda.Invocation(
+        `${name}-backfill-start`,
+        {
+            functionName: fn.name,
+            input: pulumi
+                .all([pulumi.output(enabled), runId])
+                .apply(([on, id]) => JSON.stringify({ action: on ? "start" : "skip", runId: id })),
+            // A new run id replaces the invocation, which starts the new run.
+            triggers: { runId },
+        },
+        { parent, dependsOn: [policy] },
+    );
+    return { function: fn, invocation };
+}

@@ -1,0 +1,52 @@
+/**
+ * The twin's adoption step (`--seed-items N`): items an existing program wrote before the counter was
+ * attached, then the backfill that counts them, run before the workload starts.
+ */
+import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { backfill, type BackfillReport } from "../runtime/backfill";
+import type { CounterTableConfig } from "../runtime/config";
+import { CLIENT_SELECTION } from "../runtime/selection";
+import { seedKey, writeItems } from "./seed";
+
+/** `count` items over `keys` keys, each matching the layout's selection, as an earlier writer left them. */
+export function preexistingItems(config: CounterTableConfig, count: number, keys: number): Array<Record<string, AttributeValue>> {
+    const selection = config.selection ?? CLIENT_SELECTION;
+    return Array.from({ length: count }, (_, i) => {
+        const id = selection.kind === "sortKeyPrefix" ? `${selection.prefix}seed-${i}` : `seed-${i}`;
+        const item: Record<string, AttributeValue> = {
+            [config.partitionKey]: { S: seedKey(i % keys) },
+            [config.sortKey]: { S: id },
+            note: { S: "written before the counter was attached" },
+        };
+        if (selection.kind === "client") {
+            item[config.tokenAttribute] = { S: `seed-${i}` };
+        } else if (selection.kind === "attribute") {
+            item[selection.name] = { S: selection.value };
+        }
+        return item;
+    });
+}
+
+/** Seeds the table, then backfills it; `log` receives the progress lines. */
+export async function seedAndBackfill(
+    dynamodb: DynamoDBClient,
+    config: CounterTableConfig,
+    options: { items: number; keys: number; mode: "utilization" | "strict" },
+    log: (line: string) => void,
+): Promise<BackfillReport> {
+    await writeItems(dynamodb, config.tableName, preexistingItems(config, options.items, options.keys));
+    log(`seeded ${options.items} items over ${options.keys} keys before attaching; backfilling them`);
+    const report = await backfill({
+        config,
+        dynamodb,
+        mode: options.mode,
+        runId: "twin",
+        readUnitsPerSecond: Infinity,
+        writeUnitsPerSecond: Infinity,
+        onProgress: (p) => log(`  backfill: ${p.scanned} scanned, ${p.counted} counted, ${Math.round(p.itemsPerSecond)} items/s`),
+    });
+    log(
+        `backfill ${report.status}: ${report.total.counted} counted, ${report.total.alreadyCounted} already counted in ${report.thisCall.elapsedMs} ms`,
+    );
+    return report;
+}

@@ -1,0 +1,314 @@
+/**
+ * Backfill's pure planner: which scanned items to count, the transactions that count them, what a
+ * cancelled transaction means, and the checkpoint items. No I/O; see backfill.ts for the invariant.
+ */
+import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
+import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "./config";
+import { isLive } from "./selection";
+
+/** A table config whose counters table is known (equal to `tableName` when the counters share it). */
+export type BackfillConfig = CounterTableConfig & { readonly countersTableName: string };
+
+export type BackfillMode = "utilization" | "strict";
+
+/** DynamoDB's limit on actions in one TransactWriteItems. */
+export const TRANSACTION_MAX_ACTIONS = 100;
+
+/** Markers per transaction: the rest of the 100 actions after the counters it moves. */
+export function markersPerTransaction(mode: BackfillMode): number {
+    return TRANSACTION_MAX_ACTIONS - (mode === "strict" ? 2 : 1);
+}
+
+const A = COUNTER_ATTRIBUTES;
+/** Attributes of the checkpoint items (bookkeeping, never read by anything but backfill). */
+const CP = Object.freeze({
+    segments: "hc_bf_segments",
+    next: "hc_bf_next",
+    done: "hc_bf_done",
+    pages: "hc_bf_pages",
+    scanned: "hc_bf_scanned",
+    counted: "hc_bf_counted",
+    alreadyCounted: "hc_bf_already",
+    skipped: "hc_bf_skipped",
+    updatedAt: "hc_bf_updated_at",
+});
+
+export function markerKey(config: BackfillConfig, counterKey: string, id: string): Record<string, AttributeValue> {
+    return { [config.partitionKey]: { S: counterKey }, [config.sortKey]: { S: markerSortKey(config, id) } };
+}
+
+/** Only what membership depends on is read back from the Scan, whatever the items' size. */
+export function scanProjection(config: BackfillConfig): { expression: string; names: Record<string, string> } {
+    const attributes = [config.partitionKey, config.sortKey, config.deletedAttribute, config.tokenAttribute];
+    if (config.selection?.kind === "attribute") {
+        attributes.push(config.selection.name);
+    }
+    const unique = [...new Set(attributes)];
+    const names = Object.fromEntries(unique.map((name, i) => [`#a${i}`, name]));
+    return { expression: Object.keys(names).join(", "), names };
+}
+
+export interface Candidate {
+    readonly counterKey: string;
+    readonly id: string;
+    /** The client token the scanned item carried, if any. */
+    readonly life?: string;
+}
+
+/** The scanned items that are live under the selection (the ones backfill may count). */
+export function liveCandidates(items: ReadonlyArray<Record<string, AttributeValue>>, config: BackfillConfig): Candidate[] {
+    const candidates: Candidate[] = [];
+    for (const item of items) {
+        if (isLive(item, config)) {
+            const life = item[config.tokenAttribute]?.S;
+            candidates.push({
+                counterKey: item[config.partitionKey]!.S!,
+                id: item[config.sortKey]!.S!,
+                ...(life === undefined ? {} : { life }),
+            });
+        }
+    }
+    return candidates;
+}
+
+export interface PagePlan {
+    /** Live selected items without a marker, grouped by counter key, in chunks that fit one transaction. */
+    readonly chunks: ReadonlyArray<{ readonly counterKey: string; readonly items: readonly Candidate[] }>;
+    /** Live selected items that already have a marker. */
+    readonly alreadyCounted: number;
+    /** Items that are not counted resources: other entities, counter items, soft-deleted items. */
+    readonly skipped: number;
+}
+
+/** Plans one scanned page. `marked` holds `${counterKey}\0${markerSortKey}` of the markers that exist. */
+export function planPage(
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    config: BackfillConfig,
+    marked: ReadonlySet<string>,
+    mode: BackfillMode,
+): PagePlan {
+    const candidates = liveCandidates(items, config);
+    const groups = new Map<string, Candidate[]>();
+    let alreadyCounted = 0;
+    for (const candidate of candidates) {
+        if (marked.has(`${candidate.counterKey}\u0000${markerSortKey(config, candidate.id)}`)) {
+            alreadyCounted++;
+            continue;
+        }
+        const group = groups.get(candidate.counterKey) ?? [];
+        group.push(candidate);
+        groups.set(candidate.counterKey, group);
+    }
+    const size = markersPerTransaction(mode);
+    const chunks: Array<{ counterKey: string; items: Candidate[] }> = [];
+    for (const [counterKey, group] of groups) {
+        for (let i = 0; i < group.length; i += size) {
+            chunks.push({ counterKey, items: group.slice(i, i + size) });
+        }
+    }
+    return { chunks, alreadyCounted, skipped: items.length - candidates.length };
+}
+
+/**
+ * One transaction: the counters first (`ADD eventual :n`, and in strict mode `ADD best-effort :n` with
+ * its version bumped so a concurrent heal loses its race), then one marker per item, each conditional on
+ * the item having no marker at all.
+ */
+export function backfillActions(
+    config: BackfillConfig,
+    counterKey: string,
+    items: readonly Candidate[],
+    mode: BackfillMode,
+): TransactWriteItem[] {
+    const table = config.countersTableName;
+    const counterItem = (sk: string) => ({ [config.partitionKey]: { S: counterKey }, [config.sortKey]: { S: sk } });
+    const n = { N: String(items.length) };
+    const actions: TransactWriteItem[] = [
+        {
+            Update: {
+                TableName: table,
+                Key: counterItem(eventualSortKey(config)),
+                UpdateExpression: "ADD #count :n",
+                ExpressionAttributeNames: { "#count": config.countAttribute },
+                ExpressionAttributeValues: { ":n": n },
+            },
+        },
+    ];
+    if (mode === "strict") {
+        actions.push({
+            Update: {
+                TableName: table,
+                Key: counterItem(bestEffortSortKey(config)),
+                UpdateExpression: "ADD #count :n, #version :one",
+                ExpressionAttributeNames: { "#count": config.countAttribute, "#version": A.version },
+                ExpressionAttributeValues: { ":n": n, ":one": { N: "1" } },
+            },
+        });
+    }
+    for (const item of items) {
+        const names: Record<string, string> = { "#state": A.state, "#seq": A.seq };
+        const values: Record<string, AttributeValue> = { ":counted": { S: "counted" }, ":zero": { S: ZERO_SEQ } };
+        const sets = ["#state = :counted", "#seq = :zero"];
+        if (mode === "strict") {
+            names["#be"] = A.beCounted;
+            values[":true"] = { BOOL: true };
+            sets.push("#be = :true");
+        }
+        if (item.life !== undefined) {
+            names["#life"] = A.life;
+            values[":life"] = { S: item.life };
+            sets.push("#life = :life");
+        }
+        actions.push({
+            Update: {
+                TableName: table,
+                Key: markerKey(config, counterKey, item.id),
+                UpdateExpression: `SET ${sets.join(", ")}`,
+                ConditionExpression: "attribute_not_exists(#state)",
+                ExpressionAttributeNames: names,
+                ExpressionAttributeValues: values,
+            },
+        });
+    }
+    return actions;
+}
+
+export interface CancellationOutcome {
+    /** Items whose marker exists (their condition failed): counted by someone else, or tombstoned. */
+    readonly alreadyCounted: readonly Candidate[];
+    /** Items to send again. */
+    readonly remaining: readonly Candidate[];
+    /** The cancellation was contention or throttling (back off), not only marker conditions. */
+    readonly contention: boolean;
+}
+
+/** Reads a cancelled transaction's reasons (one per action, in order). */
+export function cancellationOutcome(
+    items: readonly Candidate[],
+    reasons: readonly CancellationReason[],
+    mode: BackfillMode,
+): CancellationOutcome {
+    const offset = mode === "strict" ? 2 : 1;
+    const alreadyCounted: Candidate[] = [];
+    const remaining: Candidate[] = [];
+    items.forEach((item, i) => {
+        (reasons[offset + i]?.Code === "ConditionalCheckFailed" ? alreadyCounted : remaining).push(item);
+    });
+    const contention =
+        alreadyCounted.length === 0 ||
+        reasons.some((r) => r.Code !== undefined && r.Code !== "None" && r.Code !== "ConditionalCheckFailed");
+    return { alreadyCounted, remaining, contention };
+}
+
+// ---------------------------------------------------------------- checkpoints
+
+export interface SegmentCheckpoint {
+    readonly segment: number;
+    readonly totalSegments: number;
+    /** Where the segment's Scan resumes; absent at the start and once done. */
+    readonly next?: Record<string, AttributeValue>;
+    readonly done: boolean;
+    /** Pages finished: a checkpoint only ever moves forward. */
+    readonly pages: number;
+    readonly scanned: number;
+    readonly counted: number;
+    readonly alreadyCounted: number;
+    readonly skipped: number;
+}
+
+export function freshCheckpoint(segment: number, totalSegments: number): SegmentCheckpoint {
+    return { segment, totalSegments, done: false, pages: 0, scanned: 0, counted: 0, alreadyCounted: 0, skipped: 0 };
+}
+
+/** Checkpoints of a run share one partition (one Query reads them all). */
+export function checkpointPartition(config: BackfillConfig, runId: string): string {
+    return `${config.counterPrefix}backfill#${runId}`;
+}
+
+export function checkpointSortKey(config: BackfillConfig, runId: string, segment: number | ""): string {
+    return `${config.counterPrefix}backfill#${runId}#${segment}`;
+}
+
+export function checkpointUpdate(config: BackfillConfig, runId: string, c: SegmentCheckpoint, now: number): UpdateItemCommandInput {
+    const values: Record<string, AttributeValue> = {
+        ":segments": { N: String(c.totalSegments) },
+        ":done": { BOOL: c.done },
+        ":pages": { N: String(c.pages) },
+        ":scanned": { N: String(c.scanned) },
+        ":counted": { N: String(c.counted) },
+        ":already": { N: String(c.alreadyCounted) },
+        ":skipped": { N: String(c.skipped) },
+        ":now": { N: String(now) },
+    };
+    const sets = [
+        "#segments = :segments",
+        "#done = :done",
+        "#pages = :pages",
+        "#scanned = :scanned",
+        "#counted = :counted",
+        "#already = :already",
+        "#skipped = :skipped",
+        "#updatedAt = :now",
+    ];
+    if (c.next !== undefined) {
+        values[":next"] = { M: c.next };
+        sets.push("#next = :next");
+    }
+    return {
+        TableName: config.countersTableName,
+        Key: {
+            [config.partitionKey]: { S: checkpointPartition(config, runId) },
+            [config.sortKey]: { S: checkpointSortKey(config, runId, c.segment) },
+        },
+        UpdateExpression: `SET ${sets.join(", ")}${c.next === undefined ? " REMOVE #next" : ""}`,
+        ConditionExpression: "attribute_not_exists(#pages) OR #pages < :pages",
+        ExpressionAttributeNames: {
+            "#segments": CP.segments,
+            "#done": CP.done,
+            "#pages": CP.pages,
+            "#scanned": CP.scanned,
+            "#counted": CP.counted,
+            "#already": CP.alreadyCounted,
+            "#skipped": CP.skipped,
+            "#updatedAt": CP.updatedAt,
+            "#next": CP.next,
+        },
+        ExpressionAttributeValues: values,
+    };
+}
+
+export function checkpointFromItem(item: Record<string, AttributeValue>, config: BackfillConfig): SegmentCheckpoint | undefined {
+    const sk = item[config.sortKey]?.S ?? "";
+    const segment = Number(sk.slice(sk.lastIndexOf("#") + 1));
+    const num = (name: string) => Number(item[name]?.N ?? "0");
+    if (!Number.isInteger(segment) || item[CP.segments]?.N === undefined) {
+        return undefined;
+    }
+    return {
+        segment,
+        totalSegments: num(CP.segments),
+        ...(item[CP.next]?.M ? { next: item[CP.next]!.M } : {}),
+        done: item[CP.done]?.BOOL === true,
+        pages: num(CP.pages),
+        scanned: num(CP.scanned),
+        counted: num(CP.counted),
+        alreadyCounted: num(CP.alreadyCounted),
+        skipped: num(CP.skipped),
+    };
+}
+
+// ---------------------------------------------------------------- progress
+
+/** Items per second and the time left, from what this call has done and the table's approximate size. */
+export function estimate(
+    scannedThisCall: number,
+    scannedTotal: number,
+    elapsedMs: number,
+    approximateItems: number | undefined,
+): { itemsPerSecond: number; etaSeconds: number | null } {
+    const itemsPerSecond = elapsedMs > 0 ? (scannedThisCall / elapsedMs) * 1000 : 0;
+    if (approximateItems === undefined || itemsPerSecond <= 0) {
+        return { itemsPerSecond, etaSeconds: null };
+    }
+    return { itemsPerSecond, etaSeconds: Math.max(0, approximateItems - scannedTotal) / itemsPerSecond };
+}

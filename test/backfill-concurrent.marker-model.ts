@@ -1,0 +1,201 @@
+/**
+ * Adoption under load on DynamoDB Local: a table seeded with 20,000 items over 50 keys (with every kind
+ * of odd item) is backfilled while the client creates and deletes, other writers put and hard-delete,
+ * and the stream consumer runs, all under 5% injected faults. The backfill is killed (SIGKILL) midway and
+ * resumed. After the drain, eventual == live selected items for every key, the API saw no error, and the
+ * mode's bound held at every observation.
+ *
+ * The final exactness assertion holds only with the marker-keeping stream consumer (it counts other
+ * writers' items and skips items a marker already counts). Run with
+ * `npx mocha test/backfill-concurrent.marker-model.ts`; it becomes part of `npm test` as
+ * test/backfill-concurrent.test.ts with that consumer.
+ */
+import { DeleteItemCommand, PutItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { strict as assert } from "node:assert";
+import { spawn } from "node:child_process";
+import * as path from "node:path";
+import { injectFaults, seededRandom } from "../local/faults";
+import { readCounterItems } from "../local/markers";
+import { seedItems, seedKey, writeItems } from "../local/seed";
+import { runWorkload } from "../local/workload";
+import { backfill, backfillConfig } from "../runtime/backfill";
+import { BackfillStore } from "../runtime/backfill-store";
+import type { CounterTableLayout } from "../runtime/config";
+import type { ItemSelection } from "../runtime/selection";
+import { isLive } from "../runtime/selection";
+import { counterFixture, observeWhile, strictInvariant, utilizationInvariant } from "./support/counter-fixture";
+import { useEngine } from "./support/engine";
+
+/** Client items are "item-<seed>-<n>", seeded ones "item-seed-<n>", other writers' "item-other-<n>". */
+const SELECTION: ItemSelection = { kind: "sortKeyPrefix", prefix: "item-" };
+const KEYS = 50;
+
+describe("backfill while the API, other writers and the consumer run (DynamoDB Local, 5% faults)", function () {
+    this.timeout(600_000);
+    const engine = useEngine();
+
+    for (const scenario of [
+        { mode: "utilization" as const, items: 20_000, limit: undefined },
+        { mode: "strict" as const, items: 2_000, limit: 60 },
+    ]) {
+        it(`${scenario.mode}: ${scenario.items} seeded items end exact, killed midway and resumed, 0 API errors, bound kept`, async () => {
+            // Prepare: the table as an existing program left it, then the counter attached (stream read from now on).
+            const fixture = await counterFixture(engine(), {
+                // The selection joins the layout with the marker model; here it rides along in the config.
+                layout: { selection: SELECTION } as unknown as Partial<CounterTableLayout>,
+                mode: scenario.mode,
+                settings: { startingPosition: "LATEST" },
+                clientFaults: { rate: 0.05, seed: 31 },
+                consumerFaults: { rate: 0.05, seed: 32 },
+            });
+            const config = backfillConfig(fixture.config);
+            const seed = seedItems({ items: scenario.items, keys: KEYS, seed: 33, resourcePrefix: "item-seed-" });
+            await writeItems(fixture.reader, config.tableName, seed.items);
+            await fixture.emulator.poll();
+            const keys = [...seed.expectedLive.keys()];
+
+            const backfillDynamo = engine().dynamodb();
+            const backfillFaults = injectFaults(backfillDynamo, { rate: 0.05, random: seededRandom(34) });
+            const otherDynamo = engine().dynamodb();
+            const otherFaults = injectFaults(otherDynamo, { rate: 0.05, random: seededRandom(35) });
+            const options = { config, mode: scenario.mode, runId: "adopt", segments: 4, pageSize: 250 };
+
+            // Act: everything at once.
+            let stop = false;
+            const workload = runWorkload(fixture.client, {
+                ops: 800,
+                keys,
+                concurrency: 6,
+                deleteRatio: 0.3,
+                limit: scenario.limit,
+                seed: 36,
+            });
+            const others = (async () => {
+                const random = seededRandom(37);
+                let puts = 0;
+                let removes = 0;
+                for (let n = 0; !stop; n++) {
+                    const key = keys[Math.floor(random() * keys.length)]!;
+                    if (random() < 0.5) {
+                        const Item = { pk: { S: key }, sk: { S: `item-other-${n}` } };
+                        await sendWithRetries(() => otherDynamo.send(new PutItemCommand({ TableName: config.tableName, Item })));
+                        puts++;
+                    } else {
+                        const index = Math.floor(random() * scenario.items);
+                        const Key = { pk: { S: seedKey(index % KEYS) }, sk: { S: `item-seed-${index}` } };
+                        await sendWithRetries(() => otherDynamo.send(new DeleteItemCommand({ TableName: config.tableName, Key })));
+                        removes++;
+                    }
+                }
+                return { puts, removes };
+            })();
+            const consuming = (async () => {
+                while (!stop) {
+                    const read = await fixture.emulator.poll();
+                    const invoked = await fixture.emulator.deliver();
+                    if (read === 0 && invoked === 0) {
+                        await new Promise((r) => setTimeout(r, 50));
+                    }
+                }
+            })();
+            const adoption = (async () => {
+                // A first backfill process, killed once it has checkpointed a few pages.
+                const child = spawn(
+                    process.execPath,
+                    [
+                        "--import",
+                        "tsx",
+                        path.join(__dirname, "support", "backfill-child.ts"),
+                        JSON.stringify({ endpoint: engine().endpoint, options }),
+                    ],
+                    { stdio: ["ignore", "pipe", "pipe"] },
+                );
+                let childExited = false;
+                let childErrors = "";
+                child.stderr.on("data", (chunk: Buffer) => (childErrors += chunk.toString()));
+                const exited = new Promise<void>((resolve) =>
+                    child.once("exit", () => {
+                        childExited = true;
+                        resolve();
+                    }),
+                );
+                const store = new BackfillStore(config, fixture.reader, { now: Date.now, sleep: async () => undefined });
+                for (;;) {
+                    const pages = [...(await store.checkpoints("adopt")).values()].reduce((n, c) => n + c.pages, 0);
+                    if (pages >= 4) {
+                        break;
+                    }
+                    assert.equal(childExited, false, `the first backfill process exited before it was killed: ${childErrors}`);
+                    await new Promise((r) => setTimeout(r, 100));
+                }
+                child.kill("SIGKILL");
+                await exited;
+                // Resumed in this process, under faults, to the end.
+                return backfill({ ...options, dynamodb: backfillDynamo });
+            })();
+            const all = Promise.all([workload, adoption]).finally(() => {
+                stop = true;
+            });
+            const invariant = scenario.mode === "strict" ? strictInvariant(scenario.limit!) : utilizationInvariant;
+            const { observations, violations } = await observeWhile(fixture, keys, all, invariant);
+            const [[work, report], written] = await Promise.all([all, others, consuming]).then(([a, o]) => [a, o] as const);
+            await fixture.emulator.drain();
+            await fixture.redriveAll();
+            await fixture.emulator.drain();
+
+            // Assess
+            assert.deepEqual(violations, []);
+            assert.ok(observations > 0);
+            assert.deepEqual(work.apiErrors, []);
+            assert.equal(report.status, "complete");
+            assert.equal(report.resumed, true);
+            assert.ok(written.puts > 0 && written.removes > 0, JSON.stringify(written));
+            const injected = (s: { injected: Record<string, number> }) => Object.values(s.injected).reduce((a, b) => a + b, 0);
+            assert.ok(injected(backfillFaults) > 0 && injected(otherFaults) > 0 && injected(fixture.clientFaults!) > 0);
+            // Needs the marker-keeping consumer: eventual == live selected items, for every key.
+            for (const key of keys) {
+                const live = await liveSelected(key);
+                const counters = await readCounterItems(fixture.reader, config.countersTableName, config, key);
+                assert.equal(counters.eventual, live, `key ${key}: eventual ${counters.eventual} != live ${live}`);
+                assert.equal(counters.countedMarkers, live, `key ${key}: counted markers ${counters.countedMarkers} != live ${live}`);
+            }
+            backfillDynamo.destroy();
+            otherDynamo.destroy();
+            fixture.close();
+
+            async function liveSelected(key: string): Promise<number> {
+                let live = 0;
+                let start: Record<string, AttributeValue> | undefined;
+                do {
+                    const page = await fixture.reader.send(
+                        new QueryCommand({
+                            TableName: config.tableName,
+                            ConsistentRead: true,
+                            KeyConditionExpression: "pk = :k",
+                            ExpressionAttributeValues: { ":k": { S: key } },
+                            ExclusiveStartKey: start,
+                        }),
+                    );
+                    live += (page.Items ?? []).filter((item) => isLive(item, config)).length;
+                    start = page.LastEvaluatedKey;
+                } while (start);
+                return live;
+            }
+        });
+    }
+});
+
+/** Another writer's own retries on top of the SDK's: it keeps trying until its write is served. */
+async function sendWithRetries(send: () => Promise<unknown>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+        try {
+            await send();
+            return;
+        } catch (error) {
+            if (attempt >= 10) {
+                throw error;
+            }
+            await new Promise((r) => setTimeout(r, 20 * 2 ** Math.min(attempt, 5)));
+        }
+    }
+}
