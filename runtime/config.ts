@@ -30,6 +30,75 @@ export interface CounterTableLayout {
 /** A layout plus the table it applies to. */
 export interface CounterTableConfig extends CounterTableLayout {
     readonly tableName: string;
+    /**
+     * The table the counter items (best-effort, eventual, markers, bookkeeping) live in: a separate
+     * counters table with the same key attribute names, or `tableName` itself ("same-table" placement).
+     * Absent: the counter items live in `tableName`.
+     */
+    readonly countersTableName?: string;
+}
+
+/** The table the counter items of `config` live in. */
+export function countersTable(config: CounterTableConfig): string {
+    return config.countersTableName ?? config.tableName;
+}
+
+/** Attribute names on counter items (best-effort and markers). */
+export const COUNTER_ATTRIBUTES = Object.freeze({
+    /** marker: "counted" | "uncounted" */
+    state: "hc_state",
+    /** marker: sequence number of the last stream record applied, 40-digit zero-padded S; ZERO_SEQ for non-stream writes */
+    seq: "hc_seq",
+    /** marker: BOOL true when best-effort accounts for this item (set by backfill in strict mode) */
+    beCounted: "hc_be",
+    /** marker tombstone TTL (epoch seconds): now + 48 h, only on "uncounted" */
+    expiresAt: "hc_expires_at",
+    /** best-effort: N, +1 on every client write */
+    version: "hc_version",
+    /** best-effort: N, epoch ms of the last client write */
+    writtenAt: "hc_written_at",
+    /** best-effort: S, present while a heal is due (sparse GSI "heal-index": pk hc_heal, sk hc_written_at) */
+    healShard: "hc_heal",
+    /** marker: the client token (tokenAttribute) of the item life the last applied image showed, when it had one */
+    life: "hc_life",
+} as const);
+
+export const ZERO_SEQ = "0".repeat(40);
+
+/** Left-pads a stream sequence number to 40 digits, so that string order is numeric order. */
+export function paddedSequence(sequenceNumber: string): string {
+    return sequenceNumber.padStart(40, "0");
+}
+
+/** Shards of the sparse GSI "heal-index": a key's shard is `String(fnv1a(key) % HEAL_SHARDS)`. */
+export const HEAL_SHARDS = 16;
+
+/** Name of the sparse GSI on the counters table that lists the best-effort items due a heal. */
+export const HEAL_INDEX_NAME = "heal-index";
+
+/** 32-bit FNV-1a of the key's UTF-8 bytes. */
+export function fnv1a(value: string): number {
+    let hash = 0x811c9dc5;
+    for (const byte of Buffer.from(value, "utf8")) {
+        hash ^= byte;
+        hash = Math.imul(hash, 0x01000193) >>> 0;
+    }
+    return hash >>> 0;
+}
+
+/** The heal-index shard (the value of `hc_heal`) a counter key's best-effort item is written with. */
+export function healShard(key: string): string {
+    return String(fnv1a(key) % HEAL_SHARDS);
+}
+
+/** Sort key of the marker of resource item `id` in the counters table. */
+export function markerSortKey(layout: CounterTableLayout, id: string): string {
+    return `${layout.counterPrefix}item#${id}`;
+}
+
+/** Sort key of the settler's audit cursor in the counters table (stored under the counter key of the same name). */
+export function settlerCursorSortKey(layout: CounterTableLayout): string {
+    return `${layout.counterPrefix}settler#cursor`;
 }
 
 export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
