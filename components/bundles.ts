@@ -29,18 +29,21 @@ export function findPackageRoot(from: string = __dirname): string {
     }
 }
 
-/** Absolute paths of the two bundles the component deploys. */
+/** Absolute paths of the bundles the component deploys. */
 export interface BundlePaths {
     /** The DynamoDB stream consumer (`index.handler`). */
     readonly streamConsumer: string;
     /** The first-DLQ redrive (`index.handler`). */
     readonly redrive: string;
+    /** The scheduled settler (`index.handler`). */
+    readonly settler: string;
 }
 
 export function bundlePathsUnder(root: string): BundlePaths {
     return Object.freeze({
         streamConsumer: path.join(root, "dist", "bundles", "stream-consumer", "index.js"),
         redrive: path.join(root, "dist", "bundles", "redrive", "index.js"),
+        settler: path.join(root, "dist", "bundles", "settler", "index.js"),
     });
 }
 

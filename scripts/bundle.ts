@@ -11,6 +11,7 @@ import * as path from "node:path";
 export const BUNDLE_ENTRIES = {
     "stream-consumer": "runtime/lambda/stream-consumer.ts",
     redrive: "runtime/lambda/redrive.ts",
+    settler: "runtime/lambda/settler.ts",
 } as const;
 
 const root = path.resolve(__dirname, "..");
