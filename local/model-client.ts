@@ -16,8 +16,6 @@ import {
     UpdateItemCommand,
     type AttributeValue,
     type DynamoDBClient,
-    type UpdateItemCommandInput,
-    type UpdateItemCommandOutput,
 } from "@aws-sdk/client-dynamodb";
 import type { FinalizeRequestMiddleware } from "@smithy/types";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, healShard, type CounterTableConfig } from "../runtime/config";
@@ -51,6 +49,14 @@ export interface CallResult {
     readonly abandoned: number;
 }
 
+/** A write of a call past its deadline: not sent. */
+class DeadlineExceeded extends Error {
+    constructor() {
+        super("the call's deadline has passed: write abandoned");
+        this.name = "DeadlineExceeded";
+    }
+}
+
 class SingleAttemptError extends Error {
     constructor(readonly original: unknown) {
         super("single attempt failed");
@@ -60,6 +66,8 @@ class SingleAttemptError extends Error {
 
 export class ModelClient {
     readonly mode: ModelMode;
+    /** The longest any one attempt of a write took, from its send to its answer: the request lifetime this client showed. */
+    longestWriteMs = 0;
     private readonly deadlineMs: number;
     private readonly now: () => number;
     private readonly attempts: number;
@@ -74,40 +82,41 @@ export class ModelClient {
     /** Creates `id` under `key`, below `limit` when given. */
     async create(key: string, id: string, limit?: number): Promise<CallResult> {
         const start = this.now();
+        const deadlineAt = start + this.deadlineMs;
         const token = uuidv7(start);
         if (this.mode === "strict") {
-            const reserved = await this.reserve(key, limit);
+            const reserved = await this.reserve(key, limit, deadlineAt);
             if (reserved !== "reserved") {
                 return { created: false, reason: reserved, abandoned: 0 };
             }
             await this.hold("reserve", key, id);
-            if (this.late(start)) {
+            if (this.late(deadlineAt)) {
                 return { created: false, reason: "unavailable", abandoned: 1 }; // the slot is held back
             }
             let put: "mine" | "taken";
             try {
-                put = await this.put(key, id, token);
+                put = await this.put(key, id, token, deadlineAt);
             } catch {
-                return { created: false, reason: "unavailable", abandoned: 0 }; // may have committed: keep the slot
+                return { created: false, reason: "unavailable", abandoned: 1 }; // may have committed: keep the slot
             }
             if (put === "taken") {
                 await this.hold("put", key, id);
-                const released = !this.late(start) && (await this.bestEffort(key, -1, true));
+                const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt));
                 return { created: false, reason: "exists", abandoned: released ? 0 : 1 };
             }
             return { created: true, abandoned: 0 };
         }
         let put: "mine" | "taken";
         try {
-            put = await this.put(key, id, token);
+            put = await this.put(key, id, token, deadlineAt);
         } catch {
-            return { created: false, reason: "unavailable", abandoned: 0 };
+            return { created: false, reason: "unavailable", abandoned: 1 }; // may have committed: not counted
         }
         if (put === "taken") {
             return { created: false, reason: "exists", abandoned: 0 };
         }
         await this.hold("put", key, id);
-        const incremented = !this.late(start) && (await this.bestEffort(key, 1, true));
+        const incremented = !this.late(deadlineAt) && (await this.once(key, 1, deadlineAt));
         return { created: true, abandoned: incremented ? 0 : 1 };
     }
 
@@ -124,63 +133,67 @@ export class ModelClient {
             return { deleted: false, reason: "missing", abandoned: 0 };
         }
         const life = item[config.tokenAttribute]?.S;
-        const start = this.now();
+        const deadlineAt = this.now() + this.deadlineMs;
         const first = this.mode === "strict" ? "touch" : "decrement";
         // The first write of a delete is safe to repeat in both modes (a touch changes no count; an extra
         // decrement only undercounts).
         try {
-            await withRetries(() => this.sendBestEffort(key, this.mode === "strict" ? 0 : -1, false), isRetryable, this.attempts);
+            await withRetries(
+                () => this.bestEffortWrite(key, this.mode === "strict" ? 0 : -1, deadlineAt, false),
+                isRetryable,
+                this.attempts,
+            );
         } catch {
             return { deleted: false, reason: "unavailable", abandoned: 0 };
         }
         await this.hold(first, key, id);
-        if (this.late(start)) {
+        if (this.late(deadlineAt)) {
             return { deleted: false, reason: "unavailable", abandoned: 1 };
         }
         let outcome: "mine" | "taken" | "gone";
         try {
-            outcome = await this.softDelete(key, id, life);
+            outcome = await this.softDelete(key, id, life, deadlineAt);
         } catch {
-            return { deleted: false, reason: "unavailable", abandoned: 0 };
+            return { deleted: false, reason: "unavailable", abandoned: 1 };
         }
         if (this.mode === "strict" && outcome === "mine") {
             await this.hold("soft-delete", key, id);
-            const released = !this.late(start) && (await this.bestEffort(key, -1, true));
+            const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt));
             return { deleted: true, abandoned: released ? 0 : 1 };
         }
         return { deleted: outcome === "mine", abandoned: 0 };
     }
 
-    private late(start: number): boolean {
-        return this.now() - start > this.deadlineMs;
+    private late(deadlineAt: number): boolean {
+        return this.now() > deadlineAt;
     }
 
     private async hold(step: Step, key: string, id: string): Promise<void> {
         await this.options.pause?.(step, key, id);
     }
 
-    private async reserve(key: string, limit: number | undefined): Promise<"reserved" | "limit" | "unavailable"> {
+    private async reserve(key: string, limit: number | undefined, deadlineAt: number): Promise<"reserved" | "limit" | "unavailable"> {
         try {
             // Retrying a reserve is safe in strict mode: a repeat only holds a slot back.
-            await withRetries(() => this.sendBestEffort(key, 1, false, limit), isRetryable, this.attempts);
+            await withRetries(() => this.bestEffortWrite(key, 1, deadlineAt, false, limit), isRetryable, this.attempts);
             return "reserved";
         } catch (error) {
             return error instanceof ConditionalCheckFailedException ? "limit" : "unavailable";
         }
     }
 
-    /** A single-attempt best-effort write; false when it failed (absorbed). */
-    private async bestEffort(key: string, delta: number, single: boolean): Promise<boolean> {
+    /** A best-effort write sent once (its repetition could break the bound); false when it failed (absorbed). */
+    private async once(key: string, delta: number, deadlineAt: number): Promise<boolean> {
         try {
-            await this.sendBestEffort(key, delta, single);
+            await this.bestEffortWrite(key, delta, deadlineAt, true);
             return true;
         } catch {
             return false;
         }
     }
 
-    private async sendBestEffort(key: string, delta: number, single: boolean, limit?: number): Promise<void> {
-        const { config, dynamodb } = this.options;
+    private async bestEffortWrite(key: string, delta: number, deadlineAt: number, single: boolean, limit?: number): Promise<void> {
+        const { config } = this.options;
         const command = new UpdateItemCommand({
             TableName: countersTable(config),
             Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
@@ -200,37 +213,53 @@ export class ModelClient {
                 ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
             },
         });
-        if (single) {
-            const middleware: FinalizeRequestMiddleware<UpdateItemCommandInput, UpdateItemCommandOutput> = (next) => async (args) => {
-                try {
-                    return await next(args);
-                } catch (error) {
-                    throw new SingleAttemptError(error);
-                }
-            };
-            command.middlewareStack.addRelativeTo(middleware, {
-                relation: "after",
-                toMiddleware: "retryMiddleware",
-                name: "modelSingleAttempt",
-            });
-        }
-        await dynamodb.send(command);
+        this.guard(command, deadlineAt, single);
+        await this.options.dynamodb.send(command);
     }
 
-    private async put(key: string, id: string, token: string): Promise<"mine" | "taken"> {
+    /**
+     * Every attempt of the command (first or SDK retry) that would be sent after the call's deadline is not
+     * sent (DeadlineExceeded, never retried); each attempt's lifetime is recorded. `single`: no SDK retry.
+     */
+    private guard(
+        command: { middlewareStack: UpdateItemCommand["middlewareStack"] | PutItemCommand["middlewareStack"] },
+        deadlineAt: number,
+        single: boolean,
+    ): void {
+        const perAttempt: FinalizeRequestMiddleware<object, object> = (next) => async (args) => {
+            if (this.now() > deadlineAt) {
+                throw new DeadlineExceeded();
+            }
+            const started = Date.now();
+            try {
+                return await next(args);
+            } catch (error) {
+                throw single ? new SingleAttemptError(error) : error;
+            } finally {
+                this.longestWriteMs = Math.max(this.longestWriteMs, Date.now() - started);
+            }
+        };
+        (command.middlewareStack as unknown as { addRelativeTo: (mw: unknown, o: object) => void }).addRelativeTo(perAttempt, {
+            relation: "after",
+            toMiddleware: "retryMiddleware",
+            name: "modelAttempt",
+        });
+    }
+
+    private async put(key: string, id: string, token: string, deadlineAt: number): Promise<"mine" | "taken"> {
         const { config, dynamodb } = this.options;
         return withRetries(
             async () => {
                 try {
-                    await dynamodb.send(
-                        new PutItemCommand({
-                            TableName: config.tableName,
-                            Item: { ...this.itemKey(key, id), [config.tokenAttribute]: { S: token } },
-                            ConditionExpression: "attribute_not_exists(#pk)",
-                            ExpressionAttributeNames: { "#pk": config.partitionKey },
-                            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                        }),
-                    );
+                    const command = new PutItemCommand({
+                        TableName: config.tableName,
+                        Item: { ...this.itemKey(key, id), [config.tokenAttribute]: { S: token } },
+                        ConditionExpression: "attribute_not_exists(#pk)",
+                        ExpressionAttributeNames: { "#pk": config.partitionKey },
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                    });
+                    this.guard(command, deadlineAt, false);
+                    await dynamodb.send(command);
                     return "mine";
                 } catch (error) {
                     if (error instanceof ConditionalCheckFailedException) {
@@ -244,36 +273,36 @@ export class ModelClient {
         );
     }
 
-    private async softDelete(key: string, id: string, life: string | undefined): Promise<"mine" | "taken" | "gone"> {
+    private async softDelete(key: string, id: string, life: string | undefined, deadlineAt: number): Promise<"mine" | "taken" | "gone"> {
         const { config, dynamodb } = this.options;
         const token = uuidv7(this.now());
         const deleteToken = `${config.tokenAttribute}_delete`;
         return withRetries(
             async () => {
                 try {
-                    await dynamodb.send(
-                        new UpdateItemCommand({
-                            TableName: config.tableName,
-                            Key: this.itemKey(key, id),
-                            UpdateExpression: "SET #deleted = :true, #deleteToken = :token",
-                            ConditionExpression:
-                                "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
-                                (life === undefined ? "attribute_not_exists(#life)" : "#life = :life"),
-                            ExpressionAttributeNames: {
-                                "#pk": config.partitionKey,
-                                "#deleted": config.deletedAttribute,
-                                "#deleteToken": deleteToken,
-                                "#life": config.tokenAttribute,
-                            },
-                            ExpressionAttributeValues: {
-                                ":true": { BOOL: true },
-                                ":false": { BOOL: false },
-                                ":token": { S: token },
-                                ...(life === undefined ? {} : { ":life": { S: life } }),
-                            },
-                            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                        }),
-                    );
+                    const command = new UpdateItemCommand({
+                        TableName: config.tableName,
+                        Key: this.itemKey(key, id),
+                        UpdateExpression: "SET #deleted = :true, #deleteToken = :token",
+                        ConditionExpression:
+                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+                            (life === undefined ? "attribute_not_exists(#life)" : "#life = :life"),
+                        ExpressionAttributeNames: {
+                            "#pk": config.partitionKey,
+                            "#deleted": config.deletedAttribute,
+                            "#deleteToken": deleteToken,
+                            "#life": config.tokenAttribute,
+                        },
+                        ExpressionAttributeValues: {
+                            ":true": { BOOL: true },
+                            ":false": { BOOL: false },
+                            ":token": { S: token },
+                            ...(life === undefined ? {} : { ":life": { S: life } }),
+                        },
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                    });
+                    this.guard(command, deadlineAt, false);
+                    await dynamodb.send(command);
                     return "mine";
                 } catch (error) {
                     if (error instanceof ConditionalCheckFailedException) {

@@ -71,10 +71,18 @@ describe("the settler on DynamoDB Local", () => {
         const db = engine().dynamodb();
         // Three keys, each with one slot held by a call abandoned after its reserve (its put was never sent).
         const client = new ModelClient({ config, dynamodb: db, mode: "strict", now });
-        // A deadline already passed when the first write returns: every later write of a call is abandoned.
-        const stalled = new ModelClient({ config, dynamodb: db, mode: "strict", now, deadlineMs: -1 });
+        // A call that stalls past its deadline after its reserve (its own clock jumps): the put is abandoned.
+        let stall = 0;
+        const stalled = new ModelClient({
+            config,
+            dynamodb: db,
+            mode: "strict",
+            now: () => clock + stall,
+            pause: () => void (stall = 20_000),
+        });
         for (const key of ["a", "b", "c"]) {
             assert.deepEqual(await client.create(key, "kept", 5), { created: true, abandoned: 0 });
+            stall = 0;
             assert.deepEqual(await stalled.create(key, "lost", 5), { created: false, reason: "unavailable", abandoned: 1 });
         }
         clock += 1000;
