@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { handlerEnvironment, type CounterTableLayout } from "../runtime/config";
+import { COUNTER_ATTRIBUTES, HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
 import type { HybridCounterComponentArgs } from "./args";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
@@ -14,6 +14,7 @@ import {
     type HybridCounterAlarmName,
 } from "./defaults";
 import { consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
+import { createSettler, settlerWidgets } from "./settler";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
 /** What an API program needs to build a `HybridCounterClient`: `{ tableName, ...layout }`. */
@@ -279,24 +280,56 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             alarmArns[spec.key] = alarm.arn;
         }
 
+        // ------------------------------------------------------------ settler
+        const settler =
+            (args.settlerEnabled ?? D.settlerEnabled)
+                ? createSettler({
+                      name,
+                      parent: this,
+                      args,
+                      layout,
+                      bundle: HybridCounterComponent.bundlePaths.settler,
+                      table,
+                      countersTable: table,
+                      fatalDlq,
+                      queueKmsKeyArn,
+                      metricsNamespace,
+                      alarmActions: actions,
+                  })
+                : undefined;
+        const settlerName = settler === undefined ? pulumi.output(undefined) : settler.function.name;
+
         // ------------------------------------------------------------ dashboard
         const dashboard = new aws.cloudwatch.Dashboard(
             `${name}-dashboard`,
             {
                 dashboardName: args.dashboardName ?? defaultDashboardName(name),
                 dashboardBody: pulumi
-                    .all([table.arn, table.name, consumer.name, redrive.name, firstDlq.name, fatalDlq.name])
-                    .apply(([tableArn, tableName, consumerFunctionName, redriveFunctionName, firstDlqName, fatalDlqName]) =>
-                        dashboardBody({
-                            // The table's ARN names its region, which also works with explicit providers.
-                            region: tableArn.split(":")[3],
+                    .all([table.arn, table.name, consumer.name, redrive.name, firstDlq.name, fatalDlq.name, settlerName])
+                    .apply(
+                        ([
+                            tableArn,
                             tableName,
                             consumerFunctionName,
                             redriveFunctionName,
                             firstDlqName,
                             fatalDlqName,
-                            metricsNamespace,
-                        }),
+                            settlerFunctionName,
+                        ]) =>
+                            dashboardBody({
+                                // The table's ARN names its region, which also works with explicit providers.
+                                region: tableArn.split(":")[3],
+                                tableName,
+                                consumerFunctionName,
+                                redriveFunctionName,
+                                firstDlqName,
+                                fatalDlqName,
+                                metricsNamespace,
+                                extraWidgets:
+                                    settlerFunctionName === undefined
+                                        ? []
+                                        : settlerWidgets(tableArn.split(":")[3]!, settlerFunctionName, metricsNamespace),
+                            }),
                     ),
             },
             parent,
@@ -346,9 +379,21 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 attributes: [
                     { name: layout.partitionKey, type: "S" },
                     { name: layout.sortKey, type: "S" },
+                    { name: COUNTER_ATTRIBUTES.healShard, type: "S" },
+                    { name: COUNTER_ATTRIBUTES.writtenAt, type: "N" },
                 ],
                 hashKey: layout.partitionKey,
                 rangeKey: layout.sortKey,
+                // The sparse index of best-effort items due a heal (only they carry hc_heal); the settler reads it.
+                globalSecondaryIndexes: [
+                    {
+                        name: HEAL_INDEX_NAME,
+                        hashKey: COUNTER_ATTRIBUTES.healShard,
+                        rangeKey: COUNTER_ATTRIBUTES.writtenAt,
+                        projectionType: "KEYS_ONLY",
+                        ...(billingMode === "PROVISIONED" ? { readCapacity: args.readCapacity, writeCapacity: args.writeCapacity } : {}),
+                    },
+                ],
                 billingMode,
                 ...(billingMode === "PROVISIONED" ? { readCapacity: args.readCapacity, writeCapacity: args.writeCapacity } : {}),
                 streamEnabled: true,
