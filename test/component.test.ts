@@ -37,6 +37,14 @@ const EXPECTED_DEFAULT_RESOURCES = [
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-fatal-dlq-depth",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-redrive-errors",
     "aws:cloudwatch/dashboard:Dashboard orders-dashboard",
+    "aws:cloudwatch/logGroup:LogGroup orders-settler-logs",
+    "aws:iam/role:Role orders-settler-role",
+    "aws:iam/rolePolicy:RolePolicy orders-settler-policy",
+    "aws:lambda/function:Function orders-settler",
+    "aws:cloudwatch/eventRule:EventRule orders-settler-schedule",
+    "aws:lambda/permission:Permission orders-settler-invoke",
+    "aws:cloudwatch/eventTarget:EventTarget orders-settler-target",
+    "aws:cloudwatch/metricAlarm:MetricAlarm orders-settler-errors",
 ];
 
 function run(args: HybridCounterComponentArgs = {}) {
@@ -131,10 +139,10 @@ describe("HybridCounterComponent", () => {
             component = result.result;
         });
 
-        it("creates exactly 23 resources: the component and 22 children", () => {
+        it("creates exactly 31 resources: the component and 30 children", () => {
             // Assess
             assert.deepEqual(resources.map((r) => `${r.type} ${r.name}`).sort(), [...EXPECTED_DEFAULT_RESOURCES].sort());
-            assert.equal(resources.length, 23);
+            assert.equal(resources.length, 31);
         });
 
         it("parents every child to the component", () => {
@@ -154,9 +162,14 @@ describe("HybridCounterComponent", () => {
                 attributes: [
                     { name: "pk", type: "S" },
                     { name: "sk", type: "S" },
+                    { name: "hc_heal", type: "S" },
+                    { name: "hc_written_at", type: "N" },
                 ],
                 hashKey: "pk",
                 rangeKey: "sk",
+                globalSecondaryIndexes: [
+                    { name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_written_at", projectionType: "KEYS_ONLY" },
+                ],
                 billingMode: "PAY_PER_REQUEST",
                 streamEnabled: true,
                 streamViewType: "NEW_AND_OLD_IMAGES",
@@ -275,8 +288,8 @@ describe("HybridCounterComponent", () => {
             const allows = documents.flatMap((d) => d.Statement).filter((s: { Effect: string }) => s.Effect === "Allow");
 
             // Assess
-            assert.equal(documents.length, 6);
-            assert.equal(allows.length, 13);
+            assert.equal(documents.length, 8);
+            assert.equal(allows.length, 18);
             for (const statement of allows) {
                 for (const action of statement.Action as string[]) {
                     assert.equal(action.includes("*"), false, `${statement.Sid}: ${action}`);
@@ -449,6 +462,9 @@ describe("HybridCounterComponent", () => {
                     "Redrive invocations",
                     "Table writes and conflicts",
                     "text",
+                    "Settler runs",
+                    "Heals",
+                    "Settler cost",
                 ],
             );
             assert.deepEqual(
@@ -468,6 +484,13 @@ describe("HybridCounterComponent", () => {
                 "AWS/DynamoDB ConsumedWriteCapacityUnits TableName orders-table",
                 "AWS/DynamoDB TransactionConflict TableName orders-table",
                 "AWS/DynamoDB WriteThrottleEvents TableName orders-table",
+                "AWS/Lambda Invocations FunctionName orders-settler",
+                "AWS/Lambda Errors FunctionName orders-settler",
+                "HybridCounter KeysHealed service hybrid-counter-settler",
+                "HybridCounter KeysCorrected service hybrid-counter-settler",
+                "HybridCounter HealDrift service hybrid-counter-settler",
+                "HybridCounter SettlerReadUnits service hybrid-counter-settler",
+                "HybridCounter SettlerWriteUnits service hybrid-counter-settler",
             ]);
         });
 
@@ -544,12 +567,12 @@ describe("HybridCounterComponent", () => {
         const topic = findResource(resources, "aws:sns/topic:Topic", "orders-alarm-topic");
         assert.deepEqual(topic.inputs, { kmsMasterKeyId: "alias/aws/sns" });
         const alarms = resourcesOfType(resources, "aws:cloudwatch/metricAlarm:MetricAlarm");
-        assert.equal(alarms.length, 6);
+        assert.equal(alarms.length, 7);
         for (const alarm of alarms) {
             assert.deepEqual(alarm.inputs.alarmActions, [topicArn], alarm.name);
             assert.deepEqual(alarm.inputs.okActions, [topicArn], alarm.name);
         }
-        assert.equal(resources.length, 24);
+        assert.equal(resources.length, 32);
         assert.equal(await outputValue(result.alarmTopicArn), topicArn);
     });
 
@@ -585,6 +608,7 @@ describe("HybridCounterComponent", () => {
             ["orders-consumer-iterator-age", 60_000],
             ["orders-fatal-dlq-depth", 4],
             ["orders-first-dlq-depth", 2],
+            ["orders-settler-errors", 1],
         ]);
         assert.deepEqual(Object.keys(await outputValue(result.alarmArns)), [
             "consumerIteratorAge",
@@ -658,9 +682,21 @@ describe("HybridCounterComponent", () => {
             attributes: [
                 { name: "PK", type: "S" },
                 { name: "SK", type: "S" },
+                { name: "hc_heal", type: "S" },
+                { name: "hc_written_at", type: "N" },
             ],
             hashKey: "PK",
             rangeKey: "SK",
+            globalSecondaryIndexes: [
+                {
+                    name: "heal-index",
+                    hashKey: "hc_heal",
+                    rangeKey: "hc_written_at",
+                    projectionType: "KEYS_ONLY",
+                    readCapacity: 5,
+                    writeCapacity: 7,
+                },
+            ],
             billingMode: "PROVISIONED",
             readCapacity: 5,
             writeCapacity: 7,
@@ -743,6 +779,8 @@ describe("HybridCounterComponent", () => {
             "aws:iam/rolePolicy:RolePolicy",
             "aws:sqs/queuePolicy:QueuePolicy",
             "aws:cloudwatch/dashboard:Dashboard",
+            "aws:lambda/permission:Permission",
+            "aws:cloudwatch/eventTarget:EventTarget",
         ]);
 
         // Act
@@ -750,7 +788,7 @@ describe("HybridCounterComponent", () => {
 
         // Assess
         const children = resources.filter((r) => r.custom);
-        assert.equal(children.length, 23);
+        assert.equal(children.length, 31);
         for (const child of children) {
             assert.deepEqual(child.inputs.tags, untaggable.has(child.type) ? undefined : tags, `${child.type} ${child.name}`);
         }
@@ -767,7 +805,7 @@ describe("HybridCounterComponent", () => {
         const provider = findResource(resources, "pulumi:providers:aws", "eu");
         assert.equal(provider.inputs.region, "eu-west-1");
         const children = resources.filter((r) => r.custom && r.type.startsWith("aws:"));
-        assert.equal(children.length, 22);
+        assert.equal(children.length, 30);
         for (const child of children) {
             assert.equal(child.provider, `${provider.urn}::eu-provider-id`, child.name);
         }
@@ -784,7 +822,7 @@ describe("HybridCounterComponent", () => {
         const before = findResource(resources, "aws:sqs/queue:Queue", "before");
         const root = findResource(resources, "hybrid-counter:index:HybridCounterComponent", "orders");
         assert.ok(root.dependencies.includes(before.urn));
-        assert.equal(resources.length, 24);
+        assert.equal(resources.length, 32);
     });
 
     describe("attached to a table the program manages", () => {
@@ -816,7 +854,7 @@ describe("HybridCounterComponent", () => {
                 resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
                 ["app"],
             );
-            assert.equal(resources.length, 23);
+            assert.equal(resources.length, 31);
             assert.equal(
                 findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
                 stream,
