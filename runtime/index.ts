@@ -21,3 +21,18 @@ export { fatalMessageBody, type FatalMessage, type FatalQueue } from "./fatal";
 export { readRange, toLambdaRecord, type SequenceRange } from "./stream-reader";
 export { METRIC_NAMES, type LineSink } from "./telemetry";
 export { reconcileKey, type ReconcileOptions, type ReconcileResult } from "./reconcile";
+export {
+    healKey,
+    planHeal,
+    readForHeal,
+    writeHeal,
+    type HealMode,
+    type HealOptions,
+    type HealPlan,
+    type HealResult,
+    type HealSkipReason,
+} from "./heal";
+export { settle, SETTLER_DEFAULTS, type SettleOptions, type SettleReport } from "./settle";
+export { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment, type SettlerConfig } from "./settler-config";
+export { isLive, isSelected, type ItemSelection } from "./selection";
+export { tokenTime } from "./tokens";
