@@ -31,6 +31,7 @@ import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
+import { healBenchLines, runHealBench } from "./heal";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
 const APPROACHES: readonly Approach[] = ["hybrid", "hybrid-per-record", "atomic-counter", "transaction-crt"];
@@ -335,7 +336,11 @@ async function main(): Promise<void> {
                 log(`  ${scenario.name.padEnd(8)} ${approach.padEnd(18)} done: ${row.ratioToRawPut} x raw PutItem (${row.rawPutPerSec}/s)`);
             }
         }
-        const report = { ops: options.ops, concurrency: options.concurrency, faultRate: options.faults, rows };
+        const healing = await runHealBench(
+            { ops: options.ops, concurrency: options.concurrency, faults: options.faults, seed: options.seed },
+            log,
+        );
+        const report = { ops: options.ops, concurrency: options.concurrency, faultRate: options.faults, rows, healing };
         if (options.json) {
             process.stdout.write(`${JSON.stringify(report)}\n`);
             return;
@@ -388,6 +393,10 @@ async function main(): Promise<void> {
         log("- Lag is bounded by how fast DynamoDB Local serves its stream, which is far slower than DynamoDB's.");
         log('- The consumer shares the engine\'s two cores with the API here; on AWS it does not. "with consumer" shows');
         log("  the API ratio with the consumer running beside it; lag is measured in that run.");
+        log("");
+        for (const line of healBenchLines(healing, options)) {
+            log(line);
+        }
     }
 }
 

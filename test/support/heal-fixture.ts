@@ -1,5 +1,5 @@
 /** Two tables (resource items, counter items) on DynamoDB Local, a model client on a fake clock, and probes. */
-import { CreateTableCommand, GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
     COUNTER_ATTRIBUTES as A,
     DEFAULT_LAYOUT,
@@ -11,38 +11,12 @@ import {
 import { isLive } from "../../runtime/selection";
 import type { LocalEngine } from "../../local/engine";
 import { createCounterTable } from "../../local/table";
+import { createCountersTableWithIndex } from "../../local/heal-table";
 
 let tables = 0;
 
 /** Creates the counters table as the component does: same key names, plus the sparse GSI "heal-index". */
-export async function createCountersTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
-    await dynamodb.send(
-        new CreateTableCommand({
-            TableName: tableName,
-            BillingMode: "PAY_PER_REQUEST",
-            AttributeDefinitions: [
-                { AttributeName: DEFAULT_LAYOUT.partitionKey, AttributeType: "S" },
-                { AttributeName: DEFAULT_LAYOUT.sortKey, AttributeType: "S" },
-                { AttributeName: A.healShard, AttributeType: "S" },
-                { AttributeName: A.writtenAt, AttributeType: "N" },
-            ],
-            KeySchema: [
-                { AttributeName: DEFAULT_LAYOUT.partitionKey, KeyType: "HASH" },
-                { AttributeName: DEFAULT_LAYOUT.sortKey, KeyType: "RANGE" },
-            ],
-            GlobalSecondaryIndexes: [
-                {
-                    IndexName: HEAL_INDEX_NAME,
-                    KeySchema: [
-                        { AttributeName: A.healShard, KeyType: "HASH" },
-                        { AttributeName: A.writtenAt, KeyType: "RANGE" },
-                    ],
-                    Projection: { ProjectionType: "KEYS_ONLY" },
-                },
-            ],
-        }),
-    );
-}
+export const createCountersTable = createCountersTableWithIndex;
 
 /**
  * A user table and a counters table. With `sameTable` the counter items live in the user table (one
