@@ -3,7 +3,6 @@ import { GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient 
 import {
     COUNTER_ATTRIBUTES as A,
     DEFAULT_LAYOUT,
-    HEAL_INDEX_NAME,
     bestEffortSortKey,
     countersTable,
     type CounterTableConfig,
