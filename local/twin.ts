@@ -26,6 +26,8 @@ import { outputValue, runProgramWithResult } from "./pulumi-mocks";
 import { LocalQueues, sqsEvent } from "./sqs";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 import { createCounterTable } from "./table";
+import { addHealIndex, scheduleRuns, twinSettlerSpec } from "./twin-settler";
+import type { SettleReport } from "../runtime/settle";
 import { runWorkload, type WorkloadResult } from "./workload";
 import { snapshotKey, type KeySnapshot } from "./observe";
 
@@ -151,6 +153,9 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
     return options;
 }
 
+/** The twin runs the settler's schedule and quiet window this many times faster than the component declares them. */
+export const SETTLER_COMPRESSION = 300;
+
 export interface TwinReport {
     ops: number;
     created: number;
@@ -176,6 +181,11 @@ export interface TwinReport {
     observations: number;
     durationMs: number;
     chart: string;
+    /** Each key's best-effort and live count at the end. */
+    bestEffortByKey: Record<string, number>;
+    liveByKey: Record<string, number>;
+    /** The settler on the component's schedule, compressed: its runs and what they healed. */
+    heals: { runs: number; healed: number; corrected: number; drift: number; raced: number; skipped: Record<string, number> };
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
 }
 
@@ -239,12 +249,24 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             system.table.streamViewType as "NEW_AND_OLD_IMAGES",
         );
 
+        await addHealIndex(admin, system.table.name);
+        // The settler runs on the component's schedule, compressed: 5 minutes become a second.
+        const settlerSpec = twinSettlerSpec(run.resources, "twin", SETTLER_COMPRESSION);
+
         // 3. The bundled handlers, with their environment; their clients get the faults and the local queues.
         const queues = new LocalQueues();
         const consumer = loadBundle<StreamHandler>(HybridCounterComponent.bundlePaths.streamConsumer, system.consumer.environment);
         const redrive = loadBundle<QueueHandler>(HybridCounterComponent.bundlePaths.redrive, system.redrive.environment);
         queues.attach(consumer.clients.sqs);
         queues.attach(redrive.clients.sqs);
+        const settler =
+            settlerSpec === undefined
+                ? undefined
+                : loadBundle<() => Promise<SettleReport>>(HybridCounterComponent.bundlePaths.settler, settlerSpec.environment);
+        if (settler !== undefined) {
+            queues.attach(settler.clients.sqs);
+        }
+        const settlerReports: SettleReport[] = [];
         const consumerMeter: CapacityMeter = meterWrites(consumer.clients.dynamodb);
         const redriveMeter: CapacityMeter = meterWrites(redrive.clients.dynamodb);
         const consumerFaults: FaultStats[] = [];
@@ -354,6 +376,10 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 await new Promise((r) => setTimeout(r, 50));
             }
         })();
+        const settling =
+            settler === undefined || settlerSpec === undefined
+                ? Promise.resolve()
+                : scheduleRuns(settlerSpec.periodMs, silence(settler.handler), () => workloadDone, settlerReports);
         const deadline = options.durationSeconds > 0 ? started + options.durationSeconds * 1000 : Infinity;
         let last: WorkloadResult | undefined;
         const render = progressRenderer(progress, keys, samples, () => last, emulator, queues, system, lag);
@@ -384,7 +410,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             workloadDone = true;
         }
         const apiDone = Date.now();
-        await Promise.all([consuming, observing]);
+        await Promise.all([consuming, observing, settling]);
         // Let the pipeline settle: the stream drains, the DLQ is redriven, and what that writes drains too.
         for (let round = 0; round < 20; round++) {
             await emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
@@ -394,6 +420,17 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 break;
             }
             await new Promise((r) => setTimeout(r, 50));
+        }
+        // The settler's last runs: once every key has been quiet for the window, what is due is healed.
+        if (settler !== undefined && settlerSpec !== undefined) {
+            await new Promise((r) => setTimeout(r, settlerSpec.quietWindowMs + 10));
+            for (let i = 0; i < 5; i++) {
+                const report = await silence(settler.handler)();
+                settlerReports.push(report);
+                if (report.keysFromIndex === 0) {
+                    break;
+                }
+            }
         }
         const consumerDone = Date.now();
         clearInterval(ticker);
@@ -410,8 +447,12 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         let eventual = 0;
         let bestEffort = 0;
         let exact = true;
+        const bestEffortByKey: Record<string, number> = {};
+        const liveByKey: Record<string, number> = {};
         for (const key of keys) {
             const s = await snapshotKey(admin, system.table.name, layout, key);
+            bestEffortByKey[key] = s.bestEffort;
+            liveByKey[key] = s.live;
             samples.get(key)!.push({ t: Date.now() - started, s });
             live += s.live;
             eventual += s.eventual;
@@ -466,6 +507,21 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             observations,
             durationMs: consumerDone - started,
             chart: chartPath,
+            bestEffortByKey,
+            liveByKey,
+            heals: {
+                runs: settlerReports.length,
+                healed: settlerReports.reduce((n, r) => n + r.healed, 0),
+                corrected: settlerReports.reduce((n, r) => n + r.corrected, 0),
+                drift: settlerReports.reduce((n, r) => n + r.drift, 0),
+                raced: settlerReports.reduce((n, r) => n + r.raced, 0),
+                skipped: settlerReports.reduce<Record<string, number>>((all, r) => {
+                    for (const [reason, n] of Object.entries(r.skipped)) {
+                        all[reason] = (all[reason] ?? 0) + (n ?? 0);
+                    }
+                    return all;
+                }, {}),
+            },
             settings: {
                 batchSize: system.streamMapping.batchSize,
                 maximumRetryAttempts: system.streamMapping.maximumRetryAttempts,
@@ -561,6 +617,13 @@ async function main(): Promise<void> {
     log(`DLQ: first ${report.dlq.first}, redriven ${report.dlq.redriven}, fatal ${report.dlq.fatal}`);
     log(
         `${report.mode === "utilization" ? `keys ever overcounted by best-effort: ${report.overcountKeys.length}` : `keys ever over the limit: ${report.limitExceededKeys.length}`}`,
+    );
+    log(
+        `settler: ${report.heals.runs} runs, ${report.heals.healed} heals (${report.heals.corrected} corrected, drift ${report.heals.drift}), ` +
+            `${report.heals.raced} lost a race, skipped ${JSON.stringify(report.heals.skipped)}`,
+    );
+    log(
+        `best-effort == live for every key: ${Object.keys(report.liveByKey).every((k) => report.bestEffortByKey[k] === report.liveByKey[k])}`,
     );
     log(`chart: ${report.chart}`);
 }
