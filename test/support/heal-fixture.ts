@@ -1,12 +1,6 @@
 /** Two tables (resource items, counter items) on DynamoDB Local, a model client on a fake clock, and probes. */
 import { GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import {
-    COUNTER_ATTRIBUTES as A,
-    DEFAULT_LAYOUT,
-    bestEffortSortKey,
-    countersTable,
-    type CounterTableConfig,
-} from "../../runtime/config";
+import { COUNTER_ATTRIBUTES as A, DEFAULT_LAYOUT, bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/config";
 import { isLive } from "../../runtime/selection";
 import type { LocalEngine } from "../../local/engine";
 import { createCounterTable } from "../../local/table";
