@@ -279,15 +279,21 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             );
         }
         // Lambda logs go to CloudWatch; locally they would drown the report.
+        // Counted, because the consumer and the settler can run at once: stdout comes back when both are done.
+        const write = process.stdout.write;
+        let silenced = 0;
         const silence =
             <T extends unknown[], R>(fn: (...a: T) => Promise<R>) =>
             async (...a: T): Promise<R> => {
-                const write = process.stdout.write;
-                process.stdout.write = (() => true) as typeof process.stdout.write;
+                if (silenced++ === 0) {
+                    process.stdout.write = (() => true) as typeof process.stdout.write;
+                }
                 try {
                     return await fn(...a);
                 } finally {
-                    process.stdout.write = write;
+                    if (--silenced === 0) {
+                        process.stdout.write = write;
+                    }
                 }
             };
 
