@@ -32,6 +32,8 @@ import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 import { healBenchLines, runHealBench } from "./heal";
+import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type HotTenantRow } from "./hot-tenant";
+import { describeParity } from "../local/parity";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
 const APPROACHES: readonly Approach[] = ["hybrid", "hybrid-per-record", "atomic-counter", "transaction-crt"];
@@ -51,6 +53,11 @@ interface Options {
     seed: number;
     manyKeys: number;
     json: boolean;
+    /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
+    parity: boolean;
+    scenarios: { approaches: boolean; hotTenant: boolean };
+    itemBytes: number;
+    placements: CounterPlacement[];
 }
 
 interface Row {
@@ -86,8 +93,22 @@ function parseOptions(argv: string[]): Options {
             "many-keys": { type: "string" },
             approaches: { type: "string" },
             json: { type: "boolean" },
+            "no-parity": { type: "boolean" },
+            scenario: { type: "string" },
+            "item-bytes": { type: "string" },
+            counters: { type: "string" },
         },
     });
+    const scenario = values.scenario ?? "all";
+    if (!["all", "approaches", "hot-tenant"].includes(scenario)) {
+        throw new Error(`--scenario takes all, approaches or hot-tenant (got "${scenario}")`);
+    }
+    const placements = (values.counters ?? PLACEMENTS.join(",")).split(",") as CounterPlacement[];
+    for (const p of placements) {
+        if (!PLACEMENTS.includes(p)) {
+            throw new Error(`--counters takes a comma-separated list of ${PLACEMENTS.join(", ")} (got "${p}")`);
+        }
+    }
     const num = (name: string, raw: string | undefined, fallback: number, min: number, max: number) => {
         const n = raw === undefined ? fallback : Number(raw);
         if (!Number.isFinite(n) || n < min || n > max) {
@@ -109,6 +130,10 @@ function parseOptions(argv: string[]): Options {
         seed: num("seed", values.seed, 1, 0, 2 ** 31),
         manyKeys: num("many-keys", values["many-keys"], 64, 2, 10_000),
         json: values.json ?? false,
+        parity: !(values["no-parity"] ?? false),
+        scenarios: { approaches: scenario !== "hot-tenant", hotTenant: scenario !== "approaches" },
+        itemBytes: num("item-bytes", values["item-bytes"], 2048, 1, 350_000),
+        placements,
     };
 }
 
@@ -308,7 +333,7 @@ async function main(): Promise<void> {
     const run = await runProgramWithResult(() => new HybridCounterComponent("bench", {}));
     const system = describeDeployedSystem(run.resources);
     const measure = async (approach: Approach, scenario: { name: string; keys: string[] }, consumerDuringApi: boolean) => {
-        const engine = await startEngine();
+        const engine = await startEngine({ parity: options.parity ? undefined : false });
         try {
             await rawPutRate(engine, 1_500, options.concurrency);
             const raw = await rawPutRate(engine, 1_500, options.concurrency);
@@ -322,8 +347,14 @@ async function main(): Promise<void> {
         { name: `${options.manyKeys} keys`, keys: Array.from({ length: options.manyKeys }, (_, i) => `k${i}`) },
     ];
     const rows: Row[] = [];
+    let hotTenant: HotTenantRow[] = [];
+    log(
+        options.parity
+            ? "parity layer: on (AWS's partition throughput, transaction size and billing enforced; --no-parity to compare)"
+            : describeParity(undefined),
+    );
     {
-        for (const scenario of scenarios) {
+        for (const scenario of options.scenarios.approaches ? scenarios : []) {
             for (const approach of options.approaches) {
                 const row = await measure(approach, scenario, false);
                 if (approach === "hybrid" || approach === "hybrid-per-record") {
@@ -336,11 +367,22 @@ async function main(): Promise<void> {
                 log(`  ${scenario.name.padEnd(8)} ${approach.padEnd(18)} done: ${row.ratioToRawPut} x raw PutItem (${row.rawPutPerSec}/s)`);
             }
         }
+        if (options.scenarios.hotTenant) {
+            hotTenant = await runHotTenant(system, { ...options, placements: options.placements }, log);
+        }
         const healing = await runHealBench(
             { ops: options.ops, concurrency: options.concurrency, faults: options.faults, seed: options.seed },
             log,
         );
-        const report = { ops: options.ops, concurrency: options.concurrency, faultRate: options.faults, rows, healing };
+        const report = {
+            ops: options.ops,
+            concurrency: options.concurrency,
+            faultRate: options.faults,
+            parity: options.parity,
+            rows,
+            hotTenant,
+            healing,
+        };
         if (options.json) {
             process.stdout.write(`${JSON.stringify(report)}\n`);
             return;
@@ -388,11 +430,21 @@ async function main(): Promise<void> {
         log("- It never cancels a transaction for a conflict and never throttles; the injected faults (TransactionConflict,");
         log("  throttling, 500 before and 500 after commit, at the same rate for every approach) stand in for them. On a real");
         log("  hot key, conflicts grow with load, so approach 4's surfaced errors are a floor, not an estimate.");
-        log("- It has no per-partition limit (1,000 WCU/s): the hot-key rows show relative cost, not the real ceiling.");
-        log("- It reports a transaction's capacity as a flat figure; WCU here bill 2 per transactional item (DynamoDB's price).");
+        log(
+            options.parity
+                ? "- It has no per-partition limit (1,000 WCU/s): the parity layer throttles each partition key as DynamoDB would."
+                : "- It has no per-partition limit (1,000 WCU/s), and --no-parity left it so: the hot-key rows show relative cost only.",
+        );
+        log("- It reports a transaction's capacity as a flat figure; WCU here bill 2 per transactional item per KB (DynamoDB's price).");
         log("- Lag is bounded by how fast DynamoDB Local serves its stream, which is far slower than DynamoDB's.");
         log('- The consumer shares the engine\'s two cores with the API here; on AWS it does not. "with consumer" shows');
         log("  the API ratio with the consumer running beside it; lag is measured in that run.");
+        if (hotTenant.length > 0) {
+            log("");
+            for (const line of formatHotTenant(hotTenant, { ...options, placements: options.placements })) {
+                log(line);
+            }
+        }
         log("");
         for (const line of healBenchLines(healing, options)) {
             log(line);

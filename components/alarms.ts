@@ -69,6 +69,19 @@ export const ALARM_SPECS: readonly AlarmSpec[] = Object.freeze([
             "Errors alarm and logs; the stream keeps the records for 24 hours only.",
     },
     {
+        key: "firstDlqAge",
+        role: "first-dlq-age",
+        subject: "firstDlq",
+        namespace: "AWS/SQS",
+        metricName: "ApproximateAgeOfOldestMessage",
+        statistic: "Maximum",
+        comparisonOperator: "GreaterThanThreshold",
+        description:
+            "A dead-lettered batch has waited too long in the first DLQ: the stream drops its records 24 hours after " +
+            "they were written, and then the redrive can no longer count them. Check the redrive's Errors and logs; " +
+            "`npx hybrid-counter status` shows the keys that lag, `fatal replay` counts a batch now.",
+    },
+    {
         key: "fatalDlqDepth",
         role: "fatal-dlq-depth",
         subject: "fatalDlq",

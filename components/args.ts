@@ -1,10 +1,79 @@
+/**
+ * The component's args, the one API of every language.
+ *
+ * Pulumi infers the multi-language schema (schema.json, served to Python, Go, C#, Java and YAML through
+ * PulumiPlugin.yaml) from this file, so every arg must stay inferable by
+ * `@pulumi/pulumi/provider/experimental`:
+ * - a choice is an `as const` object plus its type (`BillingMode` below) or an `enum`, never an inline
+ *   union such as `"a" | "b"`;
+ * - arrays are mutable (`T[]`, not `readonly T[]` or `ReadonlyArray<T>`); maps are string-keyed
+ *   (`Record<string, T>`); nested values are interfaces;
+ * - no callbacks, no intersections, no other unions, no resources from outside `@pulumi/*`;
+ * - a value users wire from another resource is `pulumi.Input<T>`; a bare `T` is a plain value.
+ * Every field keeps its TSDoc: it becomes the description in every language's SDK. After changing an arg,
+ * run `npm run schema:update` and commit the schema.json diff (test/schema.test.ts compares them).
+ */
 import type * as aws from "@pulumi/aws";
 import type * as pulumi from "@pulumi/pulumi";
-import type { HybridCounterAlarmName } from "./defaults";
+
+/** Billing mode of the table the component creates. */
+export const BillingMode = {
+    /** On-demand capacity. */
+    PayPerRequest: "PAY_PER_REQUEST",
+    /** Provisioned capacity: set `readCapacity` and `writeCapacity`. */
+    Provisioned: "PROVISIONED",
+} as const;
+export type BillingMode = (typeof BillingMode)[keyof typeof BillingMode];
+
+/** Instruction set of the component's Lambda functions. */
+export const Architecture = {
+    /** AWS Graviton (ARM). */
+    Arm64: "arm64",
+    /** x86-64. */
+    X86_64: "x86_64",
+} as const;
+export type Architecture = (typeof Architecture)[keyof typeof Architecture];
+
+/** The alarms the component creates, by the key used in `disabledAlarms` and `alarmArns`. */
+export const AlarmName = {
+    /** The stream consumer falls behind (IteratorAge). */
+    ConsumerIteratorAge: "consumerIteratorAge",
+    /** The stream consumer fails invocations (Errors). */
+    ConsumerErrors: "consumerErrors",
+    /** The stream consumer is throttled (Throttles). */
+    ConsumerThrottles: "consumerThrottles",
+    /** A batch left the stream path: the first DLQ holds messages. */
+    FirstDlqDepth: "firstDlqDepth",
+    /** The first DLQ's oldest message is old: the redrive must re-read its records before the stream's 24 h retention trims them. */
+    FirstDlqAge: "firstDlqAge",
+    /** A batch needs an operator: the fatal DLQ holds messages. */
+    FatalDlqDepth: "fatalDlqDepth",
+    /** The redrive function fails invocations (Errors). */
+    RedriveErrors: "redriveErrors",
+} as const;
+export type AlarmName = (typeof AlarmName)[keyof typeof AlarmName];
+
+/** ARN of each alarm the component created, by alarm name; a disabled alarm is absent. */
+export interface HybridCounterAlarmArns {
+    /** The consumer lag alarm (IteratorAge). */
+    readonly consumerIteratorAge?: string;
+    /** The consumer errors alarm. */
+    readonly consumerErrors?: string;
+    /** The consumer throttles alarm. */
+    readonly consumerThrottles?: string;
+    /** The first DLQ depth alarm. */
+    readonly firstDlqDepth?: string;
+    /** The first DLQ's oldest-message age alarm. */
+    readonly firstDlqAge?: string;
+    /** The fatal DLQ depth alarm. */
+    readonly fatalDlqDepth?: string;
+    /** The redrive errors alarm. */
+    readonly redriveErrors?: string;
+}
 
 /** The modes a counter's clients can use (see HybridCounterClient). */
-export const CounterModes = { strict: "strict", utilization: "utilization" } as const;
-export type CounterModeName = (typeof CounterModes)[keyof typeof CounterModes];
+export const CounterModeArg = { Strict: "strict", Utilization: "utilization" } as const;
+export type CounterModeArg = (typeof CounterModeArg)[keyof typeof CounterModeArg];
 
 /**
  * Arguments of {@link HybridCounterComponent}. Every field is optional: `new HybridCounterComponent("orders", {})`
@@ -32,7 +101,7 @@ export interface HybridCounterComponentArgs {
      * Billing mode of the created table. `PROVISIONED` requires `readCapacity` and `writeCapacity`.
      * @default "PAY_PER_REQUEST"
      */
-    readonly billingMode?: "PAY_PER_REQUEST" | "PROVISIONED";
+    readonly billingMode?: BillingMode;
     /**
      * Read capacity units of the created table; only with `billingMode: "PROVISIONED"`.
      * @default undefined
@@ -78,7 +147,7 @@ export interface HybridCounterComponentArgs {
     /** Lambda runtime of both functions, `nodejs22.x` or newer. @default "nodejs22.x" */
     readonly lambdaRuntime?: string;
     /** Instruction set of both functions. @default "arm64" */
-    readonly architecture?: "arm64" | "x86_64";
+    readonly architecture?: Architecture;
     /** Memory (MB) of the stream consumer, 128..10240. @default 256 */
     readonly consumerMemorySize?: number;
     /** Timeout (s) of the stream consumer, 1..900. @default 60 */
@@ -91,6 +160,12 @@ export interface HybridCounterComponentArgs {
     readonly consumerReservedConcurrency?: number;
     /** Memory (MB) of the redrive function, 128..10240. @default 256 */
     readonly redriveMemorySize?: number;
+    /**
+     * Reserved concurrency of the redrive function, 1..1000: bounds how many first-DLQ batches are re-read
+     * and counted at once, so a burst of dead-lettered batches cannot starve the API's own functions.
+     * @default undefined (unreserved)
+     */
+    readonly redriveReservedConcurrency?: pulumi.Input<number>;
     /**
      * Timeout (s) of the redrive function, 1..900. The first DLQ's visibility timeout is six times this.
      * @default 120
@@ -146,7 +221,7 @@ export interface HybridCounterComponentArgs {
      */
     readonly createAlarmTopic?: boolean;
     /** Alarms not to create. @default [] (all six) */
-    readonly disabledAlarms?: readonly HybridCounterAlarmName[];
+    readonly disabledAlarms?: AlarmName[];
     /**
      * Consumer IteratorAge (ms, maximum over 5 minutes) above which the lag alarm fires. Must be below
      * `maximumRecordAgeInSeconds`.
@@ -159,6 +234,12 @@ export interface HybridCounterComponentArgs {
     readonly consumerThrottlesAlarmThreshold?: number;
     /** First DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
     readonly firstDlqAlarmThreshold?: number;
+    /**
+     * Age (s) of the oldest first-DLQ message above which the alarm fires, 60 or more and below
+     * 86400 - `maximumRecordAgeInSeconds`: past that the stream (24 h) may have dropped the batch's records.
+     * @default 3600 (1 hour)
+     */
+    readonly firstDlqAgeAlarmThresholdSeconds?: number;
     /** Fatal DLQ visible messages (maximum over 5 minutes) above which the alarm fires. @default 0 */
     readonly fatalDlqAlarmThreshold?: number;
     /** Redrive Errors (sum over 5 minutes) at or above which the alarm fires. @default 1 */
@@ -190,7 +271,7 @@ export interface HybridCounterComponentArgs {
      */
     readonly healQuietWindowSeconds?: number;
     /** The mode every `HybridCounterClient` of this table uses; healing counts differently in each. @default "utilization" */
-    readonly counterMode?: CounterModeName;
+    readonly counterMode?: CounterModeArg;
     /** Keys the settler heals from its index per run, 1..10000: bounds a run's cost. @default 200 */
     readonly settlerKeyBudget?: number;
     /** Timeout (s) of the settler, 1..900. @default 300 */

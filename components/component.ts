@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { COUNTER_ATTRIBUTES, HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
-import type { HybridCounterComponentArgs } from "./args";
+import type { HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
 import { dashboardBody } from "./dashboard";
 import {
@@ -19,6 +19,7 @@ import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validate
 
 /** What an API program needs to build a `HybridCounterClient`: `{ tableName, ...layout }`. */
 export interface HybridCounterClientConfig extends CounterTableLayout {
+    /** Name of the counter's table. */
     readonly tableName: string;
 }
 
@@ -34,21 +35,33 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     /** Absolute paths of the Lambda bundles this package deploys (plain values, for tools and local twins). */
     static readonly bundlePaths: BundlePaths = bundlePathsUnder(findPackageRoot());
 
+    /** Name of the counter's table (the one created, or the one attached with `table`). */
     public readonly tableName: pulumi.Output<string>;
+    /** ARN of the counter's table. */
     public readonly tableArn: pulumi.Output<string>;
+    /** ARN of the table's stream, which the consumer reads. */
     public readonly tableStreamArn: pulumi.Output<string>;
+    /** Name of the stream consumer function. */
     public readonly consumerFunctionName: pulumi.Output<string>;
+    /** ARN of the stream consumer function. */
     public readonly consumerFunctionArn: pulumi.Output<string>;
+    /** Name of the redrive function, which re-reads failed batches from the stream. */
     public readonly redriveFunctionName: pulumi.Output<string>;
+    /** ARN of the redrive function. */
     public readonly redriveFunctionArn: pulumi.Output<string>;
+    /** URL of the first DLQ (the stream mapping's on-failure destination, read by the redrive). */
     public readonly firstDlqUrl: pulumi.Output<string>;
+    /** ARN of the first DLQ. */
     public readonly firstDlqArn: pulumi.Output<string>;
+    /** URL of the fatal DLQ: records and batches that need an operator. */
     public readonly fatalDlqUrl: pulumi.Output<string>;
+    /** ARN of the fatal DLQ. */
     public readonly fatalDlqArn: pulumi.Output<string>;
     /** ARN of each alarm created, by alarm name (disabled alarms are absent). */
-    public readonly alarmArns: pulumi.Output<Partial<Record<HybridCounterAlarmName, string>>>;
+    public readonly alarmArns: pulumi.Output<HybridCounterAlarmArns>;
     /** The topic alarms notify, if any (the one passed or the one created). */
     public readonly alarmTopicArn: pulumi.Output<string | undefined>;
+    /** Name of the CloudWatch dashboard. */
     public readonly dashboardName: pulumi.Output<string>;
     /** Everything `HybridCounterClient` needs: `{ tableName, ...layout }`. */
     public readonly clientConfig: pulumi.Output<HybridCounterClientConfig>;
@@ -192,6 +205,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 role: redriveRole.arn,
                 memorySize: args.redriveMemorySize ?? D.redriveMemorySize,
                 timeout: redriveTimeout,
+                reservedConcurrentExecutions: args.redriveReservedConcurrency,
             },
             { parent: this, dependsOn: [redriveLogs, redriveRolePolicy] },
         );
@@ -249,11 +263,13 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             consumerErrors: args.consumerErrorsAlarmThreshold ?? D.consumerErrorsAlarmThreshold,
             consumerThrottles: args.consumerThrottlesAlarmThreshold ?? D.consumerThrottlesAlarmThreshold,
             firstDlqDepth: args.firstDlqAlarmThreshold ?? D.firstDlqAlarmThreshold,
+            firstDlqAge: args.firstDlqAgeAlarmThresholdSeconds ?? D.firstDlqAgeAlarmThresholdSeconds,
             fatalDlqDepth: args.fatalDlqAlarmThreshold ?? D.fatalDlqAlarmThreshold,
             redriveErrors: args.redriveErrorsAlarmThreshold ?? D.redriveErrorsAlarmThreshold,
         };
         const disabled = new Set(args.disabledAlarms ?? []);
-        const alarmArns: Record<string, pulumi.Output<string>> = {};
+        // Keyed by the interface's own fields, so an alarm the interface does not name fails to compile.
+        const alarmArns: { -readonly [K in keyof HybridCounterAlarmArns]: pulumi.Output<string> } = {};
         for (const spec of ALARM_SPECS) {
             if (disabled.has(spec.key)) {
                 continue;
@@ -347,7 +363,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.firstDlqArn = firstDlq.arn;
         this.fatalDlqUrl = fatalDlq.url;
         this.fatalDlqArn = fatalDlq.arn;
-        this.alarmArns = pulumi.output(alarmArns) as pulumi.Output<Partial<Record<HybridCounterAlarmName, string>>>;
+        this.alarmArns = pulumi.output(alarmArns);
         this.alarmTopicArn = alarmTopicArn;
         this.dashboardName = dashboard.dashboardName;
         this.clientConfig = table.name.apply((tableName) => ({ tableName, ...layout }));

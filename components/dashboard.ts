@@ -25,11 +25,22 @@ function widget(title: string, x: number, y: number, region: string, metrics: Me
     };
 }
 
-/** Three rows: the stream path, the failure path, the table. */
+/** The `service` dimension the handlers put on their EMF metrics (runtime/consumer.ts, runtime/redrive.ts). */
+export const EMF_SERVICES = Object.freeze({ consumer: "hybrid-counter-consumer", redrive: "hybrid-counter-redrive" });
+
+/**
+ * Four rows: the stream path, the failure path, the table, and the handlers' own counting metrics (EMF).
+ * A widget for heals joins the last row once the handlers emit a heal metric.
+ */
 export function dashboardBody(d: DashboardInputs): string {
     const fn = (name: string, metric: string, label: string): Metric => ["AWS/Lambda", metric, "FunctionName", name, { label }];
     const queue = (name: string, label: string): Metric => ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", name, { label }];
     const table = (metric: string, label: string): Metric => ["AWS/DynamoDB", metric, "TableName", d.tableName, { label }];
+    const emf = (service: string, metric: string, label: string): Metric => [d.metricsNamespace, metric, "service", service, { label }];
+    const both = (metric: string, what: string): Metric[] => [
+        emf(EMF_SERVICES.consumer, metric, `${what} (consumer)`),
+        emf(EMF_SERVICES.redrive, metric, `${what} (redrive)`),
+    ];
     return JSON.stringify({
         widgets: [
             widget("Consumer lag (IteratorAge, ms)", 0, 0, d.region, [fn(d.consumerFunctionName, "IteratorAge", "max lag")], "Maximum"),
@@ -56,16 +67,26 @@ export function dashboardBody(d: DashboardInputs): string {
                 table("TransactionConflict", "transaction conflicts"),
                 table("WriteThrottleEvents", "write throttles"),
             ]),
+            widget("Records counted", 0, 12, d.region, both("RecordsCounted", "counted")),
+            widget("Duplicates skipped", 8, 12, d.region, both("DuplicatesSkipped", "already counted")),
+            widget("Transaction retries", 16, 12, d.region, both("TransactionRetries", "retries")),
+            widget("Poison records (to the fatal DLQ)", 0, 18, d.region, [
+                ...both("PoisonRecords", "poison"),
+                emf(EMF_SERVICES.redrive, "BatchesExpired", "batches expired (redrive)"),
+            ]),
+            widget("Batches redriven", 8, 18, d.region, [emf(EMF_SERVICES.redrive, "BatchesRedriven", "redriven")]),
+            // Heals: a widget on the heal metric goes at x 16, y 18 once healing emits one.
             {
                 type: "text",
                 x: 0,
-                y: 12,
+                y: 24,
                 width: 24,
                 height: 2,
                 properties: {
                     markdown:
                         `Counter metrics emitted by the handlers are in namespace **${d.metricsNamespace}**. ` +
-                        "A message in the fatal DLQ needs an operator.",
+                        "A message in the fatal DLQ needs an operator: `npx hybrid-counter fatal list` explains each, " +
+                        "`npx hybrid-counter status` shows the keys that are off.",
                 },
             },
             ...(d.extraWidgets ?? []),

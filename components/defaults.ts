@@ -9,6 +9,7 @@
  *   redrive must re-read the records from the stream while they still exist.
  */
 import { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE, type CounterTableLayout } from "../runtime/config";
+import { AlarmName, type Architecture, type BillingMode } from "./args";
 
 export { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE };
 
@@ -16,27 +17,21 @@ export { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE };
 export const COMPONENT_TYPE = "hybrid-counter:index:HybridCounterComponent";
 
 /** The alarms the component creates, by the key used in `disabledAlarms` and `alarmArns`. */
-export const ALARM_NAMES = [
-    "consumerIteratorAge",
-    "consumerErrors",
-    "consumerThrottles",
-    "firstDlqDepth",
-    "fatalDlqDepth",
-    "redriveErrors",
-] as const;
+export type HybridCounterAlarmName = AlarmName;
 
-export type HybridCounterAlarmName = (typeof ALARM_NAMES)[number];
+/** Every alarm name, in the order the component creates the alarms. */
+export const ALARM_NAMES: readonly HybridCounterAlarmName[] = Object.freeze(Object.values(AlarmName));
 
 export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     // Table
-    billingMode: "PAY_PER_REQUEST" as "PAY_PER_REQUEST" | "PROVISIONED",
+    billingMode: "PAY_PER_REQUEST" as BillingMode,
     deletionProtection: false,
     /** The view type the consumer needs: it reads NewImage and OldImage. */
     streamViewType: "NEW_AND_OLD_IMAGES",
 
     // Functions
     lambdaRuntime: "nodejs22.x",
-    architecture: "arm64" as "arm64" | "x86_64",
+    architecture: "arm64" as Architecture,
     consumerMemorySize: 256,
     consumerTimeout: 60,
     redriveMemorySize: 256,
@@ -71,6 +66,12 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     consumerThrottlesAlarmThreshold: 1,
     /** Any message in the first DLQ means a batch left the stream path. */
     firstDlqAlarmThreshold: 0,
+    /**
+     * One hour in the first DLQ: a batch reaches it at most `maximumRecordAgeInSeconds` (6 h) after its
+     * records were written, and the stream drops them at 24 h, so this leaves the redrive (or an operator)
+     * about 17 hours to act before the records can no longer be re-read.
+     */
+    firstDlqAgeAlarmThresholdSeconds: 60 * 60,
     /** Any message in the fatal DLQ needs an operator. */
     fatalDlqAlarmThreshold: 0,
     redriveErrorsAlarmThreshold: 1,

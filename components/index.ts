@@ -1,4 +1,4 @@
-export type { HybridCounterComponentArgs } from "./args";
+export { AlarmName, Architecture, BillingMode, type HybridCounterAlarmArns, type HybridCounterComponentArgs } from "./args";
 export { ALARM_SPECS, type AlarmSpec, type AlarmSubject } from "./alarms";
 export { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
 export { HybridCounterComponent, defaultDashboardName, type HybridCounterClientConfig } from "./component";

@@ -3,7 +3,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { layoutProblems, layoutWithDefaults, type CounterTableLayout } from "../runtime/config";
-import type { HybridCounterComponentArgs } from "./args";
+import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import {
     ALARM_NAMES,
     HYBRID_COUNTER_DEFAULTS as D,
@@ -100,7 +100,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         }
     }
     plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
-    oneOf("billingMode", ["PAY_PER_REQUEST", "PROVISIONED"]);
+    oneOf("billingMode", Object.values(BillingMode));
     integerBetween("readCapacity", LIMITS.capacity);
     integerBetween("writeCapacity", LIMITS.capacity);
     if (args.table === undefined) {
@@ -129,12 +129,22 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
             problems.push(`[lambdaRuntime] must be nodejs${LIMITS.minimumNodeMajor}.x or a newer nodejs<major>.x runtime`);
         }
     }
-    oneOf("architecture", ["arm64", "x86_64"]);
+    oneOf("architecture", Object.values(Architecture));
     integerBetween("consumerMemorySize", LIMITS.memorySize);
     integerBetween("consumerTimeout", LIMITS.consumerTimeout);
     integerAtLeast("consumerReservedConcurrency", 1);
     integerBetween("redriveMemorySize", LIMITS.memorySize);
     integerBetween("redriveTimeout", LIMITS.redriveTimeout);
+    // An Output or a promise is checked by AWS when it resolves; a plain value is checked now.
+    const redriveConcurrency = a.redriveReservedConcurrency;
+    if (redriveConcurrency !== undefined && !pulumi.Output.isInstance(redriveConcurrency) && !(redriveConcurrency instanceof Promise)) {
+        const [, maxConcurrency] = LIMITS.reservedConcurrency;
+        if (typeof redriveConcurrency !== "number" || !Number.isInteger(redriveConcurrency)) {
+            problems.push("[redriveReservedConcurrency] must be an integer");
+        } else if (redriveConcurrency < 1 || redriveConcurrency > maxConcurrency) {
+            problems.push(`[redriveReservedConcurrency] must be between 1 and ${maxConcurrency}`);
+        }
+    }
     if (args.logRetentionInDays !== undefined && !LOG_RETENTION_DAYS.includes(args.logRetentionInDays)) {
         problems.push(`[logRetentionInDays] must be one of ${LOG_RETENTION_DAYS.join(", ")}`);
     }
@@ -173,6 +183,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     integerAtLeast("consumerThrottlesAlarmThreshold", 1);
     integerAtLeast("firstDlqAlarmThreshold", 0);
     integerAtLeast("fatalDlqAlarmThreshold", 0);
+    integerAtLeast("firstDlqAgeAlarmThresholdSeconds", 60);
     integerAtLeast("redriveErrorsAlarmThreshold", 1);
     const iteratorAge = args.iteratorAgeAlarmThresholdMs ?? D.iteratorAgeAlarmThresholdMs;
     const recordAge = args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds;
@@ -182,6 +193,15 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         problems.push(
             `[iteratorAgeAlarmThresholdMs] must be below [maximumRecordAgeInSeconds] x 1000 (${recordAge * 1000}): ` +
                 "records older than that leave the stream path before the lag alarm would fire",
+        );
+    }
+    const dlqAge = args.firstDlqAgeAlarmThresholdSeconds ?? D.firstDlqAgeAlarmThresholdSeconds;
+    const streamRetention = 24 * 60 * 60;
+    // With a record age near or past the retention, no first-DLQ age keeps the records: nothing to check.
+    if (recordAgeValid && recordAge < streamRetention - 60 && Number.isInteger(dlqAge) && dlqAge >= streamRetention - recordAge) {
+        problems.push(
+            `[firstDlqAgeAlarmThresholdSeconds] must be below 86400 - [maximumRecordAgeInSeconds] (${streamRetention - recordAge}): ` +
+                "a batch that waits that long in the first DLQ may have left the stream's 24-hour retention before the alarm fires",
         );
     }
     plainMatches("dashboardName", DASHBOARD_NAME, "1 to 255 characters of letters, digits, '-' and '_'");

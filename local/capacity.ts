@@ -3,9 +3,10 @@
  *
  * Standard writes: ReturnConsumedCapacity, as the engine reports it (1 WCU per KB written).
  * Transactions: DynamoDB bills each item of a TransactWriteItems at 2 WCU per KB (prepare + commit),
- * but DynamoDB Local reports a flat figure for a whole transaction, whatever its size. `billed`
- * therefore counts 2 WCU per transactional action (every item this project writes is under 1 KB),
- * so figures measured locally read as they would on the bill; `reported` is what the engine said.
+ * but DynamoDB Local reports a flat figure for a whole transaction, whatever its size. Behind the
+ * parity layer (local/parity.ts) the reported figure is DynamoDB's bill; without it, `billed` counts
+ * at least 2 WCU per transactional action, so figures measured locally read as they would on the
+ * bill for items under 1 KB; `reported` is what the engine (or the parity layer) said.
  */
 import type { ConsumedCapacity, DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
@@ -37,7 +38,7 @@ export function meterWrites(client: DynamoDBClient): CapacityMeter {
         meter.writes++;
         meter.reported += units;
         const actions = (args.input as { TransactItems?: unknown[] }).TransactItems?.length ?? 0;
-        meter.billed += name === "TransactWriteItemsCommand" ? 2 * actions : units;
+        meter.billed += name === "TransactWriteItemsCommand" ? Math.max(2 * actions, units) : units;
         return result;
     };
     client.middlewareStack.add(middleware, { step: "initialize", name: "hybridCounterCapacityMeter", priority: "low" });

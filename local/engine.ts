@@ -8,16 +8,25 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import * as path from "node:path";
+import { startParityProxy, type ParityOptions, type ParityProxy } from "./parity";
 
 const REGION = "us-east-1";
 /** DynamoDB Local accepts any credentials; these name the project so a stray request is recognisable. */
 const CREDENTIALS = { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" };
 
 export interface LocalEngine {
+    /** Where clients connect: the parity layer when it is on, DynamoDB Local itself otherwise. */
     readonly endpoint: string;
+    /** DynamoDB Local itself, behind the parity layer. */
+    readonly directEndpoint: string;
     readonly port: number;
-    /** A new DynamoDB client for this engine. Options (retries, middleware) are the caller's. */
-    dynamodb(options?: { maxAttempts?: number }): DynamoDBClient;
+    /** The parity layer (local/parity.ts) in front of the engine; undefined when it is off. */
+    readonly parity: ParityProxy | undefined;
+    /**
+     * A new DynamoDB client for this engine. Options (retries, middleware) are the caller's;
+     * `direct` bypasses the parity layer.
+     */
+    dynamodb(options?: { maxAttempts?: number; direct?: boolean }): DynamoDBClient;
     streams(): DynamoDBStreamsClient;
     stop(): Promise<void>;
 }
@@ -85,8 +94,21 @@ function installExitHook(): void {
     });
 }
 
+export interface EngineOptions {
+    /**
+     * Enforce DynamoDB's limits that DynamoDB Local ignores (local/parity.ts). On unless set to
+     * false here or HYBRID_COUNTER_PARITY=off is in the environment.
+     */
+    readonly parity?: boolean | ParityOptions;
+}
+
+/** Whether the parity layer is on when the caller does not say: on, unless HYBRID_COUNTER_PARITY=off. */
+export function parityByDefault(): boolean {
+    return process.env.HYBRID_COUNTER_PARITY !== "off";
+}
+
 /** Starts DynamoDB Local in memory and waits until it answers. */
-export async function startEngine(): Promise<LocalEngine> {
+export async function startEngine(options: EngineOptions = {}): Promise<LocalEngine> {
     checkJava();
     const home = engineHome();
     const jar = path.join(home, "DynamoDBLocal.jar");
@@ -117,11 +139,16 @@ export async function startEngine(): Promise<LocalEngine> {
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     child.once("exit", () => running.delete(child));
 
-    const endpoint = `http://127.0.0.1:${port}`;
-    const makeClient = (options: { maxAttempts?: number } = {}): DynamoDBClient =>
-        new DynamoDBClient({ endpoint, region: REGION, credentials: CREDENTIALS, ...options });
-
-    const probe = makeClient({ maxAttempts: 1 });
+    const directEndpoint = `http://127.0.0.1:${port}`;
+    const makeClient = ({ direct, ...options }: { maxAttempts?: number; direct?: boolean } = {}): DynamoDBClient =>
+        new DynamoDBClient({
+            endpoint: direct || !parity ? directEndpoint : parity.endpoint,
+            region: REGION,
+            credentials: CREDENTIALS,
+            ...options,
+        });
+    const endpoint = directEndpoint;
+    const probe = makeClient({ maxAttempts: 1, direct: true });
     const deadline = Date.now() + 60_000;
     for (;;) {
         if (child.exitCode !== null) {
@@ -139,13 +166,20 @@ export async function startEngine(): Promise<LocalEngine> {
         }
     }
     probe.destroy();
+    const wanted = options.parity ?? parityByDefault();
+    const parity: ParityProxy | undefined =
+        wanted === false ? undefined : await startParityProxy(directEndpoint, wanted === true ? {} : wanted);
 
     return {
-        endpoint,
+        endpoint: parity?.endpoint ?? directEndpoint,
+        directEndpoint,
         port,
+        parity,
         dynamodb: makeClient,
+        // The Streams API is not metered by the parity layer: read it from the engine itself.
         streams: () => new DynamoDBStreamsClient({ endpoint, region: REGION, credentials: CREDENTIALS }),
         async stop() {
+            await parity?.stop();
             if (child.exitCode === null) {
                 child.kill("SIGTERM");
                 const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);

@@ -1,12 +1,126 @@
 /**
- * In-process SQS queues for local runs and tests: DynamoDB Local has no SQS beside it. `attach()`
- * answers an SQSClient's SendMessage, ReceiveMessage and DeleteMessage from memory (the request
- * never leaves the process), so handler code runs unchanged against it.
+ * SQS for local runs and tests.
+ *
+ * `startLocalSqs()` starts a real SQS-protocol server (the `fauxqs` package) on a free 127.0.0.1
+ * port: the AWS SDK talks to it over HTTP exactly as it talks to SQS, and it honours what the
+ * counter's queues rely on, checked by test/sqs-server.test.ts: a redrive policy's maxReceiveCount
+ * (a message received that many times moves to the dead-letter target), visibility timeouts (a
+ * received, undeleted message comes back after the timeout) and long polling (WaitTimeSeconds).
+ * What it lacks: StartMessageMoveTask (the CLI's `redrive` moves messages itself, which works on SQS
+ * too) and queue policies (ignored).
+ *
+ * Queue URLs name the server itself (`http://127.0.0.1:<port>/000000000000/<name>`), so an SDK client
+ * given only a queue URL reaches the right server without an endpoint setting.
+ *
+ * `LocalQueues` is the older in-process stand-in, kept for the benchmark and the runtime tests that
+ * only need a place to send messages to.
  */
-import { SQSClient, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-sqs";
+import { SQSClient, type Message, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSEvent } from "aws-lambda";
 import type { InitializeMiddleware } from "@smithy/types";
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+
+export const LOCAL_REGION = "us-east-1";
+export const LOCAL_CREDENTIALS = { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" };
+
+export interface LocalQueue {
+    readonly url: string;
+    readonly arn: string;
+}
+
+export interface LocalSqs {
+    /** `http://127.0.0.1:<port>`. */
+    readonly endpoint: string;
+    /** A new SDK client for this server. */
+    client(options?: { maxAttempts?: number }): SQSClient;
+    /** Creates a queue through the SQS API (CreateQueue), with the given attributes. */
+    createQueue(name: string, attributes?: Record<string, string>): Promise<LocalQueue>;
+    stop(): Promise<void>;
+}
+
+interface FastifyLike {
+    listen(options: { port: number; host: string }): Promise<string>;
+    close(): Promise<void>;
+}
+
+/** Finds the installed fauxqs package; throws naming the package when it is missing. */
+export function fauxqsHome(): string {
+    for (const dir of require.resolve.paths("fauxqs") ?? []) {
+        const home = path.join(dir, "fauxqs");
+        if (existsSync(path.join(home, "package.json"))) {
+            return home;
+        }
+    }
+    throw new Error("the local SQS server needs the npm package `fauxqs`: npm install --save-dev fauxqs@^1.9.2");
+}
+
+/**
+ * Starts the SQS server on a free loopback port. The server's own `startFauxqs` listens on every
+ * interface; this builds its app and listens on 127.0.0.1 only, with queue URLs taken from the
+ * request's host.
+ */
+export async function startLocalSqs(): Promise<LocalSqs> {
+    const home = fauxqsHome();
+    const load = (file: string): Promise<Record<string, unknown>> =>
+        import(pathToFileURL(path.join(home, "dist", file)).href) as Promise<Record<string, unknown>>;
+    const app = (await load("app.js")) as { buildApp: (options: unknown) => FastifyLike };
+    const { SqsStore } = (await load(path.join("sqs", "sqsStore.js"))) as { SqsStore: new () => { host: string; shutdown(): void } };
+    const sqsStore = new SqsStore();
+    // Empty host: queue URLs are built from the request's Host header, i.e. this server's address.
+    sqsStore.host = "";
+    const server = app.buildApp({ logger: false, defaultRegion: LOCAL_REGION, stores: { sqsStore } });
+    const address = await server.listen({ port: 0, host: "127.0.0.1" });
+    const endpoint = address.replace("localhost", "127.0.0.1");
+    const makeClient = (options: { maxAttempts?: number } = {}): SQSClient =>
+        new SQSClient({ region: LOCAL_REGION, endpoint, credentials: LOCAL_CREDENTIALS, ...options });
+    const admin = makeClient();
+    let stopped = false;
+    return {
+        endpoint,
+        client: makeClient,
+        async createQueue(name, attributes = {}) {
+            const created = await admin.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+            const url = created.QueueUrl!;
+            const attrs = await admin.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }));
+            return { url, arn: attrs.Attributes!.QueueArn! };
+        },
+        async stop() {
+            if (stopped) {
+                return;
+            }
+            stopped = true;
+            admin.destroy();
+            sqsStore.shutdown();
+            await server.close();
+        },
+    };
+}
+
+/** The event Lambda's SQS event source mapping delivers for messages received from a queue. */
+export function sqsEventOf(messages: readonly Message[], queueArn: string): SQSEvent {
+    return {
+        Records: messages.map((m) => ({
+            messageId: m.MessageId!,
+            receiptHandle: m.ReceiptHandle!,
+            body: m.Body ?? "",
+            attributes: {
+                ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? "1",
+                SentTimestamp: m.Attributes?.SentTimestamp ?? "0",
+                SenderId: m.Attributes?.SenderId ?? "local",
+                ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? "0",
+            },
+            messageAttributes: {},
+            md5OfBody: m.MD5OfBody ?? "",
+            eventSource: "aws:sqs",
+            eventSourceARN: queueArn,
+            awsRegion: LOCAL_REGION,
+        })),
+    };
+}
 
 export interface LocalMessage {
     readonly messageId: string;
@@ -15,6 +129,10 @@ export interface LocalMessage {
     receiveCount: number;
 }
 
+/**
+ * The in-process stand-in: answers an SQSClient's SendMessage, ReceiveMessage and DeleteMessage from
+ * memory. No visibility timeout, no redrive policy: use startLocalSqs() where those matter.
+ */
 export class LocalQueues {
     private readonly queues = new Map<string, LocalMessage[]>();
     readonly sent = new Map<string, number>();
@@ -50,11 +168,7 @@ export class LocalQueues {
      * queues do not serve fails here instead of reaching any network.
      */
     client(): SQSClient {
-        const client = new SQSClient({
-            region: "us-east-1",
-            endpoint: "http://127.0.0.1:9",
-            credentials: { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" },
-        });
+        const client = new SQSClient({ region: LOCAL_REGION, endpoint: "http://127.0.0.1:9", credentials: LOCAL_CREDENTIALS });
         this.attach(client);
         return client;
     }
@@ -102,24 +216,58 @@ export class LocalQueues {
     }
 }
 
-/** The event Lambda's SQS event source mapping would deliver for these received messages. */
+/** The event Lambda's SQS event source mapping would deliver for these in-process messages. */
 export function sqsEvent(messages: readonly LocalMessage[], queueArn: string): SQSEvent {
-    return {
-        Records: messages.map((m) => ({
-            messageId: m.messageId,
-            receiptHandle: m.receiptHandle,
-            body: m.body,
-            attributes: {
-                ApproximateReceiveCount: String(m.receiveCount),
-                SentTimestamp: "0",
-                SenderId: "local",
-                ApproximateFirstReceiveTimestamp: "0",
-            },
-            messageAttributes: {},
-            md5OfBody: "",
-            eventSource: "aws:sqs",
-            eventSourceARN: queueArn,
-            awsRegion: "us-east-1",
+    return sqsEventOf(
+        messages.map((m) => ({
+            MessageId: m.messageId,
+            ReceiptHandle: m.receiptHandle,
+            Body: m.body,
+            Attributes: { ApproximateReceiveCount: String(m.receiveCount) },
         })),
-    };
+        queueArn,
+    );
+}
+
+/**
+ * One pass of Lambda's SQS event source mapping: receives up to `batchSize` messages, invokes the
+ * handler, deletes the messages it did not report as failed. A failed message stays in flight until the
+ * queue's visibility timeout ends; the server then redelivers it or, after maxReceiveCount receives,
+ * moves it to the dead-letter target. Returns how many messages were received and how many deleted.
+ */
+export async function pollQueueOnce(
+    sqs: SQSClient,
+    queue: LocalQueue,
+    batchSize: number,
+    handler: (event: SQSEvent) => Promise<{ batchItemFailures: Array<{ itemIdentifier: string }> }>,
+    waitTimeSeconds = 0,
+): Promise<{ received: number; deleted: number }> {
+    const received = await sqs.send(
+        new ReceiveMessageCommand({
+            QueueUrl: queue.url,
+            MaxNumberOfMessages: Math.min(batchSize, 10),
+            WaitTimeSeconds: waitTimeSeconds,
+            MessageSystemAttributeNames: ["All"],
+        }),
+    );
+    const messages = received.Messages ?? [];
+    if (messages.length === 0) {
+        return { received: 0, deleted: 0 };
+    }
+    let failed: Set<string>;
+    try {
+        const response = await handler(sqsEventOf(messages, queue.arn));
+        failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+    } catch {
+        // A function error fails the whole batch: every message waits for its visibility timeout.
+        failed = new Set(messages.map((m) => m.MessageId!));
+    }
+    let deleted = 0;
+    for (const m of messages) {
+        if (!failed.has(m.MessageId!)) {
+            await sqs.send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: m.ReceiptHandle }));
+            deleted++;
+        }
+    }
+    return { received: messages.length, deleted };
 }

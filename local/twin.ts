@@ -8,22 +8,24 @@
  * built from the component's `clientConfig` output, and the twin reports what it measured.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, Context } from "aws-lambda";
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { HybridCounterComponent } from "../components/component";
 import { HybridCounterClient, type CounterMode } from "../runtime/client";
-import { resolveLayout, type CounterTableLayout } from "../runtime/config";
+import { ENV, resolveLayout, type CounterTableLayout } from "../runtime/config";
 import { meterWrites, type CapacityMeter } from "./capacity";
-import { lineChartSvg } from "./chart";
+import { chartSvg, type Panel } from "./chart";
 import { startEngine, type LocalEngine } from "./engine";
 import { injectFaults, seededRandom, type FaultStats } from "./faults";
 import { LagMeter } from "./lag";
+import { describeParity } from "./parity";
 import { lambdaContext } from "./lambda-context";
 import { MappingEmulator } from "./mapping-emulator";
 import { outputValue, runProgramWithResult } from "./pulumi-mocks";
-import { LocalQueues, sqsEvent } from "./sqs";
+import { pollQueueOnce, startLocalSqs, type LocalSqs } from "./sqs";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 import { createCounterTable } from "./table";
 import { addHealIndex, scheduleRuns, twinSettlerSpec } from "./twin-settler";
@@ -44,6 +46,10 @@ export interface TwinOptions {
     readonly durationSeconds: number;
     readonly json: boolean;
     readonly chart: string;
+    /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
+    readonly parity?: boolean;
+    /** How many keys the chart shows, worst first. */
+    readonly chartKeys: number;
 }
 
 export const USAGE = `Usage: npm start -- [options]
@@ -64,7 +70,10 @@ Options:
   --duration <s>       run the workload for this many seconds instead of --ops
   --watch              run until Ctrl-C
   --json               print one final JSON report and nothing else on stdout
-  --chart <path>       where to write the SVG chart (default .local/twin-chart.svg)
+  --no-parity          run DynamoDB Local without the parity layer (AWS's transaction size, partition
+                       throughput and transaction billing are enforced by default), to compare
+  --chart <path>       where to write the SVG chart (default twin-output/chart.svg)
+  --chart-keys <n>     keys in the chart, worst first (default 3)
   -h, --help           show this help`;
 
 export class UsageError extends Error {
@@ -91,6 +100,8 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
                 watch: { type: "boolean" },
                 json: { type: "boolean" },
                 chart: { type: "string" },
+                "no-parity": { type: "boolean" },
+                "chart-keys": { type: "string" },
                 help: { type: "boolean", short: "h" },
             },
         });
@@ -142,7 +153,9 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
         seed: integer("seed", v.seed, 1, 0, 2 ** 31),
         durationSeconds: v.watch ? Infinity : integer("duration", v.duration, 0, 1, 86_400),
         json: v.json ?? false,
-        chart: v.chart ?? path.join(".local", "twin-chart.svg"),
+        chart: v.chart ?? path.join("twin-output", "chart.svg"),
+        chartKeys: integer("chart-keys", v["chart-keys"], 3, 1, 16),
+        ...(v["no-parity"] ? { parity: false } : {}),
     };
     if (options.mode === "strict" && options.limit === undefined) {
         problems.push("--mode strict needs --limit: strict mode exists to enforce one");
@@ -187,6 +200,16 @@ export interface TwinReport {
     /** The settler on the component's schedule, compressed: its runs and what they healed. */
     heals: { runs: number; healed: number; corrected: number; drift: number; raced: number; skipped: Record<string, number> };
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
+    /** What the parity layer enforced (local/parity.ts), or that it was off. */
+    parity: string;
+    /** Keys whose best-effort is above live at the end (strict mode's held slots), with how many. */
+    heldSlots: Array<{ key: string; heldSlots: number }>;
+    /** Keys whose eventual counter is not live at the end, with eventual - live. */
+    drift: Array<{ key: string; drift: number }>;
+    /** The keys the chart shows, worst first. */
+    chartedKeys: string[];
+    /** True when Ctrl-C ended the workload: the figures cover what ran. */
+    interrupted: boolean;
 }
 
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
@@ -211,10 +234,18 @@ function loadBundle<H>(file: string, environment: Record<string, string>): Loade
     return mod;
 }
 
-export async function runTwin(options: TwinOptions, log: (line: string) => void, progress: NodeJS.WriteStream | null): Promise<TwinReport> {
-    const engine: LocalEngine = await startEngine();
+export async function runTwin(
+    options: TwinOptions,
+    log: (line: string) => void,
+    progress: NodeJS.WriteStream | null,
+    stop?: AbortSignal,
+): Promise<TwinReport> {
+    const engine: LocalEngine = await startEngine({ parity: options.parity });
+    let sqsServer: LocalSqs | undefined;
     const stopSignals: Array<() => void> = [];
+    stop?.addEventListener("abort", () => stopSignals.forEach((f) => f()));
     try {
+        sqsServer = await startLocalSqs();
         // Every SDK client created from here on, the bundles' included, talks to the local engine only.
         Object.assign(process.env, {
             AWS_REGION: "us-east-1",
@@ -223,6 +254,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             AWS_ENDPOINT_URL: engine.endpoint,
             AWS_ENDPOINT_URL_DYNAMODB: engine.endpoint,
             AWS_ENDPOINT_URL_DYNAMODB_STREAMS: engine.endpoint,
+            AWS_ENDPOINT_URL_SQS: sqsServer.endpoint,
         });
 
         // 1. The component, under mocks: what `pulumi up` would create.
@@ -253,19 +285,31 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         // The settler runs on the component's schedule, compressed: 5 minutes become a second.
         const settlerSpec = twinSettlerSpec(run.resources, "twin", SETTLER_COMPRESSION);
 
-        // 3. The bundled handlers, with their environment; their clients get the faults and the local queues.
-        const queues = new LocalQueues();
-        const consumer = loadBundle<StreamHandler>(HybridCounterComponent.bundlePaths.streamConsumer, system.consumer.environment);
-        const redrive = loadBundle<QueueHandler>(HybridCounterComponent.bundlePaths.redrive, system.redrive.environment);
-        queues.attach(consumer.clients.sqs);
-        queues.attach(redrive.clients.sqs);
+        // 3. The queues on the local SQS server, with the component's redrive policy (a short visibility
+        // timeout, so a failed redrive is retried within the run); the bundled handlers, with their
+        // environment pointing at the local fatal queue; their DynamoDB clients get the faults.
+        const sqs = sqsServer.client();
+        const fatalQueue = await sqsServer.createQueue(`${system.table.name}-fatal`);
+        const firstDlq = await sqsServer.createQueue(`${system.table.name}-first`, {
+            VisibilityTimeout: "2",
+            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: fatalQueue.arn, maxReceiveCount: system.maxReceiveCount }),
+        });
+        const consumer = loadBundle<StreamHandler>(HybridCounterComponent.bundlePaths.streamConsumer, {
+            ...system.consumer.environment,
+            [ENV.fatalQueueUrl]: fatalQueue.url,
+        });
+        const redrive = loadBundle<QueueHandler>(HybridCounterComponent.bundlePaths.redrive, {
+            ...system.redrive.environment,
+            [ENV.fatalQueueUrl]: fatalQueue.url,
+        });
+        const queueCounts = { first: 0, redriven: 0 };
         const settler =
             settlerSpec === undefined
                 ? undefined
-                : loadBundle<() => Promise<SettleReport>>(HybridCounterComponent.bundlePaths.settler, settlerSpec.environment);
-        if (settler !== undefined) {
-            queues.attach(settler.clients.sqs);
-        }
+                : loadBundle<() => Promise<SettleReport>>(HybridCounterComponent.bundlePaths.settler, {
+                      ...settlerSpec.environment,
+                      [ENV.fatalQueueUrl]: fatalQueue.url,
+                  });
         const settlerReports: SettleReport[] = [];
         const consumerMeter: CapacityMeter = meterWrites(consumer.clients.dynamodb);
         const redriveMeter: CapacityMeter = meterWrites(redrive.clients.dynamodb);
@@ -316,33 +360,32 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 lag.invoked(event, response);
                 return response;
             }),
-            onFailure: (record) => {
-                queues.send(system.firstDlqUrl, JSON.stringify(record));
+            onFailure: async (record) => {
+                await sqs.send(new SendMessageCommand({ QueueUrl: firstDlq.url, MessageBody: JSON.stringify(record) }));
+                queueCounts.first++;
             },
         });
 
-        // The first DLQ's SQS mapping and redrive policy: receive, invoke, move to fatal after maxReceiveCount.
-        let redriven = 0;
+        // The first DLQ's SQS mapping: receive, invoke, delete what succeeded. The server applies the
+        // redrive policy (to the fatal queue after maxReceiveCount receives).
         const redrivePass = silence(async () => {
-            const messages = queues.receive(system.firstDlqUrl, system.redriveBatchSize);
-            if (messages.length === 0) {
-                return;
-            }
-            const response = await redrive.handler(
-                sqsEvent(messages, "arn:aws:sqs:ddblocal:000000000000:first-dlq"),
-                lambdaContext(system.redrive.name, system.redrive.timeoutSeconds * 1000),
+            const { deleted } = await pollQueueOnce(sqs, firstDlq, system.redriveBatchSize, (event) =>
+                redrive.handler(event, lambdaContext(system.redrive.name, system.redrive.timeoutSeconds * 1000)),
             );
-            const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-            redriven += messages.length - failed.size;
-            const retry = messages.filter((m) => failed.has(m.messageId));
-            for (const m of retry.filter((m) => m.receiveCount >= system.maxReceiveCount)) {
-                queues.send(system.fatalDlqUrl, m.body);
-            }
-            queues.release(
-                system.firstDlqUrl,
-                retry.filter((m) => m.receiveCount < system.maxReceiveCount),
-            );
+            queueCounts.redriven += deleted;
         });
+        const queueDepth = async (url: string): Promise<number> => {
+            const attributes = await sqs.send(
+                new GetQueueAttributesCommand({
+                    QueueUrl: url,
+                    AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+                }),
+            );
+            return (
+                Number(attributes.Attributes?.ApproximateNumberOfMessages ?? 0) +
+                Number(attributes.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+            );
+        };
 
         const keys = Array.from({ length: options.keys }, (_, i) => `tenant-${String(i).padStart(3, "0")}`);
         const samples = new Map<string, Array<{ t: number; s: KeySnapshot }>>(keys.map((k) => [k, []]));
@@ -388,7 +431,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 : scheduleRuns(settlerSpec.periodMs, silence(settler.handler), () => workloadDone, settlerReports);
         const deadline = options.durationSeconds > 0 ? started + options.durationSeconds * 1000 : Infinity;
         let last: WorkloadResult | undefined;
-        const render = progressRenderer(progress, keys, samples, () => last, emulator, queues, system, lag);
+        const render = progressRenderer(progress, keys, samples, () => last, emulator, queueCounts, lag);
         const ticker = setInterval(render, 1000);
         let workload: WorkloadResult;
         try {
@@ -417,15 +460,17 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         }
         const apiDone = Date.now();
         await Promise.all([consuming, observing, settling]);
-        // Let the pipeline settle: the stream drains, the DLQ is redriven, and what that writes drains too.
-        for (let round = 0; round < 20; round++) {
+        // Let the pipeline settle: the stream drains, the first DLQ is redriven (a failed message comes back
+        // after its visibility timeout, or moves to the fatal queue), and what that writes drains too.
+        const settleBy = Date.now() + 120_000;
+        while (Date.now() < settleBy) {
             await emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
             await redrivePass();
-            if (queues.messages(system.firstDlqUrl).length === 0 && emulator.backlog === 0) {
+            if ((await queueDepth(firstDlq.url)) === 0 && emulator.backlog === 0) {
                 await emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
                 break;
             }
-            await new Promise((r) => setTimeout(r, 50));
+            await new Promise((r) => setTimeout(r, 200));
         }
         // The settler's last runs: once every key has been quiet for the window, what is due is healed.
         if (settler !== undefined && settlerSpec !== undefined) {
@@ -438,6 +483,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 }
             }
         }
+        const fatalCount = await queueDepth(fatalQueue.url);
         const consumerDone = Date.now();
         clearInterval(ticker);
         render(true);
@@ -455,6 +501,8 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
         let exact = true;
         const bestEffortByKey: Record<string, number> = {};
         const liveByKey: Record<string, number> = {};
+        const heldSlots: TwinReport["heldSlots"] = [];
+        const drift: TwinReport["drift"] = [];
         for (const key of keys) {
             const s = await snapshotKey(admin, system.table.name, layout, key);
             bestEffortByKey[key] = s.bestEffort;
@@ -464,20 +512,31 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
             eventual += s.eventual;
             bestEffort += s.bestEffort;
             exact &&= s.eventual === s.live && s.softDeleted === 0;
+            if (s.bestEffort > s.live) {
+                heldSlots.push({ key, heldSlots: s.bestEffort - s.live });
+            }
+            if (s.eventual !== s.live) {
+                drift.push({ key, drift: s.eventual - s.live });
+            }
         }
-        const hottest = keys[0]!;
+        const chartedKeys = worstKeys(keys, samples, options.chartKeys);
         const chartPath = path.resolve(options.chart);
         mkdirSync(path.dirname(chartPath), { recursive: true });
-        const points = samples.get(hottest)!;
         writeFileSync(
             chartPath,
-            lineChartSvg(
-                `hybrid-counter twin: ${hottest} (${options.mode}${options.limit === undefined ? "" : `, limit ${options.limit}`}, faults ${options.faults})`,
-                [
-                    { name: "true count (live)", color: "#222222", points: points.map((p) => [p.t, p.s.live] as const) },
-                    { name: "best-effort", color: "#d62728", points: points.map((p) => [p.t, p.s.bestEffort] as const) },
-                    { name: "eventual", color: "#1f77b4", points: points.map((p) => [p.t, p.s.eventual] as const) },
-                ],
+            chartSvg(
+                `hybrid-counter twin (${options.mode}${options.limit === undefined ? "" : `, limit ${options.limit}`}, faults ${options.faults}): worst keys`,
+                chartedKeys.map((key): Panel => {
+                    const points = samples.get(key)!;
+                    return {
+                        title: key,
+                        series: [
+                            { name: "true count (live)", color: "#222222", points: points.map((p) => [p.t, p.s.live] as const) },
+                            { name: "best-effort", color: "#d62728", points: points.map((p) => [p.t, p.s.bestEffort] as const) },
+                            { name: "eventual", color: "#1f77b4", points: points.map((p) => [p.t, p.s.eventual] as const) },
+                        ],
+                    };
+                }),
             ),
         );
         const consumerWcu = consumerMeter.billed + redriveMeter.billed;
@@ -501,7 +560,7 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                 api: round2(apiMeter.reported / workload.ops),
                 consumer: round2((consumerMeter.reported + redriveMeter.reported) / workload.ops),
             },
-            dlq: { first: queues.sent.get(system.firstDlqUrl) ?? 0, fatal: queues.sent.get(system.fatalDlqUrl) ?? 0, redriven },
+            dlq: { first: queueCounts.first, fatal: fatalCount, redriven: queueCounts.redriven },
             mode: options.mode,
             limit: options.limit ?? null,
             keys: options.keys,
@@ -528,22 +587,48 @@ export async function runTwin(options: TwinOptions, log: (line: string) => void,
                     return all;
                 }, {}),
             },
+            parity: describeParity(engine.parity),
             settings: {
                 batchSize: system.streamMapping.batchSize,
                 maximumRetryAttempts: system.streamMapping.maximumRetryAttempts,
                 maximumRecordAgeInSeconds: system.streamMapping.maximumRecordAgeInSeconds,
                 parallelizationFactor: system.streamMapping.parallelizationFactor,
             },
+            heldSlots,
+            drift,
+            chartedKeys,
+            interrupted,
         };
         if (workload.apiErrors.length > 0) {
             log(`API errors: ${JSON.stringify(workload.apiErrors.slice(0, 5))}`);
         }
         admin.destroy();
         apiDynamo.destroy();
+        sqs.destroy();
         return report;
     } finally {
+        await sqsServer?.stop();
         await engine.stop();
     }
+}
+
+/**
+ * The keys worth charting, worst first: those not exact at the end, then those whose eventual counter
+ * lagged the true count the most during the run.
+ */
+export function worstKeys(
+    keys: readonly string[],
+    samples: ReadonlyMap<string, ReadonlyArray<{ t: number; s: KeySnapshot }>>,
+    count: number,
+): string[] {
+    const score = (key: string) => {
+        const points = samples.get(key) ?? [];
+        const last = points.at(-1)?.s;
+        const off = last ? Math.abs(last.eventual - last.live) + Math.max(0, last.bestEffort - last.live) : 0;
+        const lag = points.reduce((m, p) => Math.max(m, Math.abs(p.s.live - p.s.eventual)), 0);
+        return off * 1_000_000 + lag;
+    };
+    return [...keys].sort((a, b) => score(b) - score(a) || (a < b ? -1 : 1)).slice(0, count);
 }
 
 function progressRenderer(
@@ -552,8 +637,7 @@ function progressRenderer(
     samples: ReadonlyMap<string, Array<{ t: number; s: KeySnapshot }>>,
     workload: () => WorkloadResult | undefined,
     emulator: MappingEmulator,
-    queues: LocalQueues,
-    system: DeployedSystem,
+    queueCounts: { first: number; redriven: number },
     lag: LagMeter,
 ): (final?: boolean) => void {
     let drawn = 0;
@@ -566,7 +650,7 @@ function progressRenderer(
         const header =
             `ops ${w?.ops ?? 0} (created ${w?.created ?? 0}, deleted ${w?.deleted ?? 0}, API errors ${w?.apiErrors.length ?? 0}) | ` +
             `consumer: ${emulator.stats.invocations} invocations, backlog ${emulator.backlog}, lag p50 ${lag.figures().p50} ms | ` +
-            `DLQ first ${queues.sent.get(system.firstDlqUrl) ?? 0}, fatal ${queues.sent.get(system.fatalDlqUrl) ?? 0}`;
+            `DLQ first ${queueCounts.first}, redriven ${queueCounts.redriven}`;
         if (!out.isTTY) {
             out.write(`${final ? "final " : ""}${header}\n`);
             return;
@@ -578,7 +662,10 @@ function progressRenderer(
         if (keys.length > shown.length) {
             rows.push(`  ... and ${keys.length - shown.length} more keys`);
         }
-        const lines = [header, ...rows];
+        const legend =
+            "  best-effort: the API's counter (utilization: never above live; strict: reserved slots) | " +
+            "eventual: the stream consumer's | live: items that exist (the truth)";
+        const lines = [header, legend, ...rows];
         out.write(`${drawn > 0 ? `\x1b[${drawn}A` : ""}${lines.map((l) => `\x1b[2K${l}`).join("\n")}\n`);
         drawn = lines.length;
     };
@@ -602,12 +689,18 @@ async function main(): Promise<void> {
     const json = options.json;
     const log = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
     const progress = options.json ? null : process.stdout;
-    process.once("SIGINT", () => {
-        // The engine's exit hook kills DynamoDB Local; exit with the conventional code for Ctrl-C.
-        process.stderr.write("\ninterrupted: stopping DynamoDB Local\n");
-        process.exit(130);
+    // The first Ctrl-C stops the workload: the pipeline drains, and the report and chart cover what ran.
+    // A second one exits at once (the engine's exit hook kills DynamoDB Local).
+    const stop = new AbortController();
+    process.on("SIGINT", () => {
+        if (stop.signal.aborted) {
+            process.stderr.write("\ninterrupted again: stopping DynamoDB Local\n");
+            process.exit(130);
+        }
+        process.stderr.write("\ninterrupted: draining, then the report (Ctrl-C again to quit at once)\n");
+        stop.abort();
     });
-    const report = await runTwin(options, log, progress);
+    const report = await runTwin(options, log, progress, stop.signal);
     if (options.json) {
         process.stdout.write(`${JSON.stringify(report)}\n`);
         return;
@@ -631,7 +724,14 @@ async function main(): Promise<void> {
     log(
         `best-effort == live for every key: ${Object.keys(report.liveByKey).every((k) => report.bestEffortByKey[k] === report.liveByKey[k])}`,
     );
-    log(`chart: ${report.chart}`);
+    log(report.parity);
+    for (const { key, heldSlots } of report.heldSlots) {
+        log(`held slots: ${key} holds ${heldSlots} (best-effort above live)`);
+    }
+    for (const { key, drift } of report.drift) {
+        log(`drift: ${key} eventual - live = ${drift}`);
+    }
+    log(`chart (${report.chartedKeys.join(", ")}): ${report.chart}`);
 }
 
 if (require.main === module) {

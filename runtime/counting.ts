@@ -12,7 +12,7 @@
  * invariant, because each action is conditional on the item's current state, not on the record.
  *
  * Records are aggregated per counter key: one TransactWriteItems holds the counter's net delta plus
- * one conditional action per item, chunked to DynamoDB's 100-action limit. That costs about 2 write
+ * one conditional action per item, chunked to DynamoDB's 100-action and 4 MB limits. That costs about 2 write
  * units per record plus 2 per group, instead of 4 per record with one transaction per record.
  */
 import {
@@ -26,8 +26,9 @@ import {
     type TransactWriteItem,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
+import { firstChunk, recordImageSize, separateTooLarge } from "./chunking";
 import { eventualSortKey, type CounterTableConfig } from "./config";
-import type { FatalQueue } from "./fatal";
+import { ITEM_TOO_LARGE, type FatalQueue } from "./fatal";
 import { classifyRecord, lowestSequenceNumber, type CounterEvent } from "./records";
 import type { Logger, Metrics } from "./telemetry";
 
@@ -324,12 +325,29 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     const result: GroupResult = { counted: 0, duplicates: 0, poison: 0, failedSequenceNumbers: [] };
     const random = deps.random ?? Math.random;
     const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-    let pending: ItemIntent[] = [...group.items];
+    // Chunks are bounded by size as well as by count (runtime/chunking.ts): the largest stream image of an item estimates its size.
+    const sizeOf = (item: ItemIntent): number => Math.max(0, ...item.sequenceNumbers.map((s) => recordImageSize(bySequence.get(s))));
+    const { fitting, tooLarge } = separateTooLarge(group.items, sizeOf);
+    for (const item of tooLarge) {
+        const parked = await deps.fatal.park({
+            reason: ITEM_TOO_LARGE,
+            problem: `item of about ${sizeOf(item)} bytes cannot share a transaction (4 MB at most) with its counter`,
+            counterKey: group.counterKey,
+            id: item.id,
+            records: item.sequenceNumbers.flatMap((s) => bySequence.get(s) ?? []),
+        });
+        if (parked) {
+            result.poison++;
+        } else {
+            result.failedSequenceNumbers.push(...item.sequenceNumbers);
+        }
+    }
+    let pending: ItemIntent[] = fitting;
     let attempt = 0;
     let rounds = 0;
 
     while (pending.length > 0) {
-        const chunk = pending.slice(0, ITEM_ACTIONS_PER_TRANSACTION);
+        const chunk = firstChunk(pending.slice(0, ITEM_ACTIONS_PER_TRANSACTION), sizeOf);
         const actions = transactionActions(deps.config, group.counterKey, chunk);
         const itemOffset = actions.length - chunk.length;
         let retryable = false;

@@ -13,8 +13,14 @@ import type { Logger } from "./telemetry";
 /** SQS's classic message size limit. Larger messages are trimmed to their keys, never dropped. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
 
+/** The reason of an item too large for any transaction beside its counter; its records are sent in full. */
+export const ITEM_TOO_LARGE = "item-too-large";
+
 export interface FatalMessage {
-    /** What kind of failure: "poison-record", "poison-item", "records-expired", "malformed-redrive-message". */
+    /**
+     * What kind of failure: "poison-record", "poison-item", "records-expired", "malformed-redrive-message",
+     * or "item-too-large" (an item too large for any transaction beside its counter: its records in full).
+     */
     readonly reason: string;
     /** A sentence an operator can act on, naming the field or range at fault. */
     readonly problem: string;

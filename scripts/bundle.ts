@@ -7,6 +7,7 @@
 import { build } from "esbuild";
 import { mkdirSync } from "node:fs";
 import * as path from "node:path";
+import { buildCli } from "./bundle-cli";
 
 export const BUNDLE_ENTRIES = {
     "stream-consumer": "runtime/lambda/stream-consumer.ts",
@@ -43,10 +44,11 @@ export async function buildBundles(outRoot = path.join(root, "dist", "bundles"))
 }
 
 if (require.main === module) {
-    buildBundles().then(
-        (files) => {
-            for (const [name, file] of Object.entries(files)) {
-                console.log(`${name}: ${path.relative(root, file)}`);
+    // Build lines go to stderr: `npm start --silent -- --json` keeps stdout for the report alone.
+    Promise.all([buildBundles(), buildCli()]).then(
+        ([files, cli]) => {
+            for (const [name, file] of Object.entries({ ...files, cli })) {
+                process.stderr.write(`${name}: ${path.relative(root, file)}\n`);
             }
         },
         (error: unknown) => {

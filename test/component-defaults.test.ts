@@ -61,6 +61,12 @@ describe("HybridCounterComponent defaults", () => {
         ["the consumer errors alarm fires at 1", () => alarm("consumer-errors"), D.consumerErrorsAlarmThreshold, 1],
         ["the consumer throttles alarm fires at 1", () => alarm("consumer-throttles"), D.consumerThrottlesAlarmThreshold, 1],
         ["the first DLQ alarm fires above 0", () => alarm("first-dlq-depth"), D.firstDlqAlarmThreshold, 0],
+        [
+            "the first DLQ age alarm fires when a message waits over an hour",
+            () => alarm("first-dlq-age"),
+            D.firstDlqAgeAlarmThresholdSeconds,
+            3_600,
+        ],
         ["the fatal DLQ alarm fires above 0", () => alarm("fatal-dlq-depth"), D.fatalDlqAlarmThreshold, 0],
         ["the redrive errors alarm fires at 1", () => alarm("redrive-errors"), D.redriveErrorsAlarmThreshold, 1],
         ["no alarm topic is created", () => resourcesOfType(resources, "aws:sns/topic:Topic").length > 0, D.createAlarmTopic, false],
@@ -101,6 +107,12 @@ describe("HybridCounterComponent defaults", () => {
             assert.deepEqual(actual(), documented);
         });
     }
+
+    it("the redrive's concurrency is unreserved", () => {
+        // Assess: no default value; the function gets no reservation.
+        assert.equal("redriveReservedConcurrency" in D, false);
+        assert.equal(redrive("reservedConcurrentExecutions"), undefined);
+    });
 
     it("every default is covered above", () => {
         // Assess

@@ -87,7 +87,7 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
         { disabledAlarms: ["consumerLag" as "consumerErrors"] },
         [
             '[disabledAlarms] must contain only "consumerIteratorAge", "consumerErrors", "consumerThrottles", "firstDlqDepth", ' +
-                '"fatalDlqDepth", "redriveErrors" (found "consumerLag")',
+                '"firstDlqAge", "fatalDlqDepth", "redriveErrors" (found "consumerLag")',
         ],
     ],
     ["iterator age threshold 0", { iteratorAgeAlarmThresholdMs: 0 }, ["[iteratorAgeAlarmThresholdMs] must be at least 1"]],
@@ -110,6 +110,21 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
         ["[dashboardName] must be 1 to 255 characters of letters, digits, '-' and '_'"],
     ],
     ["receive count", { redriveMaxReceiveCount: 0 }, ["[redriveMaxReceiveCount] must be between 1 and 1000"]],
+    ["redrive reserved concurrency 0", { redriveReservedConcurrency: 0 }, ["[redriveReservedConcurrency] must be between 1 and 1000"]],
+    ["redrive reserved concurrency 2.5", { redriveReservedConcurrency: 2.5 }, ["[redriveReservedConcurrency] must be an integer"]],
+    [
+        "first DLQ age alarm under a minute",
+        { firstDlqAgeAlarmThresholdSeconds: 59 },
+        ["[firstDlqAgeAlarmThresholdSeconds] must be at least 60"],
+    ],
+    [
+        "first DLQ age alarm after the stream drops the records",
+        { maximumRecordAgeInSeconds: 21_600, firstDlqAgeAlarmThresholdSeconds: 64_800 },
+        [
+            "[firstDlqAgeAlarmThresholdSeconds] must be below 86400 - [maximumRecordAgeInSeconds] (64800): " +
+                "a batch that waits that long in the first DLQ may have left the stream's 24-hour retention before the alarm fires",
+        ],
+    ],
     [
         "quiet window shorter than a request can live",
         { healQuietWindowSeconds: 300 },
@@ -186,6 +201,8 @@ describe("HybridCounterComponent validation", () => {
             consumerTimeout: 1,
             redriveTimeout: 1,
             redriveMaxReceiveCount: 1,
+            redriveReservedConcurrency: 1,
+            firstDlqAgeAlarmThresholdSeconds: 60,
             healQuietWindowSeconds: 320,
             settlerSchedule: "rate(1 minute)",
             settlerKeyBudget: 1,
@@ -201,6 +218,7 @@ describe("HybridCounterComponent validation", () => {
             consumerTimeout: 900,
             redriveTimeout: 900,
             redriveMaxReceiveCount: 1000,
+            redriveReservedConcurrency: 1000,
             lambdaRuntime: "nodejs24.x",
             healQuietWindowSeconds: 86_400,
             settlerSchedule: "rate(1 day)",

@@ -34,6 +34,7 @@ const EXPECTED_DEFAULT_RESOURCES = [
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-consumer-errors",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-consumer-throttles",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-first-dlq-depth",
+    "aws:cloudwatch/metricAlarm:MetricAlarm orders-first-dlq-age",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-fatal-dlq-depth",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-redrive-errors",
     "aws:cloudwatch/dashboard:Dashboard orders-dashboard",
@@ -139,10 +140,10 @@ describe("HybridCounterComponent", () => {
             component = result.result;
         });
 
-        it("creates exactly 31 resources: the component and 30 children", () => {
+        it("creates exactly 32 resources: the component and 31 children", () => {
             // Assess
             assert.deepEqual(resources.map((r) => `${r.type} ${r.name}`).sort(), [...EXPECTED_DEFAULT_RESOURCES].sort());
-            assert.equal(resources.length, 31);
+            assert.equal(resources.length, 32);
         });
 
         it("parents every child to the component", () => {
@@ -461,6 +462,11 @@ describe("HybridCounterComponent", () => {
                     "Dead-letter queues (visible messages)",
                     "Redrive invocations",
                     "Table writes and conflicts",
+                    "Records counted",
+                    "Duplicates skipped",
+                    "Transaction retries",
+                    "Poison records (to the fatal DLQ)",
+                    "Batches redriven",
                     "text",
                     "Settler runs",
                     "Heals",
@@ -484,6 +490,16 @@ describe("HybridCounterComponent", () => {
                 "AWS/DynamoDB ConsumedWriteCapacityUnits TableName orders-table",
                 "AWS/DynamoDB TransactionConflict TableName orders-table",
                 "AWS/DynamoDB WriteThrottleEvents TableName orders-table",
+                "HybridCounter RecordsCounted service hybrid-counter-consumer",
+                "HybridCounter RecordsCounted service hybrid-counter-redrive",
+                "HybridCounter DuplicatesSkipped service hybrid-counter-consumer",
+                "HybridCounter DuplicatesSkipped service hybrid-counter-redrive",
+                "HybridCounter TransactionRetries service hybrid-counter-consumer",
+                "HybridCounter TransactionRetries service hybrid-counter-redrive",
+                "HybridCounter PoisonRecords service hybrid-counter-consumer",
+                "HybridCounter PoisonRecords service hybrid-counter-redrive",
+                "HybridCounter BatchesExpired service hybrid-counter-redrive",
+                "HybridCounter BatchesRedriven service hybrid-counter-redrive",
                 "AWS/Lambda Invocations FunctionName orders-settler",
                 "AWS/Lambda Errors FunctionName orders-settler",
                 "HybridCounter KeysHealed service hybrid-counter-settler",
@@ -533,6 +549,7 @@ describe("HybridCounterComponent", () => {
                     consumerErrors: alarm("consumer-errors"),
                     consumerThrottles: alarm("consumer-throttles"),
                     firstDlqDepth: alarm("first-dlq-depth"),
+                    firstDlqAge: alarm("first-dlq-age"),
                     fatalDlqDepth: alarm("fatal-dlq-depth"),
                     redriveErrors: alarm("redrive-errors"),
                 },
@@ -572,7 +589,7 @@ describe("HybridCounterComponent", () => {
             assert.deepEqual(alarm.inputs.alarmActions, [topicArn], alarm.name);
             assert.deepEqual(alarm.inputs.okActions, [topicArn], alarm.name);
         }
-        assert.equal(resources.length, 32);
+        assert.equal(resources.length, 33);
         assert.equal(await outputValue(result.alarmTopicArn), topicArn);
     });
 
@@ -599,6 +616,7 @@ describe("HybridCounterComponent", () => {
             consumerErrorsAlarmThreshold: 3,
             firstDlqAlarmThreshold: 2,
             fatalDlqAlarmThreshold: 4,
+            firstDlqAgeAlarmThresholdSeconds: 7_200,
         });
 
         // Assess
@@ -607,6 +625,7 @@ describe("HybridCounterComponent", () => {
             ["orders-consumer-errors", 3],
             ["orders-consumer-iterator-age", 60_000],
             ["orders-fatal-dlq-depth", 4],
+            ["orders-first-dlq-age", 7_200],
             ["orders-first-dlq-depth", 2],
             ["orders-settler-errors", 1],
         ]);
@@ -614,6 +633,7 @@ describe("HybridCounterComponent", () => {
             "consumerIteratorAge",
             "consumerErrors",
             "firstDlqDepth",
+            "firstDlqAge",
             "fatalDlqDepth",
         ]);
     });
@@ -731,6 +751,7 @@ describe("HybridCounterComponent", () => {
             redriveMemorySize: 1024,
             redriveTimeout: 300,
             redriveMaxReceiveCount: 9,
+            redriveReservedConcurrency: pulumi.output(2),
             architecture: "x86_64",
             lambdaRuntime: "nodejs24.x",
             logRetentionInDays: 7,
@@ -758,7 +779,7 @@ describe("HybridCounterComponent", () => {
         );
         assert.deepEqual(
             [redrive.memorySize, redrive.timeout, redrive.reservedConcurrentExecutions, redrive.architectures],
-            [1024, 300, undefined, ["x86_64"]],
+            [1024, 300, 2, ["x86_64"]],
         );
         const firstDlq = findResource(resources, "aws:sqs/queue:Queue", "orders-first-dlq").inputs;
         assert.equal(firstDlq.visibilityTimeoutSeconds, 1800);
@@ -788,7 +809,7 @@ describe("HybridCounterComponent", () => {
 
         // Assess
         const children = resources.filter((r) => r.custom);
-        assert.equal(children.length, 31);
+        assert.equal(children.length, 32);
         for (const child of children) {
             assert.deepEqual(child.inputs.tags, untaggable.has(child.type) ? undefined : tags, `${child.type} ${child.name}`);
         }
@@ -805,7 +826,7 @@ describe("HybridCounterComponent", () => {
         const provider = findResource(resources, "pulumi:providers:aws", "eu");
         assert.equal(provider.inputs.region, "eu-west-1");
         const children = resources.filter((r) => r.custom && r.type.startsWith("aws:"));
-        assert.equal(children.length, 30);
+        assert.equal(children.length, 31);
         for (const child of children) {
             assert.equal(child.provider, `${provider.urn}::eu-provider-id`, child.name);
         }
@@ -822,7 +843,7 @@ describe("HybridCounterComponent", () => {
         const before = findResource(resources, "aws:sqs/queue:Queue", "before");
         const root = findResource(resources, "hybrid-counter:index:HybridCounterComponent", "orders");
         assert.ok(root.dependencies.includes(before.urn));
-        assert.equal(resources.length, 32);
+        assert.equal(resources.length, 33);
     });
 
     describe("attached to a table the program manages", () => {
@@ -854,7 +875,7 @@ describe("HybridCounterComponent", () => {
                 resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
                 ["app"],
             );
-            assert.equal(resources.length, 31);
+            assert.equal(resources.length, 32);
             assert.equal(
                 findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
                 stream,

@@ -14,6 +14,7 @@ import { createCounterTable } from "../local/table";
 import { InvalidArgumentError } from "../runtime/errors";
 import { DEFAULT_LAYOUT } from "../runtime/config";
 import { assertExact, counterFixture, type CounterFixture } from "./support/counter-fixture";
+import { linkPackageInto } from "./support/example-link";
 
 const LIMIT = 5;
 const BURST = 40;
@@ -287,7 +288,9 @@ describe("examples/limits-api handler", () => {
         let engine: LocalEngine;
         let outDir: string;
         const saved: Record<string, string | undefined> = {};
+        let unlink: () => void = () => undefined;
         before(async () => {
+            unlink = linkPackageInto(path.join(__dirname, "..", "examples", "limits-api"));
             engine = await startEngine();
             mkdirSync(path.join(__dirname, "..", "examples", "limits-api", "dist"), { recursive: true });
             // Inside the repository, so that the bundle's external AWS SDK resolves from its node_modules.
@@ -302,6 +305,7 @@ describe("examples/limits-api handler", () => {
                 }
             }
             rmSync(outDir, { recursive: true, force: true });
+            unlink();
             await engine?.stop();
         });
 

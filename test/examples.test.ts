@@ -10,6 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CLIENT_CONFIG_ENV, API_ENV } from "../examples/limits-api/app/settings";
 import { ROUTES } from "../examples/limits-api/app/handler";
 import { ENV } from "../runtime/config";
+import { linkPackageInto } from "./support/example-link";
 import {
     findResource,
     outputValue,
@@ -103,8 +104,16 @@ function policyResources(resource: RecordedResource): unknown[] {
 }
 
 describe("examples and the root program", () => {
-    before(resolvePackageToSource);
+    const unlinks: Array<() => void> = [];
+    before(() => {
+        resolvePackageToSource();
+        // tsc and the limits-api program's esbuild resolve the package as installed (through a link to the root).
+        for (const example of ["existing-program", "limits-api"]) {
+            unlinks.push(linkPackageInto(path.join(ROOT, "examples", example)));
+        }
+    });
     after(() => {
+        unlinks.forEach((unlink) => unlink());
         restoreResolution();
         pulumi.runtime.setAllConfig({});
     });
@@ -148,8 +157,8 @@ describe("examples and the root program", () => {
             assert.deepEqual(names(run.resources, TABLE), ["orders"]);
             const component = findResource(run.resources, COMPONENT, "orders-counter");
             const children = run.resources.filter((r) => r.parent === component.urn);
-            // The 21 children of an attached component (every role but -table), plus the alarm topic.
-            assert.equal(children.length, 22);
+            // The 22 children of an attached component (every role but -table), plus the alarm topic.
+            assert.equal(children.length, 23);
             assert.deepEqual(
                 children.filter((r) => r.type === "aws:sns/topic:Topic").map((r) => r.name),
                 ["orders-counter-alarm-topic"],
@@ -321,8 +330,8 @@ describe("examples and the root program", () => {
                 components.map((r) => r.name),
                 ["counter"],
             );
-            // The 22 children of a component that creates its table.
-            assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 22);
+            // The 23 children of a component that creates its table.
+            assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 23);
             assert.deepEqual(names(run.resources, TABLE), ["counter-table"]);
             assert.deepEqual(Object.keys(run.result).sort(), [
                 "alarmArns",

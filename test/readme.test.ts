@@ -1,6 +1,7 @@
 import { strict as assert } from "node:assert";
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
+import { COMMANDS } from "../cli/registry";
 import { parseTwinArgs } from "../local/twin";
 import { CONFIG_KEYS, CONFIG_NAMESPACE, stackSettingsFromConfig } from "../stack/config";
 
@@ -81,6 +82,14 @@ describe("the README's commands are true", () => {
                             assert.ok(existsSync(path.join(cwd, words[i + 1]!, "PulumiPolicy.yaml")), "the policy pack exists");
                         }
                     }
+                    return;
+                case "npx":
+                    // The package's own bin, with one of its commands.
+                    assert.equal(verb, "hybrid-counter");
+                    assert.ok(
+                        COMMANDS.some((c) => c.name === rest[0]),
+                        `${rest[0]} is a command of the CLI`,
+                    );
                     return;
                 case "apt-get":
                 case "aws":

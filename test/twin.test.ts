@@ -60,7 +60,8 @@ describe("the local twin", () => {
             seed: 1,
             durationSeconds: 0,
             json: true,
-            chart: path.join(".local", "twin-chart.svg"),
+            chart: path.join("twin-output", "chart.svg"),
+            chartKeys: 3,
         });
         assert.throws(() => parseTwinArgs(["--ops", "0", "--faults", "2", "--mode", "exact"]), {
             name: "UsageError",

@@ -22,7 +22,7 @@ export function buildApiBundle(outDir: string = path.join(__dirname, "dist", "ap
         sourcemap: false,
         legalComments: "none",
         external: ["@aws-sdk/*", "@smithy/*"],
-        // tsconfig.json maps `hybrid-counter/runtime` to the package's source.
+        // `hybrid-counter/runtime` resolves from node_modules, through the package's exports.
         tsconfig: path.join(__dirname, "tsconfig.json"),
         absWorkingDir: __dirname,
         logLevel: "warning",

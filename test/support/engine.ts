@@ -1,10 +1,19 @@
 /** One DynamoDB Local per test file: started before its tests, stopped after them. */
-import { startEngine, type LocalEngine } from "../../local/engine";
+import { startEngine, type EngineOptions, type LocalEngine } from "../../local/engine";
 
-export function useEngine(): () => LocalEngine {
+let announced = false;
+
+/** The parity layer (local/parity.ts) is on unless the options or HYBRID_COUNTER_PARITY=off say otherwise. */
+export function useEngine(options: EngineOptions = {}): () => LocalEngine {
     let engine: LocalEngine | undefined;
     before(async () => {
-        engine = await startEngine();
+        engine = await startEngine(options);
+        if (!announced) {
+            announced = true;
+            process.stderr.write(
+                `DynamoDB Local ${engine.parity ? "behind the parity layer (AWS limits enforced)" : "without the parity layer (HYBRID_COUNTER_PARITY=off)"}\n`,
+            );
+        }
     });
     after(async () => {
         await engine?.stop();

@@ -1,0 +1,328 @@
+/**
+ * What every command shares: the global flags, the counter's configuration (from `--config` or the
+ * table and layout flags), the AWS clients, output (human or `--json`), progress and interruption.
+ *
+ * Contract: stdout carries only the result; progress, logs and errors go to stderr. Exit 0 (ok), 1 (the
+ * operation failed), 2 (usage: a bad flag or config), 130 (interrupted). Errors are one line naming the
+ * flag, with the stack only under `--verbose`.
+ */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { SingleBar } from "cli-progress";
+import type { Command } from "commander";
+import { readFileSync } from "node:fs";
+import { DEFAULT_LAYOUT, layoutProblems, type CounterTableConfig, type CounterTableLayout } from "../runtime/config";
+
+/** A bad flag, config or argument: exit 2. */
+export class UsageError extends Error {
+    override name = "UsageError";
+}
+
+/** The operation ran and failed (or found something wrong it was asked to refuse): exit 1. */
+export class OperationError extends Error {
+    override name = "OperationError";
+}
+
+export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, interrupted: 130 });
+
+export interface GlobalFlags {
+    config?: string;
+    table?: string;
+    partitionKey?: string;
+    sortKey?: string;
+    processedAttribute?: string;
+    deletedAttribute?: string;
+    tokenAttribute?: string;
+    counterPrefix?: string;
+    countAttribute?: string;
+    fatalQueueUrl?: string;
+    firstDlqUrl?: string;
+    endpoint?: string;
+    sqsEndpoint?: string;
+    region?: string;
+    profile?: string;
+    json?: boolean;
+    verbose?: boolean;
+}
+
+/** The global flags, added to the root command and inherited by every command. */
+export function addGlobalFlags(program: Command): Command {
+    return program
+        .option("--config <file>", "the component's clientConfig as JSON (`pulumi stack output clientConfig --json`), or - for stdin")
+        .option("--table <name>", "the table name (instead of --config)")
+        .option("--partition-key <name>", `partition key attribute (default ${DEFAULT_LAYOUT.partitionKey})`)
+        .option("--sort-key <name>", `sort key attribute (default ${DEFAULT_LAYOUT.sortKey})`)
+        .option("--processed-attribute <name>", `idempotency flag (default ${DEFAULT_LAYOUT.processedAttribute})`)
+        .option("--deleted-attribute <name>", `soft-delete flag (default ${DEFAULT_LAYOUT.deletedAttribute})`)
+        .option("--token-attribute <name>", `write token (default ${DEFAULT_LAYOUT.tokenAttribute})`)
+        .option("--counter-prefix <prefix>", `counter items' sort-key prefix (default ${DEFAULT_LAYOUT.counterPrefix})`)
+        .option("--count-attribute <name>", `counter value attribute (default ${DEFAULT_LAYOUT.countAttribute})`)
+        .option("--fatal-queue-url <url>", "the fatal DLQ (the component's fatalDlqUrl output)")
+        .option("--first-dlq-url <url>", "the first DLQ (the component's firstDlqUrl output)")
+        .option("--endpoint <url>", "DynamoDB endpoint (e.g. DynamoDB Local)")
+        .option("--sqs-endpoint <url>", "SQS endpoint (default: the queue URL's own host)")
+        .option("--region <region>", "AWS region (default: the standard chain, e.g. AWS_REGION)")
+        .option("--profile <name>", "AWS profile (standard credential chain)")
+        .option("--json", "print the result as one JSON document")
+        .option("--verbose", "print stack traces with errors");
+}
+
+export interface CounterTarget {
+    readonly table: CounterTableConfig;
+    readonly fatalQueueUrl?: string;
+    readonly firstDlqUrl?: string;
+}
+
+const LAYOUT_FLAGS: Record<keyof CounterTableLayout, string> = {
+    partitionKey: "--partition-key",
+    sortKey: "--sort-key",
+    processedAttribute: "--processed-attribute",
+    deletedAttribute: "--deleted-attribute",
+    tokenAttribute: "--token-attribute",
+    counterPrefix: "--counter-prefix",
+    countAttribute: "--count-attribute",
+};
+
+/**
+ * The counter's table, layout and queues from `--config` JSON and the flags (flags win). The JSON is the
+ * clientConfig output itself, or the whole `pulumi stack output --json` with `clientConfig`,
+ * `fatalDlqUrl` and `firstDlqUrl`. Pure apart from reading the file: `readText` is injected.
+ */
+export function resolveTarget(flags: GlobalFlags, readText: (source: string) => string): CounterTarget {
+    let fromFile: Record<string, unknown> = {};
+    let outputs: Record<string, unknown> = {};
+    if (flags.config !== undefined) {
+        let text: string;
+        try {
+            text = readText(flags.config);
+        } catch (error) {
+            throw new UsageError(
+                `--config: cannot read ${flags.config} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+            );
+        }
+        let parsed: unknown;
+        try {
+            parsed = JSON.parse(text);
+        } catch (error) {
+            throw new UsageError(`--config: ${flags.config === "-" ? "stdin" : flags.config} is not JSON (${(error as Error).message})`);
+        }
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+            throw new UsageError("--config: must be a JSON object (the clientConfig output)");
+        }
+        outputs = parsed as Record<string, unknown>;
+        const nested = outputs.clientConfig;
+        fromFile = nested !== null && typeof nested === "object" ? (nested as Record<string, unknown>) : outputs;
+    }
+    const text = (value: unknown, name: string): string | undefined => {
+        if (value === undefined) {
+            return undefined;
+        }
+        if (typeof value !== "string") {
+            throw new UsageError(`--config: [${name}] must be a string`);
+        }
+        return value;
+    };
+    const tableName = flags.table ?? text(fromFile.tableName, "tableName");
+    if (tableName === undefined || tableName.length === 0) {
+        throw new UsageError("--table or --config is required: which table holds the counter?");
+    }
+    const layout = {} as Record<keyof CounterTableLayout, string>;
+    for (const field of Object.keys(LAYOUT_FLAGS) as Array<keyof CounterTableLayout>) {
+        layout[field] = flags[field] ?? text(fromFile[field], field) ?? DEFAULT_LAYOUT[field];
+    }
+    const problems = layoutProblems(layout);
+    if (problems.length > 0) {
+        const field = /^\[(\w+)\]/.exec(problems[0]!)?.[1] as keyof CounterTableLayout | undefined;
+        throw new UsageError(`${field ? LAYOUT_FLAGS[field] : "--config"}: ${problems[0]!.replace(/^\[\w+\] /, "")}`);
+    }
+    return {
+        table: { ...layout, tableName },
+        fatalQueueUrl: flags.fatalQueueUrl ?? text(outputs.fatalDlqUrl, "fatalDlqUrl"),
+        firstDlqUrl: flags.firstDlqUrl ?? text(outputs.firstDlqUrl, "firstDlqUrl"),
+    };
+}
+
+/** The origin of a queue URL that is not an AWS endpoint, or undefined. */
+export function localOrigin(queueUrl: string | undefined): string | undefined {
+    if (queueUrl === undefined) {
+        return undefined;
+    }
+    let url: URL;
+    try {
+        url = new URL(queueUrl);
+    } catch {
+        throw new UsageError(`--fatal-queue-url / --first-dlq-url: "${queueUrl}" is not a URL`);
+    }
+    return /(^|\.)amazonaws\.com(\.cn)?$/.test(url.hostname) ? undefined : url.origin;
+}
+
+function readSource(source: string): string {
+    return source === "-" ? readFileSync(0, "utf8") : readFileSync(source, "utf8");
+}
+
+export interface Progress {
+    start(total: number, label: string): void;
+    tick(done: number, detail?: string): void;
+    stop(): void;
+}
+
+/** A progress bar on a TTY, plain lines otherwise; always on stderr. */
+export function progress(stream: NodeJS.WriteStream = process.stderr): Progress {
+    if (stream.isTTY) {
+        let bar: SingleBar | undefined;
+        return {
+            start(total, label) {
+                bar = new SingleBar({
+                    stream,
+                    format: `${label} [{bar}] {value}/{total} {detail}`,
+                    hideCursor: true,
+                    clearOnComplete: false,
+                });
+                bar.start(total, 0, { detail: "" });
+            },
+            tick(done, detail = "") {
+                bar?.update(done, { detail });
+            },
+            stop() {
+                bar?.stop();
+            },
+        };
+    }
+    let name = "";
+    let of = 0;
+    return {
+        start(total, label) {
+            name = label;
+            of = total;
+            stream.write(`${label}: 0/${total}\n`);
+        },
+        tick(done, detail) {
+            stream.write(`${name}: ${done}/${of}${detail ? ` ${detail}` : ""}\n`);
+        },
+        stop() {},
+    };
+}
+
+/** Everything a command adapter needs. */
+export class CliContext {
+    private target?: CounterTarget;
+    private dynamo?: DynamoDBClient;
+    private streamsClient?: DynamoDBStreamsClient;
+    private sqsClient?: SQSClient;
+    /** Aborted by the first Ctrl-C: long commands stop between units of work. */
+    readonly abort = new AbortController();
+
+    constructor(
+        readonly flags: GlobalFlags,
+        readonly out: NodeJS.WritableStream = process.stdout,
+        readonly err: NodeJS.WriteStream = process.stderr,
+    ) {
+        if (flags.profile !== undefined) {
+            // The standard credential chain reads the profile from the environment.
+            process.env.AWS_PROFILE = flags.profile;
+        }
+    }
+
+    get json(): boolean {
+        return this.flags.json === true;
+    }
+
+    counter(): CounterTarget {
+        this.target ??= resolveTarget(this.flags, readSource);
+        return this.target;
+    }
+
+    fatalQueueUrl(): string {
+        const url = this.counter().fatalQueueUrl;
+        if (!url) {
+            throw new UsageError("--fatal-queue-url is required (or fatalDlqUrl in --config)");
+        }
+        return url;
+    }
+
+    firstDlqUrl(): string {
+        const url = this.counter().firstDlqUrl;
+        if (!url) {
+            throw new UsageError("--first-dlq-url is required (or firstDlqUrl in --config)");
+        }
+        return url;
+    }
+
+    private clientOptions(endpoint: string | undefined) {
+        return { ...(this.flags.region ? { region: this.flags.region } : {}), ...(endpoint ? { endpoint } : {}), maxAttempts: 3 };
+    }
+
+    dynamodb(): DynamoDBClient {
+        this.dynamo ??= new DynamoDBClient(this.clientOptions(this.flags.endpoint));
+        return this.dynamo;
+    }
+
+    streams(): DynamoDBStreamsClient {
+        this.streamsClient ??= new DynamoDBStreamsClient(this.clientOptions(this.flags.endpoint));
+        return this.streamsClient;
+    }
+
+    /**
+     * SQS at --sqs-endpoint; else, for a queue URL outside AWS (a local server), at that URL's origin;
+     * else the region's endpoint.
+     */
+    sqs(): SQSClient {
+        if (!this.sqsClient) {
+            const { fatalQueueUrl, firstDlqUrl } = this.counter();
+            this.sqsClient = new SQSClient(this.clientOptions(this.flags.sqsEndpoint ?? localOrigin(fatalQueueUrl ?? firstDlqUrl)));
+        }
+        return this.sqsClient;
+    }
+
+    progress(): Progress {
+        return progress(this.err);
+    }
+
+    /** Writes the result: JSON when --json, else the human text. */
+    result(value: unknown, human: () => string): void {
+        this.out.write(this.json ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
+    }
+
+    /** A line on stderr (never in the result). */
+    note(line: string): void {
+        this.err.write(`${line}\n`);
+    }
+
+    close(): void {
+        this.dynamo?.destroy();
+        this.streamsClient?.destroy();
+        this.sqsClient?.destroy();
+    }
+}
+
+/** One line for an error: what failed, naming the flag or resource, without the stack. */
+export function describeFailure(error: unknown, flags: GlobalFlags): { message: string; code: number } {
+    if (error instanceof UsageError) {
+        return { message: error.message, code: EXIT.usage };
+    }
+    if (error instanceof OperationError) {
+        return { message: error.message, code: EXIT.failed };
+    }
+    const e = error as { name?: string; message?: string; code?: string; cause?: { code?: string } };
+    const name = e?.name ?? "Error";
+    const message = (e?.message ?? String(error)).split("\n")[0]!;
+    const code = e?.code ?? e?.cause?.code;
+    if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EHOSTUNREACH" || code === "ETIMEDOUT" || name === "TimeoutError") {
+        const where = flags.endpoint ?? flags.sqsEndpoint ?? "the AWS endpoint";
+        return { message: `could not reach ${where} (${code ?? name}): check --endpoint, --sqs-endpoint and --region`, code: EXIT.failed };
+    }
+    if (name === "QueueDoesNotExist" || name === "AWS.SimpleQueueService.NonExistentQueue") {
+        return { message: `the queue does not exist: check --fatal-queue-url / --first-dlq-url (${message})`, code: EXIT.failed };
+    }
+    if (name === "ResourceNotFoundException") {
+        return { message: `table not found: check --table / --config and --region (${message})`, code: EXIT.failed };
+    }
+    if (/Region is missing/i.test(message)) {
+        return { message: "no AWS region: pass --region or set AWS_REGION", code: EXIT.usage };
+    }
+    if (name === "CredentialsProviderError" || /credential/i.test(message)) {
+        return { message: `no AWS credentials: pass --profile or set the standard AWS variables (${message})`, code: EXIT.failed };
+    }
+    return { message: `${name}: ${message}`, code: EXIT.failed };
+}

@@ -1,0 +1,60 @@
+import { strict as assert } from "node:assert";
+import { chartSvg, niceStep, niceTicks, stepPath } from "../local/chart";
+import { worstKeys } from "../local/twin";
+import type { KeySnapshot } from "../local/observe";
+
+describe("the twin's chart", () => {
+    it("puts axis ticks on round numbers", () => {
+        assert.equal(niceStep(47, 5), 10);
+        assert.equal(niceStep(0.9, 6), 0.2);
+        assert.deepEqual(niceTicks(0, 47, 5), [0, 10, 20, 30, 40, 50]);
+        assert.deepEqual(niceTicks(0, 61_234, 6), [0, 20_000, 40_000, 60_000, 80_000]);
+        assert.deepEqual(niceTicks(-3, 7, 5), [-4, -2, 0, 2, 4, 6, 8]);
+    });
+
+    it("draws steps between observations and stops at the last one", () => {
+        const d = stepPath(
+            [
+                [0, 0],
+                [10, 5],
+                [20, 3],
+            ],
+            (x) => x,
+            (y) => 100 - y,
+        );
+        assert.equal(d, "M0.0,100.0 H10.0 V95.0 H20.0 V97.0");
+    });
+
+    it("charts one panel per key with a legend", () => {
+        const svg = chartSvg("t", [
+            { title: "tenant-001", series: [{ name: "eventual", color: "#1f77b4", points: [[0, 1] as const, [1000, 2] as const] }] },
+            { title: "tenant-002", series: [{ name: "eventual", color: "#1f77b4", points: [[0, 0] as const] }] },
+        ]);
+        assert.equal((svg.match(/<path /g) ?? []).length, 2);
+        assert.equal((svg.match(/>eventual</g) ?? []).length, 2);
+        assert.ok(svg.includes(">tenant-001<") && svg.includes(">tenant-002<"));
+    });
+
+    it("picks the worst keys: not exact at the end first, then the most lag during the run", () => {
+        const snap = (live: number, eventual: number, bestEffort = live): KeySnapshot => ({
+            live,
+            eventual,
+            bestEffort,
+            processed: eventual,
+            softDeleted: 0,
+        });
+        const samples = new Map([
+            ["a", [{ t: 0, s: snap(1, 1) }]],
+            [
+                "b",
+                [
+                    { t: 0, s: snap(9, 2) },
+                    { t: 1, s: snap(9, 9) },
+                ],
+            ],
+            ["c", [{ t: 0, s: snap(3, 2) }]],
+            ["d", [{ t: 0, s: snap(4, 4, 6) }]],
+        ]);
+        assert.deepEqual(worstKeys(["a", "b", "c", "d"], samples, 3), ["d", "c", "b"]);
+    });
+});

@@ -1,0 +1,490 @@
+/**
+ * The operator CLI, run as a user runs it: the built bin (dist/cli/index.js) as a subprocess, against
+ * DynamoDB Local and the local SQS server, with exact JSON output and exit codes.
+ */
+import { PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { TrimmedDataAccessException, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb-streams";
+import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { InitializeMiddleware } from "@smithy/types";
+import type { DynamoDBStreamEvent } from "aws-lambda";
+import { strict as assert } from "node:assert";
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { HybridCounterClient } from "../runtime/client";
+import { DEFAULT_LAYOUT, type HandlerConfig } from "../runtime/config";
+import { createStreamHandler } from "../runtime/consumer";
+import { createRedriveHandler } from "../runtime/redrive";
+import { lambdaContext } from "../local/lambda-context";
+import { LAMBDA_DEFAULTS, MappingEmulator } from "../local/mapping-emulator";
+import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../local/sqs";
+import { createCounterTable } from "../local/table";
+import { buildCli } from "../scripts/bundle-cli";
+import { useEngine } from "./support/engine";
+
+interface Ran {
+    code: number | null;
+    stdout: string;
+    stderr: string;
+}
+
+let bin = "";
+
+/** Runs the built bin; never blocks this process (the SQS server answers from it). */
+function cli(args: readonly string[], options: { stdin?: string } = {}): Promise<Ran> {
+    return new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, [bin, ...args], {
+            env: {
+                PATH: process.env.PATH,
+                HOME: process.env.HOME,
+                AWS_REGION: "us-east-1",
+                AWS_ACCESS_KEY_ID: "hybridcounterlocal",
+                AWS_SECRET_ACCESS_KEY: "hybridcounterlocal",
+                NODE_NO_WARNINGS: "1",
+            },
+            stdio: ["pipe", "pipe", "pipe"],
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+        child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+        child.on("error", reject);
+        child.on("close", (code) => resolve({ code, stdout, stderr }));
+        child.stdin.end(options.stdin ?? "");
+    });
+}
+
+const json = (ran: Ran): unknown => {
+    assert.equal(ran.code, 0, `exit ${ran.code}: ${ran.stderr}`);
+    return JSON.parse(ran.stdout);
+};
+
+const exactKey = (key: string, n: number, bestEffort = n) => ({
+    key,
+    bestEffort,
+    eventual: n,
+    live: n,
+    pendingCreates: 0,
+    pendingDeletes: 0,
+    malformed: 0,
+    heldSlots: 0,
+    drift: 0,
+    exact: true,
+});
+
+describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function () {
+    this.timeout(180_000);
+    const engine = useEngine();
+    let sqsServer: LocalSqs;
+    let sqs: SQSClient;
+    let tables = 0;
+
+    before(async () => {
+        // The bin as the package ships it (npm test builds it too; building here keeps this file runnable alone).
+        bin = await buildCli();
+        sqsServer = await startLocalSqs();
+        sqs = sqsServer.client();
+    });
+    after(async () => {
+        sqs.destroy();
+        await sqsServer.stop();
+    });
+
+    /** A table, its queues (first DLQ -> fatal after 2 receives, 1 s visibility), and the base flags. */
+    async function system(name: string) {
+        const tableName = `cli-${name}-${++tables}`;
+        const admin = engine().dynamodb();
+        const { streamArn } = await createCounterTable(admin, tableName, DEFAULT_LAYOUT);
+        const fatal = await sqsServer.createQueue(`${tableName}-fatal`);
+        const first = await sqsServer.createQueue(`${tableName}-first`, {
+            VisibilityTimeout: "1",
+            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: fatal.arn, maxReceiveCount: 2 }),
+        });
+        const config: HandlerConfig = { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: fatal.url, metricsNamespace: "HybridCounterTest" };
+        const flags = [
+            "--endpoint",
+            engine().endpoint,
+            "--table",
+            tableName,
+            "--fatal-queue-url",
+            fatal.url,
+            "--first-dlq-url",
+            first.url,
+            "--json",
+        ];
+        const client = new HybridCounterClient({ ...DEFAULT_LAYOUT, tableName, dynamodb: engine().dynamodb() });
+        const outage = new Set<string>();
+        const consumer = createStreamHandler({ config, dynamodb: engine().dynamodb(), sqs, sink: () => undefined });
+        // The stream mapping, without filters (so a malformed flag reaches the consumer) and without retries.
+        const emulator = new MappingEmulator({
+            streams: engine().streams(),
+            streamArn,
+            settings: { ...LAMBDA_DEFAULTS, maximumRetryAttempts: 0, reportBatchItemFailures: true },
+            invoke: async (event: DynamoDBStreamEvent) => {
+                if (event.Records.some((r) => outage.has(r.dynamodb?.Keys?.pk?.S ?? ""))) {
+                    throw new Error("consumer outage");
+                }
+                return consumer(event, lambdaContext("consumer", 10_000));
+            },
+            onFailure: async (record) => {
+                await sqs.send(new SendMessageCommand({ QueueUrl: first.url, MessageBody: JSON.stringify(record) }));
+            },
+        });
+        return { tableName, admin, streamArn, fatal, first, config, flags, client, outage, emulator };
+    }
+
+    /** The redrive function on the first DLQ, with its stream reads failing as trimmed records do. */
+    function trimmedRedrive(config: HandlerConfig) {
+        const streams = engine().streams();
+        const trimmed: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = () => async () => {
+            throw new TrimmedDataAccessException({ message: "records trimmed (24 h retention)", $metadata: {} });
+        };
+        streams.middlewareStack.add(trimmed, { step: "initialize", name: "trimmed", priority: "high" });
+        return createRedriveHandler({ config, dynamodb: engine().dynamodb(), streams, sqs, sink: () => undefined });
+    }
+
+    describe("bad input: one line, exit 2 (usage) or 1 (failure), no stack unless --verbose", () => {
+        it("an unknown command", async () => {
+            const ran = await cli(["nope"]);
+            assert.deepEqual(ran, { code: 2, stdout: "", stderr: "error: unknown command 'nope'\n" });
+        });
+
+        it("reconcile without --key or --all", async () => {
+            const ran = await cli(["reconcile", "--table", "t"]);
+            assert.deepEqual(ran, { code: 2, stdout: "", stderr: "error: --key <key> or --all is required\n" });
+        });
+
+        it("status --key without its value", async () => {
+            const ran = await cli(["status", "--table", "t", "--key"]);
+            assert.deepEqual(ran, { code: 2, stdout: "", stderr: "error: option '--key <key>' argument missing\n" });
+        });
+
+        it("no table at all", async () => {
+            const ran = await cli(["status"]);
+            assert.deepEqual(ran, {
+                code: 2,
+                stdout: "",
+                stderr: "error: --table or --config is required: which table holds the counter?\n",
+            });
+        });
+
+        it("a malformed config file, and one from stdin", async () => {
+            const file = path.join(mkdtempSync(path.join(tmpdir(), "hybrid-counter-config-")), "config.json");
+            writeFileSync(file, '{"tableName": "t",');
+            const fromFile = await cli(["status", "--config", file]);
+            const fromStdin = await cli(["status", "--config", "-"], { stdin: '{"tableName": 42}' });
+            const badLayout = await cli(["status", "--config", "-"], { stdin: '{"tableName": "t", "sortKey": "pk"}' });
+            assert.equal(fromFile.code, 2);
+            assert.match(
+                fromFile.stderr,
+                new RegExp(`^error: --config: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not JSON \\(.+\\)\\n$`),
+            );
+            assert.deepEqual(fromStdin, { code: 2, stdout: "", stderr: "error: --config: [tableName] must be a string\n" });
+            assert.deepEqual(badLayout, {
+                code: 2,
+                stdout: "",
+                stderr: 'error: --sort-key: must differ from [partitionKey] (both are "pk")\n',
+            });
+        });
+
+        it("an unreachable endpoint: one line, and the stack with --verbose", async () => {
+            const args = ["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"];
+            const ran = await cli(args);
+            const verbose = await cli([...args, "--verbose"]);
+            assert.deepEqual(ran, {
+                code: 1,
+                stdout: "",
+                stderr: "error: could not reach http://127.0.0.1:1 (ECONNREFUSED): check --endpoint, --sqs-endpoint and --region\n",
+            });
+            assert.equal(verbose.code, 1);
+            assert.ok(verbose.stderr.startsWith(ran.stderr), verbose.stderr);
+            assert.match(verbose.stderr, /\n\s+at /);
+        });
+
+        it("a table that does not exist", async () => {
+            const ran = await cli(["status", "--table", "no-such-table", "--key", "k", "--endpoint", engine().endpoint]);
+            assert.equal(ran.code, 1);
+            assert.match(ran.stderr, /^error: table not found: check --table \/ --config and --region \(.+\)\n$/);
+        });
+
+        it("a queue URL that does not exist", async () => {
+            const ran = await cli(["fatal", "list", "--table", "t", "--fatal-queue-url", `${sqsServer.endpoint}/000000000000/missing`]);
+            assert.deepEqual(ran, {
+                code: 1,
+                stdout: "",
+                stderr: "error: the queue does not exist: check --fatal-queue-url / --first-dlq-url (The specified queue does not exist.)\n",
+            });
+        });
+
+        it("fatal commands without the queue, and a bad --to", async () => {
+            const noQueue = await cli(["fatal", "list", "--table", "t"]);
+            const badTo = await cli(["fatal", "replay", "--table", "t", "--fatal-queue-url", "http://127.0.0.1:1/q", "--to", "elsewhere"]);
+            assert.deepEqual(noQueue, {
+                code: 2,
+                stdout: "",
+                stderr: "error: --fatal-queue-url is required (or fatalDlqUrl in --config)\n",
+            });
+            assert.deepEqual(badTo, { code: 2, stdout: "", stderr: 'error: --to must be first-dlq (got "elsewhere")\n' });
+        });
+
+        it("--help on every command", async () => {
+            for (const command of [
+                [],
+                ["status"],
+                ["reconcile"],
+                ["fatal"],
+                ["fatal", "list"],
+                ["fatal", "show"],
+                ["fatal", "replay"],
+                ["fatal", "delete"],
+                ["redrive"],
+            ]) {
+                const ran = await cli([...command, "--help"]);
+                assert.equal(ran.code, 0, command.join(" "));
+                assert.ok(ran.stdout.startsWith(`Usage: hybrid-counter${command.map((c) => ` ${c}`).join("")}`), ran.stdout);
+            }
+        });
+    });
+
+    it("a scripted incident: a poison record, a batch exhausted to the first DLQ, records expired past retention", async () => {
+        // Prepare: one healthy key, then each failure in turn.
+        const s = await system("incident");
+        for (const id of ["a", "b", "c"]) {
+            await s.client.create("steady", id);
+        }
+        await s.client.delete("steady", "a");
+        await s.client.create("poison", "p1");
+        // Written around the client with a flag that is not a boolean: poison for the consumer.
+        await s.admin.send(
+            new PutItemCommand({
+                TableName: s.tableName,
+                Item: { pk: { S: "poison" }, sk: { S: "p-bad" }, counter_processed: { S: "false" } },
+            }),
+        );
+        await s.emulator.drain();
+        // A consumer outage on one key: its batch exhausts its retries and goes to the first DLQ ...
+        s.outage.add("exhausted");
+        await s.client.create("exhausted", "e1");
+        await s.client.create("exhausted", "e2");
+        await s.emulator.drain();
+        // ... where the redrive function fails it maxReceiveCount (2) times, so SQS moves it to the fatal DLQ.
+        const failing = async (event: { Records: Array<{ messageId: string }> }) => ({
+            batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
+        });
+        const firstTry = await pollQueueOnce(sqs, s.first, 1, failing, 2);
+        const secondTry = await pollQueueOnce(sqs, s.first, 1, failing, 2);
+        const thirdTry = await pollQueueOnce(sqs, s.first, 1, failing, 2);
+        // Another batch reaches the first DLQ after the stream has trimmed its records.
+        s.outage.add("expired");
+        await s.client.create("expired", "x1");
+        await s.client.create("expired", "x2");
+        await s.emulator.drain();
+        const expiredPass = await pollQueueOnce(sqs, s.first, 1, trimmedRedrive(s.config), 2);
+        assert.deepEqual(
+            [firstTry, secondTry, thirdTry, expiredPass],
+            [
+                { received: 1, deleted: 0 },
+                { received: 1, deleted: 0 },
+                { received: 0, deleted: 0 },
+                { received: 1, deleted: 1 },
+            ],
+        );
+
+        // Act + Assess: status shows each.
+        const before = json(await cli(["status", ...s.flags])) as { worst: unknown[] };
+        assert.deepEqual(before, {
+            keys: 4,
+            exactKeys: 1,
+            totals: { bestEffort: 7, eventual: 3, live: 8, pendingCreates: 4, pendingDeletes: 0, malformed: 1, heldSlots: 0, drift: -5 },
+            worst: [
+                { ...exactKey("exhausted", 0, 2), live: 2, pendingCreates: 2, drift: -2, exact: false },
+                { ...exactKey("expired", 0, 2), live: 2, pendingCreates: 2, drift: -2, exact: false },
+                { ...exactKey("poison", 1), live: 2, malformed: 1, drift: -1, exact: false },
+            ],
+        });
+        const poisonKey = json(await cli(["status", "--key", "poison", ...s.flags]));
+        assert.deepEqual(poisonKey, { ...exactKey("poison", 1), live: 2, malformed: 1, drift: -1, exact: false });
+
+        // fatal list explains each.
+        const listed = json(await cli(["fatal", "list", ...s.flags])) as Array<{
+            id: string;
+            receiveCount: number;
+            explanation: { kind: string; remedy: string; counterKeys: string[]; problem?: string; range?: unknown };
+        }>;
+        assert.deepEqual(
+            listed.map((e) => [e.explanation.kind, e.explanation.remedy, e.explanation.counterKeys, e.explanation.problem]),
+            [
+                ["poison-record", "reconcile-keys", ["poison"], "[dynamodb.NewImage.counter_processed] must be a boolean"],
+                ["batch-exhausted", "redrive-batch", [], "RetryAttemptsExhausted"],
+                ["records-expired", "reconcile-all", [], listed[2]!.explanation.problem],
+            ],
+        );
+        assert.match(listed[2]!.explanation.problem!, /could not be read from the stream \(TrimmedDataAccessException\)/);
+        const human = await cli(["fatal", "list", ...s.flags.filter((f) => f !== "--json")]);
+        assert.equal(human.code, 0);
+        assert.match(human.stdout, /means: The full stream record of a change the consumer cannot count: a malformed flag or key\./);
+        assert.match(
+            human.stdout,
+            /do: Within 24 h of the write: `redrive` moves it back to the first DLQ, or `fatal replay` counts it now\./,
+        );
+        const shown = json(await cli(["fatal", "show", listed[0]!.id, ...s.flags])) as { body: { reason: string; records: unknown[] } };
+        assert.equal(shown.body.reason, "poison-record");
+        assert.equal(shown.body.records.length, 1);
+
+        // Nothing unsettled is deleted.
+        const refused = await cli(["fatal", "delete", listed[0]!.id, ...s.flags]);
+        assert.deepEqual(refused, {
+            code: 1,
+            stdout: "",
+            stderr:
+                `error: message ${listed[0]!.id} is not settled: key poison still has 0 pending creates, 0 pending deletes ` +
+                "and 1 malformed items; run `fatal replay` or `reconcile` first\n",
+        });
+        // A replay before the item is fixed settles what it can and keeps the poison message.
+        const early = await cli(["fatal", "replay", ...s.flags]);
+        assert.equal(early.code, 1, `a message kept is a failure to settle: ${early.stdout} ${early.stderr}`);
+        assert.deepEqual(
+            (JSON.parse(early.stdout) as Array<{ kind: string; outcome: string }>).map((r) => [r.kind, r.outcome]),
+            [
+                ["poison-record", "kept"],
+                ["batch-exhausted", "settled"],
+                ["records-expired", "settled"],
+            ],
+        );
+
+        // The operator fixes the malformed item; replay settles it and empties the queue.
+        await s.admin.send(
+            new UpdateItemCommand({
+                TableName: s.tableName,
+                Key: { pk: { S: "poison" }, sk: { S: "p-bad" } },
+                UpdateExpression: "SET counter_processed = :f",
+                ExpressionAttributeValues: { ":f": { BOOL: false } },
+            }),
+        );
+        const replayed = await cli(["fatal", "replay", ...s.flags]);
+        assert.deepEqual(JSON.parse(replayed.stdout), [{ id: listed[0]!.id, kind: "poison-record", outcome: "settled" }]);
+        assert.equal(replayed.code, 0);
+        assert.equal(replayed.stderr, `replay: 0/1\nreplay: 1/1 ${listed[0]!.id} settled\n`);
+
+        // Every key is exact and the fatal queue is empty.
+        const after = json(await cli(["status", ...s.flags]));
+        assert.deepEqual(after, {
+            keys: 4,
+            exactKeys: 4,
+            totals: { bestEffort: 7, eventual: 8, live: 8, pendingCreates: 0, pendingDeletes: 0, malformed: 0, heldSlots: 0, drift: 0 },
+            worst: [],
+        });
+        assert.deepEqual(json(await cli(["fatal", "list", ...s.flags])), []);
+    });
+
+    it("redrive and replay --to first-dlq move exhausted batches back; reconcile settles keys; delete takes settled messages", async () => {
+        // Prepare: two exhausted batches in the fatal DLQ, and a key whose creations the stream never delivered.
+        const s = await system("redrive");
+        const failing = async (event: { Records: Array<{ messageId: string }> }) => ({
+            batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
+        });
+        for (const key of ["r1", "r2"]) {
+            s.outage.add(key);
+            await s.client.create(key, "i1");
+            await s.emulator.drain();
+            await pollQueueOnce(sqs, s.first, 1, failing, 2);
+            await pollQueueOnce(sqs, s.first, 1, failing, 2);
+            await pollQueueOnce(sqs, s.first, 1, failing, 2);
+        }
+        for (const id of ["u1", "u2"]) {
+            await s.admin.send(
+                new PutItemCommand({
+                    TableName: s.tableName,
+                    Item: { pk: { S: "lost" }, sk: { S: id }, counter_processed: { BOOL: false } },
+                }),
+            );
+        }
+        const listed = json(await cli(["fatal", "list", ...s.flags])) as Array<{ id: string }>;
+        assert.equal(listed.length, 2);
+
+        // Act: one batch by `fatal replay --to first-dlq`, the other by `redrive`.
+        const toFirst = await cli(["fatal", "replay", "--to", "first-dlq", ...s.flags]);
+        const redriven = await cli(["redrive", ...s.flags]);
+        const reconciled = await cli(["reconcile", "--key", "lost", ...s.flags]);
+        // The redrive function (the real handler) drains the first DLQ.
+        const redrive = createRedriveHandler({
+            config: s.config,
+            dynamodb: engine().dynamodb(),
+            streams: engine().streams(),
+            sqs,
+            sink: () => undefined,
+        });
+        const drained = [];
+        for (let i = 0; i < 3; i++) {
+            drained.push(await pollQueueOnce(sqs, s.first, 10, redrive, 1));
+        }
+
+        // Assess
+        assert.equal(toFirst.code, 0, toFirst.stderr);
+        assert.deepEqual(
+            (JSON.parse(toFirst.stdout) as Array<{ outcome: string }>).map((r) => r.outcome),
+            ["moved-to-first-dlq", "moved-to-first-dlq"],
+        );
+        assert.deepEqual(JSON.parse(redriven.stdout), { moved: [], left: 0 });
+        assert.deepEqual(JSON.parse(reconciled.stdout), {
+            results: [{ key: "lost", found: 2, counted: 2, alreadySettled: 0, incomplete: false }],
+            notStarted: [],
+            incomplete: false,
+            unparked: [],
+        });
+        assert.equal(reconciled.stderr, "reconcile: 0/1\nreconcile: 1/1 lost\n");
+        assert.deepEqual(drained, [
+            { received: 2, deleted: 2 },
+            { received: 0, deleted: 0 },
+            { received: 0, deleted: 0 },
+        ]);
+        for (const key of ["r1", "r2"]) {
+            assert.deepEqual(json(await cli(["status", "--key", key, ...s.flags])), exactKey(key, 1));
+        }
+        assert.deepEqual(json(await cli(["status", "--key", "lost", ...s.flags])), exactKey("lost", 2, 0));
+    });
+
+    it("redrive moves only exhausted batches, and delete removes a settled message", async () => {
+        // Prepare: one exhausted batch and one malformed-redrive message in the fatal DLQ.
+        const s = await system("move");
+        s.outage.add("m");
+        await s.client.create("m", "i1");
+        await s.emulator.drain();
+        const failing = async (event: { Records: Array<{ messageId: string }> }) => ({
+            batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
+        });
+        for (let i = 0; i < 3; i++) {
+            await pollQueueOnce(sqs, s.first, 1, failing, 2);
+        }
+        await sqs.send(
+            new SendMessageCommand({
+                QueueUrl: s.fatal.url,
+                MessageBody: JSON.stringify({ reason: "malformed-redrive-message", problem: "[body] is not JSON" }),
+            }),
+        );
+        // Act
+        const moved = JSON.parse((await cli(["redrive", ...s.flags])).stdout) as { moved: string[]; left: number };
+        const redrive = createRedriveHandler({
+            config: s.config,
+            dynamodb: engine().dynamodb(),
+            streams: engine().streams(),
+            sqs,
+            sink: () => undefined,
+        });
+        const drained = await pollQueueOnce(sqs, s.first, 10, redrive, 2);
+        const left = json(await cli(["fatal", "list", ...s.flags])) as Array<{ id: string; explanation: { kind: string } }>;
+        const deleted = await cli(["fatal", "delete", left[0]!.id, ...s.flags]);
+        // Assess
+        assert.equal(moved.moved.length, 1);
+        assert.equal(moved.left, 1);
+        assert.deepEqual(drained, { received: 1, deleted: 1 });
+        assert.deepEqual(
+            left.map((e) => e.explanation.kind),
+            ["malformed-redrive-message"],
+        );
+        assert.deepEqual(JSON.parse(deleted.stdout), { deleted: left[0]!.id, kind: "malformed-redrive-message" });
+        assert.deepEqual(json(await cli(["fatal", "list", ...s.flags])), []);
+        assert.deepEqual(json(await cli(["status", "--key", "m", ...s.flags])), exactKey("m", 1));
+    });
+});

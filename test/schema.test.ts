@@ -1,0 +1,361 @@
+/**
+ * The multi-language component, tested without the Pulumi CLI: the schema that the plugin host infers
+ * (`ComponentProvider` from `@pulumi/pulumi/provider/experimental`, in process) against the TypeScript
+ * source and the committed schema.json, and `construct()` (what a Python or YAML program's
+ * `HybridCounterComponent(...)` runs) against the TypeScript constructor, both under Pulumi mocks.
+ */
+import * as assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import * as path from "node:path";
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import type { ComponentProvider } from "@pulumi/pulumi/provider/experimental/provider";
+import * as ts from "typescript";
+import {
+    ALARM_NAMES,
+    AlarmName,
+    Architecture,
+    BillingMode,
+    COMPONENT_TYPE,
+    HybridCounterComponent,
+    type HybridCounterComponentArgs,
+} from "../index";
+import { DEFAULT_LAYOUT } from "../runtime/config";
+import { outputValue, runProgramWithResult, type RecordedResource } from "../local/pulumi-mocks";
+import { ROOT, SCHEMA_FILE, SCHEMA_UPDATE_COMMAND, componentProvider, inferSchemaText } from "../scripts/schema";
+
+interface PropertySpec {
+    type?: string;
+    $ref?: string;
+    items?: PropertySpec;
+    additionalProperties?: PropertySpec;
+    optional?: boolean;
+    plain?: boolean;
+    description?: string;
+}
+interface Schema {
+    name: string;
+    version: string;
+    resources: Record<
+        string,
+        {
+            isComponent: boolean;
+            inputProperties: Record<string, PropertySpec>;
+            properties: Record<string, PropertySpec>;
+            required: string[];
+            requiredInputs: string[];
+        }
+    >;
+    types: Record<
+        string,
+        { type: string; enum?: Array<{ name: string; value: string; description?: string }>; properties?: Record<string, PropertySpec> }
+    >;
+    dependencies: Array<{ name: string; version: string }>;
+}
+
+const manifest = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+    name: string;
+    version: string;
+    dependencies: Record<string, string>;
+};
+const type = (name: string) => `hybrid-counter:index:${name}`;
+
+/** Name and TSDoc text of each property of an interface or each public readonly property of a class, read with the compiler. */
+function documentedMembers(file: string, declarationName: string): Array<[string, string]> {
+    const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.ES2022, true);
+    const out: Array<[string, string]> = [];
+    const visit = (node: ts.Node) => {
+        if ((ts.isInterfaceDeclaration(node) || ts.isClassDeclaration(node)) && node.name?.text === declarationName) {
+            for (const member of node.members) {
+                const isPublicField =
+                    ts.isPropertySignature(member) ||
+                    (ts.isPropertyDeclaration(member) &&
+                        !(
+                            ts.getCombinedModifierFlags(member) &
+                            (ts.ModifierFlags.Static | ts.ModifierFlags.Private | ts.ModifierFlags.Protected)
+                        ));
+                if (isPublicField && member.name && ts.isIdentifier(member.name)) {
+                    const docs = ts.getJSDocCommentsAndTags(member).filter(ts.isJSDoc);
+                    out.push([member.name.text, docs.map((d) => ts.getTextOfJSDocComment(d.comment) ?? "").join("\n")]);
+                }
+            }
+        }
+        ts.forEachChild(node, visit);
+    };
+    visit(source);
+    return out;
+}
+
+describe("the multi-language component (schema inferred by @pulumi/pulumi/provider/experimental)", () => {
+    let provider: ComponentProvider;
+    let inferredText: string;
+    let schema: Schema;
+    let component: Schema["resources"][string];
+
+    before(async () => {
+        provider = componentProvider();
+        inferredText = await inferSchemaText(provider);
+        schema = JSON.parse(inferredText) as Schema;
+        component = schema.resources[COMPONENT_TYPE]!;
+    });
+
+    it("PulumiPlugin.yaml at the root serves the package with the nodejs runtime", () => {
+        // Assess
+        assert.equal(
+            readFileSync(path.join(ROOT, "PulumiPlugin.yaml"), "utf8")
+                .replace(/^#.*\n/gm, "")
+                .trim(),
+            "runtime: nodejs",
+        );
+    });
+
+    it("matches the committed schema.json", () => {
+        // Prepare
+        const committed = existsSync(SCHEMA_FILE) ? readFileSync(SCHEMA_FILE, "utf8") : "(schema.json is missing)";
+        // Assess
+        assert.equal(
+            inferredText,
+            committed,
+            `schema.json is not the schema Pulumi infers from the component's args and outputs. ` +
+                `If the change is intended, run \`${SCHEMA_UPDATE_COMMAND}\` and commit schema.json with it.`,
+        );
+    });
+
+    it("names the package, its version from package.json and the one component", () => {
+        // Assess
+        assert.equal(schema.name, "hybrid-counter");
+        assert.equal(schema.version, manifest.version);
+        assert.deepEqual(Object.keys(schema.resources), [COMPONENT_TYPE]);
+        assert.equal(component.isComponent, true);
+    });
+
+    it("depends on the aws package at the installed @pulumi/aws version, which the caret range admits", () => {
+        // Prepare
+        const installed = (JSON.parse(readFileSync(require.resolve("@pulumi/aws/package.json"), "utf8")) as { version: string }).version;
+        // Assess
+        assert.deepEqual(schema.dependencies, [{ name: "aws", version: installed }]);
+        assert.match(manifest.dependencies["@pulumi/aws"]!, new RegExp(`^\\^${installed.split(".")[0]}\\.`));
+    });
+
+    it("has every arg of HybridCounterComponentArgs as an optional input, with its TSDoc as the description", () => {
+        // Prepare
+        const args = documentedMembers(path.join(ROOT, "components", "args.ts"), "HybridCounterComponentArgs");
+        // Assess
+        assert.deepEqual(
+            Object.keys(component.inputProperties),
+            args.map(([name]) => name),
+        );
+        for (const [name, doc] of args) {
+            assert.ok(doc.length > 0, `${name} has TSDoc`);
+            assert.equal(component.inputProperties[name]!.description, doc, name);
+            assert.equal(component.inputProperties[name]!.optional, true, name);
+        }
+        assert.deepEqual(component.requiredInputs, []);
+    });
+
+    it("has every public output of HybridCounterComponent as an output, with its TSDoc as the description", () => {
+        // Prepare
+        const outputs = documentedMembers(path.join(ROOT, "components", "component.ts"), "HybridCounterComponent").filter(
+            ([name]) => name !== "bundlePaths",
+        );
+        // Assess
+        assert.deepEqual(
+            Object.keys(component.properties),
+            outputs.map(([name]) => name),
+        );
+        for (const [name, doc] of outputs) {
+            assert.ok(doc.length > 0, `${name} has TSDoc`);
+            assert.equal(component.properties[name]!.description, doc, name);
+        }
+        assert.deepEqual(
+            component.required,
+            outputs
+                .map(([name]) => name)
+                .filter((name) => name !== "alarmTopicArn")
+                .sort(),
+        );
+    });
+
+    it("types the inputs: the table as a reference to aws:dynamodb/table:Table, Inputs as non-plain, the choices as enums", () => {
+        // Prepare
+        const input = (name: string) => {
+            const { description: _description, ...spec } = component.inputProperties[name]!;
+            return spec;
+        };
+        const aws = schema.dependencies[0]!;
+        // Assess
+        assert.deepEqual(input("table"), {
+            $ref: `/aws/v${aws.version}/schema.json#/resources/aws:dynamodb%2Ftable:Table`,
+            optional: true,
+            plain: true,
+        });
+        assert.deepEqual(input("tableName"), { type: "string", optional: true });
+        assert.deepEqual(input("tableKmsKeyArn"), { type: "string", optional: true });
+        assert.deepEqual(input("alarmTopicArn"), { type: "string", optional: true });
+        assert.deepEqual(input("billingMode"), { $ref: `#/types/${type("BillingMode")}`, optional: true, plain: true });
+        assert.deepEqual(input("architecture"), { $ref: `#/types/${type("Architecture")}`, optional: true, plain: true });
+        assert.deepEqual(input("disabledAlarms"), {
+            type: "array",
+            items: { $ref: `#/types/${type("AlarmName")}`, plain: true },
+            optional: true,
+            plain: true,
+        });
+        assert.deepEqual(input("tags"), { type: "object", additionalProperties: { type: "string" }, optional: true });
+        assert.deepEqual(input("batchSize"), { type: "number", optional: true, plain: true });
+        assert.deepEqual(input("tracing"), { type: "boolean", optional: true, plain: true });
+        assert.deepEqual(input("partitionKey"), { type: "string", optional: true, plain: true });
+    });
+
+    it("has enums whose values are the TypeScript API's own strings, with readable names", () => {
+        // Assess
+        const members = (name: string) => schema.types[type(name)]!.enum!.map(({ name: member, value }) => [member, value]);
+        assert.deepEqual(members("BillingMode"), [
+            ["PayPerRequest", "PAY_PER_REQUEST"],
+            ["Provisioned", "PROVISIONED"],
+        ]);
+        assert.deepEqual(members("BillingMode"), Object.entries(BillingMode));
+        assert.deepEqual(members("Architecture"), Object.entries(Architecture));
+        assert.deepEqual(members("AlarmName"), Object.entries(AlarmName));
+        assert.deepEqual(
+            members("AlarmName").map(([, value]) => value),
+            [...ALARM_NAMES],
+        );
+        for (const name of ["BillingMode", "Architecture", "AlarmName"]) {
+            assert.equal(schema.types[type(name)]!.type, "string");
+            assert.ok(
+                schema.types[type(name)]!.enum!.every((m) => (m.description ?? "").length > 0),
+                `${name}: every member has a description`,
+            );
+        }
+    });
+
+    it("types the outputs: strings, the alarm ARNs by alarm name, and the client config", () => {
+        // Assess
+        assert.deepEqual(component.properties.tableArn, { type: "string", description: component.properties.tableArn!.description });
+        assert.deepEqual(component.properties.alarmTopicArn, {
+            type: "string",
+            optional: true,
+            description: component.properties.alarmTopicArn!.description,
+        });
+        assert.equal(component.properties.alarmArns!.$ref, `#/types/${type("HybridCounterAlarmArns")}`);
+        assert.deepEqual(Object.keys(schema.types[type("HybridCounterAlarmArns")]!.properties!), [...ALARM_NAMES]);
+        assert.ok(Object.values(schema.types[type("HybridCounterAlarmArns")]!.properties!).every((p) => p.type === "string" && p.optional));
+        assert.equal(component.properties.clientConfig!.$ref, `#/types/${type("HybridCounterClientConfig")}`);
+        assert.deepEqual(
+            Object.keys(schema.types[type("HybridCounterClientConfig")]!.properties!).sort(),
+            ["tableName", ...Object.keys(DEFAULT_LAYOUT)].sort(),
+        );
+    });
+
+    describe("construct(), as a Python or YAML program's component runs it, under Pulumi mocks", () => {
+        /** Each recorded resource without its URN-bearing fields, parented by logical name. */
+        const shape = (resources: readonly RecordedResource[]) => {
+            const byUrn = new Map(resources.map((r) => [r.urn, r.name]));
+            return resources.map((r) => ({
+                type: r.type,
+                name: r.name,
+                parent: r.parent === undefined ? undefined : byUrn.get(r.parent),
+                custom: r.custom,
+                inputs: r.inputs,
+            }));
+        };
+        const outputs = async (state: Record<string, pulumi.Input<unknown>>) =>
+            Object.fromEntries(await Promise.all(Object.entries(state).map(async ([k, v]) => [k, await outputValue(v)] as const)));
+
+        /** The same args, once through the TypeScript constructor and once through the provider. */
+        async function bothWays(args: () => HybridCounterComponentArgs) {
+            const typescript = await runProgramWithResult(async () => {
+                const c = new HybridCounterComponent("orders", args());
+                return outputs(
+                    Object.fromEntries(
+                        Object.keys(component.properties).map((k) => [k, (c as unknown as Record<string, pulumi.Output<unknown>>)[k]!]),
+                    ),
+                );
+            });
+            const constructed = await runProgramWithResult(async () => {
+                const { state } = await provider.construct("orders", COMPONENT_TYPE, args() as pulumi.Inputs, {});
+                return { keys: Object.keys(state), values: await outputs(state as Record<string, pulumi.Input<unknown>>) };
+            });
+            return { typescript, constructed };
+        }
+
+        it("builds the same 24 resources with the same inputs as the TypeScript constructor, and returns every output", async () => {
+            // Act
+            const { typescript, constructed } = await bothWays(() => ({}));
+            // Assess
+            assert.equal(constructed.resources.length, 24);
+            assert.deepEqual(shape(constructed.resources), shape(typescript.resources));
+            assert.deepEqual(constructed.result.keys, Object.keys(component.properties));
+            assert.deepEqual(constructed.result.values, typescript.result);
+            assert.equal(constructed.result.values.tableName, "orders-table");
+        });
+
+        it("takes the enums as the plain strings other languages send", async () => {
+            // Prepare
+            const args = (): HybridCounterComponentArgs => ({
+                billingMode: "PROVISIONED",
+                readCapacity: 5,
+                writeCapacity: 5,
+                architecture: "x86_64",
+                disabledAlarms: ["consumerThrottles", "redriveErrors"],
+                tags: { team: "payments" },
+            });
+            // Act
+            const { typescript, constructed } = await bothWays(args);
+            // Assess
+            assert.deepEqual(shape(constructed.resources), shape(typescript.resources));
+            assert.equal(constructed.resources.length, 22);
+            const table = constructed.resources.find((r) => r.name === "orders-table")!;
+            assert.deepEqual([table.inputs.billingMode, table.inputs.readCapacity, table.inputs.writeCapacity], ["PROVISIONED", 5, 5]);
+            assert.deepEqual(constructed.resources.find((r) => r.name === "orders-consumer")!.inputs.architectures, ["x86_64"]);
+            assert.deepEqual(Object.keys(constructed.result.values.alarmArns as object), [
+                "consumerIteratorAge",
+                "consumerErrors",
+                "firstDlqDepth",
+                "firstDlqAge",
+                "fatalDlqDepth",
+            ]);
+        });
+
+        it("attaches to a table passed by reference, as a YAML program's ${table} passes it", async () => {
+            // Prepare
+            const args = (): HybridCounterComponentArgs => ({
+                table: new aws.dynamodb.Table("app", {
+                    hashKey: "pk",
+                    rangeKey: "sk",
+                    attributes: [
+                        { name: "pk", type: "S" },
+                        { name: "sk", type: "S" },
+                    ],
+                    billingMode: "PAY_PER_REQUEST",
+                    streamEnabled: true,
+                    streamViewType: "NEW_AND_OLD_IMAGES",
+                }),
+            });
+            // Act
+            const { typescript, constructed } = await bothWays(args);
+            // Assess
+            assert.deepEqual(shape(constructed.resources), shape(typescript.resources));
+            assert.deepEqual(
+                constructed.resources.filter((r) => r.type === "aws:dynamodb/table:Table").map((r) => r.name),
+                ["app"],
+            );
+            assert.equal(constructed.result.values.tableName, "app");
+        });
+
+        it("rejects bad args with the component's own message, naming the field", async () => {
+            // Act
+            const attempt = runProgramWithResult(() =>
+                provider.construct("orders", COMPONENT_TYPE, { batchSize: 0, billingMode: "ON_DEMAND" }, {}),
+            );
+            // Assess
+            await assert.rejects(attempt, (error: Error) => {
+                assert.equal(
+                    error.message,
+                    'invalid HybridCounterComponent args:\n  - [billingMode] must be "PAY_PER_REQUEST" or "PROVISIONED"\n  - [batchSize] must be between 1 and 10000',
+                );
+                return true;
+            });
+        });
+    });
+});
