@@ -142,9 +142,9 @@ describe("HybridCounterComponent settler", () => {
             off.filter((r) => r.name.startsWith("orders-settler")).map((r) => r.name),
             [],
         );
-        assert.equal(off.length, 23);
+        assert.equal(off.length, 24);
         const body = JSON.parse(findResource(off, "aws:cloudwatch/dashboard:Dashboard", "orders-dashboard").inputs.dashboardBody as string);
-        assert.equal(body.widgets.length, 7);
-        assert.equal(resourcesOfType(off, "aws:cloudwatch/metricAlarm:MetricAlarm").length, 6);
+        assert.equal(body.widgets.length, 12);
+        assert.equal(resourcesOfType(off, "aws:cloudwatch/metricAlarm:MetricAlarm").length, 7);
     });
 });

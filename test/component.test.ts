@@ -584,7 +584,7 @@ describe("HybridCounterComponent", () => {
         const topic = findResource(resources, "aws:sns/topic:Topic", "orders-alarm-topic");
         assert.deepEqual(topic.inputs, { kmsMasterKeyId: "alias/aws/sns" });
         const alarms = resourcesOfType(resources, "aws:cloudwatch/metricAlarm:MetricAlarm");
-        assert.equal(alarms.length, 7);
+        assert.equal(alarms.length, 8);
         for (const alarm of alarms) {
             assert.deepEqual(alarm.inputs.alarmActions, [topicArn], alarm.name);
             assert.deepEqual(alarm.inputs.okActions, [topicArn], alarm.name);
