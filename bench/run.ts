@@ -33,6 +33,7 @@ import { createStreamHandler } from "../runtime/consumer";
 import { benchBackfill, describeBackfillRow } from "./backfill";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 import { runSweep } from "./sweep";
+import { healBenchLines, runHealBench } from "./heal";
 import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type HotTenantRow } from "./hot-tenant";
 import { describeParity } from "../local/parity";
 
@@ -404,6 +405,10 @@ async function main(): Promise<void> {
             hotTenant = await runHotTenant(system, { ...options, placements: options.placements }, log);
         }
         const backfill = await benchBackfill({ items: options.backfillItems, keys: 50, segments: 4, seed: options.seed });
+        const healing = await runHealBench(
+            { ops: options.ops, concurrency: options.concurrency, faults: options.faults, seed: options.seed },
+            log,
+        );
         const report = {
             ops: options.ops,
             concurrency: options.concurrency,
@@ -413,6 +418,7 @@ async function main(): Promise<void> {
             hotTenant,
             streamNoise,
             backfill,
+            healing,
         };
         if (options.json) {
             process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -486,6 +492,10 @@ async function main(): Promise<void> {
             for (const line of formatHotTenant(hotTenant, { ...options, placements: options.placements })) {
                 log(line);
             }
+        }
+        log("");
+        for (const line of healBenchLines(healing, options)) {
+            log(line);
         }
     }
 }

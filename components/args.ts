@@ -92,6 +92,9 @@ export const CountedItems = {
 } as const;
 
 export type CountedItems = (typeof CountedItems)[keyof typeof CountedItems];
+/** The modes a counter's clients can use (see HybridCounterClient). */
+export const CounterModeArg = { Strict: "strict", Utilization: "utilization" } as const;
+export type CounterModeArg = (typeof CounterModeArg)[keyof typeof CounterModeArg];
 
 /**
  * Arguments of {@link HybridCounterComponent}. Every field is optional: `new HybridCounterComponent("orders", {})`
@@ -293,6 +296,33 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      * @default `hybrid-counter-${project}-${stack}-${name}` with other characters replaced by `-`
      */
     readonly dashboardName?: string;
+
+    // ---------------------------------------------------------------- settler (healing and settling)
+
+    /**
+     * Deploy the settler: a scheduled function that heals the best-effort counters (a held strict slot
+     * comes back, a utilization drift closes) and settles items the stream can no longer count.
+     * @default true
+     */
+    readonly settlerEnabled?: boolean;
+    /**
+     * EventBridge schedule of the settler, `rate(<n> <minute(s)|hour(s)|day(s)>)`, between 1 minute and 1 day.
+     * @default "rate(5 minutes)"
+     */
+    readonly settlerSchedule?: string;
+    /**
+     * Seconds a best-effort counter must have been left alone by every client before it is healed, 320..86400.
+     * Must exceed the client deadline (`deadlineMs`, 10 s by default) + a request's lifetime (a SigV4 signature
+     * is valid for 5 minutes) + the clock skew between API hosts and the settler.
+     * @default 600 (10 s + 300 s + 60 s of skew budget, rounded up)
+     */
+    readonly healQuietWindowSeconds?: number;
+    /** The mode every `HybridCounterClient` of this table uses; healing counts differently in each. @default "utilization" */
+    readonly counterMode?: CounterModeArg;
+    /** Keys the settler heals from its index per run, 1..10000: bounds a run's cost. @default 200 */
+    readonly settlerKeyBudget?: number;
+    /** Timeout (s) of the settler, 1..900. @default 300 */
+    readonly settlerTimeout?: number;
 
     // ---------------------------------------------------------------- everything
 

@@ -37,6 +37,8 @@ export interface BundlePaths {
     readonly redrive: string;
     /** The backfill (`index.handler`), deployed when `backfillOnDeploy` is set. */
     readonly backfill: string;
+    /** The scheduled settler (`index.handler`). */
+    readonly settler: string;
 }
 
 export function bundlePathsUnder(root: string): BundlePaths {
@@ -44,6 +46,7 @@ export function bundlePathsUnder(root: string): BundlePaths {
         streamConsumer: path.join(root, "dist", "bundles", "stream-consumer", "index.js"),
         redrive: path.join(root, "dist", "bundles", "redrive", "index.js"),
         backfill: path.join(root, "dist", "bundles", "backfill", "index.js"),
+        settler: path.join(root, "dist", "bundles", "settler", "index.js"),
     });
 }
 

@@ -1,11 +1,11 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
+import { COUNTER_ATTRIBUTES, clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
 import type { CountedItems, HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
 import { createBackfillResources } from "./backfill";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
-import { CounterPlacement, createCountersTable } from "./counters-table";
+import { CounterPlacement, createCountersTable, healIndex } from "./counters-table";
 import { dashboardBody } from "./dashboard";
 import {
     COMPONENT_TYPE,
@@ -16,6 +16,7 @@ import {
     type HybridCounterAlarmName,
 } from "./defaults";
 import { apiPolicy, consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
+import { createSettler, settlerWidgets } from "./settler";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
 /**
@@ -402,24 +403,56 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             alarmArns[spec.key] = alarm.arn;
         }
 
+        // ------------------------------------------------------------ settler
+        const settler =
+            (args.settlerEnabled ?? D.settlerEnabled)
+                ? createSettler({
+                      name,
+                      parent: this,
+                      args,
+                      layout,
+                      bundle: HybridCounterComponent.bundlePaths.settler,
+                      table,
+                      countersTable: { name: countersTableName, arn: countersTableArn },
+                      fatalDlq,
+                      queueKmsKeyArn,
+                      metricsNamespace,
+                      alarmActions: actions,
+                  })
+                : undefined;
+        const settlerName = settler === undefined ? pulumi.output(undefined) : settler.function.name;
+
         // ------------------------------------------------------------ dashboard
         const dashboard = new aws.cloudwatch.Dashboard(
             `${name}-dashboard`,
             {
                 dashboardName: args.dashboardName ?? defaultDashboardName(name),
                 dashboardBody: pulumi
-                    .all([table.arn, table.name, consumer.name, redrive.name, firstDlq.name, fatalDlq.name])
-                    .apply(([tableArn, tableName, consumerFunctionName, redriveFunctionName, firstDlqName, fatalDlqName]) =>
-                        dashboardBody({
-                            // The table's ARN names its region, which also works with explicit providers.
-                            region: tableArn.split(":")[3],
+                    .all([table.arn, table.name, consumer.name, redrive.name, firstDlq.name, fatalDlq.name, settlerName])
+                    .apply(
+                        ([
+                            tableArn,
                             tableName,
                             consumerFunctionName,
                             redriveFunctionName,
                             firstDlqName,
                             fatalDlqName,
-                            metricsNamespace,
-                        }),
+                            settlerFunctionName,
+                        ]) =>
+                            dashboardBody({
+                                // The table's ARN names its region, which also works with explicit providers.
+                                region: tableArn.split(":")[3],
+                                tableName,
+                                consumerFunctionName,
+                                redriveFunctionName,
+                                firstDlqName,
+                                fatalDlqName,
+                                metricsNamespace,
+                                extraWidgets:
+                                    settlerFunctionName === undefined
+                                        ? []
+                                        : settlerWidgets(tableArn.split(":")[3]!, settlerFunctionName, metricsNamespace),
+                            }),
                     ),
             },
             parent,
@@ -520,6 +553,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
 
     private createTable(name: string, args: HybridCounterComponentArgs, layout: CounterTableLayout): aws.dynamodb.Table {
         const billingMode = args.billingMode ?? D.billingMode;
+        const sameTable = (args.counterPlacement ?? D.counterPlacement) === CounterPlacement.SameTable;
         return new aws.dynamodb.Table(
             `${name}-table`,
             {
@@ -527,9 +561,28 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 attributes: [
                     { name: layout.partitionKey, type: "S" },
                     { name: layout.sortKey, type: "S" },
+                    // In the same-table placement the counter items, and so the heal index, live here.
+                    ...(sameTable
+                        ? [
+                              { name: COUNTER_ATTRIBUTES.healShard, type: "S" },
+                              { name: COUNTER_ATTRIBUTES.writtenAt, type: "N" },
+                          ]
+                        : []),
                 ],
                 hashKey: layout.partitionKey,
                 rangeKey: layout.sortKey,
+                ...(sameTable
+                    ? {
+                          globalSecondaryIndexes: [
+                              {
+                                  ...healIndex(),
+                                  ...(billingMode === "PROVISIONED"
+                                      ? { readCapacity: args.readCapacity, writeCapacity: args.writeCapacity }
+                                      : {}),
+                              },
+                          ],
+                      }
+                    : {}),
                 billingMode,
                 ...(billingMode === "PROVISIONED" ? { readCapacity: args.readCapacity, writeCapacity: args.writeCapacity } : {}),
                 streamEnabled: true,

@@ -6,10 +6,12 @@
  *
  * Same key attribute names as the user's table (both S), on-demand, point-in-time recovery, encryption
  * at rest, TTL on the markers' tombstones (`hc_expires_at`), and no stream: nothing consumes its changes.
+ * Its sparse GSI "heal-index" lists the best-effort items due a heal (only they carry `hc_heal`); the
+ * settler reads it instead of scanning.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { COUNTER_ATTRIBUTES } from "../runtime/config";
+import { COUNTER_ATTRIBUTES, HEAL_INDEX_NAME } from "../runtime/config";
 import { CounterPlacement } from "./args";
 
 export { CounterPlacement };
@@ -30,9 +32,12 @@ export function countersTableArgs(args: CountersTableArgs): aws.dynamodb.TableAr
         attributes: [
             { name: args.partitionKey, type: "S" },
             { name: args.sortKey, type: "S" },
+            { name: COUNTER_ATTRIBUTES.healShard, type: "S" },
+            { name: COUNTER_ATTRIBUTES.writtenAt, type: "N" },
         ],
         hashKey: args.partitionKey,
         rangeKey: args.sortKey,
+        globalSecondaryIndexes: [healIndex()],
         billingMode: "PAY_PER_REQUEST",
         pointInTimeRecovery: { enabled: true },
         serverSideEncryption: { enabled: true, ...(args.kmsKeyArn !== undefined ? { kmsKeyArn: args.kmsKeyArn } : {}) },
@@ -45,4 +50,14 @@ export function countersTableArgs(args: CountersTableArgs): aws.dynamodb.TableAr
 /** Creates the counters table `${name}-counters` as a child of `parent`. */
 export function createCountersTable(name: string, args: CountersTableArgs, parent: pulumi.Resource): aws.dynamodb.Table {
     return new aws.dynamodb.Table(`${name}-counters`, countersTableArgs(args), { parent });
+}
+
+/** The sparse heal index: best-effort items due a heal, by shard, oldest write first. */
+export function healIndex(): aws.types.input.dynamodb.TableGlobalSecondaryIndex {
+    return {
+        name: HEAL_INDEX_NAME,
+        hashKey: COUNTER_ATTRIBUTES.healShard,
+        rangeKey: COUNTER_ATTRIBUTES.writtenAt,
+        projectionType: "KEYS_ONLY",
+    };
 }

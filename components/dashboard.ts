@@ -8,6 +8,8 @@ export interface DashboardInputs {
     readonly firstDlqName: string;
     readonly fatalDlqName: string;
     readonly metricsNamespace: string;
+    /** Widgets of optional parts (the settler), placed below the pipeline's rows. */
+    readonly extraWidgets?: readonly object[];
 }
 
 type Metric = (string | { stat?: string; label?: string })[];
@@ -87,6 +89,7 @@ export function dashboardBody(d: DashboardInputs): string {
                         "`npx hybrid-counter status` shows the keys that are off.",
                 },
             },
+            ...(d.extraWidgets ?? []),
         ],
     });
 }

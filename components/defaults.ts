@@ -78,6 +78,26 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     fatalDlqAlarmThreshold: 0,
     redriveErrorsAlarmThreshold: 1,
     createAlarmTopic: false,
+
+    // Settler (healing and settling, runtime/heal.ts and runtime/settle.ts)
+    settlerEnabled: true,
+    /** Every 5 minutes: a held slot or a drift is healed within about a quiet window plus one period. */
+    settlerSchedule: "rate(5 minutes)",
+    /**
+     * 600 s. A heal must not start until every write of the calls it counts has landed or been abandoned:
+     * the window must exceed the client deadline (10 s by default) + a request's lifetime (AWS rejects a
+     * SigV4-signed request that arrives more than 5 minutes after it was signed) + the clock skew between
+     * API hosts and the settler (a minute of budget). 10 + 300 + 60 = 370 s, rounded up to 10 minutes.
+     */
+    healQuietWindowSeconds: 600,
+    /** The mode the API's clients use (the client's own default); healing counts differently in each. */
+    counterMode: "utilization" as "strict" | "utilization",
+    /** Keys healed from the heal index per run: bounds a run's cost. */
+    settlerKeyBudget: 200,
+    settlerMemorySize: 256,
+    /** A run with the default budget takes seconds; five minutes leaves room for throttling. */
+    settlerTimeout: 300,
+    settlerErrorsAlarmThreshold: 1,
 });
 
 /** Fixed settings (not args) with the reason for each. */
@@ -125,6 +145,15 @@ export const LIMITS = Object.freeze({
     redriveMaxReceiveCount: [1, 1000],
     reservedConcurrency: [0, 1000],
     capacity: [1, 40_000],
+    /**
+     * At least 10 s client deadline + 300 s SigV4 validity + 10 s skew; at most a day (a heal due for
+     * longer than that would leave a held slot for a day).
+     */
+    healQuietWindowSeconds: [320, 86_400],
+    /** A settler run at least every minute (EventBridge's finest rate) and at most every day. */
+    settlerScheduleMinutes: [1, 1_440],
+    settlerKeyBudget: [1, 10_000],
+    settlerTimeout: [1, 900],
     /** Oldest Node.js runtime the bundles target (esbuild target node22). */
     minimumNodeMajor: 22,
 } as const);
@@ -152,6 +181,24 @@ export function streamFilterPatterns(layout: CounterTableLayout): string[] {
                 JSON.stringify({ dynamodb: { [image]: { [selection.name]: { S: [selection.value] } } } }),
             );
     }
+}
+
+/**
+ * Minutes between two runs of a `rate(<n> minute|minutes|hour|hours|day|days)` schedule expression;
+ * undefined for anything else (cron expressions are not accepted: their period cannot be bounded simply).
+ */
+export function scheduleMinutes(expression: string): number | undefined {
+    const match = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(expression);
+    if (!match) {
+        return undefined;
+    }
+    const n = Number(match[1]);
+    const unit = match[2]!.replace(/s$/, "");
+    // EventBridge wants the singular unit for 1 and the plural otherwise.
+    if ((n === 1) !== (match[2] === unit)) {
+        return undefined;
+    }
+    return n * (unit === "minute" ? 1 : unit === "hour" ? 60 : 1_440);
 }
 
 /** Visibility timeout of the first DLQ for a given redrive timeout. */

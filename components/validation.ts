@@ -7,7 +7,14 @@ import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat,
 import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { backfillArgsProblems } from "./backfill";
-import { ALARM_NAMES, HYBRID_COUNTER_DEFAULTS as D, LIMITS, LOG_RETENTION_DAYS, type HybridCounterAlarmName } from "./defaults";
+import {
+    ALARM_NAMES,
+    HYBRID_COUNTER_DEFAULTS as D,
+    LIMITS,
+    LOG_RETENTION_DAYS,
+    scheduleMinutes,
+    type HybridCounterAlarmName,
+} from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
 export class HybridCounterArgsError extends Error {
@@ -234,6 +241,24 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     }
     plainMatches("dashboardName", DASHBOARD_NAME, "1 to 255 characters of letters, digits, '-' and '_'");
     problems.push(...backfillArgsProblems(args));
+
+    // Settler.
+    if (args.settlerEnabled !== undefined && typeof args.settlerEnabled !== "boolean") {
+        problems.push("[settlerEnabled] must be true or false");
+    }
+    if (args.settlerSchedule !== undefined) {
+        const minutes = typeof args.settlerSchedule === "string" ? scheduleMinutes(args.settlerSchedule) : undefined;
+        const [min, max] = LIMITS.settlerScheduleMinutes;
+        if (minutes === undefined || minutes < min || minutes > max) {
+            problems.push(
+                `[settlerSchedule] must be rate(<n> <minute(s)|hour(s)|day(s)>) between 1 minute and 1 day (got ${JSON.stringify(args.settlerSchedule)})`,
+            );
+        }
+    }
+    integerBetween("healQuietWindowSeconds", LIMITS.healQuietWindowSeconds);
+    oneOf("counterMode", ["strict", "utilization"]);
+    integerBetween("settlerKeyBudget", LIMITS.settlerKeyBudget);
+    integerBetween("settlerTimeout", LIMITS.settlerTimeout);
 
     return problems;
 }

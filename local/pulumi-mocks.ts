@@ -195,6 +195,8 @@ export function mockState(type: string, name: string, inputs: Record<string, any
         }
         case "aws:sqs/queuePolicy:QueuePolicy":
             return { id: String(inputs.queueUrl ?? name), state: { ...inputs } };
+        case "aws:cloudwatch/eventRule:EventRule":
+            return { id: physicalName, state: { ...base, arn: regional("events", `rule/${physicalName}`) } };
         case "aws:kms/key:Key":
             return { id: `${name}-key-id`, state: { ...inputs, keyId: `${name}-key-id`, arn: regional("kms", `key/${name}-key-id`) } };
         default: {

@@ -28,6 +28,8 @@ import { outputValue, runProgramWithResult } from "./pulumi-mocks";
 import { pollQueueOnce, startLocalSqs, type LocalSqs } from "./sqs";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 import { createCounterTable, createCountersTable } from "./table";
+import { addHealIndex, scheduleRuns, twinSettlerSpec } from "./twin-settler";
+import type { SettleReport } from "../runtime/settle";
 import { runWorkload, type WorkloadResult } from "./workload";
 import { snapshotKey, type KeySnapshot } from "./observe";
 import { seedAndBackfill } from "./adopt";
@@ -171,6 +173,9 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
     return options;
 }
 
+/** The twin runs the settler's schedule and quiet window this many times faster than the component declares them. */
+export const SETTLER_COMPRESSION = 300;
+
 export interface TwinReport {
     ops: number;
     created: number;
@@ -202,6 +207,11 @@ export interface TwinReport {
     observations: number;
     durationMs: number;
     chart: string;
+    /** Each key's best-effort and live count at the end. */
+    bestEffortByKey: Record<string, number>;
+    liveByKey: Record<string, number>;
+    /** The settler on the component's schedule, compressed: its runs and what they healed. */
+    heals: { runs: number; healed: number; corrected: number; drift: number; raced: number; skipped: Record<string, number> };
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
     /** The backfill of the `--seed-items` items, run before the workload; null without them. */
     backfill: BackfillReport | null;
@@ -305,6 +315,10 @@ export async function runTwin(
                   )
                 : undefined;
 
+        await addHealIndex(admin, system.table.name);
+        // The settler runs on the component's schedule, compressed: 5 minutes become a second.
+        const settlerSpec = twinSettlerSpec(run.resources, "twin", SETTLER_COMPRESSION);
+
         // 3. The queues on the local SQS server, with the component's redrive policy (a short visibility
         // timeout, so a failed redrive is retried within the run); the bundled handlers, with their
         // environment pointing at the local fatal queue; their DynamoDB clients get the faults.
@@ -323,6 +337,14 @@ export async function runTwin(
             [ENV.fatalQueueUrl]: fatalQueue.url,
         });
         const queueCounts = { first: 0, redriven: 0 };
+        const settler =
+            settlerSpec === undefined
+                ? undefined
+                : loadBundle<() => Promise<SettleReport>>(HybridCounterComponent.bundlePaths.settler, {
+                      ...settlerSpec.environment,
+                      [ENV.fatalQueueUrl]: fatalQueue.url,
+                  });
+        const settlerReports: SettleReport[] = [];
         const consumerMeter: CapacityMeter = meterWrites(consumer.clients.dynamodb);
         const redriveMeter: CapacityMeter = meterWrites(redrive.clients.dynamodb);
         const consumerFaults: FaultStats[] = [];
@@ -442,6 +464,10 @@ export async function runTwin(
                 await new Promise((r) => setTimeout(r, 50));
             }
         })();
+        const settling =
+            settler === undefined || settlerSpec === undefined
+                ? Promise.resolve()
+                : scheduleRuns(settlerSpec.periodMs, silence(settler.handler), () => workloadDone, settlerReports);
         const deadline = options.durationSeconds > 0 ? started + options.durationSeconds * 1000 : Infinity;
         let last: WorkloadResult | undefined;
         const render = progressRenderer(progress, keys, samples, () => last, emulator, queueCounts, lag);
@@ -472,7 +498,7 @@ export async function runTwin(
             workloadDone = true;
         }
         const apiDone = Date.now();
-        await Promise.all([consuming, observing]);
+        await Promise.all([consuming, observing, settling]);
         // Let the pipeline settle: the stream drains, the first DLQ is redriven (a failed message comes back
         // after its visibility timeout, or moves to the fatal queue), and what that writes drains too.
         const settleBy = Date.now() + 120_000;
@@ -484,6 +510,17 @@ export async function runTwin(
                 break;
             }
             await new Promise((r) => setTimeout(r, 200));
+        }
+        // The settler's last runs: once every key has been quiet for the window, what is due is healed.
+        if (settler !== undefined && settlerSpec !== undefined) {
+            await new Promise((r) => setTimeout(r, settlerSpec.quietWindowMs + 10));
+            for (let i = 0; i < 5; i++) {
+                const report = await silence(settler.handler)();
+                settlerReports.push(report);
+                if (report.keysFromIndex === 0) {
+                    break;
+                }
+            }
         }
         const fatalCount = await queueDepth(fatalQueue.url);
         const consumerDone = Date.now();
@@ -501,10 +538,14 @@ export async function runTwin(
         let eventual = 0;
         let bestEffort = 0;
         let exact = true;
+        const bestEffortByKey: Record<string, number> = {};
+        const liveByKey: Record<string, number> = {};
         const heldSlots: TwinReport["heldSlots"] = [];
         const drift: TwinReport["drift"] = [];
         for (const key of keys) {
             const s = await snapshotKey(admin, system.table.name, layout, key, system.countersTableName);
+            bestEffortByKey[key] = s.bestEffort;
+            liveByKey[key] = s.live;
             samples.get(key)!.push({ t: Date.now() - started, s });
             live += s.live;
             eventual += s.eventual;
@@ -572,6 +613,21 @@ export async function runTwin(
             durationMs: consumerDone - started,
             chart: chartPath,
             backfill: backfillReport ?? null,
+            bestEffortByKey,
+            liveByKey,
+            heals: {
+                runs: settlerReports.length,
+                healed: settlerReports.reduce((n, r) => n + r.healed, 0),
+                corrected: settlerReports.reduce((n, r) => n + r.corrected, 0),
+                drift: settlerReports.reduce((n, r) => n + r.drift, 0),
+                raced: settlerReports.reduce((n, r) => n + r.raced, 0),
+                skipped: settlerReports.reduce<Record<string, number>>((all, r) => {
+                    for (const [reason, n] of Object.entries(r.skipped)) {
+                        all[reason] = (all[reason] ?? 0) + (n ?? 0);
+                    }
+                    return all;
+                }, {}),
+            },
             parity: describeParity(engine.parity),
             settings: {
                 batchSize: system.streamMapping.batchSize,
@@ -707,6 +763,13 @@ async function main(): Promise<void> {
     log(`DLQ: first ${report.dlq.first}, redriven ${report.dlq.redriven}, fatal ${report.dlq.fatal}`);
     log(
         `${report.mode === "utilization" ? `keys ever overcounted by best-effort: ${report.overcountKeys.length}` : `keys ever over the limit: ${report.limitExceededKeys.length}`}`,
+    );
+    log(
+        `settler: ${report.heals.runs} runs, ${report.heals.healed} heals (${report.heals.corrected} corrected, drift ${report.heals.drift}), ` +
+            `${report.heals.raced} lost a race, skipped ${JSON.stringify(report.heals.skipped)}`,
+    );
+    log(
+        `best-effort == live for every key: ${Object.keys(report.liveByKey).every((k) => report.bestEffortByKey[k] === report.liveByKey[k])}`,
     );
     log(report.parity);
     for (const { key, heldSlots } of report.heldSlots) {

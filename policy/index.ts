@@ -34,6 +34,7 @@ import {
 import { failureQueueEncryption, failureQueueRetention } from "./queue";
 import { dynamodbStreamViewType, dynamodbTableEncryption, dynamodbTablePointInTimeRecovery } from "./table";
 import { PolicyConfigError, PolicySetting } from "./config";
+import { scheduledFunctionGuarded } from "./schedule";
 
 export { ENFORCEMENT_LEVELS, PolicyConfigError, resourceClassOf } from "./config";
 export type { ExemptionConfig, PolicyFactory, PolicySetting } from "./config";
@@ -57,6 +58,8 @@ export { SQS_DEFAULT_RETENTION_SECONDS, SQS_MAX_RETENTION_SECONDS } from "./queu
 export type { StreamConsumerAlarmsConfig } from "./alarms";
 export type { ConsumerIamConfig } from "./iam";
 export { wildcardGrants } from "./iam";
+export type { ScheduledFunctionConfig } from "./schedule";
+export { SCHEDULE_TYPES, rateMinutes } from "./schedule";
 
 /** Every policy factory, by policy name, in the order the pack lists them. */
 export const policyFactories = {
@@ -73,6 +76,7 @@ export const policyFactories = {
     "failure-queue-retention": failureQueueRetention,
     "stream-consumer-alarms": streamConsumerAlarms,
     "consumer-iam-no-wildcard-actions": consumerIamNoWildcardActions,
+    "scheduled-function-guarded": scheduledFunctionGuarded,
 } as const;
 
 export type PolicyName = keyof typeof policyFactories;
@@ -136,6 +140,7 @@ export {
     streamMappingOnFailureDestination,
     streamMappingReportBatchItemFailures,
     streamMappingTrimHorizon,
+    scheduledFunctionGuarded,
 };
 
 /** The pack's name. */

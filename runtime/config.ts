@@ -418,3 +418,26 @@ function readConfig(env: Readonly<Record<string, string | undefined>>, problems:
 function stripUndefined<T extends object>(value: Partial<T>): Partial<T> {
     return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
+
+/** Name of the sparse GSI on the counters table that lists the best-effort items due a heal. */
+export const HEAL_INDEX_NAME = "heal-index";
+
+/** 32-bit FNV-1a of the key's UTF-8 bytes. */
+export function fnv1a(value: string): number {
+    let hash = 0x811c9dc5;
+    for (const byte of Buffer.from(value, "utf8")) {
+        hash ^= byte;
+        hash = Math.imul(hash, 0x01000193) >>> 0;
+    }
+    return hash >>> 0;
+}
+
+/** The heal-index shard (the value of `hc_heal`) a counter key's best-effort item is written with. */
+export function healShard(key: string): string {
+    return String(fnv1a(key) % HEAL_SHARDS);
+}
+
+/** Sort key of the settler's audit cursor in the counters table (stored under the counter key of the same name). */
+export function settlerCursorSortKey(layout: Pick<CounterTableLayout, "counterPrefix">): string {
+    return `${layout.counterPrefix}settler#cursor`;
+}

@@ -42,3 +42,18 @@ export {
     type BackfillReport,
 } from "./backfill";
 export { createBackfillHandler, type BackfillEvent, type BackfillHandlerDeps, type BackfillHandlerResult } from "./backfill-handler";
+export {
+    healKey,
+    planHeal,
+    readForHeal,
+    writeHeal,
+    type HealMode,
+    type HealOptions,
+    type HealPlan,
+    type HealResult,
+    type HealSkipReason,
+} from "./heal";
+export { settle, SETTLER_DEFAULTS, type SettleOptions, type SettleReport } from "./settle";
+export { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment, type SettlerConfig } from "./settler-config";
+export { type ItemSelection } from "./selection";
+export { tokenTime } from "./tokens";

@@ -16,6 +16,9 @@ import type { CounterTableLayout } from "./config";
 export type { ItemSelection } from "./config";
 import type { ItemSelection } from "./config";
 
+/** A layout with its selection (every layout has one now; kept as a name for healing's signatures). */
+export type SelectingLayout = CounterTableLayout;
+
 /** The default selection: the items written through the client. */
 export const CLIENT_SELECTION: ItemSelection = Object.freeze({ kind: "client" });
 

@@ -22,10 +22,18 @@ export function newToken(now: number = Date.now()): string {
 }
 
 /** The epoch ms a UUIDv7 token was made at; undefined for anything else (a token of another format). */
-export function tokenTime(token: string): number | undefined {
+export function tokenTime(token: string | undefined): number | undefined {
+    if (token === undefined) {
+        return undefined;
+    }
     const match = UUID_V7.exec(token);
     if (match === null) {
         return undefined;
     }
     return parseInt(match[1]! + match[2]!, 16);
+}
+
+/** A UUIDv7 for `now`: the same tokens the client writes (healing's tests stamp items with it). */
+export function uuidv7(now: number = Date.now()): string {
+    return newToken(now);
 }

@@ -13,6 +13,7 @@ export const BUNDLE_ENTRIES = {
     "stream-consumer": "runtime/lambda/stream-consumer.ts",
     redrive: "runtime/lambda/redrive.ts",
     backfill: "runtime/lambda/backfill.ts",
+    settler: "runtime/lambda/settler.ts",
 } as const;
 
 const root = path.resolve(__dirname, "..");

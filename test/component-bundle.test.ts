@@ -33,7 +33,7 @@ describe("HybridCounterComponent bundles", () => {
         const b = await buildBundles(second);
 
         // Assess
-        assert.deepEqual(Object.keys(a).sort(), ["backfill", "redrive", "stream-consumer"]);
+        assert.deepEqual(Object.keys(a).sort(), ["backfill", "redrive", "settler", "stream-consumer"]);
         for (const name of Object.keys(a)) {
             const bytesA = readFileSync(a[name]);
             const bytesB = readFileSync(b[name]);

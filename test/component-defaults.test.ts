@@ -10,6 +10,8 @@ describe("HybridCounterComponent defaults", () => {
     const mapping = (key: string) => input("aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping", key);
     const consumer = (key: string) => input("aws:lambda/function:Function", "orders-consumer", key);
     const redrive = (key: string) => input("aws:lambda/function:Function", "orders-redrive", key);
+    const settler = (key: string) => input("aws:lambda/function:Function", "orders-settler", key);
+    const settlerEnv = (name: string) => settler("environment").variables[name];
     const alarm = (name: string) => input("aws:cloudwatch/metricAlarm:MetricAlarm", `orders-${name}`, "threshold");
 
     before(async () => {
@@ -78,6 +80,34 @@ describe("HybridCounterComponent defaults", () => {
         ["the fatal DLQ alarm fires above 0", () => alarm("fatal-dlq-depth"), D.fatalDlqAlarmThreshold, 0],
         ["the redrive errors alarm fires at 1", () => alarm("redrive-errors"), D.redriveErrorsAlarmThreshold, 1],
         ["no alarm topic is created", () => resourcesOfType(resources, "aws:sns/topic:Topic").length > 0, D.createAlarmTopic, false],
+        [
+            "the settler is deployed",
+            () => resourcesOfType(resources, "aws:lambda/function:Function").some((f) => f.name === "orders-settler"),
+            D.settlerEnabled,
+            true,
+        ],
+        [
+            "the settler runs every 5 minutes",
+            () => input("aws:cloudwatch/eventRule:EventRule", "orders-settler-schedule", "scheduleExpression"),
+            D.settlerSchedule,
+            "rate(5 minutes)",
+        ],
+        [
+            "a key is healed once clients have left it alone for 600 s",
+            () => Number(settlerEnv("HYBRID_COUNTER_HEAL_QUIET_WINDOW_MS")) / 1000,
+            D.healQuietWindowSeconds,
+            600,
+        ],
+        ["healing counts as utilization-mode clients do", () => settlerEnv("HYBRID_COUNTER_MODE"), D.counterMode, "utilization"],
+        [
+            "the settler heals at most 200 keys a run",
+            () => Number(settlerEnv("HYBRID_COUNTER_SETTLER_KEY_BUDGET")),
+            D.settlerKeyBudget,
+            200,
+        ],
+        ["the settler has 256 MB", () => settler("memorySize"), D.settlerMemorySize, 256],
+        ["the settler times out after 300 s", () => settler("timeout"), D.settlerTimeout, 300],
+        ["the settler errors alarm fires at 1", () => alarm("settler-errors"), D.settlerErrorsAlarmThreshold, 1],
     ];
 
     for (const [title, actual, defaultValue, documented] of cases) {

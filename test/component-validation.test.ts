@@ -152,6 +152,30 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
                 "a batch that waits that long in the first DLQ may have left the stream's 24-hour retention before the alarm fires",
         ],
     ],
+    [
+        "quiet window shorter than a request can live",
+        { healQuietWindowSeconds: 300 },
+        ["[healQuietWindowSeconds] must be between 320 and 86400"],
+    ],
+    [
+        "settler schedule as a cron expression",
+        { settlerSchedule: "cron(0/5 * * * ? *)" },
+        ['[settlerSchedule] must be rate(<n> <minute(s)|hour(s)|day(s)>) between 1 minute and 1 day (got "cron(0/5 * * * ? *)")'],
+    ],
+    [
+        "settler schedule longer than a day",
+        { settlerSchedule: "rate(2 days)" },
+        ['[settlerSchedule] must be rate(<n> <minute(s)|hour(s)|day(s)>) between 1 minute and 1 day (got "rate(2 days)")'],
+    ],
+    [
+        "settler schedule with a singular unit for many",
+        { settlerSchedule: "rate(5 minute)" },
+        ['[settlerSchedule] must be rate(<n> <minute(s)|hour(s)|day(s)>) between 1 minute and 1 day (got "rate(5 minute)")'],
+    ],
+    ["counter mode", { counterMode: "exact" as never }, ['[counterMode] must be "strict" or "utilization"']],
+    ["settler key budget", { settlerKeyBudget: 0 }, ["[settlerKeyBudget] must be between 1 and 10000"]],
+    ["settler timeout", { settlerTimeout: 901 }, ["[settlerTimeout] must be between 1 and 900"]],
+    ["settler switch", { settlerEnabled: "yes" as never }, ["[settlerEnabled] must be true or false"]],
 ];
 
 function expectArgsError(problems: string[]) {
@@ -206,6 +230,10 @@ describe("HybridCounterComponent validation", () => {
             redriveMaxReceiveCount: 1,
             redriveReservedConcurrency: 1,
             firstDlqAgeAlarmThresholdSeconds: 60,
+            healQuietWindowSeconds: 320,
+            settlerSchedule: "rate(1 minute)",
+            settlerKeyBudget: 1,
+            settlerTimeout: 1,
         };
         const high: HybridCounterComponentArgs = {
             batchSize: 10_000,
@@ -219,6 +247,12 @@ describe("HybridCounterComponent validation", () => {
             redriveMaxReceiveCount: 1000,
             redriveReservedConcurrency: 1000,
             lambdaRuntime: "nodejs24.x",
+            healQuietWindowSeconds: 86_400,
+            settlerSchedule: "rate(1 day)",
+            settlerKeyBudget: 10_000,
+            settlerTimeout: 900,
+            counterMode: "strict",
+            settlerEnabled: false,
         };
 
         // Act / Assess
@@ -298,7 +332,7 @@ describe("HybridCounterComponent validation", () => {
         assert.throws(() => assertBundlesExist(paths), {
             message:
                 "Lambda bundle not found: /nonexistent-root/dist/bundles/stream-consumer/index.js, " +
-                "/nonexistent-root/dist/bundles/redrive/index.js, /nonexistent-root/dist/bundles/backfill/index.js. " +
+                "/nonexistent-root/dist/bundles/redrive/index.js, /nonexistent-root/dist/bundles/backfill/index.js, /nonexistent-root/dist/bundles/settler/index.js. " +
                 "Run `npm run build` (or `npm run build:bundles`) first.",
         });
     });

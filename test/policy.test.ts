@@ -199,6 +199,36 @@ function happyStack(): RecordedResource[] {
             },
             { dimensions: ["orders-dlq"] },
         ),
+        // The settler: a scheduled function with an errors alarm.
+        resource<aws.lambda.FunctionArgs>(TYPES.function, "orders-settler", {
+            role: roleArn("orders-settler-role"),
+            runtime: "nodejs22.x",
+            handler: "index.handler",
+        }),
+        resource<aws.cloudwatch.EventRuleArgs>("aws:cloudwatch/eventRule:EventRule", "orders-settler-schedule", {
+            scheduleExpression: "rate(5 minutes)",
+        }),
+        resource<aws.cloudwatch.EventTargetArgs>(
+            "aws:cloudwatch/eventTarget:EventTarget",
+            "orders-settler-target",
+            { rule: "orders-settler-schedule", arn: fnArn("orders-settler") },
+            { rule: ["orders-settler-schedule"], arn: ["orders-settler"] },
+        ),
+        resource<aws.cloudwatch.MetricAlarmArgs>(
+            TYPES.metricAlarm,
+            "orders-settler-errors",
+            {
+                comparisonOperator: "GreaterThanOrEqualToThreshold",
+                evaluationPeriods: 1,
+                metricName: "Errors",
+                namespace: "AWS/Lambda",
+                statistic: "Sum",
+                period: 300,
+                threshold: 1,
+                dimensions: { FunctionName: "orders-settler" },
+            },
+            { dimensions: ["orders-settler"] },
+        ),
     ];
 }
 
@@ -269,6 +299,28 @@ interface FailingCase {
 }
 
 const FAILING_CASES: FailingCase[] = [
+    {
+        title: "a scheduled function whose only alarm watches another metric",
+        resource: "orders-settler-errors",
+        change: (i) => (i.metricName = "Duration"),
+        expected: {
+            policy: "scheduled-function-guarded",
+            resource: "orders-settler",
+            message:
+                "schedule 'orders-settler-schedule' invokes function 'orders-settler', but no alarm with [metricName] Errors has [dimensions] that reference that function",
+        },
+    },
+    {
+        title: "a schedule longer than a day",
+        resource: "orders-settler-schedule",
+        change: (i) => (i.scheduleExpression = "rate(7 days)"),
+        expected: {
+            policy: "scheduled-function-guarded",
+            resource: "orders-settler-schedule",
+            message:
+                "schedule 'orders-settler-schedule' has [scheduleExpression] \"rate(7 days)\"; it must be rate(<n> <unit>) of at most 1440 minutes",
+        },
+    },
     {
         title: "a stream view type without the images",
         resource: "orders-table",
@@ -741,6 +793,7 @@ describe("policy pack: a hand-written table and mapping that break several polic
         assert.deepEqual(run.notApplicable, [
             { policy: "failure-queue-encryption", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
             { policy: "failure-queue-retention", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
+            { policy: "scheduled-function-guarded", reason: "no EventBridge schedule in this stack invokes a Lambda function" },
         ]);
         assert.deepEqual(run.unknownValueErrors, []);
     });
@@ -963,6 +1016,7 @@ describe("policy pack: metadata", () => {
                 ["failure-queue-retention", "mandatory"],
                 ["stream-consumer-alarms", "advisory"],
                 ["consumer-iam-no-wildcard-actions", "mandatory"],
+                ["scheduled-function-guarded", "advisory"],
             ],
         );
     });
@@ -992,6 +1046,7 @@ describe("policy pack: metadata", () => {
                 forbiddenManagedPolicies: ["AdministratorAccess", "PowerUserAccess", "AmazonDynamoDBFullAccess", "AmazonSQSFullAccess"],
                 exemptResources: [],
             },
+            "scheduled-function-guarded": { maximumScheduleMinutes: 1_440, exemptResources: [] },
         });
     });
 

@@ -117,5 +117,16 @@ describe("the local twin", () => {
         assert.ok(report.faultsInjected.api > 0 && report.faultsInjected.consumer > 0, "faults were injected on both sides");
         assert.ok(report.observations > 0);
         assert.equal(report.chart, path.join(root, ".local", "test-twin-chart.svg"));
+        // The settler ran on the component's schedule (compressed), and the report shows every key's counters.
+        assert.ok(report.heals.runs > 0, `settler runs: ${report.heals.runs}`);
+        assert.deepEqual(Object.keys(report.bestEffortByKey).sort(), Object.keys(report.liveByKey).sort());
+        assert.equal(Object.keys(report.liveByKey).length, 8);
+        assert.equal(
+            Object.values(report.liveByKey).reduce((a, b) => a + b, 0),
+            report.live,
+        );
+        for (const key of Object.keys(report.liveByKey)) {
+            assert.ok(report.bestEffortByKey[key]! <= report.liveByKey[key]!, `${key}: best-effort <= live`);
+        }
     });
 });

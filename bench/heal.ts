@@ -1,0 +1,172 @@
+/**
+ * Healing's cost and effect, measured on DynamoDB Local as ratios within one run (part of `npm run bench`):
+ *
+ * - RCU and WCU the settler consumes per key healed (summed from ReturnConsumedCapacity);
+ * - the API's throughput with the settler running beside it, against without it (same seed, same faults,
+ *   a fresh engine each);
+ * - the drift |best-effort - live| summed over the keys, when the traffic stops and once a quiet window
+ *   later (after one settler run), with the settler against without it.
+ *
+ * The traffic is the model client of the counting model (local/model-client.ts): calls that stall past
+ * their deadline abandon their second write, so best-effort drifts and healing has work to do. The quiet
+ * window and the deadline are compressed (seconds instead of minutes); keys take traffic in turns.
+ */
+import { startEngine } from "../local/engine";
+import { keyState, runHealRace, type HealRaceOptions } from "../local/heal-race";
+import type { ModelMode } from "../local/model-client";
+import { createCountersTableWithIndex } from "../local/heal-table";
+import { DEFAULT_LAYOUT } from "../runtime/config";
+import { settle } from "../runtime/settle";
+
+export interface HealBenchOptions {
+    readonly ops: number;
+    readonly concurrency: number;
+    readonly faults: number;
+    readonly seed: number;
+}
+
+export interface HealBenchRow {
+    readonly mode: ModelMode;
+    readonly opsPerSecWithout: number;
+    readonly opsPerSecWith: number;
+    /** Throughput with the settler running ÷ without. */
+    readonly throughputRatio: number;
+    readonly keysHealed: number;
+    readonly rcuPerKeyHealed: number;
+    readonly wcuPerKeyHealed: number;
+    /** Σ|best-effort - live| over the keys when the traffic stops. */
+    readonly driftAtEndWithout: number;
+    readonly driftAtEndWith: number;
+    /** The same, a quiet window later and after one settler run (with) or none (without). */
+    readonly driftAfterWindowWithout: number;
+    readonly driftAfterWindowWith: number;
+}
+
+const DEADLINE_MS = 300;
+const QUIET_MS = 3_000;
+const KEYS = Array.from({ length: 9 }, (_, i) => `k${i}`);
+
+async function measure(mode: ModelMode, settler: boolean, options: HealBenchOptions) {
+    const engine = await startEngine();
+    try {
+        const admin = engine.dynamodb();
+        const tableName = `heal-bench-${mode}-${settler ? "with" : "without"}`;
+        await createCountersTableWithIndex(admin, tableName);
+        const config = { ...DEFAULT_LAYOUT, tableName, countersTableName: tableName };
+        const race: HealRaceOptions = {
+            config,
+            client: () => engine.dynamodb(),
+            mode,
+            ops: options.ops,
+            keys: KEYS,
+            rotateMs: 2_000,
+            activeKeys: 3,
+            idsPerKey: 12,
+            concurrency: options.concurrency,
+            ...(mode === "strict" ? { limit: 8 } : {}),
+            deleteRatio: 0.4,
+            faultRate: options.faults,
+            stallRate: 0.02,
+            deadlineMs: DEADLINE_MS,
+            quietWindowMs: QUIET_MS,
+            settler,
+            observe: false,
+            seed: options.seed,
+        };
+        const result = await runHealRace(race);
+        const drift = async () => {
+            let sum = 0;
+            for (const key of KEYS) {
+                const s = await keyState(admin, config, key);
+                sum += Math.abs(s.bestEffort - s.live);
+            }
+            return sum;
+        };
+        const driftAtEnd = await drift();
+        await new Promise((r) => setTimeout(r, QUIET_MS + 10));
+        const runs = [...result.settlerRuns];
+        if (settler) {
+            runs.push(
+                await settle({
+                    config,
+                    dynamodb: engine.dynamodb(),
+                    mode,
+                    quietWindowMs: QUIET_MS,
+                    fatal: { park: async () => true },
+                    auditSegments: 0,
+                }),
+            );
+        }
+        return {
+            opsPerSec: (result.ops / result.trafficMs) * 1000,
+            driftAtEnd,
+            driftAfterWindow: await drift(),
+            healed: runs.reduce((n, r) => n + r.healed, 0),
+            rcu: runs.reduce((n, r) => n + r.readUnits, 0),
+            wcu: runs.reduce((n, r) => n + r.writeUnits, 0),
+        };
+    } finally {
+        await engine.stop();
+    }
+}
+
+const r2 = (n: number) => Math.round(n * 100) / 100;
+
+export async function runHealBench(options: HealBenchOptions, log: (line: string) => void): Promise<HealBenchRow[]> {
+    const rows: HealBenchRow[] = [];
+    for (const mode of ["strict", "utilization"] as const) {
+        const without = await measure(mode, false, options);
+        const withSettler = await measure(mode, true, options);
+        rows.push({
+            mode,
+            opsPerSecWithout: r2(without.opsPerSec),
+            opsPerSecWith: r2(withSettler.opsPerSec),
+            throughputRatio: r2(withSettler.opsPerSec / without.opsPerSec),
+            keysHealed: withSettler.healed,
+            rcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.rcu / withSettler.healed),
+            wcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.wcu / withSettler.healed),
+            driftAtEndWithout: without.driftAtEnd,
+            driftAtEndWith: withSettler.driftAtEnd,
+            driftAfterWindowWithout: without.driftAfterWindow,
+            driftAfterWindowWith: withSettler.driftAfterWindow,
+        });
+        log(`  healing ${mode.padEnd(11)} done: throughput with/without settler ${rows.at(-1)!.throughputRatio}`);
+    }
+    return rows;
+}
+
+/** The rows as the bench prints them. */
+export function healBenchLines(rows: readonly HealBenchRow[], options: HealBenchOptions): string[] {
+    const lines = [
+        `Healing: ${options.ops} operations per run, 9 keys taking traffic 3 at a time, ${(options.faults * 100).toFixed(1)}% faults,`,
+        `2% of calls stalled past a ${DEADLINE_MS} ms deadline, quiet window ${QUIET_MS} ms (compressed)`,
+        "mode         ops/s with÷without settler  keys healed  RCU/key  WCU/key  drift at end without/with  after a window without/with",
+    ];
+    for (const r of rows) {
+        lines.push(
+            `${r.mode.padEnd(12)} ${`${r.throughputRatio} (${r.opsPerSecWith}/${r.opsPerSecWithout})`.padEnd(27)} ${String(r.keysHealed).padEnd(12)} ${String(r.rcuPerKeyHealed).padEnd(8)} ${String(r.wcuPerKeyHealed).padEnd(8)} ${`${r.driftAtEndWithout}/${r.driftAtEndWith}`.padEnd(26)} ${r.driftAfterWindowWithout}/${r.driftAfterWindowWith}`,
+        );
+    }
+    return lines;
+}
+
+// `npx tsx bench/heal.ts [--ops N] [--faults R]`: the healing section alone (npm run bench runs it after the approaches).
+if (require.main === module) {
+    const arg = (name: string, fallback: number) => {
+        const i = process.argv.indexOf(`--${name}`);
+        return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+    };
+    const options = { ops: arg("ops", 1_500), concurrency: arg("concurrency", 8), faults: arg("faults", 0.05), seed: arg("seed", 1) };
+    runHealBench(options, (line) => process.stderr.write(`${line}\n`)).then(
+        (rows) => {
+            for (const line of healBenchLines(rows, options)) {
+                process.stdout.write(`${line}\n`);
+            }
+            process.exit(0);
+        },
+        (error: unknown) => {
+            process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+            process.exit(1);
+        },
+    );
+}

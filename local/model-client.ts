@@ -1,0 +1,326 @@
+/**
+ * A client that makes exactly the writes of the counting model's API calls, in the model's order, one
+ * step at a time: every best-effort write bumps `hc_version`, sets `hc_written_at` and `hc_heal`; tokens are
+ * UUIDv7; a call abandons a write it could not send within its deadline. Tests and the benchmark use it to
+ * hold a call between two of its writes (`pause`) and to race healing against traffic.
+ *
+ *   strict create:       reserve -> put -> (release if "exists")
+ *   strict delete:       touch -> soft delete -> release
+ *   utilization delete:  decrement -> soft delete
+ *   utilization create:  put -> increment
+ */
+import {
+    ConditionalCheckFailedException,
+    GetItemCommand,
+    PutItemCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
+import type { FinalizeRequestMiddleware } from "@smithy/types";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, healShard, type CounterTableConfig } from "../runtime/config";
+import { isRetryable } from "../runtime/counting";
+import { withRetries } from "../runtime/retry";
+import { uuidv7 } from "../runtime/tokens";
+
+export type ModelMode = "strict" | "utilization";
+
+/** Where a call can be held: after the named write. */
+export type Step = "reserve" | "put" | "touch" | "soft-delete" | "decrement";
+
+export interface ModelClientOptions {
+    readonly config: CounterTableConfig;
+    readonly dynamodb: DynamoDBClient;
+    readonly mode: ModelMode;
+    /** No write is sent later than this after the call began. @default 10000 */
+    readonly deadlineMs?: number;
+    readonly now?: () => number;
+    /** Called after each write; the call waits for the promise (a test holds the call here). */
+    readonly pause?: (step: Step, key: string, id: string) => Promise<void> | void;
+    /** @default 4 */
+    readonly attempts?: number;
+}
+
+export interface CallResult {
+    readonly created?: boolean;
+    readonly deleted?: boolean;
+    readonly reason?: "limit" | "exists" | "missing" | "unavailable";
+    /** Writes the call gave up because its deadline had passed, or that failed and were absorbed. */
+    readonly abandoned: number;
+}
+
+/** A write of a call past its deadline: not sent. */
+class DeadlineExceeded extends Error {
+    constructor() {
+        super("the call's deadline has passed: write abandoned");
+        this.name = "DeadlineExceeded";
+    }
+}
+
+class SingleAttemptError extends Error {
+    constructor(readonly original: unknown) {
+        super("single attempt failed");
+        this.name = "SingleAttemptError";
+    }
+}
+
+export class ModelClient {
+    readonly mode: ModelMode;
+    /** The longest any one attempt of a write took, from its send to its answer: the request lifetime this client showed. */
+    longestWriteMs = 0;
+    private readonly deadlineMs: number;
+    private readonly now: () => number;
+    private readonly attempts: number;
+
+    constructor(private readonly options: ModelClientOptions) {
+        this.mode = options.mode;
+        this.deadlineMs = options.deadlineMs ?? 10_000;
+        this.now = options.now ?? Date.now;
+        this.attempts = options.attempts ?? 4;
+    }
+
+    /** Creates `id` under `key`, below `limit` when given. */
+    async create(key: string, id: string, limit?: number): Promise<CallResult> {
+        const start = this.now();
+        const deadlineAt = start + this.deadlineMs;
+        const token = uuidv7(start);
+        if (this.mode === "strict") {
+            const reserved = await this.reserve(key, limit, deadlineAt);
+            if (reserved !== "reserved") {
+                return { created: false, reason: reserved, abandoned: 0 };
+            }
+            await this.hold("reserve", key, id);
+            if (this.late(deadlineAt)) {
+                return { created: false, reason: "unavailable", abandoned: 1 }; // the slot is held back
+            }
+            let put: "mine" | "taken";
+            try {
+                put = await this.put(key, id, token, deadlineAt);
+            } catch {
+                return { created: false, reason: "unavailable", abandoned: 1 }; // may have committed: keep the slot
+            }
+            if (put === "taken") {
+                await this.hold("put", key, id);
+                const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt));
+                return { created: false, reason: "exists", abandoned: released ? 0 : 1 };
+            }
+            return { created: true, abandoned: 0 };
+        }
+        let put: "mine" | "taken";
+        try {
+            put = await this.put(key, id, token, deadlineAt);
+        } catch {
+            return { created: false, reason: "unavailable", abandoned: 1 }; // may have committed: not counted
+        }
+        if (put === "taken") {
+            return { created: false, reason: "exists", abandoned: 0 };
+        }
+        await this.hold("put", key, id);
+        const incremented = !this.late(deadlineAt) && (await this.once(key, 1, deadlineAt));
+        return { created: true, abandoned: incremented ? 0 : 1 };
+    }
+
+    /** Soft-deletes `id` under `key`. */
+    async delete(key: string, id: string): Promise<CallResult> {
+        const { config, dynamodb } = this.options;
+        const read = await withRetries(
+            () => dynamodb.send(new GetItemCommand({ TableName: config.tableName, Key: this.itemKey(key, id), ConsistentRead: true })),
+            isRetryable,
+            this.attempts,
+        );
+        const item = read.Item;
+        if (item === undefined || item[config.deletedAttribute]?.BOOL === true) {
+            return { deleted: false, reason: "missing", abandoned: 0 };
+        }
+        const life = item[config.tokenAttribute]?.S;
+        const deadlineAt = this.now() + this.deadlineMs;
+        const first = this.mode === "strict" ? "touch" : "decrement";
+        // The first write of a delete is safe to repeat in both modes (a touch changes no count; an extra
+        // decrement only undercounts).
+        try {
+            await withRetries(
+                () => this.bestEffortWrite(key, this.mode === "strict" ? 0 : -1, deadlineAt, false),
+                isRetryable,
+                this.attempts,
+            );
+        } catch {
+            return { deleted: false, reason: "unavailable", abandoned: 0 };
+        }
+        await this.hold(first, key, id);
+        if (this.late(deadlineAt)) {
+            return { deleted: false, reason: "unavailable", abandoned: 1 };
+        }
+        let outcome: "mine" | "taken" | "gone";
+        try {
+            outcome = await this.softDelete(key, id, life, deadlineAt);
+        } catch {
+            return { deleted: false, reason: "unavailable", abandoned: 1 };
+        }
+        if (this.mode === "strict" && outcome === "mine") {
+            await this.hold("soft-delete", key, id);
+            const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt));
+            return { deleted: true, abandoned: released ? 0 : 1 };
+        }
+        return { deleted: outcome === "mine", abandoned: 0 };
+    }
+
+    private late(deadlineAt: number): boolean {
+        return this.now() > deadlineAt;
+    }
+
+    private async hold(step: Step, key: string, id: string): Promise<void> {
+        await this.options.pause?.(step, key, id);
+    }
+
+    private async reserve(key: string, limit: number | undefined, deadlineAt: number): Promise<"reserved" | "limit" | "unavailable"> {
+        try {
+            // Retrying a reserve is safe in strict mode: a repeat only holds a slot back.
+            await withRetries(() => this.bestEffortWrite(key, 1, deadlineAt, false, limit), isRetryable, this.attempts);
+            return "reserved";
+        } catch (error) {
+            return error instanceof ConditionalCheckFailedException ? "limit" : "unavailable";
+        }
+    }
+
+    /** A best-effort write sent once (its repetition could break the bound); false when it failed (absorbed). */
+    private async once(key: string, delta: number, deadlineAt: number): Promise<boolean> {
+        try {
+            await this.bestEffortWrite(key, delta, deadlineAt, true);
+            return true;
+        } catch {
+            return false;
+        }
+    }
+
+    private async bestEffortWrite(key: string, delta: number, deadlineAt: number, single: boolean, limit?: number): Promise<void> {
+        const { config } = this.options;
+        const command = new UpdateItemCommand({
+            TableName: countersTable(config),
+            Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+            UpdateExpression: "ADD #count :delta, #version :one SET #writtenAt = :now, #heal = :shard",
+            ConditionExpression: limit === undefined ? undefined : "attribute_not_exists(#count) OR #count < :limit",
+            ExpressionAttributeNames: {
+                "#count": config.countAttribute,
+                "#version": A.version,
+                "#writtenAt": A.writtenAt,
+                "#heal": A.healShard,
+            },
+            ExpressionAttributeValues: {
+                ":delta": { N: String(delta) },
+                ":one": { N: "1" },
+                ":now": { N: String(this.now()) },
+                ":shard": { S: healShard(key) },
+                ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
+            },
+        });
+        this.guard(command, deadlineAt, single);
+        await this.options.dynamodb.send(command);
+    }
+
+    /**
+     * Every attempt of the command (first or SDK retry) that would be sent after the call's deadline is not
+     * sent (DeadlineExceeded, never retried); each attempt's lifetime is recorded. `single`: no SDK retry.
+     */
+    private guard(
+        command: { middlewareStack: UpdateItemCommand["middlewareStack"] | PutItemCommand["middlewareStack"] },
+        deadlineAt: number,
+        single: boolean,
+    ): void {
+        const perAttempt: FinalizeRequestMiddleware<object, object> = (next) => async (args) => {
+            if (this.now() > deadlineAt) {
+                throw new DeadlineExceeded();
+            }
+            const started = Date.now();
+            try {
+                return await next(args);
+            } catch (error) {
+                throw single ? new SingleAttemptError(error) : error;
+            } finally {
+                this.longestWriteMs = Math.max(this.longestWriteMs, Date.now() - started);
+            }
+        };
+        (command.middlewareStack as unknown as { addRelativeTo: (mw: unknown, o: object) => void }).addRelativeTo(perAttempt, {
+            relation: "after",
+            toMiddleware: "retryMiddleware",
+            name: "modelAttempt",
+        });
+    }
+
+    private async put(key: string, id: string, token: string, deadlineAt: number): Promise<"mine" | "taken"> {
+        const { config, dynamodb } = this.options;
+        return withRetries(
+            async () => {
+                try {
+                    const command = new PutItemCommand({
+                        TableName: config.tableName,
+                        Item: { ...this.itemKey(key, id), [config.tokenAttribute]: { S: token } },
+                        ConditionExpression: "attribute_not_exists(#pk)",
+                        ExpressionAttributeNames: { "#pk": config.partitionKey },
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                    });
+                    this.guard(command, deadlineAt, false);
+                    await dynamodb.send(command);
+                    return "mine";
+                } catch (error) {
+                    if (error instanceof ConditionalCheckFailedException) {
+                        return error.Item?.[config.tokenAttribute]?.S === token ? "mine" : "taken";
+                    }
+                    throw error;
+                }
+            },
+            isRetryable,
+            this.attempts,
+        );
+    }
+
+    private async softDelete(key: string, id: string, life: string | undefined, deadlineAt: number): Promise<"mine" | "taken" | "gone"> {
+        const { config, dynamodb } = this.options;
+        const token = uuidv7(this.now());
+        const deleteToken = `${config.tokenAttribute}_delete`;
+        return withRetries(
+            async () => {
+                try {
+                    const command = new UpdateItemCommand({
+                        TableName: config.tableName,
+                        Key: this.itemKey(key, id),
+                        UpdateExpression: "SET #deleted = :true, #deleteToken = :token",
+                        ConditionExpression:
+                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+                            (life === undefined ? "attribute_not_exists(#life)" : "#life = :life"),
+                        ExpressionAttributeNames: {
+                            "#pk": config.partitionKey,
+                            "#deleted": config.deletedAttribute,
+                            "#deleteToken": deleteToken,
+                            "#life": config.tokenAttribute,
+                        },
+                        ExpressionAttributeValues: {
+                            ":true": { BOOL: true },
+                            ":false": { BOOL: false },
+                            ":token": { S: token },
+                            ...(life === undefined ? {} : { ":life": { S: life } }),
+                        },
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                    });
+                    this.guard(command, deadlineAt, false);
+                    await dynamodb.send(command);
+                    return "mine";
+                } catch (error) {
+                    if (error instanceof ConditionalCheckFailedException) {
+                        const item = error.Item;
+                        if (item?.[deleteToken]?.S === token) {
+                            return "mine";
+                        }
+                        return item === undefined || item[config.tokenAttribute]?.S !== life ? "gone" : "taken";
+                    }
+                    throw error;
+                }
+            },
+            isRetryable,
+            this.attempts,
+        );
+    }
+
+    private itemKey(key: string, id: string): Record<string, AttributeValue> {
+        return { [this.options.config.partitionKey]: { S: key }, [this.options.config.sortKey]: { S: id } };
+    }
+}

@@ -1,0 +1,401 @@
+/**
+ * Healing: brings the best-effort counter of one key back to the truth, outside the request path.
+ *
+ * Invariant kept (the mode's bound, at every instant, whatever the interleaving):
+ *
+ *     strict:       live(k) <= bestEffort(k)   (a heal writes live(k), which is <= limit whenever the
+ *                                               key's items were only created through tryCreate)
+ *     utilization:  bestEffort(k) <= live(k)
+ *
+ * where live(k) counts the live items best-effort accounts for (client-counted: carrying the client's
+ * token, or flagged `hc_be` by their marker).
+ *
+ * and once a key has been quiet for a window and healed, bestEffort(k) == live(k) exactly.
+ *
+ * A heal of key k:
+ *   1. reads the best-effort item (consistent): count c, version v (`hc_version`), last client write w
+ *      (`hc_written_at`);
+ *   2. reads the clock: now. If now - w < Q (the quiet window), skip;
+ *   3. reads the truth (consistent Query of the user partition, and the key's markers for `hc_be`):
+ *      - strict: every live client-counted item of k;
+ *      - utilization: every live client-counted item of k whose creation (the time inside its UUIDv7
+ *        token) is at least Q before now;
+ *   4. writes `SET count = :truth REMOVE hc_heal CONDITION hc_version = :v AND hc_written_at <= now - Q`.
+ *
+ * Assumptions (each one is a guarantee of the README's table):
+ *   A1 Client deadline D (client option `deadlineMs`, default 10 s): no write of one API call is sent
+ *      later than D after the call's first write (or, for a utilization create, after its token was made);
+ *      a write not sent in time is abandoned.
+ *   A2 Request lifetime L: a request that was sent reaches DynamoDB and takes effect within L, or never.
+ *      AWS rejects a SigV4-signed request that reaches it more than five minutes after the time stamp it
+ *      was signed with ("Protect against potential replay attacks: in most cases, a request must reach AWS
+ *      within five minutes of the time stamp in the request", AWS IAM User Guide, "AWS Signature Version 4
+ *      for API requests", docs.aws.amazon.com/IAM/latest/UserGuide/reference_aws-signing.html). The SDK
+ *      signs every attempt when it sends it, so L = 5 min plus DynamoDB's own processing time (seconds).
+ *   A3 Clock skew S: the clocks of the API hosts and of the healer differ by at most S (NTP-synchronised
+ *      hosts stay within a second; the default budget is a minute).
+ *   A4 Q > D + L + S. The component's default Q is 600 s > 10 s + 300 s (+ processing) + 60 s.
+ *   A5 Every client write of the best-effort item bumps `hc_version` and sets `hc_written_at` (its own
+ *      clock) and `hc_heal`; the client orders its writes as the counting model says (every call writes
+ *      best-effort BEFORE its resource write, except a utilization create: put, then increment). Any other
+ *      writer of the best-effort count (strict backfill) bumps `hc_version` too.
+ *
+ * Why a heal that wins is right. Let t1 be the instant of step 1, t2 >= t1 the instant of step 3's read.
+ *   (a) The version proves that no client best-effort write landed between t1 and the heal's write: each
+ *       such write bumps `hc_version` (A5), and the write's condition would fail.
+ *   (b) The quiet window proves that no resource write of a call whose best-effort write is inside c is
+ *       still in flight at t2. Such a call wrote best-effort at w' <= w (client clock), so sent its later
+ *       writes by w' + D (A1), and they took effect by w' + D + L in real time, i.e. by w + D + L + S on
+ *       the healer's clock (A2, A3) < w + Q <= now <= t2 (A4; `now` is read before step 3). So the
+ *       partition read at t2 shows every resource write of every call counted in c.
+ *   (c) Calls not counted in c: their best-effort write comes after t1, so it either lands before the heal's
+ *       write (the condition fails: nothing changes) or after it (it applies on top of the truth, as it
+ *       would have on top of an exact counter). Their resource writes are one of:
+ *       - strict create (reserve first): its put can land between t2 and the write only if its reserve
+ *         landed after t1 -> condition fails. Same for a strict delete (touch first) and a utilization delete
+ *         (decrement first).
+ *       - utilization create (put, then increment): the put is not a best-effort write, so it may land
+ *         at any time. Utilization's truth counts an item only if its token (made when the call began) is
+ *         at least Q older than now. Such a call sent its increment by token + D and it took effect (or
+ *         never will) by token + D + L + S < now (A1-A4): either before t1 (it is in c) or after t1 (the
+ *         version changed: the heal fails). A younger item is left out; its increment, when it lands,
+ *         adds it. So utilization's truth never counts an item whose increment is still to come, and
+ *         in strict mode (where every call writes best-effort first) nothing is left out.
+ *   (d) The stream consumer, reconcile and the settler change markers and hard-delete soft-deleted items, which
+ *       are not live: they change no term of the truth. Backfill in strict mode adds to best-effort and sets
+ *       `hc_be` in one transaction and bumps the version (A5): seen by step 3, or the condition fails.
+ *   Hence at the heal's write, truth equals the count the key would hold had no best-effort write ever been
+ *   lost, repeated or abandoned, restricted (utilization) to items whose increment is settled. In strict mode
+ *   truth counts every live item, so live <= bestEffort; in utilization mode it counts a subset of the live
+ *   items, so bestEffort <= live. Calls that start after the write keep the bound as they would on an exact
+ *   counter.
+ *
+ * Why a heal that loses changes nothing: its only write is conditional; if a client wrote best-effort in
+ * between, the condition fails and the item is untouched (the client's write stands, `hc_heal` stays set,
+ * so the key is healed on a later run). Two heals racing each other both pass only if no client wrote in
+ * between, and then each truth is a valid value by the argument above (they can differ only by utilization
+ * items crossing the age threshold, either value a lower bound). A heal is never on the request path: it
+ * adds no latency and no error to an API call; the client's best-effort writes are unconditional ADDs (or
+ * conditional on the limit only), so a heal can never make one of them fail.
+ */
+import {
+    ConditionalCheckFailedException,
+    GetItemCommand,
+    QueryCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type ConsumedCapacity,
+    type DynamoDBClient,
+    type QueryCommandOutput,
+} from "@aws-sdk/client-dynamodb";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, markerSortKey, type CounterTableConfig } from "./config";
+import { isRetryable } from "./counting";
+import { withRetries } from "./retry";
+import { isLive, type SelectingLayout } from "./selection";
+import { tokenTime } from "./tokens";
+
+export type HealMode = "strict" | "utilization";
+
+/** Why a key was not healed. */
+export type HealSkipReason =
+    /** No best-effort item: nothing to heal. */
+    | "no-best-effort"
+    /** The item carries no version or write time (written by a writer that does not bump them): nothing can be proven. */
+    | "unversioned"
+    /** A client wrote it less than the quiet window ago: a write of the same call may still be in flight. */
+    | "quiet-window";
+
+export type HealPlan =
+    | {
+          readonly action: "heal";
+          /** The value best-effort gets. */
+          readonly truth: number;
+          /** The value it holds now. */
+          readonly current: number;
+          /** The version read: the write's condition. */
+          readonly version: number;
+          /** now - quiet window: the write's condition on `hc_written_at`. */
+          readonly cutoff: number;
+      }
+    | { readonly action: "skip"; readonly reason: HealSkipReason; readonly current?: number };
+
+/** What the best-effort item says about the last client write. */
+export interface BestEffortState {
+    readonly count: number;
+    readonly version: number | undefined;
+    readonly writtenAt: number | undefined;
+}
+
+export function bestEffortState(item: Record<string, AttributeValue>, countAttribute: string): BestEffortState {
+    const number = (value: AttributeValue | undefined) => (value?.N === undefined ? undefined : Number(value.N));
+    return {
+        count: number(item[countAttribute]) ?? 0,
+        version: number(item[A.version]),
+        writtenAt: number(item[A.writtenAt]),
+    };
+}
+
+/**
+ * The first half of the plan, decidable from the best-effort item alone (before any partition is read).
+ * Undefined when the key may be healed.
+ */
+export function preCheck(
+    bestEffortItem: Record<string, AttributeValue> | undefined,
+    now: number,
+    quietWindowMs: number,
+    countAttribute: string,
+): Extract<HealPlan, { action: "skip" }> | undefined {
+    if (bestEffortItem === undefined) {
+        return { action: "skip", reason: "no-best-effort" };
+    }
+    const state = bestEffortState(bestEffortItem, countAttribute);
+    if (state.version === undefined || state.writtenAt === undefined) {
+        return { action: "skip", reason: "unversioned", current: state.count };
+    }
+    if (now - state.writtenAt < quietWindowMs) {
+        return { action: "skip", reason: "quiet-window", current: state.count };
+    }
+    return undefined;
+}
+
+/**
+ * The items best-effort accounts for that a heal may count: live items carrying the client's token or
+ * flagged `hc_be` by their marker; in utilization mode only those whose token is at least the window old.
+ */
+export function healTruth(
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    markers: ReadonlyArray<Record<string, AttributeValue>>,
+    now: number,
+    mode: HealMode,
+    quietWindowMs: number,
+    layout: SelectingLayout,
+): number {
+    const flagged = new Set<string>();
+    for (const marker of markers) {
+        const sk = marker[layout.sortKey]?.S;
+        if (sk !== undefined && marker[A.beCounted]?.BOOL === true) {
+            flagged.add(sk);
+        }
+    }
+    let truth = 0;
+    for (const item of items) {
+        if (!isLive(item, layout)) {
+            continue;
+        }
+        const id = item[layout.sortKey]!.S!;
+        const token = item[layout.tokenAttribute]?.S;
+        if (token === undefined && !flagged.has(markerSortKey(layout, id))) {
+            continue; // written by another writer, not counted by best-effort
+        }
+        if (mode === "utilization") {
+            const created = tokenTime(token);
+            // Unknown or recent creation: its increment may still be in flight. Leaving it out only undercounts.
+            if (created === undefined || now - created < quietWindowMs) {
+                continue;
+            }
+        }
+        truth++;
+    }
+    return truth;
+}
+
+/** Pure: decides whether and to what the best-effort item of a key is healed. */
+export function planHeal(
+    bestEffortItem: Record<string, AttributeValue> | undefined,
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    markers: ReadonlyArray<Record<string, AttributeValue>>,
+    now: number,
+    mode: HealMode,
+    quietWindowMs: number,
+    layout: SelectingLayout,
+): HealPlan {
+    const skip = preCheck(bestEffortItem, now, quietWindowMs, layout.countAttribute);
+    if (skip !== undefined) {
+        return skip;
+    }
+    const state = bestEffortState(bestEffortItem!, layout.countAttribute);
+    return {
+        action: "heal",
+        truth: healTruth(items, markers, now, mode, quietWindowMs, layout),
+        current: state.count,
+        version: state.version!,
+        cutoff: now - quietWindowMs,
+    };
+}
+
+// ------------------------------------------------------------------------------------------ adapter
+
+export interface HealOptions {
+    /** The table layout; `countersTableName` names where best-effort and the markers live. */
+    readonly config: CounterTableConfig & SelectingLayout;
+    readonly dynamodb: DynamoDBClient;
+    /** The mode every client of the key uses. */
+    readonly mode: HealMode;
+    /** Must exceed the client deadline + request lifetime + clock skew (see the top of this module). */
+    readonly quietWindowMs: number;
+    /** The healer's clock. @default Date.now */
+    readonly now?: () => number;
+    /** Attempts per read or write, on top of the SDK's (all of them are safe to repeat). @default 3 */
+    readonly attempts?: number;
+}
+
+export interface HealResult {
+    readonly key: string;
+    /** healed: the count was written (possibly unchanged) and the key left the heal index. raced: a client wrote in between; nothing changed. */
+    readonly outcome: "healed" | "raced" | "skipped";
+    readonly reason?: HealSkipReason;
+    /** The value before. Undefined when there is no best-effort item. */
+    readonly before?: number;
+    /** The value written (healed only). */
+    readonly after?: number;
+    /** Capacity the heal consumed. */
+    readonly readUnits: number;
+    readonly writeUnits: number;
+}
+
+/** A heal read in two steps, so that a test can stage a race between the read and the write. */
+export interface HealRead {
+    readonly key: string;
+    readonly plan: HealPlan;
+    readUnits: number;
+}
+
+/** Steps 1-3: reads best-effort, the clock, then (if the window allows) the partition and the markers. */
+export async function readForHeal(key: string, options: HealOptions): Promise<HealRead> {
+    const { config, dynamodb } = options;
+    const attempts = options.attempts ?? 3;
+    const clock = options.now ?? Date.now;
+    const counters = countersTable(config);
+    const read: HealRead = { key, plan: { action: "skip", reason: "no-best-effort" }, readUnits: 0 };
+    const response = await withRetries(
+        () =>
+            dynamodb.send(
+                new GetItemCommand({
+                    TableName: counters,
+                    Key: keyOf(config, key, bestEffortSortKey(config)),
+                    ConsistentRead: true,
+                    ReturnConsumedCapacity: "TOTAL",
+                }),
+            ),
+        isRetryable,
+        attempts,
+    );
+    read.readUnits += units(response.ConsumedCapacity);
+    // The clock is read after best-effort and BEFORE the partition: the safety argument needs now <= t2.
+    const now = clock();
+    const skip = preCheck(response.Item, now, options.quietWindowMs, config.countAttribute);
+    if (skip !== undefined) {
+        return { ...read, plan: skip };
+    }
+    const items = await queryAll(options, config.tableName, key, undefined, read);
+    const markers = await queryAll(options, counters, key, markerSortKey(config, ""), read);
+    return { ...read, plan: planHeal(response.Item, items, markers, now, options.mode, options.quietWindowMs, config) };
+}
+
+/** Step 4: the conditional write. Changes nothing if a client wrote best-effort since the read. */
+export async function writeHeal(read: HealRead, options: HealOptions): Promise<HealResult> {
+    const { plan, key } = read;
+    if (plan.action === "skip") {
+        return { key, outcome: "skipped", reason: plan.reason, before: plan.current, readUnits: read.readUnits, writeUnits: 0 };
+    }
+    const { config, dynamodb } = options;
+    try {
+        const response = await withRetries(
+            () =>
+                dynamodb.send(
+                    new UpdateItemCommand({
+                        TableName: countersTable(config),
+                        Key: keyOf(config, key, bestEffortSortKey(config)),
+                        UpdateExpression: "SET #count = :truth REMOVE #heal",
+                        ConditionExpression: "#version = :version AND #writtenAt <= :cutoff",
+                        ExpressionAttributeNames: {
+                            "#count": config.countAttribute,
+                            "#heal": A.healShard,
+                            "#version": A.version,
+                            "#writtenAt": A.writtenAt,
+                        },
+                        ExpressionAttributeValues: {
+                            ":truth": { N: String(plan.truth) },
+                            ":version": { N: String(plan.version) },
+                            ":cutoff": { N: String(plan.cutoff) },
+                        },
+                        ReturnConsumedCapacity: "TOTAL",
+                    }),
+                ),
+            isRetryable,
+            options.attempts ?? 3,
+        );
+        return {
+            key,
+            outcome: "healed",
+            before: plan.current,
+            after: plan.truth,
+            readUnits: read.readUnits,
+            writeUnits: units(response.ConsumedCapacity),
+        };
+    } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) {
+            // A failed conditional write still consumes one write unit.
+            return { key, outcome: "raced", before: plan.current, readUnits: read.readUnits, writeUnits: 1 };
+        }
+        throw error;
+    }
+}
+
+/**
+ * Heals the best-effort counter of one key (the operator's `hybrid-counter heal --key K`).
+ * Throws only DynamoDB errors that outlived every retry; a heal that fails changes nothing.
+ */
+export async function healKey(key: string, options: HealOptions): Promise<HealResult> {
+    return writeHeal(await readForHeal(key, options), options);
+}
+
+async function queryAll(
+    options: HealOptions,
+    tableName: string,
+    key: string,
+    sortKeyPrefix: string | undefined,
+    read: HealRead,
+): Promise<Array<Record<string, AttributeValue>>> {
+    const { config, dynamodb } = options;
+    const items: Array<Record<string, AttributeValue>> = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+        const page: QueryCommandOutput = await withRetries(
+            () =>
+                dynamodb.send(
+                    new QueryCommand({
+                        TableName: tableName,
+                        ConsistentRead: true,
+                        KeyConditionExpression: sortKeyPrefix === undefined ? "#pk = :key" : "#pk = :key AND begins_with(#sk, :prefix)",
+                        ExpressionAttributeNames: {
+                            "#pk": config.partitionKey,
+                            ...(sortKeyPrefix === undefined ? {} : { "#sk": config.sortKey }),
+                        },
+                        ExpressionAttributeValues: {
+                            ":key": { S: key },
+                            ...(sortKeyPrefix === undefined ? {} : { ":prefix": { S: sortKeyPrefix } }),
+                        },
+                        ExclusiveStartKey: start,
+                        ReturnConsumedCapacity: "TOTAL",
+                    }),
+                ),
+            isRetryable,
+            options.attempts ?? 3,
+        );
+        read.readUnits += units(page.ConsumedCapacity);
+        items.push(...(page.Items ?? []));
+        start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+}
+
+function keyOf(config: CounterTableConfig, key: string, sk: string): Record<string, AttributeValue> {
+    return { [config.partitionKey]: { S: key }, [config.sortKey]: { S: sk } };
+}
+
+/** Capacity units of one response (0 when the engine reports none). */
+export function units(consumed: ConsumedCapacity | ConsumedCapacity[] | undefined): number {
+    const list = consumed === undefined ? [] : Array.isArray(consumed) ? consumed : [consumed];
+    return list.reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+}

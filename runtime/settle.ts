@@ -1,0 +1,362 @@
+/**
+ * The settler: one bounded run of healing and settling, as the scheduled function (and the operator's
+ * `hybrid-counter heal` without --key) runs it.
+ *
+ * Invariant: a run only calls healKey and the settle function (reconcileKey) on keys, so it keeps every
+ * invariant those keep (each of their writes is conditional; a write that loses a race changes nothing).
+ * What the settler adds is coverage within a bounded cost:
+ *
+ *   - Pending heals: every client write sets `hc_heal` on the best-effort item and a heal removes it, so the
+ *     sparse GSI "heal-index" (pk `hc_heal` = one of HEAL_SHARDS shards, sk `hc_written_at`) lists exactly
+ *     the keys written since their last heal. A run queries it shard by shard, only entries older than the
+ *     quiet window (`hc_written_at <= now - Q`, the others would be skipped), oldest first, up to
+ *     `keyBudget` keys, and heals and settles each.
+ *   - Keys no client writes (other writers of the user table): a bounded audit walks the user table with a
+ *     parallel Scan, one page of at most `auditPageSize` items per segment per run, and heals and settles
+ *     the keys it meets. Its cursor lives in the counters table (sk `${counterPrefix}settler#cursor`), so a
+ *     full pass takes ceil(items / (segments * pageSize)) runs and never one whole-table scan.
+ *
+ * Cost per run is therefore bounded by keyBudget + segments * pageSize keys (each one heal: 1 consistent
+ * GetItem + the partition's Query + the markers' Query + 1 conditional write; plus the settle), and is
+ * measured: every request the run sends asks for ReturnConsumedCapacity, and the report sums it.
+ */
+import {
+    GetItemCommand,
+    PutItemCommand,
+    QueryCommand,
+    ScanCommand,
+    ConditionalCheckFailedException,
+    type AttributeValue,
+    type ConsumedCapacity,
+    type DynamoDBClient,
+    type ServiceInputTypes,
+    type ServiceOutputTypes,
+} from "@aws-sdk/client-dynamodb";
+import type { InitializeMiddleware } from "@smithy/types";
+import {
+    COUNTER_ATTRIBUTES as A,
+    HEAL_INDEX_NAME,
+    HEAL_SHARDS,
+    countersTable,
+    settlerCursorSortKey,
+    type CounterTableLayout,
+} from "./config";
+import type { FatalQueue } from "./fatal";
+import { healKey, type HealOptions, type HealResult, type HealSkipReason } from "./heal";
+import { reconcileKey, type ReconcileResult } from "./reconcile";
+import type { LineSink } from "./telemetry";
+
+export const SETTLER_DEFAULTS = Object.freeze({
+    /** Keys taken from the heal index per run. */
+    keyBudget: 200,
+    /** Parallel Scan segments of the audit. */
+    auditSegments: 4,
+    /** Items per segment page of the audit, per run. */
+    auditPageSize: 100,
+    /** Keys healed and settled at once. */
+    concurrency: 4,
+});
+
+export interface SettleOptions extends HealOptions {
+    /** Where reconcile reports items it cannot count. */
+    readonly fatal: FatalQueue;
+    /** @default SETTLER_DEFAULTS.keyBudget */
+    readonly keyBudget?: number;
+    /** @default SETTLER_DEFAULTS.auditSegments; 0 turns the audit off */
+    readonly auditSegments?: number;
+    /** @default SETTLER_DEFAULTS.auditPageSize */
+    readonly auditPageSize?: number;
+    /** @default SETTLER_DEFAULTS.concurrency */
+    readonly concurrency?: number;
+    /** Settles one key's stranded items. @default reconcileKey with this run's config, client and fatal queue */
+    readonly settleKey?: (key: string) => Promise<ReconcileResult>;
+    readonly sink?: LineSink;
+}
+
+export interface SettleReport {
+    /** Keys handled this run, from the heal index and from the audit. */
+    readonly keysFromIndex: number;
+    readonly keysFromAudit: number;
+    /** Heals written; of them, how many changed the count, and by how much in total (|after - before|). */
+    readonly healed: number;
+    readonly corrected: number;
+    readonly drift: number;
+    /** Heals that lost a race with a client write (nothing changed; healed on a later run). */
+    readonly raced: number;
+    readonly skipped: Partial<Record<HealSkipReason, number>>;
+    /** Stranded items reconcile found and committed. */
+    readonly settleFound: number;
+    readonly settleCounted: number;
+    /** Keys whose heal or settle failed or came back incomplete; they stay due. */
+    readonly failedKeys: string[];
+    /** True when the heal index held more due keys than the budget. */
+    readonly budgetExhausted: boolean;
+    /** Capacity consumed by the whole run. */
+    readonly readUnits: number;
+    readonly writeUnits: number;
+    readonly audit: { readonly round: number; readonly segmentsDone: number; readonly totalSegments: number };
+}
+
+/** One settler run. Throws only when the heal index or the cursor cannot be read at all. */
+export async function settle(options: SettleOptions): Promise<SettleReport> {
+    const meter = meterCapacity(options.dynamodb);
+    try {
+        return await settleMetered(options, meter);
+    } finally {
+        meter.detach();
+    }
+}
+
+async function settleMetered(options: SettleOptions, meter: Meter): Promise<SettleReport> {
+    const { config, dynamodb } = options;
+    const now = (options.now ?? Date.now)();
+    const budget = options.keyBudget ?? SETTLER_DEFAULTS.keyBudget;
+    const { keys: indexed, exhausted } = await dueKeys(dynamodb, countersTable(config), config, now - options.quietWindowMs, budget);
+
+    const segments = options.auditSegments ?? SETTLER_DEFAULTS.auditSegments;
+    const audit =
+        segments > 0
+            ? await auditStep(dynamodb, config, segments, options.auditPageSize ?? SETTLER_DEFAULTS.auditPageSize)
+            : { keys: [], round: 0, segmentsDone: 0, totalSegments: 0 };
+    const fromAudit = audit.keys.filter((key) => !indexed.includes(key));
+
+    const settleKey =
+        options.settleKey ?? ((key: string) => reconcileKey(key, { config, dynamodb, fatal: options.fatal, sink: options.sink }));
+    const heals: HealResult[] = [];
+    const failedKeys: string[] = [];
+    let settleFound = 0;
+    let settleCounted = 0;
+    await forEachLimited([...indexed, ...fromAudit], options.concurrency ?? SETTLER_DEFAULTS.concurrency, async (key) => {
+        try {
+            heals.push(await healKey(key, options));
+            const settled = await settleKey(key);
+            settleFound += settled.found;
+            settleCounted += settled.counted;
+            if (settled.incomplete) {
+                failedKeys.push(key);
+            }
+        } catch {
+            failedKeys.push(key);
+        }
+    });
+
+    const healed = heals.filter((h) => h.outcome === "healed");
+    const skipped: Partial<Record<HealSkipReason, number>> = {};
+    for (const h of heals) {
+        if (h.reason !== undefined) {
+            skipped[h.reason] = (skipped[h.reason] ?? 0) + 1;
+        }
+    }
+    return {
+        keysFromIndex: indexed.length,
+        keysFromAudit: fromAudit.length,
+        healed: healed.length,
+        corrected: healed.filter((h) => h.after !== h.before).length,
+        drift: healed.reduce((sum, h) => sum + Math.abs((h.after ?? 0) - (h.before ?? 0)), 0),
+        raced: heals.filter((h) => h.outcome === "raced").length,
+        skipped,
+        settleFound,
+        settleCounted,
+        failedKeys: failedKeys.sort(),
+        budgetExhausted: exhausted,
+        readUnits: meter.read,
+        writeUnits: meter.write,
+        audit: { round: audit.round, segmentsDone: audit.segmentsDone, totalSegments: audit.totalSegments },
+    };
+}
+
+/** The keys the heal index lists as due (written at or before `cutoff`), oldest first per shard, at most `budget`. */
+export async function dueKeys(
+    dynamodb: DynamoDBClient,
+    tableName: string,
+    layout: CounterTableLayout,
+    cutoff: number,
+    budget: number,
+): Promise<{ keys: string[]; exhausted: boolean }> {
+    const keys: string[] = [];
+    for (let shard = 0; shard < HEAL_SHARDS; shard++) {
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+            if (keys.length >= budget) {
+                return { keys, exhausted: true };
+            }
+            const page = await dynamodb.send(
+                new QueryCommand({
+                    TableName: tableName,
+                    IndexName: HEAL_INDEX_NAME,
+                    KeyConditionExpression: "#heal = :shard AND #writtenAt <= :cutoff",
+                    ExpressionAttributeNames: { "#heal": A.healShard, "#writtenAt": A.writtenAt },
+                    ExpressionAttributeValues: { ":shard": { S: String(shard) }, ":cutoff": { N: String(cutoff) } },
+                    Limit: budget - keys.length,
+                    ExclusiveStartKey: start,
+                }),
+            );
+            for (const entry of page.Items ?? []) {
+                const key = entry[layout.partitionKey]?.S;
+                if (key !== undefined && !keys.includes(key)) {
+                    keys.push(key);
+                }
+            }
+            start = page.LastEvaluatedKey;
+        } while (start);
+    }
+    return { keys, exhausted: false };
+}
+
+// ------------------------------------------------------------------------------------------ audit
+
+/** Where the audit stands: per segment, the key to resume after (null: from the start; "done": finished). */
+export interface AuditCursor {
+    readonly round: number;
+    readonly positions: Array<Record<string, AttributeValue> | null | "done">;
+}
+
+/** Pure: the cursor after one page of each unfinished segment; a round that finishes starts the next. */
+export function advanceCursor(
+    cursor: AuditCursor,
+    pages: ReadonlyArray<Record<string, AttributeValue> | undefined | "skipped">,
+): AuditCursor {
+    const positions = cursor.positions.map((position, i) => {
+        const page = pages[i];
+        if (position === "done" || page === "skipped") {
+            return position;
+        }
+        return page === undefined ? ("done" as const) : page;
+    });
+    if (positions.every((p) => p === "done")) {
+        return { round: cursor.round + 1, positions: positions.map(() => null) };
+    }
+    return { round: cursor.round, positions };
+}
+
+const CURSOR_ATTRIBUTE = "hc_cursor";
+
+async function auditStep(
+    dynamodb: DynamoDBClient,
+    config: SettleOptions["config"],
+    segments: number,
+    pageSize: number,
+): Promise<{ keys: string[]; round: number; segmentsDone: number; totalSegments: number }> {
+    const counters = countersTable(config);
+    const cursorKey = {
+        [config.partitionKey]: { S: `${config.counterPrefix}settler` },
+        [config.sortKey]: { S: settlerCursorSortKey(config) },
+    };
+    const stored = await dynamodb.send(new GetItemCommand({ TableName: counters, Key: cursorKey, ConsistentRead: true }));
+    const version = stored.Item?.[A.version]?.N;
+    let cursor: AuditCursor = { round: 0, positions: Array.from({ length: segments }, () => null) };
+    const raw = stored.Item?.[CURSOR_ATTRIBUTE]?.S;
+    if (raw !== undefined) {
+        const parsed = JSON.parse(raw) as AuditCursor;
+        // A changed segment count starts a new round: positions of one segmentation mean nothing in another.
+        if (parsed.positions.length === segments) {
+            cursor = parsed;
+        }
+    }
+    const keys = new Set<string>();
+    const pages = await Promise.all(
+        cursor.positions.map(async (position, segment) => {
+            if (position === "done") {
+                return "skipped" as const;
+            }
+            const page = await dynamodb.send(
+                new ScanCommand({
+                    TableName: config.tableName,
+                    Segment: segment,
+                    TotalSegments: segments,
+                    Limit: pageSize,
+                    ProjectionExpression: "#pk, #sk",
+                    ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
+                    ExclusiveStartKey: position ?? undefined,
+                }),
+            );
+            for (const item of page.Items ?? []) {
+                const key = item[config.partitionKey]?.S;
+                const sk = item[config.sortKey]?.S;
+                if (key !== undefined && sk !== undefined && !sk.startsWith(config.counterPrefix)) {
+                    keys.add(key);
+                }
+            }
+            return page.LastEvaluatedKey;
+        }),
+    );
+    const next = advanceCursor(cursor, pages);
+    try {
+        await dynamodb.send(
+            new PutItemCommand({
+                TableName: counters,
+                Item: {
+                    ...cursorKey,
+                    [CURSOR_ATTRIBUTE]: { S: JSON.stringify(next) },
+                    [A.version]: { N: String(Number(version ?? 0) + 1) },
+                },
+                // Two runs at once: the one that read the older cursor does not move it back.
+                ConditionExpression: version === undefined ? "attribute_not_exists(#v)" : "#v = :v",
+                ExpressionAttributeNames: { "#v": A.version },
+                ...(version === undefined ? {} : { ExpressionAttributeValues: { ":v": { N: version } } }),
+            }),
+        );
+    } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) {
+            throw error;
+        }
+    }
+    return {
+        keys: [...keys].sort(),
+        round: next.round,
+        segmentsDone: next.positions.filter((p) => p === "done").length,
+        totalSegments: segments,
+    };
+}
+
+// ------------------------------------------------------------------------------------------ capacity
+
+interface Meter {
+    read: number;
+    write: number;
+    detach(): void;
+}
+
+const READ_COMMANDS = new Set(["GetItemCommand", "QueryCommand", "ScanCommand", "BatchGetItemCommand", "TransactGetItemsCommand"]);
+let meters = 0;
+
+/**
+ * Asks every request of `dynamodb` for its consumed capacity and sums it until detached. Requests other
+ * code sends on the same client meanwhile are counted too: give the settler a client of its own.
+ */
+export function meterCapacity(dynamodb: DynamoDBClient): Meter {
+    const name = `hybridCounterCapacityMeter${++meters}`;
+    const meter: Meter = {
+        read: 0,
+        write: 0,
+        detach: () => {
+            dynamodb.middlewareStack.remove(name);
+        },
+    };
+    // Initialize step: runs once per command, around the SDK's retries, and sees the deserialized output.
+    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity ??= "TOTAL";
+        const result = await next(args);
+        const consumed = (result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity;
+        const list = consumed === undefined ? [] : Array.isArray(consumed) ? consumed : [consumed];
+        const total = list.reduce((n, c) => n + (c.CapacityUnits ?? 0), 0);
+        if (READ_COMMANDS.has(context.commandName ?? "")) {
+            meter.read += total;
+        } else {
+            meter.write += total;
+        }
+        return result;
+    };
+    dynamodb.middlewareStack.add(middleware, { step: "initialize", name });
+    return meter;
+}
+
+async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+    let next = 0;
+    const worker = async () => {
+        while (next < items.length) {
+            await fn(items[next++]!);
+        }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}

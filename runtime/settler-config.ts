@@ -1,0 +1,62 @@
+/**
+ * The settler function's configuration: what the component sets in its environment on top of the
+ * handlers' shared variables (see config.ts), and how the handler reads it back. Pure.
+ */
+import { ConfigurationError, handlerConfigFromEnv, type HandlerConfig } from "./config";
+import type { HealMode } from "./heal";
+
+export const SETTLER_ENV = Object.freeze({
+    countersTableName: "HYBRID_COUNTER_COUNTERS_TABLE_NAME",
+    mode: "HYBRID_COUNTER_MODE",
+    quietWindowMs: "HYBRID_COUNTER_HEAL_QUIET_WINDOW_MS",
+    keyBudget: "HYBRID_COUNTER_SETTLER_KEY_BUDGET",
+} as const);
+
+export interface SettlerConfig extends HandlerConfig {
+    readonly mode: HealMode;
+    readonly quietWindowMs: number;
+    readonly keyBudget: number;
+}
+
+export function settlerEnvironment(
+    config: Pick<SettlerConfig, "mode" | "quietWindowMs" | "keyBudget" | "countersTableName">,
+): Record<string, string> {
+    return {
+        ...(config.countersTableName === undefined ? {} : { [SETTLER_ENV.countersTableName]: config.countersTableName }),
+        [SETTLER_ENV.mode]: config.mode,
+        [SETTLER_ENV.quietWindowMs]: String(config.quietWindowMs),
+        [SETTLER_ENV.keyBudget]: String(config.keyBudget),
+    };
+}
+
+/** Reads the settler's configuration; throws ConfigurationError naming each missing or bad variable. */
+export function settlerConfigFromEnv(env: Readonly<Record<string, string | undefined>>): SettlerConfig {
+    const problems: string[] = [];
+    let base: HandlerConfig | undefined;
+    try {
+        base = handlerConfigFromEnv(env);
+    } catch (error) {
+        if (!(error instanceof ConfigurationError)) {
+            throw error;
+        }
+        problems.push(...error.problems);
+    }
+    const mode = env[SETTLER_ENV.mode];
+    if (mode !== "strict" && mode !== "utilization") {
+        problems.push(`[${SETTLER_ENV.mode}] must be "strict" or "utilization"`);
+    }
+    const positive = (name: string): number => {
+        const value = Number(env[name]);
+        if (!Number.isInteger(value) || value <= 0) {
+            problems.push(`[${name}] must be a positive integer`);
+        }
+        return value;
+    };
+    const quietWindowMs = positive(SETTLER_ENV.quietWindowMs);
+    const keyBudget = positive(SETTLER_ENV.keyBudget);
+    if (problems.length > 0 || base === undefined) {
+        throw new ConfigurationError(problems);
+    }
+    const countersTableName = env[SETTLER_ENV.countersTableName] || undefined;
+    return { ...base, ...(countersTableName === undefined ? {} : { countersTableName }), mode: mode as HealMode, quietWindowMs, keyBudget };
+}

@@ -1,0 +1,341 @@
+import { strict as assert } from "node:assert";
+import { PutItemCommand, UpdateItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import {
+    COUNTER_ATTRIBUTES as A,
+    DEFAULT_LAYOUT,
+    bestEffortSortKey,
+    countersTable,
+    healShard,
+    markerSortKey,
+    type CounterTableConfig,
+} from "../runtime/config";
+import { healKey, planHeal, readForHeal, writeHeal, type HealOptions } from "../runtime/heal";
+import { tokenTime, uuidv7 } from "../runtime/tokens";
+import { ModelClient, type Step } from "../local/model-client";
+import { useEngine } from "./support/engine";
+import { gate, healTables, probe } from "./support/heal-fixture";
+
+const Q = 60_000;
+const DEADLINE = 10_000;
+const T0 = 1_800_000_000_000;
+const layout = DEFAULT_LAYOUT;
+
+const be = (count: number, version: number, writtenAt: number): Record<string, AttributeValue> => ({
+    pk: { S: "k" },
+    sk: { S: bestEffortSortKey(layout) },
+    count: { N: String(count) },
+    [A.version]: { N: String(version) },
+    [A.writtenAt]: { N: String(writtenAt) },
+    [A.healShard]: { S: healShard("k") },
+});
+const item = (id: string, created: number, extra: Record<string, AttributeValue> = {}): Record<string, AttributeValue> => ({
+    pk: { S: "k" },
+    sk: { S: id },
+    counter_token: { S: uuidv7(created) },
+    ...extra,
+});
+
+describe("healing: the pure planner", () => {
+    it("reads the creation time out of a UUIDv7 token, and nothing out of anything else", () => {
+        assert.equal(tokenTime(uuidv7(T0)), T0);
+        assert.equal(tokenTime("0b7e8e0c-3d5b-4a52-9f4c-0d0c0a0b0c0d"), undefined);
+        assert.equal(tokenTime("not-a-token"), undefined);
+        assert.equal(tokenTime(undefined), undefined);
+    });
+
+    it("skips a key with no best-effort item, an unversioned one, and one written inside the quiet window", () => {
+        assert.deepEqual(planHeal(undefined, [], [], T0, "strict", Q, layout), { action: "skip", reason: "no-best-effort" });
+        const unversioned = { pk: { S: "k" }, sk: { S: bestEffortSortKey(layout) }, count: { N: "4" } };
+        assert.deepEqual(planHeal(unversioned, [], [], T0, "strict", Q, layout), { action: "skip", reason: "unversioned", current: 4 });
+        assert.deepEqual(planHeal(be(3, 7, T0 - Q + 1), [], [], T0, "strict", Q, layout), {
+            action: "skip",
+            reason: "quiet-window",
+            current: 3,
+        });
+    });
+
+    it("strict: counts every live client-counted item, however young, and items a marker flags hc_be", () => {
+        const everyItem = { ...layout, selection: { kind: "sortKeyPrefix", prefix: "" } } as const;
+        const items = [
+            item("a", T0 - 2 * Q),
+            item("b", T0 - 1), // young: counted in strict mode, its reserve came first
+            item("c", T0 - 2 * Q, { deleted: { BOOL: true } }), // soft-deleted: not live
+            { pk: { S: "k" }, sk: { S: "d" } }, // another writer's item (selected), no token, no flag: not in best-effort
+            { pk: { S: "k" }, sk: { S: "e" } }, // another writer's item, flagged by backfill: in best-effort
+            { pk: { S: "k" }, sk: { S: bestEffortSortKey(layout) }, counter_token: { S: uuidv7(0) } }, // a counter item
+        ];
+        const markers = [{ pk: { S: "k" }, sk: { S: markerSortKey(layout, "e") }, [A.beCounted]: { BOOL: true } }];
+        assert.deepEqual(planHeal(be(9, 12, T0 - Q), items, markers, T0, "strict", Q, everyItem), {
+            action: "heal",
+            truth: 3,
+            current: 9,
+            version: 12,
+            cutoff: T0 - Q,
+        });
+    });
+
+    it("utilization: leaves out items younger than the window and items whose age cannot be read", () => {
+        const items = [
+            item("old", T0 - Q),
+            item("young", T0 - Q + 1),
+            { pk: { S: "k" }, sk: { S: "v4" }, counter_token: { S: "0b7e8e0c-3d5b-4a52-9f4c-0d0c0a0b0c0d" } },
+            item("gone", T0 - 5 * Q, { deleted: { BOOL: true } }),
+        ];
+        assert.deepEqual(planHeal(be(0, 1, T0 - 2 * Q), items, [], T0, "utilization", Q, layout), {
+            action: "heal",
+            truth: 1,
+            current: 0,
+            version: 1,
+            cutoff: T0 - Q,
+        });
+    });
+});
+
+describe("healing on DynamoDB Local: every race, staged", () => {
+    const engine = useEngine();
+    let clock = T0;
+    const now = () => clock;
+
+    /** A model client whose calls wait at `holds[step]` when one is set. */
+    function staged(config: CounterTableConfig, mode: "strict" | "utilization") {
+        const holds = new Map<Step, ReturnType<typeof gate>>();
+        const client = new ModelClient({
+            config,
+            dynamodb: engine().dynamodb(),
+            mode,
+            deadlineMs: DEADLINE,
+            now,
+            pause: async (step) => {
+                const g = holds.get(step);
+                if (g) {
+                    g.arrive();
+                    await g.wait;
+                }
+            },
+        });
+        const hold = (step: Step) => {
+            const g = gate();
+            holds.set(step, g);
+            return g;
+        };
+        const options = (m = mode): HealOptions => ({ config, dynamodb: engine().dynamodb(), mode: m, quietWindowMs: Q, now });
+        return { client, hold, options };
+    }
+
+    /** Writes the best-effort item as a client would have, `count` at `version`, at time `at`. */
+    async function setBestEffort(config: CounterTableConfig, key: string, count: number, version: number, at: number) {
+        await engine()
+            .dynamodb()
+            .send(
+                new PutItemCommand({
+                    TableName: countersTable(config),
+                    Item: {
+                        pk: { S: key },
+                        sk: { S: bestEffortSortKey(config) },
+                        count: { N: String(count) },
+                        [A.version]: { N: String(version) },
+                        [A.writtenAt]: { N: String(at) },
+                        [A.healShard]: { S: healShard(key) },
+                    },
+                }),
+            );
+    }
+
+    beforeEach(() => {
+        clock = T0;
+    });
+
+    it("strict, held slot: a reserve whose put was abandoned is held, then healed, then exact", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "strict");
+        const db = engine().dynamodb();
+        assert.deepEqual(await client.create("k", "a", 5), { created: true, abandoned: 0 });
+        const held = hold("reserve");
+        const call = client.create("k", "b", 5);
+        await held.reached;
+        clock += DEADLINE + 1; // the call outlives its deadline: the put is never sent
+        held.open();
+        assert.deepEqual(await call, { created: false, reason: "unavailable", abandoned: 1 });
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 1, version: 2, healDue: true });
+
+        const early = await healKey("k", options());
+        assert.equal(early.outcome, "skipped");
+        assert.equal(early.reason, "quiet-window");
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 1, version: 2, healDue: true });
+
+        clock += Q;
+        const healed = await healKey("k", options());
+        assert.equal(healed.outcome, "healed");
+        assert.equal(healed.before, 2);
+        assert.equal(healed.after, 1);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 2, healDue: false });
+    });
+
+    it("strict create held between reserve and put: the heal skips inside the window; after the deadline the put is abandoned", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "strict");
+        const db = engine().dynamodb();
+        const held = hold("reserve");
+        const call = client.create("k", "a", 5);
+        await held.reached;
+        clock += DEADLINE; // the call may still send its put
+        assert.equal((await healKey("k", options())).reason, "quiet-window");
+        const during = await probe(db, config, "k");
+        assert.ok(during.live <= during.bestEffort);
+        held.open();
+        assert.deepEqual(await call, { created: true, abandoned: 0 });
+        clock += Q;
+        assert.equal((await healKey("k", options())).after, 1);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 1, healDue: false });
+    });
+
+    it("strict: a reserve that lands between the heal's read and its write makes the heal change nothing", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "strict");
+        const db = engine().dynamodb();
+        await setBestEffort(config, "k", 3, 10, T0 - 2 * Q); // three slots held by calls long gone, no items
+        const read = await readForHeal("k", options());
+        assert.deepEqual(read.plan, { action: "heal", truth: 0, current: 3, version: 10, cutoff: T0 - Q });
+        const held = hold("reserve");
+        const call = client.create("k", "a", 5);
+        await held.reached; // reserved: 4, its put not yet sent
+        const raced = await writeHeal(read, options());
+        assert.equal(raced.outcome, "raced");
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 4, live: 0, version: 11, healDue: true });
+        held.open();
+        assert.deepEqual(await call, { created: true, abandoned: 0 });
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 4, live: 1, version: 11, healDue: true });
+        clock += Q;
+        assert.equal((await healKey("k", options())).after, 1);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 11, healDue: false });
+    });
+
+    it("strict delete held after its touch, and after its soft delete: skipped inside the window, exact once the release is abandoned", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "strict");
+        const db = engine().dynamodb();
+        await client.create("k", "a", 5);
+        await client.create("k", "b", 5);
+        clock += Q;
+        const afterTouch = hold("touch");
+        const first = client.delete("k", "a");
+        await afterTouch.reached;
+        assert.equal((await healKey("k", options())).reason, "quiet-window");
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 2, version: 3, healDue: true });
+        afterTouch.open();
+        assert.deepEqual(await first, { deleted: true, abandoned: 0 });
+        const afterSoftDelete = hold("soft-delete");
+        const second = client.delete("k", "b");
+        await afterSoftDelete.reached;
+        assert.equal((await healKey("k", options())).reason, "quiet-window");
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 0, version: 5, healDue: true });
+        clock += DEADLINE + 1;
+        afterSoftDelete.open();
+        assert.deepEqual(await second, { deleted: true, abandoned: 1 });
+        clock += Q;
+        assert.equal((await healKey("k", options())).after, 0);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 0, live: 0, version: 5, healDue: false });
+    });
+
+    it("utilization create held between put and increment: the young item is left out, so the increment cannot overcount", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "utilization");
+        const db = engine().dynamodb();
+        await client.create("k", "a");
+        clock += Q;
+        const held = hold("put");
+        const call = client.create("k", "b");
+        await held.reached; // b is live, its increment not yet sent
+        const healed = await healKey("k", options());
+        assert.equal(healed.outcome, "healed");
+        assert.equal(healed.after, 1); // a only: b is younger than the window
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 2, version: 1, healDue: false });
+        held.open();
+        assert.deepEqual(await call, { created: true, abandoned: 0 });
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 2, version: 2, healDue: true });
+    });
+
+    it("utilization create whose increment is abandoned: healed once the item is older than the window", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "utilization");
+        const db = engine().dynamodb();
+        await client.create("k", "a");
+        const held = hold("put");
+        const call = client.create("k", "b");
+        await held.reached;
+        clock += DEADLINE + 1;
+        held.open();
+        assert.deepEqual(await call, { created: true, abandoned: 1 });
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 2, version: 1, healDue: true });
+        clock += Q;
+        assert.equal((await healKey("k", options())).after, 2);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 2, version: 1, healDue: false });
+    });
+
+    it("utilization delete held between decrement and soft delete: skipped inside the window; restored if the soft delete is abandoned", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "utilization");
+        const db = engine().dynamodb();
+        await client.create("k", "a");
+        await client.create("k", "b");
+        clock += Q;
+        const held = hold("decrement");
+        const call = client.delete("k", "a");
+        await held.reached;
+        assert.equal((await healKey("k", options())).reason, "quiet-window");
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 2, version: 3, healDue: true });
+        clock += DEADLINE + 1;
+        held.open();
+        assert.deepEqual(await call, { deleted: false, reason: "unavailable", abandoned: 1 });
+        clock += Q;
+        assert.equal((await healKey("k", options())).after, 2);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 2, version: 3, healDue: false });
+    });
+
+    it("utilization: a decrement that lands between the heal's read and its write makes the heal change nothing", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "utilization");
+        const db = engine().dynamodb();
+        await client.create("k", "a");
+        await client.create("k", "b");
+        clock += Q;
+        const read = await readForHeal("k", options());
+        assert.equal(read.plan.action, "heal");
+        const held = hold("decrement");
+        const call = client.delete("k", "a");
+        await held.reached;
+        assert.equal((await writeHeal(read, options())).outcome, "raced");
+        held.open();
+        assert.deepEqual(await call, { deleted: true, abandoned: 0 });
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 3, healDue: true });
+    });
+
+    it("a heal racing another heal: both pass only if no client wrote, and the value is the truth", async () => {
+        const config = await healTables(engine());
+        const { options } = staged(config, "strict");
+        const db = engine().dynamodb();
+        await setBestEffort(config, "k", 2, 4, T0 - 2 * Q);
+        const [one, two] = await Promise.all([healKey("k", options()), healKey("k", options())]);
+        assert.deepEqual([one.outcome, two.outcome, one.after, two.after], ["healed", "healed", 0, 0]);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 0, live: 0, version: 4, healDue: false });
+    });
+
+    it("same-table placement: counter items in the user table are not counted as items", async () => {
+        const config = await healTables(engine(), { sameTable: true });
+        const { client, options } = staged(config, "strict");
+        const db = engine().dynamodb();
+        await client.create("k", "a", 5);
+        await db.send(
+            new UpdateItemCommand({
+                TableName: config.tableName,
+                Key: { pk: { S: "k" }, sk: { S: bestEffortSortKey(config) } },
+                UpdateExpression: "ADD #count :two",
+                ExpressionAttributeNames: { "#count": "count" },
+                ExpressionAttributeValues: { ":two": { N: "2" } },
+            }),
+        );
+        clock += Q;
+        assert.equal((await healKey("k", options())).after, 1);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 1, healDue: false });
+    });
+});
