@@ -37,7 +37,7 @@ describe("the local twin", () => {
                 maximumRecordAgeInSeconds: 21_600,
                 bisectBatchOnFunctionError: true,
                 reportBatchItemFailures: true,
-                filterPatterns: 3,
+                filterPatterns: 2,
                 startingPosition: "TRIM_HORIZON",
             },
         );
