@@ -7,8 +7,10 @@
  */
 import type { Command } from "commander";
 import type { CliContext } from "./context";
+import { backfillCommand } from "./backfill";
 import { devCommand } from "./dev";
 import { fatalCommand } from "./fatal";
+import { healCommand } from "./heal";
 import { reconcileCommand } from "./reconcile";
 import { redriveCommand } from "./redrive";
 import { statusCommand } from "./status";
@@ -27,4 +29,12 @@ export interface CliCommand {
     register(program: Command, run: Run): void;
 }
 
-export const COMMANDS: readonly CliCommand[] = [statusCommand, reconcileCommand, fatalCommand, redriveCommand, devCommand];
+export const COMMANDS: readonly CliCommand[] = [
+    statusCommand,
+    reconcileCommand,
+    healCommand,
+    backfillCommand,
+    fatalCommand,
+    redriveCommand,
+    devCommand,
+];

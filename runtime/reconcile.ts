@@ -254,7 +254,11 @@ const RECONCILE_CHUNK_LIMITS: ChunkLimits = {
 };
 const MAX_ROUNDS = 20;
 
-/** Settles every marker of one counter key against its items. Throws InvalidArgumentError for a bad key. */
+/**
+ * Settles every marker of one counter key against its items. Throws InvalidArgumentError for a bad key,
+ * and a DynamoDB error only when it is not one worth retrying (access denied, a missing table); throttling
+ * and 5xx are retried until `timeoutMs`, after which the result says `incomplete`.
+ */
 export async function reconcileKey(key: string, options: ReconcileOptions): Promise<ReconcileResult> {
     if (typeof key !== "string" || key.length === 0) {
         throw new InvalidArgumentError("key", "must be a non-empty string");
@@ -269,13 +273,29 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
     let committed = 0;
     const reported = new Set<string>();
     for (let round = 0; round < MAX_ROUNDS; round++) {
-        const [items, markers] = await Promise.all([
-            queryAll(dynamodb, config.tableName, config.partitionKey, key),
-            queryAll(dynamodb, countersTable(config), config.partitionKey, key, {
-                sortKey: config.sortKey,
-                prefix: markerSortKey(config, ""),
-            }),
-        ]);
+        let items: Array<Record<string, AttributeValue>>;
+        let markers: Array<Record<string, AttributeValue>>;
+        try {
+            [items, markers] = await Promise.all([
+                queryAll(dynamodb, config.tableName, config.partitionKey, key),
+                queryAll(dynamodb, countersTable(config), config.partitionKey, key, {
+                    sortKey: config.sortKey,
+                    prefix: markerSortKey(config, ""),
+                }),
+            ]);
+        } catch (error) {
+            // Throttling or a 5xx that outlived the SDK's retries: read again until the deadline.
+            if (!isRetryable(error)) {
+                throw error;
+            }
+            logger.log("warn", "reconcile read failed; reading the key again", { key, error: describeError(error) });
+            const delay = Math.min(1_000, 20 * 2 ** round) * Math.random();
+            if (Date.now() + delay >= deadline) {
+                break;
+            }
+            await new Promise((r) => setTimeout(r, delay));
+            continue;
+        }
         const plan = planReconcile(items, markers, config);
         for (const bad of plan.badMarkers) {
             const sk = bad[config.sortKey]?.S ?? "";

@@ -10,46 +10,66 @@
  * partition (strongly consistent Query) or the whole table (parallel Scan).
  */
 import { QueryCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { bestEffortSortKey, eventualSortKey, type CounterTableConfig, type CounterTableLayout } from "./config";
+import {
+    COUNTER_ATTRIBUTES,
+    MARKER_STATE,
+    bestEffortSortKey,
+    countersTable,
+    eventualSortKey,
+    markerId,
+    type CounterTableConfig,
+    type CounterTableLayout,
+} from "./config";
+import { isLive, isSelected } from "./selection";
 
-/** How the counting model sees one resource item. */
+/** How the counting model sees one resource item, given its marker (undefined: none). */
 export type ItemState =
     /** Live and counted by the eventual counter. */
     | "counted"
-    /** Live, not yet counted: its creation record has not been counted (or was lost past retention). */
+    /** Live, not yet counted: its creation record has not been applied (or was lost past retention, or it predates the backfill). */
     | "pending-create"
-    /** Soft-deleted, not yet removed: its deletion has not been counted. */
+    /** Not live (soft-deleted or gone) but still counted, or soft-deleted and not yet removed. */
     | "pending-delete"
-    /** A flag the consumer cannot read (not a boolean): it will never be counted automatically. */
-    | "malformed";
+    /** A deleted flag that is not a boolean: the item counts as live, but its writer most likely meant something else. */
+    | "malformed"
+    /** Not a counted resource (another entity, or not selected), and nothing to settle. */
+    | "ignored";
 
 /**
- * The counting model, in one function: an item is counted when its processed flag is true, pending
- * while the flag is false or the item is soft-deleted, malformed when a flag is not a boolean.
+ * The counting model, in one function: an item (or its absence) and its marker. A live item is counted
+ * when its marker is "counted"; a marker "counted" whose item is not live, or a soft-deleted item still
+ * present, is a deletion to settle.
  */
-export function itemState(item: Record<string, AttributeValue>, layout: CounterTableLayout): ItemState {
-    const processed = item[layout.processedAttribute];
-    const deleted = item[layout.deletedAttribute];
-    if (processed?.BOOL === undefined || (deleted !== undefined && deleted.BOOL === undefined)) {
-        return "malformed";
-    }
-    if (deleted?.BOOL === true) {
+export function itemState(
+    item: Record<string, AttributeValue> | undefined,
+    marker: Record<string, AttributeValue> | undefined,
+    layout: CounterTableLayout,
+): ItemState {
+    const counted = marker?.[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted;
+    if (item !== undefined && isSelected(item, layout)) {
+        const deleted = item[layout.deletedAttribute];
+        if (deleted !== undefined && typeof deleted.BOOL !== "boolean") {
+            return "malformed";
+        }
+        if (isLive(item, layout)) {
+            return counted ? "counted" : "pending-create";
+        }
         return "pending-delete";
     }
-    return processed.BOOL ? "counted" : "pending-create";
+    return counted ? "pending-delete" : "ignored";
 }
 
 export interface KeyStatus {
     readonly key: string;
     readonly bestEffort: number;
     readonly eventual: number;
-    /** Items that exist and are not soft-deleted: the true count. */
+    /** Selected items that exist and are not soft-deleted: the true count. */
     readonly live: number;
     /** Live items whose creation is not counted yet. */
     readonly pendingCreates: number;
-    /** Soft-deleted items whose deletion is not counted yet. */
+    /** Counted items that are no longer live, and soft-deleted items not yet removed. */
     readonly pendingDeletes: number;
-    /** Items with a flag that is not a boolean. */
+    /** Items whose deleted flag is not a boolean. */
     readonly malformed: number;
     /** best-effort above live: slots reserved by strict mode with no item behind them. */
     readonly heldSlots: number;
@@ -70,36 +90,50 @@ interface Tally {
 
 const emptyTally = (): Tally => ({ bestEffort: 0, eventual: 0, live: 0, pendingCreates: 0, pendingDeletes: 0, malformed: 0 });
 
-/** Adds one item of a key's partition to its tally. Pure. */
-export function tallyItem(tally: Tally, item: Record<string, AttributeValue>, layout: CounterTableLayout): void {
+/** A key's rows: its items (user table) and its counter items (counters table), keyed by sort key. */
+interface KeyRows {
+    readonly items: Map<string, Record<string, AttributeValue>>;
+    readonly counters: Map<string, Record<string, AttributeValue>>;
+}
+
+const emptyRows = (): KeyRows => ({ items: new Map(), counters: new Map() });
+
+/** Files one row read from either table under its key's rows. Counter rows are those under the prefix. */
+function file(rows: KeyRows, item: Record<string, AttributeValue>, layout: CounterTableLayout): void {
     const sk = item[layout.sortKey]?.S;
-    if (sk === bestEffortSortKey(layout)) {
-        tally.bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
+    if (sk === undefined) {
         return;
     }
-    if (sk === eventualSortKey(layout)) {
-        tally.eventual = Number(item[layout.countAttribute]?.N ?? 0);
-        return;
+    (sk.startsWith(layout.counterPrefix) ? rows.counters : rows.items).set(sk, item);
+}
+
+/** A key's tally from its rows. Pure. */
+export function tallyKey(rows: KeyRows, layout: CounterTableLayout): Tally {
+    const tally = emptyTally();
+    tally.bestEffort = Number(rows.counters.get(bestEffortSortKey(layout))?.[layout.countAttribute]?.N ?? 0);
+    tally.eventual = Number(rows.counters.get(eventualSortKey(layout))?.[layout.countAttribute]?.N ?? 0);
+    const ids = new Set<string>(rows.items.keys());
+    for (const sk of rows.counters.keys()) {
+        const id = markerId(layout, sk);
+        if (id !== undefined) {
+            ids.add(id);
+        }
     }
-    if (sk === undefined || sk.startsWith(layout.counterPrefix)) {
-        return;
-    }
-    const state = itemState(item, layout);
-    if (state === "malformed") {
-        tally.malformed++;
-        if (item[layout.deletedAttribute]?.BOOL !== true) {
+    for (const id of ids) {
+        const item = rows.items.get(id);
+        const state = itemState(item, rows.counters.get(`${layout.counterPrefix}item#${id}`), layout);
+        if (item !== undefined && isLive(item, layout)) {
             tally.live++;
         }
-        return;
+        if (state === "malformed") {
+            tally.malformed++;
+        } else if (state === "pending-create") {
+            tally.pendingCreates++;
+        } else if (state === "pending-delete") {
+            tally.pendingDeletes++;
+        }
     }
-    if (state === "pending-delete") {
-        tally.pendingDeletes++;
-        return;
-    }
-    tally.live++;
-    if (state === "pending-create") {
-        tally.pendingCreates++;
-    }
+    return tally;
 }
 
 /** A key's status from its tally. Pure. */
@@ -129,27 +163,30 @@ export interface StatusOptions {
     readonly dynamodb: DynamoDBClient;
 }
 
-/** Reads one key's partition with strongly consistent Queries. */
+/** Reads one key's partition, in the user's table and in the counters table, with strongly consistent Queries. */
 export async function readKeyStatus(key: string, { config, dynamodb }: StatusOptions): Promise<KeyStatus> {
-    const tally = emptyTally();
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page = await dynamodb.send(
-            new QueryCommand({
-                TableName: config.tableName,
-                ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": config.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
-                ExclusiveStartKey: start,
-            }),
-        );
-        for (const item of page.Items ?? []) {
-            tallyItem(tally, item, config);
-        }
-        start = page.LastEvaluatedKey;
-    } while (start);
-    return keyStatus(key, tally);
+    const rows = emptyRows();
+    const tables = [...new Set([config.tableName, countersTable(config)])];
+    for (const tableName of tables) {
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+            const page = await dynamodb.send(
+                new QueryCommand({
+                    TableName: tableName,
+                    ConsistentRead: true,
+                    KeyConditionExpression: "#pk = :key",
+                    ExpressionAttributeNames: { "#pk": config.partitionKey },
+                    ExpressionAttributeValues: { ":key": { S: key } },
+                    ExclusiveStartKey: start,
+                }),
+            );
+            for (const item of page.Items ?? []) {
+                file(rows, item, config);
+            }
+            start = page.LastEvaluatedKey;
+        } while (start);
+    }
+    return keyStatus(key, tallyKey(rows, config));
 }
 
 export interface TableStatus {
@@ -192,39 +229,42 @@ export async function readTableStatus(
     options: StatusOptions & { segments?: number; limit?: number; onPage?: (items: number) => void; signal?: AbortSignal },
 ): Promise<TableStatus> {
     const { config, dynamodb } = options;
-    const tallies = new Map<string, Tally>();
+    const rowsByKey = new Map<string, KeyRows>();
     const segments = options.segments ?? 4;
-    await Promise.all(
-        Array.from({ length: segments }, async (_, segment) => {
-            let start: Record<string, AttributeValue> | undefined;
-            do {
-                options.signal?.throwIfAborted();
-                const page = await dynamodb.send(
-                    new ScanCommand({
-                        TableName: config.tableName,
-                        Segment: segment,
-                        TotalSegments: segments,
-                        ConsistentRead: true,
-                        ExclusiveStartKey: start,
-                    }),
-                );
-                for (const item of page.Items ?? []) {
-                    const key = item[config.partitionKey]?.S;
-                    if (key === undefined) {
-                        continue;
+    for (const tableName of [...new Set([config.tableName, countersTable(config)])]) {
+        await Promise.all(
+            Array.from({ length: segments }, async (_, segment) => {
+                let start: Record<string, AttributeValue> | undefined;
+                do {
+                    options.signal?.throwIfAborted();
+                    const page = await dynamodb.send(
+                        new ScanCommand({
+                            TableName: tableName,
+                            Segment: segment,
+                            TotalSegments: segments,
+                            ConsistentRead: true,
+                            ExclusiveStartKey: start,
+                        }),
+                    );
+                    for (const item of page.Items ?? []) {
+                        const key = item[config.partitionKey]?.S;
+                        if (key === undefined) {
+                            continue;
+                        }
+                        let rows = rowsByKey.get(key);
+                        if (!rows) {
+                            rows = emptyRows();
+                            rowsByKey.set(key, rows);
+                        }
+                        file(rows, item, config);
                     }
-                    let tally = tallies.get(key);
-                    if (!tally) {
-                        tally = emptyTally();
-                        tallies.set(key, tally);
-                    }
-                    tallyItem(tally, item, config);
-                }
-                options.onPage?.(page.Items?.length ?? 0);
-                start = page.LastEvaluatedKey;
-            } while (start);
-        }),
-    );
+                    options.onPage?.(page.Items?.length ?? 0);
+                    start = page.LastEvaluatedKey;
+                } while (start);
+            }),
+        );
+    }
+    const tallies = new Map([...rowsByKey].map(([key, rows]) => [key, tallyKey(rows, config)]));
     return summarize(
         [...tallies].map(([key, t]) => keyStatus(key, t)),
         options.limit ?? 20,

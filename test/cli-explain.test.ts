@@ -1,3 +1,4 @@
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 /** The fatal queue's messages, explained: each kind the pipeline sends maps to its remedy and the keys it names. */
 import { strict as assert } from "node:assert";
 import { explainFatalMessage } from "../runtime/fatal-explain";
@@ -50,12 +51,24 @@ describe("fatal messages explained", () => {
 });
 
 describe("status, the pure part", () => {
-    it("tells counted, pending and malformed items apart (the counting model, in one place)", () => {
-        assert.equal(itemState({ counter_processed: { BOOL: true } }, DEFAULT_LAYOUT), "counted");
-        assert.equal(itemState({ counter_processed: { BOOL: false } }, DEFAULT_LAYOUT), "pending-create");
-        assert.equal(itemState({ counter_processed: { BOOL: true }, deleted: { BOOL: true } }, DEFAULT_LAYOUT), "pending-delete");
-        assert.equal(itemState({ counter_processed: { S: "false" } }, DEFAULT_LAYOUT), "malformed");
-        assert.equal(itemState({ counter_processed: { BOOL: true }, deleted: { S: "yes" } }, DEFAULT_LAYOUT), "malformed");
+    it("tells counted, pending and malformed items apart from an item and its marker (the counting model, in one place)", () => {
+        const item = (extra: Record<string, AttributeValue> = {}) => ({
+            pk: { S: "k" },
+            sk: { S: "a" },
+            counter_token: { S: "t" },
+            ...extra,
+        });
+        const counted = { hc_state: { S: "counted" } };
+        const uncounted = { hc_state: { S: "uncounted" } };
+        assert.equal(itemState(item(), counted, DEFAULT_LAYOUT), "counted");
+        assert.equal(itemState(item(), undefined, DEFAULT_LAYOUT), "pending-create");
+        assert.equal(itemState(item(), uncounted, DEFAULT_LAYOUT), "pending-create");
+        assert.equal(itemState(item({ deleted: { BOOL: true } }), counted, DEFAULT_LAYOUT), "pending-delete");
+        assert.equal(itemState(item({ deleted: { BOOL: true } }), undefined, DEFAULT_LAYOUT), "pending-delete");
+        assert.equal(itemState(undefined, counted, DEFAULT_LAYOUT), "pending-delete");
+        assert.equal(itemState(undefined, uncounted, DEFAULT_LAYOUT), "ignored");
+        assert.equal(itemState(item({ deleted: { S: "yes" } }), counted, DEFAULT_LAYOUT), "malformed");
+        assert.equal(itemState({ pk: { S: "k" }, sk: { S: "other" } }, undefined, DEFAULT_LAYOUT), "ignored");
     });
 
     it("orders keys worst first and counts held slots", () => {

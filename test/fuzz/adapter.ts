@@ -6,7 +6,7 @@ import { DynamoDBClient, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { bestEffortSortKey, DEFAULT_LAYOUT, eventualSortKey, type HandlerConfig } from "../../runtime/config";
 import type { LocalEngine } from "../../local/engine";
 import { snapshotKey } from "../../local/observe";
-import { createCounterTable } from "../../local/table";
+import { createCounterTable, createCountersTable } from "../../local/table";
 import type { Released } from "./scheduler";
 import { immediateRetries } from "./scheduler";
 
@@ -17,12 +17,22 @@ export interface FuzzSystem {
     readonly streamArn: string;
 }
 
-export async function createFuzzSystem(reader: DynamoDBClient): Promise<FuzzSystem> {
+export async function createFuzzSystem(reader: DynamoDBClient, placement: "separate" | "same-table"): Promise<FuzzSystem> {
     const tableName = `fuzz-${process.pid}-${++tables}`;
     const { streamArn } = await createCounterTable(reader, tableName, DEFAULT_LAYOUT);
+    const countersTableName = placement === "separate" ? `${tableName}-counters` : tableName;
+    if (placement === "separate") {
+        await createCountersTable(reader, countersTableName, DEFAULT_LAYOUT);
+    }
     return {
         streamArn,
-        config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "https://sqs.local/000000000000/fatal", metricsNamespace: "Fuzz" },
+        config: {
+            ...DEFAULT_LAYOUT,
+            tableName,
+            countersTableName,
+            fatalQueueUrl: "https://sqs.local/000000000000/fatal",
+            metricsNamespace: "Fuzz",
+        },
     };
 }
 
@@ -49,7 +59,7 @@ export interface Truth {
 }
 
 export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<Truth> {
-    const s = await snapshotKey(reader, system.config.tableName, system.config, key);
+    const s = await snapshotKey(reader, system.config.tableName, system.config, key, system.config.countersTableName);
     return { bestEffort: s.bestEffort, eventual: s.eventual, live: s.live, counted: s.counted, softDeleted: s.softDeleted };
 }
 

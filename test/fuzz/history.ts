@@ -34,6 +34,8 @@ export interface History {
     /** Seeds the scheduler's interleaving and fault decisions. */
     readonly seed: number;
     readonly mode: Mode;
+    /** Where the counter items live: a counters table of their own (the component's default) or the user's table. */
+    readonly placement: "separate" | "same-table";
     /** Probability that one released request meets an injected fault. */
     readonly faultRate: number;
     /** How many events may run at once. */
@@ -109,6 +111,7 @@ export function generateHistory(options: GenerateOptions): History {
     return {
         seed: options.seed,
         mode,
+        placement: random() < 0.5 ? "separate" : "same-table",
         faultRate: options.faultRate ?? pick([0.05, 0.1, 0.2]),
         concurrency: int(1, 4),
         limits,

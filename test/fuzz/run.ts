@@ -63,7 +63,7 @@ interface CallLedger {
 
 const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);
 /** The mapping's retries before a batch goes to the first dead-letter queue (kept small to exercise it). */
-const MAX_RETRIES = 2;
+const MAX_RETRIES = 1;
 /** Receives of a first-DLQ message before SQS moves it to the fatal queue (the component's redriveMaxReceiveCount). */
 const MAX_RECEIVES = 5;
 
@@ -80,7 +80,7 @@ export interface RunOptions {
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
     const reader = engine.dynamodb();
     const streams = engine.streams();
-    const system = await createFuzzSystem(reader);
+    const system = await createFuzzSystem(reader, history.placement ?? "same-table");
     const scheduler = new Scheduler();
     const random = seededRandom((history.seed ^ 0x5bd1e995) >>> 0);
     const violations: string[] = [];
@@ -452,7 +452,17 @@ class StreamMapping {
                 this.iterators.set(shardId, ShardIterator);
             }
             for (let iterator = this.iterators.get(shardId); iterator;) {
-                const page = await this.streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+                let page;
+                try {
+                    page = await this.streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+                } catch (error) {
+                    // DynamoDB Local can refuse an idle iterator: take a new one after the last record read.
+                    if ((error as Error).name !== "TrimmedDataAccessException" && (error as Error).name !== "ExpiredIteratorException") {
+                        throw error;
+                    }
+                    iterator = await this.iteratorAfterLast(shardId);
+                    continue;
+                }
                 for (const record of page.Records ?? []) {
                     this.records.push({ record: toLambdaRecord(record, this.streamArn), shardId });
                 }
@@ -463,6 +473,19 @@ class StreamMapping {
                 iterator = page.NextShardIterator;
             }
         }
+    }
+
+    private async iteratorAfterLast(shardId: string): Promise<string | undefined> {
+        const last = [...this.records].reverse().find((r) => r.shardId === shardId)?.record.dynamodb?.SequenceNumber;
+        const { ShardIterator } = await this.streams.send(
+            new GetShardIteratorCommand(
+                last === undefined
+                    ? { StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: "TRIM_HORIZON" }
+                    : { StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: last },
+            ),
+        );
+        this.iterators.set(shardId, ShardIterator);
+        return ShardIterator;
     }
 
     async consume(

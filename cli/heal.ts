@@ -1,0 +1,85 @@
+/**
+ * `heal [--key K]`: heals best-effort from the table (runtime/heal.ts) for one key, or runs what the
+ * scheduled settler runs (runtime/settle.ts): the keys the heal index lists, then a bounded audit.
+ */
+import { healKey, type HealResult } from "../runtime/heal";
+import { settle, type SettleReport } from "../runtime/settle";
+import { EXIT, UsageError } from "./context";
+import { table } from "./format";
+import { integerFlag, modeFlag } from "./options";
+import { fatalFor } from "./reconcile";
+import type { CliCommand } from "./registry";
+
+interface HealFlags {
+    key?: string;
+    mode?: string;
+    quietWindowSeconds?: string;
+    budget?: string;
+    auditSegments?: string;
+    auditPageSize?: string;
+}
+
+export const healCommand: CliCommand = {
+    name: "heal",
+    register(program, run) {
+        program
+            .command("heal")
+            .description("set best-effort to the live items of quiet keys (held slots come back); without --key, one settler run")
+            .requiredOption("--mode <mode>", "the mode every client of the keys uses: utilization or strict")
+            .option("--key <key>", "heal this key only")
+            .option("--quiet-window-seconds <s>", "only heal keys with no client write for this long, 1..86400 (default 600)")
+            .option("--budget <n>", "keys from the heal index per run, 1..100000 (default 200)")
+            .option("--audit-segments <n>", "audit Scan segments, 0 turns the audit off (default 4)")
+            .option("--audit-page-size <n>", "audit items per segment page (default 100)")
+            .action(
+                run<HealFlags>(async (ctx, flags) => {
+                    const base = {
+                        config: ctx.counter().table,
+                        dynamodb: ctx.dynamodb(),
+                        mode: modeFlag(flags.mode),
+                        quietWindowMs: (integerFlag("--quiet-window-seconds", flags.quietWindowSeconds, 1, 86_400) ?? 600) * 1000,
+                    };
+                    if (flags.key !== undefined) {
+                        if (flags.key.length === 0) {
+                            throw new UsageError("--key must not be empty");
+                        }
+                        const result: HealResult = await healKey(flags.key, base);
+                        ctx.result(result, () =>
+                            result.outcome === "healed"
+                                ? `${result.key}: healed, best-effort ${result.before ?? 0} -> ${result.after}`
+                                : `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}; nothing changed`,
+                        );
+                        return EXIT.ok;
+                    }
+                    const report: SettleReport = await settle({
+                        ...base,
+                        fatal: fatalFor(ctx),
+                        keyBudget: integerFlag("--budget", flags.budget, 1, 100_000),
+                        auditSegments: integerFlag("--audit-segments", flags.auditSegments, 0, 1_000),
+                        auditPageSize: integerFlag("--audit-page-size", flags.auditPageSize, 1, 10_000),
+                    });
+                    ctx.result(report, () =>
+                        [
+                            table(
+                                ["keys (index)", "keys (audit)", "healed", "corrected", "drift closed", "raced", "settled"],
+                                [
+                                    [
+                                        report.keysFromIndex,
+                                        report.keysFromAudit,
+                                        report.healed,
+                                        report.corrected,
+                                        report.drift,
+                                        report.raced,
+                                        report.settleCounted,
+                                    ],
+                                ],
+                            ),
+                            `${report.readUnits.toFixed(1)} RCU, ${report.writeUnits.toFixed(1)} WCU`,
+                            ...(report.failedKeys.length > 0 ? [`failed keys (run it again): ${report.failedKeys.join(", ")}`] : []),
+                        ].join("\n"),
+                    );
+                    return report.failedKeys.length > 0 ? EXIT.failed : EXIT.ok;
+                }),
+            );
+    },
+};
