@@ -26,7 +26,8 @@ export interface SettlerPolicyInputs {
  * Inline policy of the settler's role. It reads the heal index (Query), reads and writes counter items
  * (GetItem, Query, PutItem for its cursor, UpdateItem for heals and counts, DeleteItem), reads the user table
  * (Query per key, Scan for the audit) and settles items with reconcile's transactions (UpdateItem,
- * DeleteItem; DynamoDB has no TransactWriteItems action, see iam.ts), and parks what it cannot count.
+ * DeleteItem, and ConditionCheckItem for the check that an item is still as read; DynamoDB has no
+ * TransactWriteItems action, see iam.ts), and parks what it cannot count.
  */
 export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
     const counterActions = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"];
@@ -35,7 +36,8 @@ export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
         {
             Sid: "HealAndSettle",
             Effect: "Allow",
-            Action: p.tableArn === p.countersTableArn ? [...counterActions, "dynamodb:Scan"] : counterActions,
+            Action:
+                p.tableArn === p.countersTableArn ? [...counterActions, "dynamodb:Scan", "dynamodb:ConditionCheckItem"] : counterActions,
             Resource: p.countersTableArn,
         },
         ...(p.tableArn === p.countersTableArn
@@ -44,7 +46,14 @@ export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
                   {
                       Sid: "ReadAndSettleItems",
                       Effect: "Allow" as const,
-                      Action: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+                      Action: [
+                          "dynamodb:GetItem",
+                          "dynamodb:Query",
+                          "dynamodb:Scan",
+                          "dynamodb:UpdateItem",
+                          "dynamodb:DeleteItem",
+                          "dynamodb:ConditionCheckItem",
+                      ],
                       Resource: p.tableArn,
                   },
               ]),

@@ -30,7 +30,7 @@ export type FaultKind =
 export const FAULT_KINDS: readonly FaultKind[] = ["conflict", "throttle", "500-before", "500-after"];
 
 const WRITES = new Set(["PutItemCommand", "UpdateItemCommand", "DeleteItemCommand", "TransactWriteItemsCommand"]);
-const READS = new Set(["GetItemCommand", "QueryCommand"]);
+const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand"]);
 
 export interface FaultOptions {
     /** Probability in [0, 1] that one attempt of a covered command fails. */

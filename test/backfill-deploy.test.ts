@@ -54,7 +54,7 @@ describe("backfill Lambda handler on DynamoDB Local", function () {
         // Assess
         assert.deepEqual(started, { action: "started", runId: "deploy-1" });
         const ran = results.map((r) => (r.action === "ran" ? r : assert.fail(`unexpected ${r.action}`)));
-        assert.ok(ran.length >= 3, `the run took ${ran.length} invocations`);
+        assert.ok(ran.length >= 2, `the run took ${ran.length} invocations: it never continued itself`);
         assert.deepEqual(
             ran.map((r) => r.generation),
             ran.map((_, i) => i + 1),
@@ -135,7 +135,7 @@ describe("backfill on deploy (component under Pulumi mocks)", () => {
             HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
             HYBRID_COUNTER_PREFIX: "#counter#",
             HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
-            HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-table",
+            HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
             HYBRID_COUNTER_SELECTION: '{"kind":"client"}',
             HYBRID_COUNTER_BACKFILL_MODE: "strict",
             HYBRID_COUNTER_BACKFILL_SEGMENTS: "8",
@@ -146,7 +146,7 @@ describe("backfill on deploy (component under Pulumi mocks)", () => {
             JSON.parse(policy.inputs.policy as string),
             backfillPolicy({
                 tableArn: TABLE_ARN,
-                countersTableArn: TABLE_ARN,
+                countersTableArn: `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-counters`,
                 functionArn: FUNCTION_ARN,
                 logGroupArn: `arn:aws:logs:us-east-1:${ACCOUNT}:log-group:orders-backfill-logs`,
                 tracing: false,

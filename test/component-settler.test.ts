@@ -4,6 +4,7 @@ import { findResource, resourcesOfType, runProgram, type RecordedResource } from
 
 const ACCOUNT = "123456789012";
 const TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-table`;
+const COUNTERS_TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-counters`;
 const FATAL_DLQ_ARN = `arn:aws:sqs:us-east-1:${ACCOUNT}:orders-fatal-dlq`;
 const FATAL_DLQ_URL = `https://sqs.us-east-1.amazonaws.com/${ACCOUNT}/orders-fatal-dlq`;
 const SETTLER_ARN = `arn:aws:lambda:us-east-1:${ACCOUNT}:function:orders-settler`;
@@ -25,17 +26,23 @@ describe("HybridCounterComponent settler", () => {
         assert.deepEqual(policy, {
             Version: "2012-10-17",
             Statement: [
-                { Sid: "QueryHealIndex", Effect: "Allow", Action: ["dynamodb:Query"], Resource: `${TABLE_ARN}/index/heal-index` },
+                { Sid: "QueryHealIndex", Effect: "Allow", Action: ["dynamodb:Query"], Resource: `${COUNTERS_TABLE_ARN}/index/heal-index` },
                 {
                     Sid: "HealAndSettle",
+                    Effect: "Allow",
+                    Action: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+                    Resource: COUNTERS_TABLE_ARN,
+                },
+                {
+                    Sid: "ReadAndSettleItems",
                     Effect: "Allow",
                     Action: [
                         "dynamodb:GetItem",
                         "dynamodb:Query",
-                        "dynamodb:PutItem",
+                        "dynamodb:Scan",
                         "dynamodb:UpdateItem",
                         "dynamodb:DeleteItem",
-                        "dynamodb:Scan",
+                        "dynamodb:ConditionCheckItem",
                     ],
                     Resource: TABLE_ARN,
                 },
@@ -62,9 +69,10 @@ describe("HybridCounterComponent settler", () => {
         assert.deepEqual(fn.inputs.loggingConfig, { logFormat: "Text", logGroup: "orders-settler-logs" });
         assert.deepEqual(fn.inputs.environment.variables, {
             HYBRID_COUNTER_TABLE_NAME: "orders-table",
+            HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
+            HYBRID_COUNTER_COUNTED_ITEMS: "client",
             HYBRID_COUNTER_PARTITION_KEY: "pk",
             HYBRID_COUNTER_SORT_KEY: "sk",
-            HYBRID_COUNTER_PROCESSED_ATTRIBUTE: "counter_processed",
             HYBRID_COUNTER_DELETED_ATTRIBUTE: "deleted",
             HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
             HYBRID_COUNTER_PREFIX: "#counter#",
@@ -78,6 +86,7 @@ describe("HybridCounterComponent settler", () => {
         const order = fn.dependencies.map((urn) => urn.split("::").at(-1)).sort();
         // Explicit dependsOn (log group, policy) plus input dependencies (role, table, fatal DLQ).
         assert.deepEqual(order, [
+            "orders-counters",
             "orders-fatal-dlq",
             "orders-settler-logs",
             "orders-settler-policy",
@@ -142,7 +151,7 @@ describe("HybridCounterComponent settler", () => {
             off.filter((r) => r.name.startsWith("orders-settler")).map((r) => r.name),
             [],
         );
-        assert.equal(off.length, 24);
+        assert.equal(off.length, 25);
         const body = JSON.parse(findResource(off, "aws:cloudwatch/dashboard:Dashboard", "orders-dashboard").inputs.dashboardBody as string);
         assert.equal(body.widgets.length, 12);
         assert.equal(resourcesOfType(off, "aws:cloudwatch/metricAlarm:MetricAlarm").length, 7);

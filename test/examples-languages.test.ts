@@ -197,7 +197,7 @@ describe("examples/yaml-program against the schema", () => {
         assert.deepEqual(problems, [
             'batchSize: expected a number, found "200"',
             `partition_key is not an input of ${COMPONENT_TYPE}`,
-            'disabledAlarms[0]: "consumerLag" is not one of consumerIteratorAge, consumerErrors, consumerThrottles, firstDlqDepth, fatalDlqDepth, redriveErrors',
+            'disabledAlarms[0]: "consumerLag" is not one of consumerIteratorAge, consumerErrors, consumerThrottles, firstDlqDepth, firstDlqAge, fatalDlqDepth, redriveErrors',
             'table: expected a reference to a aws:dynamodb/table:Table, found {"ref":"q","type":"aws:sqs:Queue"}',
         ]);
     });

@@ -159,7 +159,7 @@ describe("examples and the root program", () => {
             const component = findResource(run.resources, COMPONENT, "orders-counter");
             const children = run.resources.filter((r) => r.parent === component.urn);
             // The 22 children of an attached component (every role but -table), plus the alarm topic.
-            assert.equal(children.length, 31);
+            assert.equal(children.length, 32);
             assert.deepEqual(
                 children.filter((r) => r.type === "aws:sns/topic:Topic").map((r) => r.name),
                 ["orders-counter-alarm-topic"],

@@ -15,7 +15,7 @@ function insert(key: string, id: string): DynamoDBRecord {
         dynamodb: {
             SequenceNumber: String(++sequence),
             Keys: { pk: { S: key }, sk: { S: id } },
-            NewImage: { pk: { S: key }, sk: { S: id }, counter_processed: { BOOL: false } },
+            NewImage: { pk: { S: key }, sk: { S: id }, counter_token: { S: `t-${id}` } },
         },
     };
 }
@@ -27,16 +27,30 @@ function softDelete(key: string, id: string): DynamoDBRecord {
         dynamodb: {
             SequenceNumber: String(++sequence),
             Keys: { pk: { S: key }, sk: { S: id } },
-            OldImage: { pk: { S: key }, sk: { S: id }, counter_processed: { BOOL: true } },
-            NewImage: { pk: { S: key }, sk: { S: id }, counter_processed: { BOOL: true }, deleted: { BOOL: true } },
+            OldImage: { pk: { S: key }, sk: { S: id }, counter_token: { S: `t-${id}` } },
+            NewImage: { pk: { S: key }, sk: { S: id }, counter_token: { S: `t-${id}` }, deleted: { BOOL: true } },
         },
     };
 }
 
+/** The marker write that counts a creation (the marker model: markers in the counters table). */
 const counted = (key: string, id: string): TransactWriteItem => ({
-    Update: { TableName: "t", Key: { pk: { S: key }, sk: { S: id } }, UpdateExpression: "SET #p = :true" },
+    Update: {
+        TableName: "t-counters",
+        Key: { pk: { S: key }, sk: { S: `#counter#item#${id}` } },
+        UpdateExpression: "SET #state = :target, #seq = :seq",
+        ExpressionAttributeValues: { ":target": { S: "counted" }, ":seq": { S: "1" } },
+    },
 });
-const removed = (key: string, id: string): TransactWriteItem => ({ Delete: { TableName: "t", Key: { pk: { S: key }, sk: { S: id } } } });
+/** The marker write that counts a deletion. */
+const removed = (key: string, id: string): TransactWriteItem => ({
+    Update: {
+        TableName: "t-counters",
+        Key: { pk: { S: key }, sk: { S: `#counter#item#${id}` } },
+        UpdateExpression: "SET #state = :target, #seq = :seq",
+        ExpressionAttributeValues: { ":target": { S: "uncounted" }, ":seq": { S: "2" } },
+    },
+});
 const counterDelta = (key: string): TransactWriteItem => ({
     Update: { TableName: "t", Key: { pk: { S: key }, sk: { S: "#counter#eventual" } }, UpdateExpression: "ADD #c :d" },
 });
@@ -131,7 +145,7 @@ describe("the lag meter on DynamoDB Local", () => {
         const dynamodb = engine().dynamodb();
         await createCounterTable(dynamodb, "lag-meter");
         await dynamodb.send(
-            new PutItemCommand({ TableName: "lag-meter", Item: { pk: { S: "k" }, sk: { S: "a" }, counter_processed: { BOOL: false } } }),
+            new PutItemCommand({ TableName: "lag-meter", Item: { pk: { S: "k" }, sk: { S: "a" }, counter_token: { S: "t-a" } } }),
         );
         const meter = new LagMeter(DEFAULT_LAYOUT);
         meter.wrote({ key: "k", id: "a", delta: 1, at: Date.now() });
@@ -153,9 +167,9 @@ describe("the lag meter on DynamoDB Local", () => {
                         {
                             Update: {
                                 TableName: "lag-meter",
-                                Key: { pk: { S: "k" }, sk: { S: "a" } },
-                                UpdateExpression: "SET counter_processed = :t",
-                                ExpressionAttributeValues: { ":t": { BOOL: true } },
+                                Key: { pk: { S: "k" }, sk: { S: "#counter#item#a" } },
+                                UpdateExpression: "SET hc_state = :target",
+                                ExpressionAttributeValues: { ":target": { S: "counted" } },
                             },
                         },
                     ],

@@ -4,7 +4,7 @@
  * - imports hybrid-counter, hybrid-counter/runtime, hybrid-counter/runtime/client and hybrid-counter/policy;
  * - type-checks under Pulumi's template settings (moduleResolution node) and under node16 and bundler,
  *   resolving every subpath to the package's .d.ts files;
- * - runs under Pulumi mocks to the component's 24 resources, deploying the bundles a build in the
+ * - runs under Pulumi mocks to the component's 33 resources, deploying the bundles a build in the
  *   repository writes, byte for byte;
  * - runs the policy pack from the installed package, as `pulumi preview --policy-pack` would.
  */
@@ -232,6 +232,7 @@ describe("the npm package, packed and installed into a new project outside the r
             assert.deepEqual(Object.keys(manifest.dependencies).sort(), [
                 "@aws-sdk/client-dynamodb",
                 "@aws-sdk/client-dynamodb-streams",
+                "@aws-sdk/client-lambda",
                 "@aws-sdk/client-sqs",
                 "@aws-sdk/util-dynamodb",
                 "@pulumi/aws",
@@ -335,7 +336,7 @@ describe("the npm package, packed and installed into a new project outside the r
             });
         }
 
-        it("runs under Pulumi mocks to the 24 resources, deploying bundles byte-identical to a build in the repository", async () => {
+        it("runs under Pulumi mocks to the 33 resources, deploying bundles byte-identical to a build in the repository", async () => {
             // Prepare
             const emitted = await checks.node!;
             assert.equal(emitted.code, 0, typeErrors(emitted.output).join("\n"));
@@ -347,7 +348,7 @@ describe("the npm package, packed and installed into a new project outside the r
                 resources: Array<{ type: string; name: string; code?: string[] }>;
             };
             // Assess
-            assert.equal(resources.length, 24);
+            assert.equal(resources.length, 33);
             assert.deepEqual(resources[0], { type: "hybrid-counter:index:HybridCounterComponent", name: "orders" });
             assert.deepEqual(entryPoints, {
                 env: "HYBRID_COUNTER_TABLE_NAME",
@@ -364,10 +365,12 @@ describe("the npm package, packed and installed into a new project outside the r
                         [path.join(project, "node_modules", "hybrid-counter", "dist", "bundles", "stream-consumer", "index.js")],
                     ],
                     ["orders-redrive", [path.join(project, "node_modules", "hybrid-counter", "dist", "bundles", "redrive", "index.js")]],
+                    ["orders-settler", [path.join(project, "node_modules", "hybrid-counter", "dist", "bundles", "settler", "index.js")]],
                 ],
             );
             assert.ok(readFileSync(functions[0]!.code![0]!).equals(readFileSync(rebuilt["stream-consumer"]!)), "stream consumer bundle");
             assert.ok(readFileSync(functions[1]!.code![0]!).equals(readFileSync(rebuilt.redrive!)), "redrive bundle");
+            assert.ok(readFileSync(functions[2]!.code![0]!).equals(readFileSync(rebuilt.settler!)), "settler bundle");
         });
 
         it("runs the policy pack from node_modules/hybrid-counter/dist/policy, as pulumi preview --policy-pack loads it", async () => {

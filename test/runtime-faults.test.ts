@@ -115,7 +115,12 @@ describe("counting under injected faults on DynamoDB Local", () => {
         assert.equal(before.eventual, 0, "nothing was counted while the consumer failed");
 
         fixture.consumerFaults!.rate = 0;
-        const redriven = await fixture.redriveAll();
+        // SQS hands a message the redrive could not finish within its budget back to it, up to the
+        // first DLQ's maxReceiveCount (5) before moving it on to the fatal queue.
+        let redriven = 0;
+        for (let receive = 0; receive < 5 && fixture.queues.messages(FIRST_DLQ_URL).length > 0; receive++) {
+            redriven += await fixture.redriveAll();
+        }
 
         assert.equal(redriven, dead);
         assert.equal(fixture.queues.messages(FIRST_DLQ_URL).length, 0);

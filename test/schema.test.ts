@@ -299,11 +299,11 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             return { typescript, constructed };
         }
 
-        it("builds the same 32 resources with the same inputs as the TypeScript constructor, and returns every output", async () => {
+        it("builds the same 33 resources with the same inputs as the TypeScript constructor, and returns every output", async () => {
             // Act
             const { typescript, constructed } = await bothWays(() => ({}));
             // Assess
-            assert.equal(constructed.resources.length, 32);
+            assert.equal(constructed.resources.length, 33);
             assert.deepEqual(shape(constructed.resources), shape(typescript.resources));
             assert.deepEqual(constructed.result.keys, Object.keys(component.properties));
             assert.deepEqual(constructed.result.values, typescript.result);
@@ -324,7 +324,7 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             const { typescript, constructed } = await bothWays(args);
             // Assess
             assert.deepEqual(shape(constructed.resources), shape(typescript.resources));
-            assert.equal(constructed.resources.length, 30);
+            assert.equal(constructed.resources.length, 31);
             const table = constructed.resources.find((r) => r.name === "orders-table")!;
             assert.deepEqual([table.inputs.billingMode, table.inputs.readCapacity, table.inputs.writeCapacity], ["PROVISIONED", 5, 5]);
             assert.deepEqual(constructed.resources.find((r) => r.name === "orders-consumer")!.inputs.architectures, ["x86_64"]);
