@@ -65,7 +65,8 @@ export function resolveClientOptions(
 ): ResolvedClientOptions {
     const problems: string[] = [];
     const layout = layoutWithDefaults(options);
-    problems.push(...layoutProblems(layout));
+    // The selection is checked below, once, under the client's own option names ([selection.*]).
+    problems.push(...layoutProblems(layout).filter((p) => !p.startsWith("[counted")));
     checkTableName(options.tableName, "tableName", problems);
     if (options.countersTableName !== undefined) {
         checkTableName(options.countersTableName, "countersTableName", problems);
