@@ -14,7 +14,7 @@
  */
 import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { ClientConfig } from "./client-validation";
-import { bestEffortSortKey, COUNTER_ATTRIBUTES, HEAL_SHARDS } from "./config";
+import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "./config";
 import { isRetryable } from "./counting";
 import { sendOnce, withRetries, type CallDeadline } from "./retry";
 
@@ -31,20 +31,8 @@ export interface BestEffortFailure {
 
 export type Reservation = { outcome: "reserved"; value: number } | { outcome: "limit"; value: number } | { outcome: "failed" };
 
-/** FNV-1a (32 bit) of the key's UTF-8 bytes. */
-function fnv1a(text: string): number {
-    let hash = 0x811c9dc5;
-    for (const byte of Buffer.from(text, "utf8")) {
-        hash ^= byte;
-        hash = Math.imul(hash, 0x01000193) >>> 0;
-    }
-    return hash >>> 0;
-}
-
-/** The heal-index shard of a counter key: String(fnv1a(key) % HEAL_SHARDS). */
-export function healShard(key: string): string {
-    return String(fnv1a(key) % HEAL_SHARDS);
-}
+/** The heal-index shard of a counter key: one definition, shared with the settler (config.ts). */
+export { healShard };
 
 export class BestEffortCounter {
     constructor(
