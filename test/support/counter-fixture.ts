@@ -151,17 +151,20 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         clientFaults,
         consumerFaults,
         async redriveAll() {
+            // As the component maps the first DLQ: one message per redrive invocation, each with its own budget.
             const messages = queues.receive(FIRST_DLQ_URL, 1_000);
-            const response = await redrive(
-                sqsEvent(messages, "arn:aws:sqs:us-east-1:000000000000:first-dlq"),
-                lambdaContext("redrive", timeoutMs),
-            );
-            const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-            queues.release(
-                FIRST_DLQ_URL,
-                messages.filter((m) => failed.has(m.messageId)),
-            );
-            return messages.length - failed.size;
+            const failedMessages = [];
+            for (const message of messages) {
+                const response = await redrive(
+                    sqsEvent([message], "arn:aws:sqs:us-east-1:000000000000:first-dlq"),
+                    lambdaContext("redrive", timeoutMs),
+                );
+                if (response.batchItemFailures.some((f) => f.itemIdentifier === message.messageId)) {
+                    failedMessages.push(message);
+                }
+            }
+            queues.release(FIRST_DLQ_URL, failedMessages);
+            return messages.length - failedMessages.length;
         },
         async snapshot(key) {
             return snapshot(reader, tableName, layout, key, countersTableName);
