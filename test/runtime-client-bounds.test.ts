@@ -615,6 +615,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             const errors: string[] = [];
             let created = 0;
             let deleted = 0;
+            let createCalls = 0;
             let running = 5;
             const worker = async () => {
                 for (let op = 0; op < 30; op++) {
@@ -623,6 +624,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
                     const roll = random();
                     try {
                         if (roll < 0.45) {
+                            createCalls++;
                             created += (await fixture.client.tryCreate(key, id, limit)).created ? 1 : 0;
                         } else if (roll < 0.55 && mode === "utilization") {
                             created += (await fixture.client.create(key, id)).created ? 1 : 0;
@@ -654,7 +656,12 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
 
             assert.deepEqual(violations, []);
             assert.ok(observations > 10, `${observations} observations`);
-            assert.ok(created > 5 && deleted > 5, `${created} created, ${deleted} deleted`);
+            // Held slots (strict, limit 2) can refuse most creates under 20% faults: the history must still have
+            // asked for many, and created and deleted some.
+            assert.ok(
+                createCalls > 20 && created > 0 && deleted > 0,
+                `${createCalls} tryCreate calls, ${created} created, ${deleted} deleted`,
+            );
             const allowed = ["ProvisionedThroughputExceededException", "InternalServerError", "TransactionConflictException"];
             assert.deepEqual(
                 errors.filter((name) => !allowed.includes(name)),
