@@ -4,13 +4,7 @@
  * entities under the same key, soft-deleted items, items over 100 KB). Used by the tests, the twin and
  * the benchmark. `expectedLive` is the ground truth the backfill must reach.
  */
-import {
-    BatchWriteItemCommand,
-    CreateTableCommand,
-    type AttributeValue,
-    type DynamoDBClient,
-    type WriteRequest,
-} from "@aws-sdk/client-dynamodb";
+import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { DEFAULT_LAYOUT, type CounterTableLayout } from "../runtime/config";
 import type { ItemSelection } from "../runtime/selection";
 import { seededRandom } from "./faults";
@@ -127,24 +121,5 @@ export async function writeItems(
     );
 }
 
-/** A counters table as the component creates it: the user table's key names, on demand, no stream. */
-export async function createCountersTable(
-    dynamodb: DynamoDBClient,
-    tableName: string,
-    layout: Pick<CounterTableLayout, "partitionKey" | "sortKey"> = DEFAULT_LAYOUT,
-): Promise<void> {
-    await dynamodb.send(
-        new CreateTableCommand({
-            TableName: tableName,
-            BillingMode: "PAY_PER_REQUEST",
-            AttributeDefinitions: [
-                { AttributeName: layout.partitionKey, AttributeType: "S" },
-                { AttributeName: layout.sortKey, AttributeType: "S" },
-            ],
-            KeySchema: [
-                { AttributeName: layout.partitionKey, KeyType: "HASH" },
-                { AttributeName: layout.sortKey, KeyType: "RANGE" },
-            ],
-        }),
-    );
-}
+/** The counters table as the component creates it: one definition, in table.ts. */
+export { createCountersTable } from "./table";
