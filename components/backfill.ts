@@ -141,6 +141,8 @@ export interface BackfillResourcesInputs {
     readonly tracing: boolean;
     readonly logRetentionInDays: number;
     readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+    /** False when an attached table's settings are wrong: the invocation then sends "skip". @default true */
+    readonly tableUsable?: pulumi.Input<boolean>;
 }
 
 export interface BackfillResources {
@@ -216,8 +218,8 @@ export function createBackfillResources(name: string, parent: pulumi.Resource, i
         {
             functionName: fn.name,
             input: pulumi
-                .all([pulumi.output(enabled), runId])
-                .apply(([on, id]) => JSON.stringify({ action: on ? "start" : "skip", runId: id })),
+                .all([pulumi.output(enabled), runId, i.tableUsable ?? true])
+                .apply(([on, id, usable]) => JSON.stringify({ action: on && usable ? "start" : "skip", runId: id })),
             // A new run id replaces the invocation, which starts the new run.
             triggers: { runId },
         },

@@ -131,6 +131,9 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     /** IAM policy document (JSON) with exactly the actions `HybridCounterClient` calls, on both tables. */
     public readonly apiPolicyDocument: pulumi.Output<string>;
 
+    /** Settles once an attached table's settings are checked (see ready()); resolved when nothing is attached. */
+    private readonly tableCheck: Promise<void> = Promise.resolve();
+
     constructor(name: string, args: HybridCounterComponentArgs = {}, opts: pulumi.ComponentResourceOptions = {}) {
         // Everything is checked before the component itself registers, so bad args create nothing.
         validateHybridCounterArgs(args);
@@ -156,24 +159,26 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         // wrong table is never read. The settings are checked apart from the ARN, so that the check also runs
         // during preview, when a same-program table's settings are known but its stream ARN is not.
         let layout: pulumi.Output<CounterTableLayout> = pulumi.output(layoutFromArgs(args));
-        let mappingSourceArn: pulumi.Output<string> = streamArn;
+        let mappingEnabled: pulumi.Output<boolean> | undefined;
         if (attaching) {
             layout = pulumi
                 .all([table.hashKey, table.rangeKey])
                 .apply(([hashKey, rangeKey]) => layoutFromArgs(args, { hashKey, rangeKey }));
-            const checked = pulumi
+            const problems = pulumi
                 .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey, table.attributes])
-                .apply(([streamEnabled, streamViewType, hashKey, rangeKey, attributes]) => {
-                    const problems = attachedTableProblems(
+                .apply(([streamEnabled, streamViewType, hashKey, rangeKey, attributes]) =>
+                    attachedTableProblems(
                         { streamEnabled, streamViewType, hashKey, rangeKey, attributes },
                         { partitionKey: args.partitionKey, sortKey: args.sortKey },
-                    );
-                    if (problems.length > 0) {
-                        throw new HybridCounterArgsError(problems);
-                    }
-                    return true;
-                });
-            mappingSourceArn = pulumi.all([checked, streamArn]).apply(([, arn]) => arn);
+                    ),
+                );
+            // No resource input and no output ever rejects (a rejected Output is a burst of unhandled rejections
+            // under mocks): the stream mapping is registered disabled, so a wrong table is never read, and the one
+            // rejection is ready()'s, which fails `pulumi up` with the problems (see ready()).
+            mappingEnabled = problems.apply((list) => list.length === 0);
+            this.tableCheck = new Promise<void>((resolve, reject) => {
+                problems.apply((list) => (list.length > 0 ? reject(new HybridCounterArgsError(list)) : resolve()));
+            });
         }
         const placement = args.counterPlacement ?? D.counterPlacement;
         const countersTable =
@@ -308,7 +313,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             `${name}-stream-mapping`,
             {
                 functionName: consumer.arn,
-                eventSourceArn: mappingSourceArn,
+                eventSourceArn: streamArn,
+                ...(mappingEnabled === undefined ? {} : { enabled: mappingEnabled }),
                 startingPosition: FIXED.startingPosition,
                 batchSize: args.batchSize ?? D.batchSize,
                 maximumBatchingWindowInSeconds: args.maximumBatchingWindowInSeconds ?? D.maximumBatchingWindowInSeconds,
@@ -343,6 +349,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             table: { name: table.name, arn: table.arn },
             countersTable: { name: countersTableName, arn: countersTableArn },
             bundle: HybridCounterComponent.bundlePaths.backfill,
+            tableUsable: mappingEnabled,
             lambdaRuntime,
             architecture,
             tracing,
@@ -510,11 +517,25 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     }
 
     /**
-     * Grants an API's role exactly what HybridCounterClient calls, on both tables: an inline policy named
-     * `name` (a child of this component) on `role` (a role's name), holding `apiPolicyDocument`.
+     * Resolves once an attached table's stream and keys are checked, and rejects with a
+     * HybridCounterArgsError naming [table] when they are wrong (a created table always passes). A
+     * table's settings are Outputs, known only after the constructor returns, so this is where a wrong
+     * table surfaces: unawaited, the rejection fails `pulumi up` with the problems and no stack trace
+     * (the error is a RunError); in a unit test under mocks, `await component.ready()` fails cleanly.
+     * Either way the stream mapping is registered disabled and no backfill starts, so the table is never read.
      */
-    grantApiAccess(name: string, role: pulumi.Input<string>): aws.iam.RolePolicy {
-        return new aws.iam.RolePolicy(name, { role, policy: this.apiPolicyDocument }, { parent: this });
+    ready(): Promise<void> {
+        return this.tableCheck;
+    }
+
+    /**
+     * Grants an API's role exactly what HybridCounterClient calls, on both tables: an inline policy named
+     * `name` (a child of this component) on `role` (an aws.iam.Role, or a role's name), holding
+     * `apiPolicyDocument`.
+     */
+    grantApiAccess(name: string, role: aws.iam.Role | pulumi.Input<string>): aws.iam.RolePolicy {
+        const roleName = role instanceof aws.iam.Role ? role.name : role;
+        return new aws.iam.RolePolicy(name, { role: roleName, policy: this.apiPolicyDocument }, { parent: this });
     }
 
     /** The user's table attached by resource or by ARN (read with getTableOutput). */

@@ -17,7 +17,7 @@ import {
 } from "./defaults";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
-export class HybridCounterArgsError extends Error {
+export class HybridCounterArgsError extends pulumi.RunError {
     constructor(readonly problems: readonly string[]) {
         super(`invalid HybridCounterComponent args:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
         this.name = "HybridCounterArgsError";

@@ -201,6 +201,30 @@ describe("HybridCounterComponent", () => {
             });
         });
 
+        it("grants an API's role the client's policy, given the Role or its name", async () => {
+            // Act
+            const { resources } = await runProgramWithResult(() => {
+                const counter = new HybridCounterComponent("orders", {});
+                const role = new aws.iam.Role("api-role", { name: "api-role", assumeRolePolicy: "{}" });
+                counter.grantApiAccess("api-counter", role);
+                counter.grantApiAccess("worker-counter", "worker-role");
+                return counter;
+            });
+
+            // Assess
+            const grants = resourcesOfType(resources, "aws:iam/rolePolicy:RolePolicy").filter((r) => r.name.endsWith("-counter"));
+            assert.deepEqual(grants.map((g) => [g.name, g.inputs.role, g.parent]).sort(), [
+                ["api-counter", "api-role", findResource(resources, "hybrid-counter:index:HybridCounterComponent", "orders").urn],
+                ["worker-counter", "worker-role", findResource(resources, "hybrid-counter:index:HybridCounterComponent", "orders").urn],
+            ]);
+            for (const grant of grants) {
+                assert.deepEqual(
+                    (JSON.parse(grant.inputs.policy as string) as { Statement: Array<{ Sid: string }> }).Statement.map((s) => s.Sid),
+                    ["WriteResourceItems", "ReadAndWriteCounters"],
+                );
+            }
+        });
+
         it("parents every child to the component", () => {
             // Prepare
             const root = get("hybrid-counter:index:HybridCounterComponent", "orders");
@@ -961,10 +985,9 @@ describe("HybridCounterComponent", () => {
             const counters = findResource(resources, "aws:dynamodb/table:Table", "orders-counters").inputs;
             assert.deepEqual([counters.hashKey, counters.rangeKey], ["tenantId", "orderId"]);
             assert.equal(resources.length, 33);
-            assert.equal(
-                findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
-                stream,
-            );
+            const mapping = findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs;
+            assert.deepEqual([mapping.eventSourceArn, mapping.enabled], [stream, true]);
+            assert.equal(await result.ready(), undefined);
             const statements = policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement;
             assert.deepEqual(
                 statements
@@ -1090,27 +1113,53 @@ describe("HybridCounterComponent", () => {
                 {},
             ],
         ] as Array<[string, Partial<aws.dynamodb.TableArgs>, string[], HybridCounterComponentArgs]>) {
-            it(`fails the deployment naming [table] for a table ${title}, creating no stream mapping`, async () => {
-                // Act
+            it(`ready() rejects naming [table] for a table ${title}, with no unhandled rejection, and the mapping registered disabled`, async () => {
+                // Act: a unit test of the user's program awaits ready() beside the component.
+                let outcome: Promise<unknown> = Promise.resolve("not attached");
                 const { resources, errors } = await runProgramWithResult(
+                    () => {
+                        const component = new HybridCounterComponent("orders", {
+                            ...given,
+                            backfillOnDeploy: true,
+                            table: new aws.dynamodb.Table("app", tableArgs(overrides)),
+                        });
+                        outcome = component.ready().then(
+                            () => "resolved",
+                            (error: unknown) => error,
+                        );
+                        return component;
+                    },
+                    { captureErrors: true },
+                );
+                const error = await outcome;
+
+                // Assess
+                assert.deepEqual(errors, []);
+                assert.ok(error instanceof HybridCounterArgsError);
+                assert.ok(pulumi.RunError.isInstance(error), "a RunError: Pulumi reports it without a stack trace");
+                assert.deepEqual(error.problems, problems);
+                assert.equal(error.message, `invalid HybridCounterComponent args:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+                assert.equal(
+                    findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.enabled,
+                    false,
+                );
+                assert.deepEqual(
+                    JSON.parse(findResource(resources, "aws:lambda/invocation:Invocation", "orders-backfill-start").inputs.input as string),
+                    { action: "skip", runId: "deploy-1" },
+                );
+            });
+
+            it(`fails the program naming [table] for a table ${title} when ready() is not awaited, and only once`, async () => {
+                // Act
+                const { errors } = await runProgramWithResult(
                     () => new HybridCounterComponent("orders", { ...given, table: new aws.dynamodb.Table("app", tableArgs(overrides)) }),
                     { captureErrors: true },
                 );
 
-                // Assess
-                assert.ok(errors.length > 0);
-                for (const error of errors) {
-                    assert.ok(error instanceof HybridCounterArgsError);
-                    assert.deepEqual(error.problems, problems);
-                    assert.equal(
-                        error.message,
-                        `error serializing property "eventSourceArn": invalid HybridCounterComponent args:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
-                    );
-                }
-                assert.deepEqual(
-                    resourcesOfType(resources, "aws:lambda/eventSourceMapping:EventSourceMapping").map((m) => m.name),
-                    ["orders-redrive-mapping"],
-                );
+                // Assess: the one rejection Pulumi's program host turns into a failed update.
+                assert.equal(errors.length, 1);
+                assert.ok(errors[0] instanceof HybridCounterArgsError);
+                assert.deepEqual(errors[0].problems, problems);
             });
         }
     });
