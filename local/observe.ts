@@ -14,6 +14,14 @@ export interface KeySnapshot {
     readonly softDeleted: number;
 }
 
+/** A snapshot with what only some checks need. */
+export interface KeyObservation extends KeySnapshot {
+    /** Of `live`, the items the client wrote (they carry its token): the ones best-effort covers. */
+    readonly clientLive: number;
+    /** Query pages it took. */
+    readonly pages: number;
+}
+
 /**
  * Reads a key's partition with strongly consistent Queries: in the user's table, and in the counters
  * table when it is another one. In the same-table placement, when the partition fits one page (1 MB),
@@ -25,12 +33,13 @@ export async function snapshotKey(
     layout: CounterTableLayout,
     key: string,
     countersTableName: string = tableName,
-): Promise<KeySnapshot & { pages: number }> {
+): Promise<KeyObservation> {
     let bestEffort = 0;
     let eventual = 0;
     let live = 0;
     let counted = 0;
     let softDeleted = 0;
+    let clientLive = 0;
     let pages = 0;
     const tables = countersTableName === tableName ? [tableName] : [countersTableName, tableName];
     for (const table of tables) {
@@ -60,6 +69,9 @@ export async function snapshotKey(
                 } else if (table === tableName) {
                     if (isLive(item, layout)) {
                         live++;
+                        if (item[layout.tokenAttribute] !== undefined) {
+                            clientLive++;
+                        }
                     } else if (isSelected(item, layout) && isSoftDeleted(item, layout)) {
                         softDeleted++;
                     }
@@ -68,5 +80,5 @@ export async function snapshotKey(
             start = page.LastEvaluatedKey;
         } while (start);
     }
-    return { bestEffort, eventual, live, counted, softDeleted, pages };
+    return { bestEffort, eventual, live, counted, softDeleted, clientLive, pages };
 }

@@ -14,7 +14,7 @@ import type { LocalEngine } from "../../local/engine";
 import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../../local/faults";
 import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/mapping-emulator";
 import { lambdaContext } from "../../local/lambda-context";
-import { snapshotKey, type KeySnapshot } from "../../local/observe";
+import { snapshotKey, type KeyObservation, type KeySnapshot } from "../../local/observe";
 import { LocalQueues, sqsEvent } from "../../local/sqs";
 import { createCounterTable, createCountersTable } from "../../local/table";
 
@@ -77,11 +77,14 @@ export interface CounterFixture {
     /** Redrives every message in the first DLQ once; returns how many were fully counted. */
     redriveAll(): Promise<number>;
     snapshot(key: string): Promise<Snapshot>;
+    /** The snapshot with the live items the client wrote (best-effort's own share). */
+    observe(key: string): Promise<Observation>;
     keys(): Promise<string[]>;
     close(): void;
 }
 
 export type Snapshot = KeySnapshot;
+export type Observation = Omit<KeyObservation, "pages">;
 
 export async function counterFixture(engine: LocalEngine, options: FixtureOptions = {}): Promise<CounterFixture> {
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...options.layout };
@@ -167,7 +170,11 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
             return messages.length - failedMessages.length;
         },
         async snapshot(key) {
-            return snapshot(reader, tableName, layout, key, countersTableName);
+            const { clientLive: _, ...s } = await observe(reader, tableName, layout, key, countersTableName);
+            return s;
+        },
+        async observe(key) {
+            return observe(reader, tableName, layout, key, countersTableName);
         },
         async keys() {
             const keys = new Set<string>();
@@ -200,6 +207,17 @@ export async function snapshot(
     key: string,
     countersTableName: string = tableName,
 ): Promise<Snapshot> {
+    const { clientLive: _, ...s } = await observe(reader, tableName, layout, key, countersTableName);
+    return s;
+}
+
+async function observe(
+    reader: DynamoDBClient,
+    tableName: string,
+    layout: CounterTableLayout,
+    key: string,
+    countersTableName: string,
+): Promise<Observation> {
     const { pages, ...s } = await snapshotKey(reader, tableName, layout, key, countersTableName);
     const expected = countersTableName === tableName ? 1 : 2;
     assert.equal(pages, expected, `key ${key} spans ${pages} pages: the snapshot would not be one observation per table`);
@@ -227,7 +245,7 @@ export async function observeWhile<T>(
     fixture: CounterFixture,
     keys: readonly string[],
     work: Promise<T>,
-    invariant: (s: Snapshot) => string | undefined,
+    invariant: (s: Observation) => string | undefined,
 ): Promise<{ result: T; observations: number; violations: string[] }> {
     let done = false;
     const settled = work.finally(() => {
@@ -238,7 +256,7 @@ export async function observeWhile<T>(
     const observe = async () => {
         for (let i = 0; !done; i++) {
             const key = keys[i % keys.length]!;
-            const s = await fixture.snapshot(key);
+            const s = await fixture.observe(key);
             observations++;
             const problem = invariant(s);
             if (problem) {
@@ -252,6 +270,20 @@ export async function observeWhile<T>(
 
 export const utilizationInvariant = (s: Snapshot): string | undefined =>
     s.bestEffort > s.live ? `best-effort ${s.bestEffort} > live ${s.live}` : undefined;
+
+/**
+ * Strict mode while a table is adopted: best-effort covers the items the client wrote (the backfill adds
+ * the others as it reaches them), and the client never admitted one past the limit. Items that existed
+ * before, or that other writers put, may take `live` past the limit: they were never the client's to refuse.
+ */
+export const strictAdoptionInvariant =
+    (limit: number) =>
+    (s: Observation): string | undefined =>
+        s.bestEffort < s.clientLive
+            ? `best-effort ${s.bestEffort} < client-written live ${s.clientLive}`
+            : s.clientLive > limit
+              ? `client-written live ${s.clientLive} > limit ${limit}`
+              : undefined;
 
 export const strictInvariant =
     (limit: number) =>
