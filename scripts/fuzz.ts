@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { startEngine } from "../local/engine";
-import { generateHistory, type History, type Mode } from "../test/fuzz/history";
+import { generateHistory, type History, type Mode, type SelectionKind } from "../test/fuzz/history";
 import { runHistory } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
 
@@ -21,6 +21,8 @@ Options:
   --ops <n>          events per history (default 200)
   --mode <m>         utilization | strict (default: chosen by each seed)
   --fault-rate <r>   injected fault probability per request, 0..1 (default: chosen by each seed)
+  --selection <s>    client | prefix: what counts; prefix adds other writers and items there before
+                     the counter (default: chosen by each seed)
   --replay <file>    run one saved history and report it
   --no-shrink        report a failing seed without shrinking it
   --trace            print every released request (with --replay, to read a reproduction)
@@ -52,6 +54,7 @@ async function main(): Promise<void> {
                 ops: { type: "string" },
                 mode: { type: "string" },
                 "fault-rate": { type: "string" },
+                selection: { type: "string" },
                 replay: { type: "string" },
                 "no-shrink": { type: "boolean" },
                 trace: { type: "boolean" },
@@ -71,6 +74,9 @@ async function main(): Promise<void> {
     if (v.mode !== undefined && v.mode !== "utilization" && v.mode !== "strict") {
         fail(`--mode must be utilization or strict (got "${v.mode}")`);
     }
+    if (v.selection !== undefined && v.selection !== "client" && v.selection !== "prefix") {
+        fail(`--selection must be client or prefix (got "${v.selection}")`);
+    }
     const faultRate = v["fault-rate"] === undefined ? undefined : Number(v["fault-rate"]);
     if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
         fail(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
@@ -81,12 +87,31 @@ async function main(): Promise<void> {
 
     const engine = await startEngine();
     let failed = 0;
-    const totals = { seeds: 0, events: 0, requests: 0, faults: 0, observations: 0, deadLettered: 0 };
+    const totals = {
+        seeds: 0,
+        events: 0,
+        requests: 0,
+        faults: 0,
+        observations: 0,
+        deadLettered: 0,
+        otherWrites: 0,
+        otherWritesFailed: 0,
+        livesEnded: 0,
+        backfills: 0,
+        backfillCounted: 0,
+        backfillAlreadyCounted: 0,
+    };
     try {
         const histories: History[] = v.replay
             ? [JSON.parse(readFileSync(v.replay, "utf8")) as History]
             : Array.from({ length: seeds }, (_, i) =>
-                  generateHistory({ seed: first + i, ops, mode: v.mode as Mode | undefined, faultRate }),
+                  generateHistory({
+                      seed: first + i,
+                      ops,
+                      mode: v.mode as Mode | undefined,
+                      faultRate,
+                      selection: v.selection as SelectionKind | undefined,
+                  }),
               );
         for (const history of histories) {
             const result = await runHistory(engine, history, v.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {});
@@ -96,7 +121,16 @@ async function main(): Promise<void> {
             totals.faults += result.stats.faults;
             totals.observations += result.stats.observations;
             totals.deadLettered += result.stats.deadLettered;
-            const line = `seed ${history.seed} ${history.mode}: ${result.stats.events} events, ${result.stats.requests} requests, ${result.stats.faults} faults, ${result.violations.length} violations`;
+            totals.otherWrites += history.events.filter((e) => e.op === "otherPut" || e.op === "otherDelete").length;
+            totals.otherWritesFailed += result.stats.otherWritesFailed;
+            totals.livesEnded += result.stats.livesEnded;
+            totals.backfills += result.stats.backfills;
+            totals.backfillCounted += result.stats.backfillCounted;
+            totals.backfillAlreadyCounted += result.stats.backfillAlreadyCounted;
+            const line =
+                `seed ${history.seed} ${history.mode} ${history.selection ?? "client"}: ${result.stats.events} events, ` +
+                `${result.stats.requests} requests, ${result.stats.faults} faults, ${result.stats.backfills} backfills, ` +
+                `${result.violations.length} violations`;
             process.stderr.write(`${line}\n`);
             if (result.violations.length === 0) {
                 continue;
@@ -124,7 +158,10 @@ async function main(): Promise<void> {
     process.stdout.write(
         v.json
             ? `${JSON.stringify(summary)}\n`
-            : `${summary.seeds} histories, ${summary.events} events, ${summary.requests} requests, ${summary.faults} injected faults, ${summary.deadLettered} batches dead-lettered: ${failed} failed\n`,
+            : `${summary.seeds} histories, ${summary.events} events, ${summary.requests} requests, ${summary.faults} injected faults, ` +
+                  `${summary.deadLettered} batches dead-lettered, ${summary.otherWrites} other writes (${summary.otherWritesFailed} not served, ` +
+                  `${summary.livesEnded} client lives ended), ${summary.backfills} backfills (${summary.backfillCounted} items counted, ` +
+                  `${summary.backfillAlreadyCounted} found counted): ${failed} failed\n`,
     );
     process.exitCode = failed > 0 ? 1 : 0;
 }

@@ -1,8 +1,9 @@
 /**
  * The model-based checker in the suite: a fixed set of seeds, each a random history of concurrent
- * callers, consumer invocations, redeliveries, redrives, reconciliations and injected faults, run on
- * DynamoDB Local and checked against the contract (test/fuzz/run.ts says what is checked). A failing
- * seed is shrunk and printed as a reproduction. `npm run fuzz` runs many more.
+ * callers, consumer invocations, redeliveries, redrives, reconciliations, backfills and injected faults
+ * (and, for the seeds that count by sort-key prefix, other writers and items that were there before the
+ * counter), run on DynamoDB Local and checked against the contract (test/fuzz/run.ts says what is
+ * checked). A failing seed is shrunk and printed as a reproduction. `npm run fuzz` runs many more.
  */
 import type {
     DynamoDBClient,
@@ -18,7 +19,7 @@ import { runHistory } from "./fuzz/run";
 import { reproduction, shrinkHistory } from "./fuzz/shrink";
 import { useEngine } from "./support/engine";
 
-/** Seeds that run in every `npm test`: both modes, every fault rate the generator picks. */
+/** Seeds that run in every `npm test`: both modes, both selections, every fault rate the generator picks. */
 const SEEDS = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112];
 const OPS = 150;
 
@@ -31,6 +32,15 @@ function rewrite<I>(client: DynamoDBClient, command: string, change: (input: I) 
         return next(args);
     };
     client.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant" });
+}
+
+/** True when the transaction's marker updates include one for an item without a client token (another writer's). */
+function countsAnOtherWritersItem(input: TransactWriteItemsCommandInput): boolean {
+    return (input.TransactItems ?? []).some(
+        (action) =>
+            action.Update?.ExpressionAttributeValues?.[":target"]?.S === "counted" &&
+            action.Update.ExpressionAttributeNames?.["#life"] === undefined,
+    );
 }
 
 describe("model-based checker", function () {
@@ -55,6 +65,27 @@ describe("model-based checker", function () {
             assert.ok(result.stats.requests > OPS / 2, `only ${result.stats.requests} requests ran`);
         });
     }
+
+    it("the suite's seeds cover both modes, both selections, other writers, backfills and items there before", () => {
+        // Prepare / Act
+        const histories = SEEDS.map((seed) => generateHistory({ seed, ops: OPS }));
+        const ops = new Set(histories.flatMap((h) => h.events.map((e) => e.op)));
+
+        // Assess
+        assert.deepEqual(new Set(histories.map((h) => h.mode)), new Set(["utilization", "strict"]));
+        assert.deepEqual(new Set(histories.map((h) => h.selection)), new Set(["client", "prefix"]));
+        for (const op of ["otherPut", "otherDelete", "backfill"] as const) {
+            assert.ok(ops.has(op), `no seed has a ${op} event`);
+        }
+        assert.ok(
+            histories.some((h) => (h.preexisting ?? []).length > 0),
+            "no seed has items from before the counter",
+        );
+        for (const h of histories.filter((h) => h.selection === "client")) {
+            assert.ok(!h.events.some((e) => e.op === "otherPut" || e.op === "otherDelete"), `client seed ${h.seed} has other writers`);
+            assert.deepEqual(h.preexisting, []);
+        }
+    });
 
     it("every seed's history is the same history again", () => {
         // Prepare / Act
@@ -106,6 +137,104 @@ describe("model-based checker", function () {
         assert.ok(
             result.violations.some((v) => /eventual \d+ != (\d+ items counted|live \d+)/.test(v)),
             `the checker missed the double count: ${result.violations.join("; ")}`,
+        );
+    });
+
+    it("catches a consumer that counts another writer's item twice", async () => {
+        // Prepare: a history with other writers, and a mutant consumer whose transactions double the
+        // change when one of their markers counts an item without the client's token.
+        const history = generateHistory({ seed: 6, ops: 40, mode: "utilization", faultRate: 0, selection: "prefix" });
+        assert.ok(
+            history.events.some((e) => e.op === "otherPut"),
+            "the history has no other writer's put",
+        );
+        const mutate = ({ pipeline }: { pipeline: DynamoDBClient }) =>
+            rewrite<TransactWriteItemsCommandInput>(pipeline, "TransactWriteItemsCommand", (input) => {
+                if (!countsAnOtherWritersItem(input)) {
+                    return;
+                }
+                for (const action of input.TransactItems ?? []) {
+                    const delta = action.Update?.ExpressionAttributeValues?.[":delta"];
+                    if (delta?.N !== undefined) {
+                        delta.N = String(2 * Number(delta.N));
+                    }
+                }
+            });
+
+        // Act
+        const result = await runHistory(engine(), history, { mutate });
+
+        // Assess
+        assert.ok(
+            result.violations.some((v) => /eventual \d+ != (\d+ items counted|live \d+)/.test(v)),
+            `the checker missed the double count: ${result.violations.join("; ")}`,
+        );
+    });
+
+    it("catches a backfill whose marker writes lose their condition", async () => {
+        // Prepare: two items of another writer, a backfill and a consumer invocation at once. Under this
+        // seed's schedule the backfill reads the markers before the consumer writes them and commits
+        // after: only the marker condition (attribute_not_exists(hc_state)) keeps it from counting again.
+        const history: History = {
+            seed: 15,
+            mode: "utilization",
+            selection: "prefix",
+            placement: "separate",
+            faultRate: 0,
+            concurrency: 3,
+            limits: { k0: 5 },
+            preexisting: [],
+            events: [
+                { op: "otherPut", key: "k0", id: "i0" },
+                { op: "otherPut", key: "k0", id: "i1" },
+                { op: "backfill", runId: "a", pageSize: 5 },
+                { op: "consume", max: 25, overlap: 0, crash: "none" },
+            ],
+        };
+        const mutate = ({ backfill }: { backfill: DynamoDBClient }) =>
+            rewrite<TransactWriteItemsCommandInput>(backfill, "TransactWriteItemsCommand", (input) => {
+                for (const action of input.TransactItems ?? []) {
+                    if (action.Update?.ConditionExpression === "attribute_not_exists(#state)") {
+                        delete action.Update.ConditionExpression;
+                    }
+                }
+            });
+
+        // Act
+        const sound = await runHistory(engine(), history);
+        const result = await runHistory(engine(), history, { mutate });
+
+        // Assess: the history keeps the contract; the mutant counts the consumer's two items again.
+        assert.deepEqual(sound.violations, []);
+        assert.ok(sound.stats.backfillAlreadyCounted > 0, "the backfill met no item the consumer had counted");
+        assert.ok(
+            result.violations.some((v) => /k0 eventual 4 != 2 items counted/.test(v)),
+            `the checker missed the double count: ${result.violations.join("; ")}`,
+        );
+    });
+
+    it("catches a strict release given twice while other writers run", async () => {
+        // Prepare: a strict history with other writers, and a client whose releases take two slots back.
+        const history = generateHistory({ seed: 8, ops: 60, mode: "strict", faultRate: 0, selection: "prefix" });
+        assert.ok(
+            history.events.some((e) => e.op === "otherPut" || e.op === "otherDelete"),
+            "the history has no other writer",
+        );
+        const mutate = ({ api }: { api: DynamoDBClient }) =>
+            rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
+                const delta = input.ExpressionAttributeValues?.[":delta"];
+                if (delta?.N === "-1") {
+                    delta.N = "-2";
+                }
+            });
+
+        // Act
+        const result = await runHistory(engine(), history, { mutate });
+
+        // Assess
+        assert.ok(
+            result.violations.some((v) => /strict bound broken: \d+ client-written live items/.test(v)),
+            `the checker missed the lost slot: ${result.violations.join("; ")}`,
         );
     });
 });

@@ -3,10 +3,19 @@
  * system on DynamoDB Local, how to read one key's truth, and what a released request did.
  */
 import { DynamoDBClient, type AttributeValue } from "@aws-sdk/client-dynamodb";
-import { bestEffortSortKey, DEFAULT_LAYOUT, eventualSortKey, type HandlerConfig } from "../../runtime/config";
+import {
+    bestEffortSortKey,
+    COUNTER_ATTRIBUTES,
+    DEFAULT_LAYOUT,
+    eventualSortKey,
+    markerId,
+    type HandlerConfig,
+    type ItemSelection,
+} from "../../runtime/config";
 import type { LocalEngine } from "../../local/engine";
 import { snapshotKey } from "../../local/observe";
 import { createCounterTable, createCountersTable } from "../../local/table";
+import { ID_PREFIX, type SelectionKind } from "./history";
 import type { Released } from "./scheduler";
 import { immediateRetries } from "./scheduler";
 
@@ -17,7 +26,16 @@ export interface FuzzSystem {
     readonly streamArn: string;
 }
 
-export async function createFuzzSystem(reader: DynamoDBClient, placement: "separate" | "same-table"): Promise<FuzzSystem> {
+/** The layout's selection for a history's selection kind. */
+export function fuzzSelection(kind: SelectionKind): ItemSelection {
+    return kind === "prefix" ? { kind: "sortKeyPrefix", prefix: ID_PREFIX } : { kind: "client" };
+}
+
+export async function createFuzzSystem(
+    reader: DynamoDBClient,
+    placement: "separate" | "same-table",
+    selection: SelectionKind = "client",
+): Promise<FuzzSystem> {
     const tableName = `fuzz-${process.pid}-${++tables}`;
     const { streamArn } = await createCounterTable(reader, tableName, DEFAULT_LAYOUT);
     const countersTableName = placement === "separate" ? `${tableName}-counters` : tableName;
@@ -28,6 +46,7 @@ export async function createFuzzSystem(reader: DynamoDBClient, placement: "separ
         streamArn,
         config: {
             ...DEFAULT_LAYOUT,
+            selection: fuzzSelection(selection),
             tableName,
             countersTableName,
             fatalQueueUrl: "https://sqs.local/000000000000/fatal",
@@ -52,6 +71,8 @@ export interface Truth {
     readonly eventual: number;
     /** Items that exist and are not soft-deleted. */
     readonly live: number;
+    /** Of `live`, the items carrying the client's token (the client's own writes). */
+    readonly clientLive: number;
     /** The items the eventual counter says it counted (its invariant: equal to `eventual` at all times). */
     readonly counted: number;
     /** Items soft-deleted and not yet removed by the consumer. */
@@ -60,14 +81,31 @@ export interface Truth {
 
 export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<Truth> {
     const s = await snapshotKey(reader, system.config.tableName, system.config, key, system.config.countersTableName);
-    return { bestEffort: s.bestEffort, eventual: s.eventual, live: s.live, counted: s.counted, softDeleted: s.softDeleted };
+    return {
+        bestEffort: s.bestEffort,
+        eventual: s.eventual,
+        live: s.live,
+        clientLive: s.clientLive,
+        counted: s.counted,
+        softDeleted: s.softDeleted,
+    };
 }
 
 /** What a released request was, as far as the contract's accounting goes. */
 export type RequestEffect =
     | { readonly kind: "best-effort"; readonly key: string; readonly delta: number; readonly applied: boolean }
-    | { readonly kind: "put"; readonly key: string; readonly applied: boolean }
-    | { readonly kind: "soft-delete"; readonly key: string; readonly applied: boolean }
+    /** A transaction that adds to best-effort: only a strict-mode backfill sends one (the consumer never touches best-effort). */
+    | { readonly kind: "best-effort-transaction"; readonly key: string; readonly delta: number; readonly applied: boolean }
+    /** `token`: the client token the put item carries (none for another writer's put). */
+    | { readonly kind: "put"; readonly key: string; readonly id: string; readonly applied: boolean; readonly token?: string }
+    /** `createToken`: the client token of the life the soft delete is conditional on (none: an item without one). */
+    | { readonly kind: "soft-delete"; readonly key: string; readonly applied: boolean; readonly createToken?: string }
+    /** Another writer's DeleteItem. */
+    | { readonly kind: "hard-delete"; readonly key: string; readonly id: string; readonly applied: boolean }
+    /** A strict delete's read of the item's marker for hc_be (`be` undefined: the read gave no answer). */
+    | { readonly kind: "marker-read"; readonly key: string; readonly be?: boolean }
+    /** A client write conditional on a life (claim, unclaim): the life's client token. */
+    | { readonly kind: "life-write"; readonly key: string; readonly createToken?: string }
     | { readonly kind: "counter-read"; readonly key: string; readonly value?: number }
     | { readonly kind: "other"; readonly keys: readonly string[] };
 
@@ -89,11 +127,45 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
     if (released.command === "UpdateItemCommand" && key !== undefined && sk === bestEffortSortKey(system.config)) {
         return { kind: "best-effort", key, delta: Number(input.ExpressionAttributeValues?.[":delta"]?.N ?? 0), applied: applied(released) };
     }
-    if (released.command === "PutItemCommand" && key !== undefined) {
-        return { kind: "put", key, applied: applied(released) };
+    const createToken = input.ExpressionAttributeValues?.[":createToken"]?.S;
+    if (released.command === "PutItemCommand" && key !== undefined && sk !== undefined) {
+        const token = input.Item?.[system.config.tokenAttribute]?.S;
+        return { kind: "put", key, id: sk, applied: applied(released), ...(token === undefined ? {} : { token }) };
+    }
+    if (released.command === "DeleteItemCommand" && key !== undefined && sk !== undefined) {
+        return { kind: "hard-delete", key, id: sk, applied: applied(released) };
     }
     if (released.command === "UpdateItemCommand" && key !== undefined && /#deleted = :true/.test(input.UpdateExpression ?? "")) {
-        return { kind: "soft-delete", key, applied: applied(released) };
+        return { kind: "soft-delete", key, applied: applied(released), ...(createToken === undefined ? {} : { createToken }) };
+    }
+    if (released.command === "UpdateItemCommand" && key !== undefined && createToken !== undefined) {
+        return { kind: "life-write", key, createToken };
+    }
+    if (released.command === "GetItemCommand" && key !== undefined && sk !== undefined && markerId(system.config, sk) !== undefined) {
+        const output = released.outcome?.output as { Item?: Record<string, AttributeValue> } | undefined;
+        return {
+            kind: "marker-read",
+            key,
+            be: output === undefined ? undefined : output.Item?.[COUNTER_ATTRIBUTES.beCounted]?.BOOL === true,
+        };
+    }
+    if (released.command === "TransactWriteItemsCommand") {
+        const actions =
+            (
+                released.input as {
+                    TransactItems?: Array<{
+                        Update?: { Key?: Record<string, AttributeValue>; ExpressionAttributeValues?: Record<string, AttributeValue> };
+                    }>;
+                }
+            ).TransactItems ?? [];
+        for (const action of actions) {
+            const update = action.Update;
+            const updated = update?.Key?.[partitionKey]?.S;
+            if (updated !== undefined && update?.Key?.[sortKey]?.S === bestEffortSortKey(system.config)) {
+                const delta = Number(update.ExpressionAttributeValues?.[":n"]?.N ?? update.ExpressionAttributeValues?.[":delta"]?.N ?? 0);
+                return { kind: "best-effort-transaction", key: updated, delta, applied: applied(released) };
+            }
+        }
     }
     if (released.command === "QueryCommand") {
         const queried = input.ExpressionAttributeValues?.[":key"]?.S;

@@ -5,6 +5,11 @@
  * Few keys and few ids per key, so ids collide (concurrent creates and deletes of one id) and are
  * reused (a create after a delete of the same id). The scheduler (scheduler.ts) decides, from the
  * same seed, how the events' requests interleave and which of them meet an injected fault.
+ *
+ * A history counts the client's items (selection "client") or every item whose sort key begins with
+ * "i" (selection "prefix", ids being "i0".."i5"), chosen from the seed. Only a prefix history has other
+ * writers (plain PutItem and DeleteItem of selected ids, with no client token) and items that were in
+ * the table before the counter was attached; both kinds run backfills.
  */
 import { seededRandom } from "../../local/faults";
 
@@ -28,7 +33,22 @@ export type FuzzEvent =
     /** One redrive invocation over every message in the first dead-letter queue. */
     | { readonly op: "redrive" }
     /** reconcileKey on one key, beside everything else. */
-    | { readonly op: "reconcile"; readonly key: string };
+    | { readonly op: "reconcile"; readonly key: string }
+    /** Another service's plain PutItem of a selected id: no client token, no deleted flag (prefix histories only). */
+    | { readonly op: "otherPut"; readonly key: string; readonly id: string }
+    /** Another service's plain DeleteItem of an id: a hard delete, whoever wrote the item (prefix histories only). */
+    | { readonly op: "otherDelete"; readonly key: string; readonly id: string }
+    /**
+     * One backfill() call of run `runId` (a run resumes from its checkpoints; a completed one reads only
+     * them), one segment, `pageSize` items per Scan page so that its requests interleave with the rest.
+     */
+    | { readonly op: "backfill"; readonly runId: string; readonly pageSize: number };
+
+/** Which items a history counts: the client's (the default selection) or every id under the prefix "i". */
+export type SelectionKind = "client" | "prefix";
+
+/** The sort-key prefix a "prefix" history selects: every id the generator makes begins with it. */
+export const ID_PREFIX = "i";
 
 export interface History {
     /** Seeds the scheduler's interleaving and fault decisions. */
@@ -43,6 +63,13 @@ export interface History {
     /** The limit tryCreate enforces, per key (one per key, as an API would). */
     readonly limits: Readonly<Record<string, number>>;
     readonly events: readonly FuzzEvent[];
+    /** Absent in histories saved before selections existed: "client". */
+    readonly selection?: SelectionKind;
+    /**
+     * Items (no client token) the table held before the counter was attached: the stream mapping starts
+     * after their records, as a mapping created on a table in use does, so only a backfill counts them.
+     */
+    readonly preexisting?: ReadonlyArray<{ readonly key: string; readonly id: string }>;
 }
 
 export interface GenerateOptions {
@@ -50,16 +77,21 @@ export interface GenerateOptions {
     readonly ops: number;
     readonly mode?: Mode;
     readonly faultRate?: number;
+    readonly selection?: SelectionKind;
 }
 
 /** Builds a history from a seed: same seed, same history. */
 export function generateHistory(options: GenerateOptions): History {
     const random = seededRandom(options.seed);
+    // The selection, the pre-existing items and a client history's backfills come from a second source,
+    // so that the client histories' other events stay what they were before these existed.
+    const extra = seededRandom((options.seed ^ 0x2545f491) >>> 0);
+    const selection: SelectionKind = options.selection ?? (extra() < 0.5 ? "client" : "prefix");
     const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
     const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
     const mode: Mode = options.mode ?? (random() < 0.5 ? "utilization" : "strict");
     const keys = Array.from({ length: int(1, 3) }, (_, i) => `k${i}`);
-    const ids = Array.from({ length: int(3, 6) }, (_, i) => `i${i}`);
+    const ids = Array.from({ length: int(3, 6) }, (_, i) => `${ID_PREFIX}${i}`);
     const limits = Object.fromEntries(keys.map((key) => [key, pick([0, 1, 2, 3, 5, 8])]));
     // strict mode keeps its bound only for keys written through tryCreate: create() reserves without a limit.
     const table: Array<[number, () => FuzzEvent]> = [
@@ -78,6 +110,9 @@ export function generateHistory(options: GenerateOptions): History {
         ],
         [3, () => ({ op: "redrive" })],
         [3, () => ({ op: "reconcile", key: pick(keys) })],
+        [selection === "prefix" ? 8 : 0, () => ({ op: "otherPut", key: pick(keys), id: pick(ids) })],
+        [selection === "prefix" ? 6 : 0, () => ({ op: "otherDelete", key: pick(keys), id: pick(ids) })],
+        [selection === "prefix" ? 2 : 0, () => backfillEvent(random)],
         [
             2,
             () => {
@@ -108,8 +143,28 @@ export function generateHistory(options: GenerateOptions): History {
             }
         }
     }
+    if (selection === "client") {
+        // About one event in fifty becomes a backfill: over items that all came through the stream, it must change nothing.
+        for (let i = 0; i < events.length; i++) {
+            if (extra() < 0.02) {
+                events[i] = backfillEvent(extra);
+            }
+        }
+    }
+    const preexisting: Array<{ key: string; id: string }> = [];
+    if (selection === "prefix") {
+        for (const key of keys) {
+            for (const id of ids) {
+                if (extra() < 0.25) {
+                    preexisting.push({ key, id });
+                }
+            }
+        }
+    }
     return {
         seed: options.seed,
+        selection,
+        preexisting,
         mode,
         placement: random() < 0.5 ? "separate" : "same-table",
         faultRate: options.faultRate ?? pick([0.05, 0.1, 0.2]),
@@ -117,6 +172,10 @@ export function generateHistory(options: GenerateOptions): History {
         limits,
         events,
     };
+}
+
+function backfillEvent(random: () => number): FuzzEvent {
+    return { op: "backfill", runId: random() < 0.5 ? "a" : "b", pageSize: 2 + Math.floor(random() * 4) };
 }
 
 /** Keys a history touches, sorted. */

@@ -2,8 +2,11 @@
  * Runs one history on DynamoDB Local under the deterministic scheduler and checks it against the
  * contract the README states:
  *
- * - at every observation (between two released requests), the mode's bound holds:
- *   utilization `bestEffort <= live`; strict `live <= bestEffort <= limit`;
+ * - at every observation (between two released requests), the mode's bound holds, restated over the
+ *   client's own items because best-effort covers only those (others.ts says why and what it allows):
+ *   utilization `bestEffort <= clientLive + lives other writers ended`; strict `clientLive <= bestEffort`,
+ *   `clientLive <= limit` and `bestEffort <= limit + what strict backfills added`; and at every
+ *   observation eventual equals the markers in state "counted";
  * - every call's own accounting: a call that moved best-effort away from the items it wrote (an
  *   undercount in utilization, a held slot in strict) met a fault, reported an absorbed failure or threw;
  * - every answer is one the contract allows: `created: true` means this call wrote the item, `created:
@@ -11,29 +14,28 @@
  *   the creates that raced it plus the undercount of `max(bestEffort, eventual)` when it read;
  * - the only errors are contract errors: InvalidArgumentError for bad input (nothing written), and
  *   DynamoDB's own errors for the call's requests after every retry;
- * - once the stream, the retries and the dead-letter queue have drained, eventual == live for every key.
+ * - a backfill call resolves, or throws BackfillError only after a fault met one of its requests;
+ * - once the stream, the retries and the dead-letter queue have drained and a backfill has run to the
+ *   end (the operator's step after attaching to a table that held items), eventual == live selected
+ *   items for every key, whoever wrote them, and no soft-deleted item is left.
  */
 import { DynamoDBServiceException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import {
-    DescribeStreamCommand,
-    GetRecordsCommand,
-    GetShardIteratorCommand,
-    type DynamoDBStreamsClient,
-} from "@aws-sdk/client-dynamodb-streams";
+import { PutItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import type { DynamoDBBatchResponse, DynamoDBRecord, SQSEvent } from "aws-lambda";
+import { backfill, BackfillError } from "../../runtime/backfill";
 import { HybridCounterClient } from "../../runtime/client";
 import { createStreamHandler } from "../../runtime/consumer";
 import { InvalidArgumentError } from "../../runtime/errors";
 import type { FatalMessage } from "../../runtime/fatal";
 import { reconcileKey } from "../../runtime/reconcile";
 import { createRedriveHandler } from "../../runtime/redrive";
-import { toLambdaRecord } from "../../runtime/stream-reader";
+import type { Clock } from "../../runtime/token-bucket";
 import type { LocalEngine } from "../../local/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/faults";
-import { lambdaContext } from "../../local/lambda-context";
-import { classifyRequest, createFuzzSystem, fuzzClient, readTruth, type RequestEffect, type Truth } from "./adapter";
+import { classifyRequest, createFuzzSystem, fuzzClient, readTruth, type FuzzSystem, type RequestEffect, type Truth } from "./adapter";
 import { historyKeys, type FuzzEvent, type History } from "./history";
+import { StreamMapping } from "./mapping";
+import { boundProblem, EndedLives, otherWrite } from "./others";
 import { Scheduler, type Released } from "./scheduler";
 
 export interface RunResult {
@@ -46,6 +48,15 @@ export interface RunResult {
         readonly deadLettered: number;
         readonly fatal: number;
         readonly reconciledAfterDrain: boolean;
+        /** Other writers' writes that were not served after every attempt (the table says what they did). */
+        readonly otherWritesFailed: number;
+        /** Backfill calls that ran (in the history, and the one after the drain). */
+        readonly backfills: number;
+        /** Items backfill calls counted, and found already counted. */
+        readonly backfillCounted: number;
+        readonly backfillAlreadyCounted: number;
+        /** Client lives other writers ended. */
+        readonly livesEnded: number;
     };
 }
 
@@ -53,7 +64,16 @@ export interface RunResult {
 interface CallLedger {
     readonly event: FuzzEvent;
     bestEffort: number;
+    /** Live items its writes added (puts) and took away (soft deletes), whoever's. */
     live: number;
+    /** Of those, the client-counted ones best-effort accounts for (carrying a token, or marked hc_be as the call read it). */
+    counted: number;
+    /** The client tokens of the lives it wrote or wrote on. */
+    tokens: string[];
+    /** What its marker read said of hc_be (strict deletes). */
+    markerBe: boolean;
+    /** EndedLives.count when it started. */
+    endedBefore: number;
     faults: number;
     reported: number;
     /** Utilization tryCreate: what it read, and the truth then. */
@@ -62,25 +82,33 @@ interface CallLedger {
 }
 
 const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);
-/** The mapping's retries before a batch goes to the first dead-letter queue (kept small to exercise it). */
-const MAX_RETRIES = 1;
-/** Receives of a first-DLQ message before SQS moves it to the fatal queue (the component's redriveMaxReceiveCount). */
-const MAX_RECEIVES = 5;
+
+/** Backfill's clock in the checker: no sleeps (the schedule, not the clock, decides what runs next). */
+const NO_SLEEP: Clock = { now: () => Date.now(), sleep: async () => undefined };
 
 export interface RunOptions {
     /** Hears one line per released request: what ran, with which fault, and how it ended. */
     readonly trace?: (line: string) => void;
     /**
      * Changes the system under test, to prove the checker catches what it claims to: it is given the
-     * API's and the pipeline's DynamoDB clients before anything runs (add middleware that breaks them).
+     * API's, the pipeline's (consumer, redrive, reconciliation), the other writers' and the backfill's
+     * DynamoDB clients before anything runs (add middleware that breaks them).
      */
-    readonly mutate?: (clients: { api: DynamoDBClient; pipeline: DynamoDBClient }) => void;
+    readonly mutate?: (clients: FuzzClients) => void;
+}
+
+export interface FuzzClients {
+    readonly api: DynamoDBClient;
+    readonly pipeline: DynamoDBClient;
+    readonly other: DynamoDBClient;
+    readonly backfill: DynamoDBClient;
 }
 
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
     const reader = engine.dynamodb();
     const streams = engine.streams();
-    const system = await createFuzzSystem(reader, history.placement ?? "same-table");
+    const system = await createFuzzSystem(reader, history.placement ?? "same-table", history.selection ?? "client");
+    await writePreexisting(reader, system, history);
     const scheduler = new Scheduler();
     const random = seededRandom((history.seed ^ 0x5bd1e995) >>> 0);
     const violations: string[] = [];
@@ -93,11 +121,22 @@ export async function runHistory(engine: LocalEngine, history: History, options:
     let faultRate = history.faultRate;
     const released: Array<{ request: Released; effect: RequestEffect }> = [];
     const requestsByTask = new Map<number, number>();
+    const faultsByTask = new Map<number, number>();
+    /** The tasks of other writers, and what their request about to run will replace. */
+    const otherTasks = new Set<number>();
+    const replacing = new Map<number, Record<string, AttributeValue> | null>();
+    const ended = new EndedLives();
+    const backfilled = new Map<string, number>();
+    const backfillTotals = { calls: 0, counted: 0, alreadyCounted: 0 };
+    let otherWritesFailed = 0;
 
     // Runs as each request finishes, before its task goes on: the call's ledger is current when it answers.
     const onOutcome = (request: Released): void => {
         requests++;
         requestsByTask.set(request.task.id, (requestsByTask.get(request.task.id) ?? 0) + 1);
+        if (request.fault !== undefined) {
+            faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
+        }
         const effect = classifyRequest(system, request);
         const ledger = ledgers.get(request.task.id);
         if (ledger) {
@@ -106,11 +145,36 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             }
             if (effect.kind === "best-effort" && effect.applied) {
                 ledger.bestEffort += effect.delta;
-            } else if (effect.kind === "put" && effect.applied) {
-                ledger.live++;
-            } else if (effect.kind === "soft-delete" && effect.applied) {
-                ledger.live--;
+            } else if (effect.kind === "put") {
+                if (effect.token !== undefined) {
+                    ledger.tokens.push(effect.token);
+                }
+                if (effect.applied) {
+                    ledger.live++;
+                    ledger.counted++;
+                }
+            } else if (effect.kind === "soft-delete") {
+                if (effect.createToken !== undefined) {
+                    ledger.tokens.push(effect.createToken);
+                }
+                if (effect.applied) {
+                    ledger.live--;
+                    // The client moves best-effort for the lives it counts as its own: a token, or hc_be as it read it.
+                    if (effect.createToken !== undefined || ledger.markerBe) {
+                        ledger.counted--;
+                    }
+                }
+            } else if (effect.kind === "life-write" && effect.createToken !== undefined) {
+                ledger.tokens.push(effect.createToken);
+            } else if (effect.kind === "marker-read" && effect.be === true) {
+                ledger.markerBe = true;
             }
+        }
+        if (otherTasks.has(request.task.id) && (effect.kind === "put" || effect.kind === "hard-delete") && effect.applied) {
+            ended.replaced(system, effect.key, replacing.get(request.task.id) ?? null);
+        }
+        if (effect.kind === "best-effort-transaction" && effect.applied) {
+            backfilled.set(effect.key, (backfilled.get(effect.key) ?? 0) + effect.delta);
         }
         released.push({ request, effect });
         if (options.trace) {
@@ -123,9 +187,12 @@ export async function runHistory(engine: LocalEngine, history: History, options:
     };
     const clientDynamo = fuzzClient(engine);
     const pipelineDynamo = fuzzClient(engine);
-    scheduler.gate(clientDynamo, onOutcome);
-    scheduler.gate(pipelineDynamo, onOutcome);
-    options.mutate?.({ api: clientDynamo, pipeline: pipelineDynamo });
+    const otherDynamo = fuzzClient(engine);
+    const backfillDynamo = fuzzClient(engine);
+    for (const client of [clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo]) {
+        scheduler.gate(client, onOutcome);
+    }
+    options.mutate?.({ api: clientDynamo, pipeline: pipelineDynamo, other: otherDynamo, backfill: backfillDynamo });
 
     const fatalMessages: FatalMessage[] = [];
     const fatal = { park: async (m: FatalMessage) => (fatalMessages.push(m), true) };
@@ -150,16 +217,16 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         },
     });
     const mapping = new StreamMapping(streams, system.streamArn);
+    // Attached to a table in use: the mapping starts after the records of the items already there.
+    await mapping.startAfterExisting();
 
     const observe = async (key: string, context: string): Promise<Truth> => {
         const truth = await readTruth(reader, system, key);
         observations++;
         const limit = history.limits[key] ?? Infinity;
-        if (history.mode === "utilization" && truth.bestEffort > truth.live) {
-            violations.push(`${context}: ${key} best-effort ${truth.bestEffort} > live ${truth.live}`);
-        }
-        if (history.mode === "strict" && (truth.live > truth.bestEffort || truth.bestEffort > limit)) {
-            violations.push(`${context}: ${key} strict bound broken: live ${truth.live}, best-effort ${truth.bestEffort}, limit ${limit}`);
+        const bound = boundProblem(history.mode, truth, limit, { ended: ended.of(key), backfilled: backfilled.get(key) ?? 0 });
+        if (bound !== undefined) {
+            violations.push(`${context}: ${key} ${bound}`);
         }
         if (truth.counted !== truth.eventual) {
             violations.push(`${context}: ${key} eventual ${truth.eventual} != ${truth.counted} items counted`);
@@ -180,6 +247,16 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             }
             case "invalid":
                 return checkInvalid(event, label);
+            case "otherPut":
+            case "otherDelete": {
+                otherTasks.add(scheduler.current()!.id);
+                if (!(await otherWrite(otherDynamo, system, event))) {
+                    otherWritesFailed++;
+                }
+                return;
+            }
+            case "backfill":
+                return runBackfill(event.runId, event.pageSize, label);
             default:
                 return runCall(event, label);
         }
@@ -213,9 +290,46 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         }
     };
 
-    const runCall = async (event: Exclude<FuzzEvent, { op: "consume" | "redrive" | "reconcile" | "invalid" }>, label: string) => {
+    const runBackfill = async (runId: string, pageSize: number, label: string): Promise<void> => {
         const task = scheduler.current()!;
-        const ledger: CallLedger = { event, bestEffort: 0, live: 0, faults: 0, reported: 0 };
+        backfillTotals.calls++;
+        try {
+            const report = await backfill({
+                config: system.config,
+                dynamodb: backfillDynamo,
+                mode: history.mode,
+                runId,
+                segments: 1,
+                pageSize,
+                readUnitsPerSecond: Infinity,
+                writeUnitsPerSecond: Infinity,
+                clock: NO_SLEEP,
+            });
+            backfillTotals.counted += report.thisCall.counted;
+            backfillTotals.alreadyCounted += report.thisCall.alreadyCounted;
+        } catch (error) {
+            // The contract: BackfillError when it cannot go on (retries exhausted); its checkpoints stay valid.
+            if (!(error instanceof BackfillError)) {
+                violations.push(`${label}: threw ${describe(error)}, which is not in the contract`);
+            } else if ((faultsByTask.get(task.id) ?? 0) === 0) {
+                violations.push(`${label}: threw ${describe(error)} although none of its requests met a fault`);
+            }
+        }
+    };
+
+    const runCall = async (event: Extract<FuzzEvent, { op: "create" | "tryCreate" | "delete" | "count" }>, label: string) => {
+        const task = scheduler.current()!;
+        const ledger: CallLedger = {
+            event,
+            bestEffort: 0,
+            live: 0,
+            counted: 0,
+            tokens: [],
+            markerBe: false,
+            endedBefore: ended.count,
+            faults: 0,
+            reported: 0,
+        };
         ledgers.set(task.id, ledger);
         let answer: unknown;
         let thrown: unknown;
@@ -247,22 +361,39 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         }
         const created = (answer as { created?: boolean } | undefined)?.created;
         const deleted = (answer as { deleted?: boolean } | undefined)?.deleted;
-        if (created === true && ledger.live !== 1) {
-            violations.push(`${label}: answered created but its writes changed live items by ${ledger.live}`);
-        }
-        if ((created === false || deleted === false) && ledger.live !== 0) {
-            violations.push(`${label}: answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live}`);
-        }
-        const drift = ledger.live - ledger.bestEffort;
-        if (history.mode === "utilization" && drift < 0) {
-            violations.push(`${label}: moved best-effort ${ledger.bestEffort} for ${ledger.live} live items: an overcount`);
-        }
-        if (history.mode === "strict" && drift > 0) {
-            violations.push(`${label}: moved best-effort ${ledger.bestEffort} for ${ledger.live} live items: below the live count`);
-        }
-        if (drift !== 0 && !explained) {
+        // Lives this call wrote (or wrote on) that another writer ended while it ran. Such a life was
+        // written and is gone: the call could not see it (a repeated put finds the id free, an answer
+        // "exists" finds the other writer's item), so each may stand for one write of the call.
+        const endedMine = ended.endedSince(ledger.tokens, ledger.endedBefore);
+        if (created === true && (ledger.live < 1 || ledger.live > 1 + endedMine)) {
             violations.push(
-                `${label}: moved best-effort ${ledger.bestEffort} for ${ledger.live} live items with no fault, no reported failure and no error`,
+                `${label}: answered created but its writes changed live items by ${ledger.live} (${endedMine} ended by other writers)`,
+            );
+        }
+        if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine)) {
+            violations.push(
+                `${label}: answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live} (${endedMine} ended by other writers)`,
+            );
+        }
+        // How far best-effort moved from the client-counted lives the call wrote: `high` counts every such
+        // life, `low` takes away those another writer ended while the call ran (their unit is left behind
+        // in utilization; in strict mode they hold no slot). Without other writers the two are equal.
+        const high = ledger.counted - ledger.bestEffort;
+        const low = high - endedMine;
+        if (history.mode === "utilization" && high < 0) {
+            violations.push(
+                `${label}: moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items: an overcount`,
+            );
+        }
+        if (history.mode === "strict" && low > 0) {
+            violations.push(
+                `${label}: moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items: below the live count`,
+            );
+        }
+        if ((low > 0 || high < 0) && !explained) {
+            violations.push(
+                `${label}: moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items (${endedMine} ended by ` +
+                    `other writers) with no fault, no reported failure and no error`,
             );
         }
     };
@@ -273,7 +404,11 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         const context = `after ${request.task.label} ${request.command}${request.fault ? ` (${request.fault})` : ""}`;
         switch (effect.kind) {
             case "best-effort":
+            case "best-effort-transaction":
             case "soft-delete":
+            case "hard-delete":
+            case "marker-read":
+            case "life-write":
                 await observe(effect.key, context);
                 return;
             case "put": {
@@ -344,6 +479,9 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         }
         const index = Math.floor(random() * pending.length);
         const request = pending[index]!;
+        if (otherTasks.has(request.task.id)) {
+            replacing.set(request.task.id, await EndedLives.before(reader, system, request));
+        }
         let fault: FaultKind | undefined;
         if (random() < faultRate) {
             const eligible = READS.has(request.command) ? FAULT_KINDS.filter((k) => k === "throttle" || k === "500-before") : FAULT_KINDS;
@@ -372,6 +510,9 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         }
         await done;
     };
+    // The operator's step after attaching to a table in use: a backfill run to the end. It must count
+    // the items that were there before (their records were never delivered) and nothing twice.
+    await drain(() => runBackfill("after-drain", 25, "the backfill after the events"));
     for (let round = 0; round < 50 && !(await mapping.drained()); round++) {
         await drain(() => mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, consumer));
         await drain(() => mapping.redrive(redrive, fatalMessages));
@@ -397,9 +538,9 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             violations.push(`after the drain: ${key} has ${truth.softDeleted} soft-deleted items left`);
         }
     }
-    reader.destroy();
-    clientDynamo.destroy();
-    pipelineDynamo.destroy();
+    for (const client of [reader, clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo]) {
+        client.destroy();
+    }
     streams.destroy();
     return {
         violations,
@@ -411,215 +552,28 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             deadLettered: mapping.deadLettered,
             fatal: fatalMessages.length,
             reconciledAfterDrain,
+            otherWritesFailed,
+            backfills: backfillTotals.calls,
+            backfillCounted: backfillTotals.counted,
+            backfillAlreadyCounted: backfillTotals.alreadyCounted,
+            livesEnded: ended.count,
         },
     };
 }
 
+/** Writes the items the table held before the counter was attached: plain items, no client token. */
+async function writePreexisting(reader: DynamoDBClient, system: FuzzSystem, history: History): Promise<void> {
+    const { tableName, partitionKey, sortKey } = system.config;
+    for (const { key, id } of history.preexisting ?? []) {
+        await reader.send(
+            new PutItemCommand({
+                TableName: tableName,
+                Item: { [partitionKey]: { S: key }, [sortKey]: { S: id }, source: { S: "before-the-counter" } },
+            }),
+        );
+    }
+}
+
 function describe(error: unknown): string {
     return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
-
-/**
- * Lambda's event source mapping, reduced to what the checker needs and driven by the schedule: one
- * checkpoint per stream, bounded retries with ReportBatchItemFailures, then the batch's metadata to
- * the first dead-letter queue; redeliveries and overlapping deliveries on demand.
- */
-class StreamMapping {
-    private readonly records: Array<{ record: DynamoDBRecord; shardId: string }> = [];
-    private readonly iterators = new Map<string, string | undefined>();
-    private checkpoint = 0;
-    private attempts = 0;
-    private readonly firstDlq: Array<{ body: string; receives: number }> = [];
-    deadLettered = 0;
-
-    constructor(
-        private readonly streams: DynamoDBStreamsClient,
-        private readonly streamArn: string,
-    ) {}
-
-    /** Reads every record the stream holds that this mapping has not seen (DynamoDB Local shows them at once). */
-    async refresh(): Promise<void> {
-        const description = await this.streams.send(new DescribeStreamCommand({ StreamArn: this.streamArn }));
-        const shards = [...(description.StreamDescription?.Shards ?? [])].sort((a, b) =>
-            compareSequence(a.SequenceNumberRange?.StartingSequenceNumber ?? "0", b.SequenceNumberRange?.StartingSequenceNumber ?? "0"),
-        );
-        for (const shard of shards) {
-            const shardId = shard.ShardId!;
-            if (!this.iterators.has(shardId)) {
-                const { ShardIterator } = await this.streams.send(
-                    new GetShardIteratorCommand({ StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: "TRIM_HORIZON" }),
-                );
-                this.iterators.set(shardId, ShardIterator);
-            }
-            for (let iterator = this.iterators.get(shardId); iterator;) {
-                let page;
-                try {
-                    page = await this.streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-                } catch (error) {
-                    // DynamoDB Local can refuse an idle iterator: take a new one after the last record read.
-                    if ((error as Error).name !== "TrimmedDataAccessException" && (error as Error).name !== "ExpiredIteratorException") {
-                        throw error;
-                    }
-                    iterator = await this.iteratorAfterLast(shardId);
-                    continue;
-                }
-                for (const record of page.Records ?? []) {
-                    this.records.push({ record: toLambdaRecord(record, this.streamArn), shardId });
-                }
-                this.iterators.set(shardId, page.NextShardIterator);
-                if ((page.Records ?? []).length === 0) {
-                    break;
-                }
-                iterator = page.NextShardIterator;
-            }
-        }
-    }
-
-    private async iteratorAfterLast(shardId: string): Promise<string | undefined> {
-        const last = [...this.records].reverse().find((r) => r.shardId === shardId)?.record.dynamodb?.SequenceNumber;
-        const { ShardIterator } = await this.streams.send(
-            new GetShardIteratorCommand(
-                last === undefined
-                    ? { StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: "TRIM_HORIZON" }
-                    : { StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: last },
-            ),
-        );
-        this.iterators.set(shardId, ShardIterator);
-        return ShardIterator;
-    }
-
-    async consume(
-        event: Extract<FuzzEvent, { op: "consume" }>,
-        consumer: (e: { Records: DynamoDBRecord[] }, c: ReturnType<typeof lambdaContext>) => Promise<DynamoDBBatchResponse>,
-    ): Promise<void> {
-        await this.refresh();
-        const from = this.checkpoint;
-        const start = Math.max(0, from - event.overlap);
-        if (start >= this.records.length) {
-            return;
-        }
-        const shardId = this.records[start]!.shardId;
-        let end = start;
-        while (end < this.records.length && end < from + event.max && this.records[end]!.shardId === shardId) {
-            end++;
-        }
-        const batch = this.records.slice(start, end).map((r) => r.record);
-        let failedAt: number | undefined;
-        if (event.crash === "before") {
-            failedAt = from;
-        } else {
-            const response = await consumer({ Records: batch }, lambdaContext("consumer", 600_000));
-            if (event.crash === "after") {
-                failedAt = from;
-            } else if (response.batchItemFailures.length > 0) {
-                const sequence = response.batchItemFailures[0]!.itemIdentifier;
-                const index = this.records.findIndex((r) => r.record.dynamodb?.SequenceNumber === sequence);
-                failedAt = Math.max(from, index < 0 ? from : index);
-            }
-        }
-        if (this.checkpoint !== from) {
-            return; // another invocation moved the checkpoint meanwhile
-        }
-        if (failedAt === undefined) {
-            this.checkpoint = Math.max(this.checkpoint, end);
-            this.attempts = 0;
-            return;
-        }
-        if (failedAt >= end) {
-            this.checkpoint = end;
-            this.attempts = 0;
-            return;
-        }
-        this.checkpoint = failedAt;
-        if (++this.attempts > MAX_RETRIES) {
-            this.deadLetter(failedAt, end);
-            this.checkpoint = end;
-            this.attempts = 0;
-        }
-    }
-
-    private deadLetter(from: number, end: number): void {
-        const first = this.records[from]!;
-        const last = this.records[end - 1]!;
-        this.deadLettered++;
-        this.firstDlq.push({
-            receives: 0,
-            body: JSON.stringify({
-                requestContext: {
-                    requestId: `fuzz-${this.deadLettered}`,
-                    functionArn: "arn:aws:lambda:us-east-1:000000000000:function:consumer",
-                    condition: "RetryAttemptsExhausted",
-                    approximateInvokeCount: MAX_RETRIES + 1,
-                },
-                responseContext: { statusCode: 200, executedVersion: "$LATEST" },
-                version: "1.0",
-                timestamp: new Date(0).toISOString(),
-                DDBStreamBatchInfo: {
-                    shardId: first.shardId,
-                    startSequenceNumber: first.record.dynamodb!.SequenceNumber,
-                    endSequenceNumber: last.record.dynamodb!.SequenceNumber,
-                    approximateArrivalOfFirstRecord: new Date(0).toISOString(),
-                    approximateArrivalOfLastRecord: new Date(0).toISOString(),
-                    batchSize: end - from,
-                    streamArn: this.streamArn,
-                },
-            }),
-        });
-    }
-
-    async redrive(
-        handler: (
-            event: SQSEvent,
-            context: ReturnType<typeof lambdaContext>,
-        ) => Promise<{ batchItemFailures: Array<{ itemIdentifier: string }> }>,
-        fatal: FatalMessage[],
-    ): Promise<void> {
-        const messages = this.firstDlq.splice(0);
-        if (messages.length === 0) {
-            return;
-        }
-        const event: SQSEvent = {
-            Records: messages.map((m, i) => ({
-                messageId: `m${i}`,
-                receiptHandle: `r${i}`,
-                body: m.body,
-                attributes: {
-                    ApproximateReceiveCount: String(++m.receives),
-                    SentTimestamp: "0",
-                    SenderId: "fuzz",
-                    ApproximateFirstReceiveTimestamp: "0",
-                },
-                messageAttributes: {},
-                md5OfBody: "",
-                eventSource: "aws:sqs",
-                eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:first-dlq",
-                awsRegion: "us-east-1",
-            })),
-        };
-        const response = await handler(event, lambdaContext("redrive", 600_000));
-        const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-        messages.forEach((m, i) => {
-            if (!failed.has(`m${i}`)) {
-                return;
-            }
-            if (m.receives >= MAX_RECEIVES) {
-                fatal.push({ reason: "redrive-exhausted", problem: "moved by maxReceiveCount", detail: m.body });
-            } else {
-                this.firstDlq.push(m);
-            }
-        });
-    }
-
-    async drained(): Promise<boolean> {
-        await this.refresh();
-        return this.checkpoint >= this.records.length && this.firstDlq.length === 0;
-    }
-
-    describe(): string {
-        return `checkpoint ${this.checkpoint} of ${this.records.length} records, ${this.firstDlq.length} in the first DLQ`;
-    }
-}
-
-function compareSequence(a: string, b: string): number {
-    return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
 }

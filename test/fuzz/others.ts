@@ -1,0 +1,143 @@
+/**
+ * Other writers and the backfill in the checker, and the bound each mode keeps when they run.
+ *
+ * Another writer is a service that writes the user's table with plain PutItem and DeleteItem, no client
+ * token and no deleted flag. Under a sort-key-prefix selection its items count like the client's (the
+ * consumer, reconciliation and backfill apply one selection), but best-effort covers only the client's
+ * own writes: the client moves it on its own creates and deletes, and nothing else ever does (the
+ * consumer never touches it; a strict-mode backfill adds the items it counts).
+ *
+ * So the bound at every observation is restated over the client's items (`clientLive`: live items that
+ * carry the client's token):
+ *
+ * - utilization: `bestEffort <= clientLive + ended`, where `ended` counts the client's live lives that
+ *   another writer overwrote or hard-deleted. Best-effort keeps the unit of such a life (no client
+ *   delete will ever find it to decrement) until the settler heals the key: an other writer's delete of
+ *   a client-written item is the one case where best-effort can exceed the live items. Without it
+ *   (`ended` = 0, as in every client-selection history) this is the README's `bestEffort <= live`.
+ *   `ended` also counts a life whose delete had already decremented and not yet soft-deleted it, so it
+ *   can be loose by the deletes that raced another writer; it is never tighter than the truth.
+ * - strict: `clientLive <= bestEffort` and `clientLive <= limit` (the client never admits one of its
+ *   own items past the limit; other writers' items are not the client's to refuse), and `bestEffort <=
+ *   limit + backfilled`, where `backfilled` is what strict-mode backfill transactions added to the key's
+ *   best-effort: a reservation passes only below the limit, and backfill's ADD is not conditional on it.
+ *   (A transaction served twice, its resend with the same client token answered from DynamoDB's
+ *   idempotency window, is counted twice here: that can only loosen this last check, never tighten it.)
+ */
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { isLive } from "../../runtime/selection";
+import type { FuzzSystem, Truth } from "./adapter";
+import type { FuzzEvent, Mode } from "./history";
+import type { GatedRequest } from "./scheduler";
+
+/** How many times another writer sends its write before it gives up (each send has the SDK's own retries). */
+export const OTHER_WRITER_ATTEMPTS = 10;
+
+/**
+ * Runs another writer's PutItem or DeleteItem until it is served or its attempts run out. Resolves
+ * whether it was served by its last answer: a write that met a 500 after commit and then gave up did
+ * take effect, which is why the checker reads the truth from the table, never from this answer.
+ */
+export async function otherWrite(
+    dynamodb: DynamoDBClient,
+    system: FuzzSystem,
+    event: Extract<FuzzEvent, { op: "otherPut" | "otherDelete" }>,
+): Promise<boolean> {
+    const { tableName, partitionKey, sortKey } = system.config;
+    const key = { [partitionKey]: { S: event.key }, [sortKey]: { S: event.id } };
+    for (let attempt = 1; attempt <= OTHER_WRITER_ATTEMPTS; attempt++) {
+        try {
+            if (event.op === "otherPut") {
+                await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { ...key, source: { S: "other-writer" } } }));
+            } else {
+                await dynamodb.send(new DeleteItemCommand({ TableName: tableName, Key: key }));
+            }
+            return true;
+        } catch {
+            // Another service retries its own write: the next attempt.
+        }
+    }
+    return false;
+}
+
+/** Lives of client items that other writers ended: what utilization's bound allows best-effort above the client's live items. */
+export class EndedLives {
+    private readonly perKey = new Map<string, number>();
+    /** Per client token: the ordinals (see `count`) at which another writer ended a life carrying it. */
+    private readonly perToken = new Map<string, number[]>();
+    private ordinal = 0;
+
+    /**
+     * Reads the item another writer's request is about to write (the table is still between two
+     * releases, so what it reads is what the request replaces). Undefined for any other request.
+     */
+    static async before(reader: DynamoDBClient, system: FuzzSystem, request: GatedRequest): Promise<Record<string, AttributeValue> | null> {
+        const input = request.input as { TableName?: string; Item?: Record<string, AttributeValue>; Key?: Record<string, AttributeValue> };
+        const { partitionKey, sortKey, tableName } = system.config;
+        const source = input.Key ?? input.Item;
+        const key = source?.[partitionKey];
+        const sk = source?.[sortKey];
+        if (input.TableName !== tableName || key === undefined || sk === undefined) {
+            return null;
+        }
+        const read = await reader.send(
+            new GetItemCommand({ TableName: tableName, Key: { [partitionKey]: key, [sortKey]: sk }, ConsistentRead: true }),
+        );
+        return read.Item ?? null;
+    }
+
+    /** Records that another writer's served request replaced `before` (null: no item). */
+    replaced(system: FuzzSystem, key: string, before: Record<string, AttributeValue> | null): void {
+        const token = before?.[system.config.tokenAttribute]?.S;
+        if (before === null || token === undefined || !isLive(before, system.config)) {
+            return;
+        }
+        this.perKey.set(key, (this.perKey.get(key) ?? 0) + 1);
+        const ordinals = this.perToken.get(token) ?? [];
+        ordinals.push(++this.ordinal);
+        this.perToken.set(token, ordinals);
+    }
+
+    /** Client lives of `key` other writers ended. */
+    of(key: string): number {
+        return this.perKey.get(key) ?? 0;
+    }
+
+    /** The ordinal of the last ending recorded: a call notes it when it starts. */
+    get count(): number {
+        return this.ordinal;
+    }
+
+    /** Lives carrying one of `tokens` that other writers ended after ordinal `since`. */
+    endedSince(tokens: Iterable<string>, since: number): number {
+        let n = 0;
+        for (const token of new Set(tokens)) {
+            n += (this.perToken.get(token) ?? []).filter((o) => o > since).length;
+        }
+        return n;
+    }
+}
+
+/** What the bound at one observation may lean on besides the truth. */
+export interface BoundAllowance {
+    /** Client lives of the key other writers ended (utilization). */
+    readonly ended: number;
+    /** Units strict-mode backfill transactions added to the key's best-effort. */
+    readonly backfilled: number;
+}
+
+/** The mode's bound at one observation (see the top of this module); undefined when it holds. */
+export function boundProblem(mode: Mode, truth: Truth, limit: number, allowance: BoundAllowance): string | undefined {
+    if (mode === "utilization") {
+        return truth.bestEffort > truth.clientLive + allowance.ended
+            ? `best-effort ${truth.bestEffort} > live ${truth.clientLive} client-written items + ${allowance.ended} ended by other writers`
+            : undefined;
+    }
+    if (truth.clientLive > truth.bestEffort || truth.clientLive > limit || truth.bestEffort > limit + allowance.backfilled) {
+        return (
+            `strict bound broken: ${truth.clientLive} client-written live items (${truth.live} live), best-effort ` +
+            `${truth.bestEffort}, limit ${limit} (+ ${allowance.backfilled} added by backfill)`
+        );
+    }
+    return undefined;
+}
