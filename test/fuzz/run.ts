@@ -19,8 +19,7 @@
  *   end (the operator's step after attaching to a table that held items), eventual == live selected
  *   items for every key, whoever wrote them, and no soft-deleted item is left.
  */
-import { DynamoDBServiceException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { PutItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { backfill, BackfillError } from "../../runtime/backfill";
 import { HybridCounterClient } from "../../runtime/client";
@@ -33,6 +32,7 @@ import type { Clock } from "../../runtime/token-bucket";
 import type { LocalEngine } from "../../local/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/faults";
 import { classifyRequest, createFuzzSystem, fuzzClient, readTruth, type FuzzSystem, type RequestEffect, type Truth } from "./adapter";
+import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
 import { historyKeys, type FuzzEvent, type History } from "./history";
 import { StreamMapping } from "./mapping";
 import { boundProblem, EndedLives, otherWrite } from "./others";
@@ -58,27 +58,6 @@ export interface RunResult {
         /** Client lives other writers ended. */
         readonly livesEnded: number;
     };
-}
-
-/** Per API call: what its requests did, and what it answered. */
-interface CallLedger {
-    readonly event: FuzzEvent;
-    bestEffort: number;
-    /** Live items its writes added (puts) and took away (soft deletes), whoever's. */
-    live: number;
-    /** Of those, the client-counted ones best-effort accounts for (carrying a token, or marked hc_be as the call read it). */
-    counted: number;
-    /** The client tokens of the lives it wrote or wrote on. */
-    tokens: string[];
-    /** What its marker read said of hc_be (strict deletes). */
-    markerBe: boolean;
-    /** EndedLives.count when it started. */
-    endedBefore: number;
-    faults: number;
-    reported: number;
-    /** Utilization tryCreate: what it read, and the truth then. */
-    read?: { value: number; live: number; putsBefore: number };
-    /** Utilization tryCreate: the allowance, checked when its put applied. */
 }
 
 const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);
@@ -140,35 +119,7 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         const effect = classifyRequest(system, request);
         const ledger = ledgers.get(request.task.id);
         if (ledger) {
-            if (request.fault !== undefined) {
-                ledger.faults++;
-            }
-            if (effect.kind === "best-effort" && effect.applied) {
-                ledger.bestEffort += effect.delta;
-            } else if (effect.kind === "put") {
-                if (effect.token !== undefined) {
-                    ledger.tokens.push(effect.token);
-                }
-                if (effect.applied) {
-                    ledger.live++;
-                    ledger.counted++;
-                }
-            } else if (effect.kind === "soft-delete") {
-                if (effect.createToken !== undefined) {
-                    ledger.tokens.push(effect.createToken);
-                }
-                if (effect.applied) {
-                    ledger.live--;
-                    // The client moves best-effort for the lives it counts as its own: a token, or hc_be as it read it.
-                    if (effect.createToken !== undefined || ledger.markerBe) {
-                        ledger.counted--;
-                    }
-                }
-            } else if (effect.kind === "life-write" && effect.createToken !== undefined) {
-                ledger.tokens.push(effect.createToken);
-            } else if (effect.kind === "marker-read" && effect.be === true) {
-                ledger.markerBe = true;
-            }
+            recordRequest(ledger, request, effect);
         }
         if (otherTasks.has(request.task.id) && (effect.kind === "put" || effect.kind === "hard-delete") && effect.applied) {
             ended.replaced(system, effect.key, replacing.get(request.task.id) ?? null);
@@ -319,17 +270,7 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 
     const runCall = async (event: Extract<FuzzEvent, { op: "create" | "tryCreate" | "delete" | "count" }>, label: string) => {
         const task = scheduler.current()!;
-        const ledger: CallLedger = {
-            event,
-            bestEffort: 0,
-            live: 0,
-            counted: 0,
-            tokens: [],
-            markerBe: false,
-            endedBefore: ended.count,
-            faults: 0,
-            reported: 0,
-        };
+        const ledger = newLedger(event, ended.count);
         ledgers.set(task.id, ledger);
         let answer: unknown;
         let thrown: unknown;
@@ -351,50 +292,13 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         } catch (error) {
             thrown = error;
         }
-        const explained = ledger.faults > 0 || ledger.reported > 0 || thrown !== undefined;
-        if (thrown !== undefined) {
-            if (!(thrown instanceof DynamoDBServiceException)) {
-                violations.push(`${label}: threw ${describe(thrown)}, which is not in the contract`);
-            } else if (ledger.faults === 0) {
-                violations.push(`${label}: threw ${describe(thrown)} although none of its requests met a fault`);
-            }
-        }
-        const created = (answer as { created?: boolean } | undefined)?.created;
-        const deleted = (answer as { deleted?: boolean } | undefined)?.deleted;
-        // Lives this call wrote (or wrote on) that another writer ended while it ran. Such a life was
-        // written and is gone: the call could not see it (a repeated put finds the id free, an answer
-        // "exists" finds the other writer's item), so each may stand for one write of the call.
-        const endedMine = ended.endedSince(ledger.tokens, ledger.endedBefore);
-        if (created === true && (ledger.live < 1 || ledger.live > 1 + endedMine)) {
-            violations.push(
-                `${label}: answered created but its writes changed live items by ${ledger.live} (${endedMine} ended by other writers)`,
-            );
-        }
-        if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine)) {
-            violations.push(
-                `${label}: answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live} (${endedMine} ended by other writers)`,
-            );
-        }
-        // How far best-effort moved from the client-counted lives the call wrote: `high` counts every such
-        // life, `low` takes away those another writer ended while the call ran (their unit is left behind
-        // in utilization; in strict mode they hold no slot). Without other writers the two are equal.
-        const high = ledger.counted - ledger.bestEffort;
-        const low = high - endedMine;
-        if (history.mode === "utilization" && high < 0) {
-            violations.push(
-                `${label}: moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items: an overcount`,
-            );
-        }
-        if (history.mode === "strict" && low > 0) {
-            violations.push(
-                `${label}: moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items: below the live count`,
-            );
-        }
-        if ((low > 0 || high < 0) && !explained) {
-            violations.push(
-                `${label}: moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items (${endedMine} ended by ` +
-                    `other writers) with no fault, no reported failure and no error`,
-            );
+        for (const problem of callProblems(ledger, {
+            answer,
+            thrown,
+            mode: history.mode,
+            endedMine: ended.endedSince(ledger.tokens, ledger.endedBefore),
+        })) {
+            violations.push(`${label}: ${problem}`);
         }
     };
 
@@ -572,8 +476,4 @@ async function writePreexisting(reader: DynamoDBClient, system: FuzzSystem, hist
             }),
         );
     }
-}
-
-function describe(error: unknown): string {
-    return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -1,0 +1,125 @@
+/**
+ * One API call's own accounting in the checker: what its requests did (recorded as each one finishes)
+ * and whether its answer and its moves of best-effort are ones the contract allows.
+ *
+ * - `created: true` means the call wrote the item; `created: false` and `deleted: false` mean it wrote
+ *   nothing. Another writer can end a life the call wrote before the call sees it (a repeated put then
+ *   finds the id free, or an answer "exists" finds the other writer's item): each life so ended may
+ *   stand for one more write.
+ * - A call moves best-effort by the client-counted lives it writes (carrying its token, or in strict
+ *   mode marked hc_be as its marker read said): never more in utilization (an overcount), never less in
+ *   strict mode (a slot short), and only by a fault, an absorbed failure it reported or an error it threw
+ *   away from them. A life another writer ended while the call ran may be left out: its unit stays in
+ *   utilization, and in strict mode it holds no slot.
+ * - Its only errors are DynamoDB's own for its requests, after a fault.
+ */
+import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
+import type { RequestEffect } from "./adapter";
+import type { FuzzEvent, Mode } from "./history";
+import type { Released } from "./scheduler";
+
+/** Per API call: what its requests did, and what it answered. */
+export interface CallLedger {
+    readonly event: FuzzEvent;
+    bestEffort: number;
+    /** Live items its writes added (puts) and took away (soft deletes), whoever's. */
+    live: number;
+    /** Of those, the client-counted ones best-effort accounts for (carrying a token, or marked hc_be as the call read it). */
+    counted: number;
+    /** The client tokens of the lives it wrote or wrote on. */
+    tokens: string[];
+    /** What its marker read said of hc_be (strict deletes). */
+    markerBe: boolean;
+    /** EndedLives.count when it started. */
+    endedBefore: number;
+    faults: number;
+    reported: number;
+    /** Utilization tryCreate: what it read, and the truth then. */
+    read?: { value: number; live: number; putsBefore: number };
+    /** Utilization tryCreate: the allowance, checked when its put applied. */
+}
+
+export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
+    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], markerBe: false, endedBefore, faults: 0, reported: 0 };
+}
+
+/** Records what one of the call's requests did, as it finishes (before the call goes on). */
+export function recordRequest(ledger: CallLedger, request: Released, effect: RequestEffect): void {
+    if (request.fault !== undefined) {
+        ledger.faults++;
+    }
+    if (effect.kind === "best-effort" && effect.applied) {
+        ledger.bestEffort += effect.delta;
+    } else if (effect.kind === "put") {
+        if (effect.token !== undefined) {
+            ledger.tokens.push(effect.token);
+        }
+        if (effect.applied) {
+            ledger.live++;
+            ledger.counted++;
+        }
+    } else if (effect.kind === "soft-delete") {
+        if (effect.createToken !== undefined) {
+            ledger.tokens.push(effect.createToken);
+        }
+        if (effect.applied) {
+            ledger.live--;
+            // The client moves best-effort for the lives it counts as its own: a token, or hc_be as it read it.
+            if (effect.createToken !== undefined || ledger.markerBe) {
+                ledger.counted--;
+            }
+        }
+    } else if (effect.kind === "marker-read" && effect.be === true) {
+        ledger.markerBe = true;
+    } else if (effect.kind === "life-write" && effect.createToken !== undefined) {
+        ledger.tokens.push(effect.createToken);
+    }
+}
+
+export interface CallEnding {
+    readonly answer: unknown;
+    readonly thrown: unknown;
+    readonly mode: Mode;
+    /** Lives carrying one of the call's tokens that other writers ended while it ran. */
+    readonly endedMine: number;
+}
+
+/** What the call's answer and moves break of the contract (see the top of this module); empty when nothing. */
+export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMine }: CallEnding): string[] {
+    const problems: string[] = [];
+    const explained = ledger.faults > 0 || ledger.reported > 0 || thrown !== undefined;
+    if (thrown !== undefined) {
+        if (!(thrown instanceof DynamoDBServiceException)) {
+            problems.push(`threw ${describe(thrown)}, which is not in the contract`);
+        } else if (ledger.faults === 0) {
+            problems.push(`threw ${describe(thrown)} although none of its requests met a fault`);
+        }
+    }
+    const created = (answer as { created?: boolean } | undefined)?.created;
+    const deleted = (answer as { deleted?: boolean } | undefined)?.deleted;
+    const ends = `(${endedMine} ended by other writers)`;
+    if (created === true && (ledger.live < 1 || ledger.live > 1 + endedMine)) {
+        problems.push(`answered created but its writes changed live items by ${ledger.live} ${ends}`);
+    }
+    if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine)) {
+        problems.push(`answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live} ${ends}`);
+    }
+    // `high` counts every client-counted life the call wrote, `low` leaves out those other writers ended.
+    const high = ledger.counted - ledger.bestEffort;
+    const low = high - endedMine;
+    const moved = `moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items`;
+    if (mode === "utilization" && high < 0) {
+        problems.push(`${moved}: an overcount`);
+    }
+    if (mode === "strict" && low > 0) {
+        problems.push(`${moved}: below the live count`);
+    }
+    if ((low > 0 || high < 0) && !explained) {
+        problems.push(`${moved} ${ends} with no fault, no reported failure and no error`);
+    }
+    return problems;
+}
+
+export function describe(error: unknown): string {
+    return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
