@@ -34,7 +34,9 @@
  *   only (a) by the call that reserved it, when its put certainly wrote nothing (a conditional check
  *   failure on another life, or a 4xx on every attempt), or (b) after the soft delete of a client-counted
  *   life committed by this call ("mine"), once (no SDK retry: a repeat after a lost response would free
- *   a slot still in use). The put is never repeated over a life of the same call that was already
+ *   a slot still in use); for an item without the client's token, only by the delete that removes its
+ *   marker's hc_be (conditionally), so a strict backfill's unit is given back once, whatever lives the id
+ *   has after. The put is never repeated over a life of the same call that was already
  *   deleted (runtime/resource-writes.ts), so one reservation never backs two lives. Failures only keep
  *   slots (a reservation whose put is in doubt, a release not sent): both keep live <= bestEffort.
  *
@@ -293,8 +295,13 @@ export class HybridCounterClient {
                 // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
                 // consumer already removed the item before a retry could see it, or a concurrent delete did
                 // both. Never release then: a release not sent only holds a slot back, a wrong one breaks the bound.
+                // A unit a strict backfill added (hc_be) is given back once: by the delete that takes the flag
+                // off the marker. The flag outlives the life it was set for (the marker is per id), so a later
+                // life of the id, written by another writer, would otherwise release it a second time.
                 if (outcome === "mine" && live.clientCounted) {
-                    await this.bestEffort.once(key, -1, "release", deadline);
+                    if (live.createToken !== null || (await this.resources.takeBackfillUnit(key, id, deadline))) {
+                        await this.bestEffort.once(key, -1, "release", deadline);
+                    }
                 }
                 return { deleted: outcome !== "taken" };
             }

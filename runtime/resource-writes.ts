@@ -1,6 +1,7 @@
 /**
  * The client's writes to resource items: the conditional put of a new item, a utilization delete's
- * claim, and the soft delete.
+ * claim, and the soft delete; and a strict delete's take of the unit a backfill added for an item (the
+ * marker's hc_be).
  *
  * Every write stores a per-call token (a UUIDv7, runtime/tokens.ts), so a retry after a lost response
  * recognises its own earlier commit ("mine") instead of taking it for another caller's item ("taken")
@@ -243,6 +244,41 @@ export class ResourceWriter {
         }
         const createToken = response.Item[tokenAttribute]?.S ?? null;
         return { createToken, clientCounted: createToken !== null || beCounted };
+    }
+
+    /**
+     * Strict mode: takes the unit a strict-mode backfill added to best-effort for `id`, by removing its
+     * marker's hc_be on the condition that it is set. True when this call removed it: the caller may then
+     * release one slot. False when the flag was gone (another delete took the unit) or the write failed
+     * (reported; a lost response after a commit also ends here): the slot is then held back, never freed twice.
+     */
+    async takeBackfillUnit(key: string, id: string, deadline: CallDeadline): Promise<boolean> {
+        try {
+            await withRetries(
+                () =>
+                    sendOnce(
+                        this.dynamodb,
+                        new UpdateItemCommand({
+                            TableName: this.config.countersTableName,
+                            Key: this.key(key, markerSortKey(this.config, id)),
+                            UpdateExpression: "REMOVE #be",
+                            ConditionExpression: "#be = :true",
+                            ExpressionAttributeNames: { "#be": COUNTER_ATTRIBUTES.beCounted },
+                            ExpressionAttributeValues: { ":true": { BOOL: true } },
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+                deadline,
+                "release",
+            );
+            return true;
+        } catch (error) {
+            if (!(error instanceof ConditionalCheckFailedException)) {
+                this.onFailure({ key, operation: "release", error });
+            }
+            return false;
+        }
     }
 
     /**

@@ -237,4 +237,70 @@ describe("model-based checker", function () {
             `the checker missed the lost slot: ${result.violations.join("; ")}`,
         );
     });
+
+    it("keeps the contract on the shrunk reproduction of a backfill's unit released twice (fuzz seed 1030)", async () => {
+        // Prepare: an item from before the counter, counted into best-effort by a strict backfill, deleted
+        // through the client, put again by another writer over the soft-deleted item, deleted again.
+        const history: History = {
+            seed: 1030,
+            selection: "prefix",
+            preexisting: [{ key: "k0", id: "i0" }],
+            mode: "strict",
+            placement: "same-table",
+            faultRate: 0,
+            concurrency: 1,
+            limits: { k0: 0 },
+            events: [
+                { op: "backfill", runId: "a", pageSize: 3 },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "redrive" },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "otherPut", key: "k0", id: "i0" },
+                { op: "delete", key: "k0", id: "i0" },
+            ],
+        };
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess: before the fix, the second delete released the unit again (best-effort -1, below the client's items).
+        assert.deepEqual(result.violations, []);
+        assert.equal(result.stats.backfillCounted, 1);
+    });
+
+    it("keeps the contract when the consumer has removed the backfilled life before the other writer puts the id again", async () => {
+        // Prepare: another writer's item, counted into best-effort by a strict backfill; the client deletes
+        // it and the consumer removes it; the other writer puts the id again and the consumer counts that
+        // life; the client deletes it; then two creates under a limit of 1.
+        const consume = { op: "consume", max: 25, overlap: 0, crash: "none" } as const;
+        const history: History = {
+            seed: 1,
+            mode: "strict",
+            selection: "prefix",
+            placement: "separate",
+            faultRate: 0,
+            concurrency: 1,
+            limits: { k0: 1 },
+            preexisting: [],
+            events: [
+                { op: "otherPut", key: "k0", id: "i0" },
+                { op: "backfill", runId: "a", pageSize: 5 },
+                { op: "delete", key: "k0", id: "i0" },
+                consume,
+                { op: "otherPut", key: "k0", id: "i0" },
+                consume,
+                { op: "delete", key: "k0", id: "i0" },
+                consume,
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+            ],
+        };
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess: before the fix, the second delete released a slot again and both creates passed the limit of 1.
+        assert.deepEqual(result.violations, []);
+    });
 });

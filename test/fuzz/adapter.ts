@@ -3,15 +3,7 @@
  * system on DynamoDB Local, how to read one key's truth, and what a released request did.
  */
 import { DynamoDBClient, type AttributeValue } from "@aws-sdk/client-dynamodb";
-import {
-    bestEffortSortKey,
-    COUNTER_ATTRIBUTES,
-    DEFAULT_LAYOUT,
-    eventualSortKey,
-    markerId,
-    type HandlerConfig,
-    type ItemSelection,
-} from "../../runtime/config";
+import { bestEffortSortKey, DEFAULT_LAYOUT, eventualSortKey, markerId, type HandlerConfig, type ItemSelection } from "../../runtime/config";
 import type { LocalEngine } from "../../local/engine";
 import { snapshotKey } from "../../local/observe";
 import { createCounterTable, createCountersTable } from "../../local/table";
@@ -102,8 +94,8 @@ export type RequestEffect =
     | { readonly kind: "soft-delete"; readonly key: string; readonly applied: boolean; readonly createToken?: string }
     /** Another writer's DeleteItem. */
     | { readonly kind: "hard-delete"; readonly key: string; readonly id: string; readonly applied: boolean }
-    /** A strict delete's read of the item's marker for hc_be (`be` undefined: the read gave no answer). */
-    | { readonly kind: "marker-read"; readonly key: string; readonly be?: boolean }
+    /** A strict delete's take of a backfill's unit: its conditional removal of the marker's hc_be. */
+    | { readonly kind: "backfill-unit-taken"; readonly key: string; readonly applied: boolean }
     /** A client write conditional on a life (claim, unclaim): the life's client token. */
     | { readonly kind: "life-write"; readonly key: string; readonly createToken?: string }
     | { readonly kind: "counter-read"; readonly key: string; readonly value?: number }
@@ -141,13 +133,14 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
     if (released.command === "UpdateItemCommand" && key !== undefined && createToken !== undefined) {
         return { kind: "life-write", key, createToken };
     }
-    if (released.command === "GetItemCommand" && key !== undefined && sk !== undefined && markerId(system.config, sk) !== undefined) {
-        const output = released.outcome?.output as { Item?: Record<string, AttributeValue> } | undefined;
-        return {
-            kind: "marker-read",
-            key,
-            be: output === undefined ? undefined : output.Item?.[COUNTER_ATTRIBUTES.beCounted]?.BOOL === true,
-        };
+    if (
+        released.command === "UpdateItemCommand" &&
+        key !== undefined &&
+        sk !== undefined &&
+        markerId(system.config, sk) !== undefined &&
+        input.UpdateExpression === "REMOVE #be"
+    ) {
+        return { kind: "backfill-unit-taken", key, applied: applied(released) };
     }
     if (released.command === "TransactWriteItemsCommand") {
         const actions =

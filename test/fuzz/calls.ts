@@ -7,7 +7,7 @@
  *   finds the id free, or an answer "exists" finds the other writer's item): each life so ended may
  *   stand for one more write.
  * - A call moves best-effort by the client-counted lives it writes (carrying its token, or in strict
- *   mode marked hc_be as its marker read said): never more in utilization (an overcount), never less in
+ *   mode an item whose backfill unit it took off the marker): never more in utilization (an overcount), never less in
  *   strict mode (a slot short), and only by a fault, an absorbed failure it reported or an error it threw
  *   away from them. A life another writer ended while the call ran may be left out: its unit stays in
  *   utilization, and in strict mode it holds no slot.
@@ -24,12 +24,10 @@ export interface CallLedger {
     bestEffort: number;
     /** Live items its writes added (puts) and took away (soft deletes), whoever's. */
     live: number;
-    /** Of those, the client-counted ones best-effort accounts for (carrying a token, or marked hc_be as the call read it). */
+    /** Of those, the client-counted ones best-effort accounts for (carrying a token, or whose backfill unit the call took). */
     counted: number;
     /** The client tokens of the lives it wrote or wrote on. */
     tokens: string[];
-    /** What its marker read said of hc_be (strict deletes). */
-    markerBe: boolean;
     /** EndedLives.count when it started. */
     endedBefore: number;
     faults: number;
@@ -40,7 +38,7 @@ export interface CallLedger {
 }
 
 export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
-    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], markerBe: false, endedBefore, faults: 0, reported: 0 };
+    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0 };
 }
 
 /** Records what one of the call's requests did, as it finishes (before the call goes on). */
@@ -64,13 +62,13 @@ export function recordRequest(ledger: CallLedger, request: Released, effect: Req
         }
         if (effect.applied) {
             ledger.live--;
-            // The client moves best-effort for the lives it counts as its own: a token, or hc_be as it read it.
-            if (effect.createToken !== undefined || ledger.markerBe) {
+            if (effect.createToken !== undefined) {
                 ledger.counted--;
             }
         }
-    } else if (effect.kind === "marker-read" && effect.be === true) {
-        ledger.markerBe = true;
+    } else if (effect.kind === "backfill-unit-taken" && effect.applied) {
+        // An item without the client's token is client-counted for the delete that took its backfill unit.
+        ledger.counted--;
     } else if (effect.kind === "life-write" && effect.createToken !== undefined) {
         ledger.tokens.push(effect.createToken);
     }

@@ -311,7 +311,7 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             case "best-effort-transaction":
             case "soft-delete":
             case "hard-delete":
-            case "marker-read":
+            case "backfill-unit-taken":
             case "life-write":
                 await observe(effect.key, context);
                 return;
