@@ -1,7 +1,7 @@
 /**
  * Shrinks a failing history to a small one that fails the same way (delta debugging over its events,
- * then fewer concurrent callers and no faults where the failure allows), and prints it as a
- * reproduction that runs on its own.
+ * then fewer concurrent callers, no faults and no items from before the counter where the failure
+ * allows), and prints it as a reproduction that runs on its own.
  */
 import type { LocalEngine } from "../../local/engine";
 import type { History } from "./history";
@@ -51,7 +51,7 @@ export async function shrinkHistory(engine: LocalEngine, failing: History, targe
             parts = Math.min(best.events.length, parts * 2);
         }
     }
-    for (const simpler of [{ concurrency: 1 }, { faultRate: 0 }]) {
+    for (const simpler of [{ concurrency: 1 }, { faultRate: 0 }, { preexisting: [] }]) {
         const candidate = { ...best, ...simpler };
         if (Date.now() < deadline && (await fails(candidate))) {
             best = candidate;
