@@ -1048,6 +1048,51 @@ describe("HybridCounterComponent", () => {
             assert.equal(await outputValue(result.tableName), "legacy-orders");
         });
 
+        it("refuses a table attached by ARN whose stream is off, through ready(), with no unhandled rejection", async () => {
+            // Act
+            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
+            let outcome: Promise<unknown> = Promise.resolve("not attached");
+            const { resources, errors } = await runProgramWithResult(
+                () => {
+                    const component = new HybridCounterComponent("orders", { tableArn: arn });
+                    outcome = component.ready().then(
+                        () => "resolved",
+                        (error: unknown) => error,
+                    );
+                    return component;
+                },
+                {
+                    captureErrors: true,
+                    invokes: {
+                        "aws:dynamodb/getTable:getTable": (inputs) => ({
+                            name: inputs.name,
+                            arn,
+                            hashKey: "pk",
+                            rangeKey: "sk",
+                            attributes: [
+                                { name: "pk", type: "S" },
+                                { name: "sk", type: "S" },
+                            ],
+                            streamEnabled: false,
+                            streamArn: "",
+                        }),
+                    },
+                },
+            );
+            const error = await outcome;
+
+            // Assess
+            assert.deepEqual(errors, []);
+            assert.ok(error instanceof HybridCounterArgsError);
+            assert.deepEqual(error.problems, [
+                '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: false, streamViewType: "")',
+            ]);
+            assert.equal(
+                findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.enabled,
+                false,
+            );
+        });
+
         it("refuses a table that is not a Table resource before creating anything", async () => {
             // Act
             const { resources, errors } = await runProgramWithResult(
