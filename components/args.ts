@@ -104,10 +104,11 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
     // ---------------------------------------------------------------- table
 
     /**
-     * A table this program already manages, to attach the counter to instead of creating one. It must have
-     * streams enabled with `streamViewType: "NEW_AND_OLD_IMAGES"` and string hash and range keys; its keys
-     * become `partitionKey` and `sortKey` unless those are given (then they must match). A mismatch fails
-     * the deployment with an error naming `[table]`.
+     * A table this program already manages, or one it reads by name with `aws.dynamodb.Table.get`, to attach
+     * the counter to instead of creating one. It must have streams enabled with `streamViewType:
+     * "NEW_AND_OLD_IMAGES"` and string hash and range keys; its keys become `partitionKey` and `sortKey`
+     * unless those are given (then they must match). A mismatch rejects `ready()` with an error naming
+     * `[table]`, which fails the deployment, and leaves the stream mapping disabled.
      *
      * Excludes `tableArn`, and `tableName`, `billingMode`, `readCapacity`, `writeCapacity`, `tableKmsKeyArn`
      * and `deletionProtection`, which only describe a table the component creates.

@@ -20,6 +20,12 @@ import { createSettler, settlerWidgets } from "./settler";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
 /**
+ * Each component's check of its attached table (see ready()), kept off the class: the schema inference
+ * of other languages reads every property of the component as an output.
+ */
+const TABLE_CHECKS = new WeakMap<object, Promise<void>>();
+
+/**
  * What an API program needs to build a `HybridCounterClient`: `{ tableName, countersTableName, ...layout }`,
  * with the selection flat (`countedItems` and its parameters) so that every language can read it.
  */
@@ -131,9 +137,6 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     /** IAM policy document (JSON) with exactly the actions `HybridCounterClient` calls, on both tables. */
     public readonly apiPolicyDocument: pulumi.Output<string>;
 
-    /** Settles once an attached table's settings are checked (see ready()); resolved when nothing is attached. */
-    private readonly tableCheck: Promise<void> = Promise.resolve();
-
     constructor(name: string, args: HybridCounterComponentArgs = {}, opts: pulumi.ComponentResourceOptions = {}) {
         // Everything is checked before the component itself registers, so bad args create nothing.
         validateHybridCounterArgs(args);
@@ -176,9 +179,12 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             // under mocks): the stream mapping is registered disabled, so a wrong table is never read, and the one
             // rejection is ready()'s, which fails `pulumi up` with the problems (see ready()).
             mappingEnabled = problems.apply((list) => list.length === 0);
-            this.tableCheck = new Promise<void>((resolve, reject) => {
-                problems.apply((list) => (list.length > 0 ? reject(new HybridCounterArgsError(list)) : resolve()));
-            });
+            TABLE_CHECKS.set(
+                this,
+                new Promise<void>((resolve, reject) => {
+                    problems.apply((list) => (list.length > 0 ? reject(new HybridCounterArgsError(list)) : resolve()));
+                }),
+            );
         }
         const placement = args.counterPlacement ?? D.counterPlacement;
         const countersTable =
@@ -525,7 +531,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
      * Either way the stream mapping is registered disabled and no backfill starts, so the table is never read.
      */
     ready(): Promise<void> {
-        return this.tableCheck;
+        return TABLE_CHECKS.get(this) ?? Promise.resolve();
     }
 
     /**

@@ -112,7 +112,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     // Table: attach (a resource or an ARN) or create, never two of them.
     if (args.table !== undefined && !aws.dynamodb.Table.isInstance(args.table)) {
         problems.push(
-            `[table] must be an aws.dynamodb.Table resource of this program (got ${typeof args.table === "string" ? `the string "${args.table}"` : typeof args.table}); attach a table by ARN with [tableArn]`,
+            `[table] must be an aws.dynamodb.Table resource of this program (got ${typeof args.table === "string" ? `the string "${args.table}"` : typeof args.table}); attach a table by ARN with [tableArn], or by name with aws.dynamodb.Table.get(name, tableName)`,
         );
     }
     if (args.table !== undefined && args.tableArn !== undefined) {

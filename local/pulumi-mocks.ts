@@ -69,6 +69,12 @@ export interface MockOptions {
      */
     readonly invokes?: Readonly<Record<string, InvokeHandler>>;
     /**
+     * The state of resources the program reads with `Resource.get(name, id)` (not managed by it), by type.
+     * A read of a type not given answers with the mock state of an empty resource.
+     * @default {}
+     */
+    readonly reads?: Readonly<Record<string, (id: string) => Record<string, any>>>;
+    /**
      * Pulumi reports a failed resource registration (for example an input whose Output rejected) as an
      * unhandled promise rejection, which is how the engine learns of it. By default `runProgram` rethrows
      * the first such error after the run settles; with `captureErrors` the run returns them in `errors`.
@@ -248,7 +254,13 @@ export async function setupPulumiMocks(options: MockOptions = {}): Promise<MockR
         newResource(args: pulumi.runtime.MockResourceArgs): pulumi.runtime.MockResourceResult {
             const inputs: Record<string, any> = { ...(args.inputs ?? {}) };
             const custom = args.custom ?? true;
-            const { id, state } = custom ? mockState(args.type, args.name, inputs) : { id: "", state: { ...inputs } };
+            const read = args.id ? options.reads?.[args.type] : undefined;
+            const { id, state } =
+                read && args.id
+                    ? { id: args.id, state: read(args.id) }
+                    : custom
+                      ? mockState(args.type, args.name, inputs)
+                      : { id: "", state: { ...inputs } };
             recorder.resources.push({
                 type: args.type,
                 name: args.name,

@@ -272,10 +272,9 @@ export async function runTwin(
             AWS_ENDPOINT_URL_SQS: sqsServer.endpoint,
         });
 
-        // 1. The component, under mocks: what `pulumi up` would create.
-        // The API-side client still keeps best-effort and reads both counters in the user's table: the twin keeps
-        // the counter items there too, so the client and the consumer meet.
-        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", { counterPlacement: "same-table" }));
+        // 1. The component, under mocks: what `pulumi up` would create (its default placement: the counter items
+        // in a counters table of their own, so the user's table and its stream hold only the user's items).
+        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", {}));
         const system: DeployedSystem = describeDeployedSystem(run.resources);
         const clientConfig = await outputValue(run.result.clientConfig);
         const layout: CounterTableLayout = resolveLayout(clientConfig);
@@ -315,7 +314,8 @@ export async function runTwin(
                   )
                 : undefined;
 
-        await addHealIndex(admin, system.table.name);
+        // The heal index lives where the counter items do.
+        await addHealIndex(admin, system.countersTableName);
         // The settler runs on the component's schedule, compressed: 5 minutes become a second.
         const settlerSpec = twinSettlerSpec(run.resources, "twin", SETTLER_COMPRESSION);
 

@@ -1048,6 +1048,83 @@ describe("HybridCounterComponent", () => {
             assert.equal(await outputValue(result.tableName), "legacy-orders");
         });
 
+        it("attaches a table by name, read with aws.dynamodb.Table.get, taking its keys", async () => {
+            // Act
+            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
+            const { resources, result } = await runProgramWithResult(
+                () => new HybridCounterComponent("orders", { table: aws.dynamodb.Table.get("legacy", "legacy-orders") }),
+                {
+                    reads: {
+                        "aws:dynamodb/table:Table": (id) => ({
+                            name: id,
+                            arn,
+                            hashKey: "tenantId",
+                            rangeKey: "orderId",
+                            attributes: [
+                                { name: "tenantId", type: "S" },
+                                { name: "orderId", type: "S" },
+                            ],
+                            streamEnabled: true,
+                            streamViewType: "NEW_AND_OLD_IMAGES",
+                            streamArn: `${arn}/stream/2021`,
+                        }),
+                    },
+                },
+            );
+
+            // Assess
+            assert.equal(await result.ready(), undefined);
+            const mapping = findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs;
+            assert.deepEqual([mapping.eventSourceArn, mapping.enabled], [`${arn}/stream/2021`, true]);
+            const config = await outputValue(result.clientConfig);
+            assert.deepEqual([config.tableName, config.partitionKey, config.sortKey], ["legacy-orders", "tenantId", "orderId"]);
+        });
+
+        it("refuses a table attached by ARN whose stream is off, through ready(), with no unhandled rejection", async () => {
+            // Act
+            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
+            let outcome: Promise<unknown> = Promise.resolve("not attached");
+            const { resources, errors } = await runProgramWithResult(
+                () => {
+                    const component = new HybridCounterComponent("orders", { tableArn: arn });
+                    outcome = component.ready().then(
+                        () => "resolved",
+                        (error: unknown) => error,
+                    );
+                    return component;
+                },
+                {
+                    captureErrors: true,
+                    invokes: {
+                        "aws:dynamodb/getTable:getTable": (inputs) => ({
+                            name: inputs.name,
+                            arn,
+                            hashKey: "pk",
+                            rangeKey: "sk",
+                            attributes: [
+                                { name: "pk", type: "S" },
+                                { name: "sk", type: "S" },
+                            ],
+                            streamEnabled: false,
+                            streamArn: "",
+                        }),
+                    },
+                },
+            );
+            const error = await outcome;
+
+            // Assess
+            assert.deepEqual(errors, []);
+            assert.ok(error instanceof HybridCounterArgsError);
+            assert.deepEqual(error.problems, [
+                '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: false, streamViewType: "")',
+            ]);
+            assert.equal(
+                findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.enabled,
+                false,
+            );
+        });
+
         it("refuses a table that is not a Table resource before creating anything", async () => {
             // Act
             const { resources, errors } = await runProgramWithResult(
@@ -1061,7 +1138,7 @@ describe("HybridCounterComponent", () => {
                         (e: unknown) =>
                             e instanceof HybridCounterArgsError &&
                             e.problems.join(" | ") ===
-                                '[table] must be an aws.dynamodb.Table resource of this program (got the string "orders"); attach a table by ARN with [tableArn] | [tableName] must not be set together with [table]',
+                                '[table] must be an aws.dynamodb.Table resource of this program (got the string "orders"); attach a table by ARN with [tableArn], or by name with aws.dynamodb.Table.get(name, tableName) | [tableName] must not be set together with [table]',
                     );
                 },
                 { captureErrors: true },
