@@ -33,13 +33,14 @@ describe("backfill while the API, other writers and the consumer run (DynamoDB L
     // Each scenario drops its tables at the end: DynamoDB Local slows every later request on an engine that
     // still holds a 20,000-item table and its stream.
     for (const scenario of [
-        { mode: "strict" as const, items: 2_000, limit: 60 },
-        { mode: "utilization" as const, items: 20_000, limit: undefined },
+        { mode: "strict" as const, items: 2_000, limit: 60, placement: "same-table" as const },
+        { mode: "utilization" as const, items: 20_000, limit: undefined, placement: "separate" as const },
     ]) {
-        it(`${scenario.mode}: ${scenario.items} seeded items end exact, killed midway and resumed, 0 API errors, bound kept`, async () => {
+        it(`${scenario.mode}, counters ${scenario.placement === "separate" ? "in a table of their own" : "in the user's table"}: ${scenario.items} seeded items end exact, killed midway and resumed, 0 API errors, bound kept`, async () => {
             // Prepare: the table as an existing program left it, then the counter attached (stream read from now on).
             const fixture = await counterFixture(engine(), {
                 layout: { selection: SELECTION },
+                placement: scenario.placement,
                 mode: scenario.mode,
                 settings: { startingPosition: "LATEST" },
                 clientFaults: { rate: 0.05, seed: 31 },

@@ -134,7 +134,14 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
     // DynamoDB Local on a loaded machine can keep a write waiting on an item lock for seconds (it answers a
     // 500 "timed out ... waiting for a lock" that real DynamoDB never does): the deadline here is the longest
     // the client allows, so that these tests measure counting, not the engine's lock waits.
-    const client = new HybridCounterClient({ ...layout, tableName, dynamodb: clientDynamo, mode: options.mode, deadlineMs: 60_000 });
+    const client = new HybridCounterClient({
+        ...layout,
+        tableName,
+        countersTableName,
+        dynamodb: clientDynamo,
+        mode: options.mode,
+        deadlineMs: 60_000,
+    });
 
     const fixture: CounterFixture = {
         tableName,
