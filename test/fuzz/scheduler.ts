@@ -4,8 +4,10 @@
  * Every DynamoDB request a task sends (the API's callers, the consumer, the redrive, reconciliation)
  * stops at a gate inside the SDK's retry loop. The scheduler waits until every task is either stopped
  * at a gate or finished, then releases ONE request, chosen by a seeded random source, with a fault
- * decided by the same source. So the interleaving of requests, and every injected fault, is a function
- * of the seed: a failing history replays exactly.
+ * decided by the same source. So the interleaving of requests, and every injected fault, follows the
+ * seed. Not exactly: a task that sends requests in parallel counts as one here, so a retry's timer inside
+ * one branch can let the schedule move on before the branch reaches its gate, and a seed's request count
+ * varies by a few percent between runs. Counting each task's pending timers (async_hooks) would close it.
  *
  * The engine serves one released request at a time, so between two releases the table is still: an
  * observation made then is exact.
