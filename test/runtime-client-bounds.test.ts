@@ -656,12 +656,6 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
 
             assert.deepEqual(violations, []);
             assert.ok(observations > 10, `${observations} observations`);
-            // Held slots (strict, limit 2) can refuse most creates under 20% faults: the history must still have
-            // asked for many, and created and deleted some.
-            assert.ok(
-                createCalls > 20 && created > 0 && deleted > 0,
-                `${createCalls} tryCreate calls, ${created} created, ${deleted} deleted`,
-            );
             const allowed = ["ProvisionedThroughputExceededException", "InternalServerError", "TransactionConflictException"];
             assert.deepEqual(
                 errors.filter((name) => !allowed.includes(name)),
@@ -671,6 +665,17 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             const exact = await assertExact(fixture);
             for (const [key, s] of exact) {
                 assert.equal(invariant(s), undefined, `${key}: ${JSON.stringify(s)}`);
+            }
+            // The history asked for many creates. Utilization created and deleted some. Strict (limit 2) may
+            // hold both slots of each key early under 20% faults, as its contract allows, and then refuse every
+            // later create: it created some, or the slots it holds are what refused them.
+            const held = [...exact.values()].reduce((n, s) => n + s.bestEffort - s.live, 0);
+            const detail = `${createCalls} tryCreate calls, ${created} created, ${deleted} deleted, ${held} slots held`;
+            assert.ok(createCalls > 20, detail);
+            if (mode === "strict") {
+                assert.ok(created > 0 || held > 0, detail);
+            } else {
+                assert.ok(created > 0 && deleted > 0, detail);
             }
             fixture.close();
         });
