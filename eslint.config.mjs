@@ -24,4 +24,16 @@ export default tseslint.config(
             ],
         },
     },
+    {
+        // The examples are programs of their own (their own tsconfig): type-aware linting would build two more
+        // TypeScript programs, each loading @pulumi/aws's types, for a third of the lint's time. They get the
+        // syntactic rules here, and the tests type-check each with tsc against the built and the packed package.
+        files: ["examples/**/*.ts"],
+        ...tseslint.configs.disableTypeChecked,
+        rules: {
+            ...tseslint.configs.disableTypeChecked.rules,
+            "@pulumi/no-output-in-template-literal": "off",
+            "@pulumi/no-output-instance-in-template-literal": "off",
+        },
+    },
 );

@@ -32,8 +32,9 @@ describe("backfill while the API, other writers and the consumer run (DynamoDB L
     // Each scenario has an engine of its own: DynamoDB Local serves every later request slower on an engine
     // that has held a large table and its stream, even after the table is dropped.
     for (const scenario of [
-        { mode: "strict" as const, items: 2_000, limit: 60, placement: "same-table" as const },
-        { mode: "utilization" as const, items: 20_000, limit: undefined, placement: "separate" as const },
+        // The workload is sized to outlast the backfill of its table.
+        { mode: "strict" as const, items: 2_000, ops: 400, limit: 60, placement: "same-table" as const },
+        { mode: "utilization" as const, items: 20_000, ops: 800, limit: undefined, placement: "separate" as const },
     ]) {
         describe(`${scenario.mode} mode`, () => {
             const engine = useEngine();
@@ -73,7 +74,7 @@ describe("backfill while the API, other writers and the consumer run (DynamoDB L
                 // Act: everything at once.
                 let stop = false;
                 const workload = runWorkload(fixture.client, {
-                    ops: 800,
+                    ops: scenario.ops,
                     keys,
                     concurrency: 6,
                     deleteRatio: 0.3,
