@@ -958,6 +958,31 @@ describe("HybridCounterComponent", () => {
             ...overrides,
         });
 
+        /** What getTable (or Table.get) answers for `legacy-orders`: pk/sk string keys, its stream on, with `overrides`. */
+        const legacyOrders = (overrides: Record<string, unknown> = {}): Record<string, unknown> => {
+            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
+            return {
+                name: "legacy-orders",
+                arn,
+                hashKey: "pk",
+                rangeKey: "sk",
+                attributes: [
+                    { name: "pk", type: "S" },
+                    { name: "sk", type: "S" },
+                ],
+                streamEnabled: true,
+                streamViewType: "NEW_AND_OLD_IMAGES",
+                streamArn: `${arn}/stream/2020`,
+                ...overrides,
+            };
+        };
+        /** ready()'s outcome, handled at once as a unit test would: "resolved", or the error it rejected with. */
+        const outcomeOf = (component: HybridCounterComponent): Promise<unknown> =>
+            component.ready().then(
+                () => "resolved",
+                (error: unknown) => error,
+            );
+
         it("creates no user table, takes the table's keys, and points the mapping, roles and outputs at the user's table", async () => {
             // Act
             const { resources, result } = await runProgramWithResult(() => {
@@ -1014,21 +1039,7 @@ describe("HybridCounterComponent", () => {
             const { resources, result, invokes } = await runProgramWithResult(
                 () => new HybridCounterComponent("orders", { tableArn: arn }),
                 {
-                    invokes: {
-                        "aws:dynamodb/getTable:getTable": (inputs) => ({
-                            name: inputs.name,
-                            arn,
-                            hashKey: "pk",
-                            rangeKey: "sk",
-                            attributes: [
-                                { name: "pk", type: "S" },
-                                { name: "sk", type: "S" },
-                            ],
-                            streamEnabled: true,
-                            streamViewType: "NEW_AND_OLD_IMAGES",
-                            streamArn: `${arn}/stream/2020`,
-                        }),
-                    },
+                    invokes: { "aws:dynamodb/getTable:getTable": (inputs) => ({ ...legacyOrders(), name: inputs.name }) },
                 },
             );
 
@@ -1055,19 +1066,17 @@ describe("HybridCounterComponent", () => {
                 () => new HybridCounterComponent("orders", { table: aws.dynamodb.Table.get("legacy", "legacy-orders") }),
                 {
                     reads: {
-                        "aws:dynamodb/table:Table": (id) => ({
-                            name: id,
-                            arn,
-                            hashKey: "tenantId",
-                            rangeKey: "orderId",
-                            attributes: [
-                                { name: "tenantId", type: "S" },
-                                { name: "orderId", type: "S" },
-                            ],
-                            streamEnabled: true,
-                            streamViewType: "NEW_AND_OLD_IMAGES",
-                            streamArn: `${arn}/stream/2021`,
-                        }),
+                        "aws:dynamodb/table:Table": (id) =>
+                            legacyOrders({
+                                name: id,
+                                hashKey: "tenantId",
+                                rangeKey: "orderId",
+                                attributes: [
+                                    { name: "tenantId", type: "S" },
+                                    { name: "orderId", type: "S" },
+                                ],
+                                streamArn: `${arn}/stream/2021`,
+                            }),
                     },
                 },
             );
@@ -1087,26 +1096,15 @@ describe("HybridCounterComponent", () => {
             const { resources, errors } = await runProgramWithResult(
                 () => {
                     const component = new HybridCounterComponent("orders", { tableArn: arn });
-                    outcome = component.ready().then(
-                        () => "resolved",
-                        (error: unknown) => error,
-                    );
+                    outcome = outcomeOf(component);
                     return component;
                 },
                 {
                     captureErrors: true,
                     invokes: {
                         "aws:dynamodb/getTable:getTable": (inputs) => ({
+                            ...legacyOrders({ streamEnabled: false, streamViewType: undefined, streamArn: "" }),
                             name: inputs.name,
-                            arn,
-                            hashKey: "pk",
-                            rangeKey: "sk",
-                            attributes: [
-                                { name: "pk", type: "S" },
-                                { name: "sk", type: "S" },
-                            ],
-                            streamEnabled: false,
-                            streamArn: "",
                         }),
                     },
                 },
@@ -1200,10 +1198,7 @@ describe("HybridCounterComponent", () => {
                             backfillOnDeploy: true,
                             table: new aws.dynamodb.Table("app", tableArgs(overrides)),
                         });
-                        outcome = component.ready().then(
-                            () => "resolved",
-                            (error: unknown) => error,
-                        );
+                        outcome = outcomeOf(component);
                         return component;
                     },
                     { captureErrors: true },
