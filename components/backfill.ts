@@ -10,7 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { backfillEnvironment } from "../runtime/backfill-env";
 import type { CounterTableLayout } from "../runtime/config";
 import { FIXED } from "./defaults";
-import { lambdaAssumeRolePolicy, type PolicyDocument, type PolicyStatement } from "./iam";
+import { lambdaAssumeRolePolicy, logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
 
 /** The component's backfill args (part of HybridCounterComponentArgs). */
 export interface BackfillArgs {
@@ -116,15 +116,10 @@ export function backfillPolicy(p: BackfillPolicyInputs): PolicyDocument {
             Resource: p.countersTableArn,
         },
         { Sid: "ContinueItself", Effect: "Allow", Action: ["lambda:InvokeFunction"], Resource: p.functionArn },
-        { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${p.logGroupArn}:*` },
+        logStatement(p.logGroupArn),
     ];
     if (p.tracing) {
-        statements.push({
-            Sid: "WriteTraces",
-            Effect: "Allow",
-            Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
-            Resource: "*",
-        });
+        statements.push(tracingStatement());
     }
     return { Version: "2012-10-17", Statement: statements };
 }

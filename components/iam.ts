@@ -103,12 +103,14 @@ export function apiPolicy(p: { tableArn: string; countersTableArn: string }): Po
 const STREAM_READ_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"];
 const XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
 
-function logStatement(logGroupArn: string): PolicyStatement {
+/** A function's right to write its own log group. */
+export function logStatement(logGroupArn: string): PolicyStatement {
     // `${arn}:*` covers the group's log streams, which is where CreateLogStream and PutLogEvents act.
     return { Sid: "WriteOwnLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${logGroupArn}:*` };
 }
 
-function tracingStatement(): PolicyStatement {
+/** A function's right to send X-Ray traces (when tracing is on). */
+export function tracingStatement(): PolicyStatement {
     // X-Ray write actions support no resource-level permissions.
     return { Sid: "WriteTraces", Effect: "Allow", Action: XRAY_ACTIONS, Resource: "*" };
 }

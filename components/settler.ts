@@ -9,7 +9,7 @@ import { HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "..
 import { settlerEnvironment } from "../runtime/settler-config";
 import type { HybridCounterComponentArgs } from "./args";
 import { FIXED, HYBRID_COUNTER_DEFAULTS as D } from "./defaults";
-import { lambdaAssumeRolePolicy, type PolicyDocument, type PolicyStatement } from "./iam";
+import { lambdaAssumeRolePolicy, logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
 
 export interface SettlerPolicyInputs {
     /** The table the resource items live in. */
@@ -58,12 +58,7 @@ export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
                   },
               ]),
         { Sid: "SendUncountableItemsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.fatalDlqArn },
-        {
-            Sid: "WriteOwnLogs",
-            Effect: "Allow",
-            Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
-            Resource: `${p.logGroupArn}:*`,
-        },
+        logStatement(p.logGroupArn),
     ];
     if (p.queueKmsKeyArn !== undefined) {
         statements.push({
@@ -74,12 +69,7 @@ export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
         });
     }
     if (p.tracing) {
-        statements.push({
-            Sid: "WriteTraces",
-            Effect: "Allow",
-            Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
-            Resource: "*",
-        });
+        statements.push(tracingStatement());
     }
     return { Version: "2012-10-17", Statement: statements };
 }
