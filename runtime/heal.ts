@@ -81,15 +81,14 @@
 import {
     ConditionalCheckFailedException,
     GetItemCommand,
-    QueryCommand,
     UpdateItemCommand,
     type AttributeValue,
     type ConsumedCapacity,
     type DynamoDBClient,
-    type QueryCommandOutput,
 } from "@aws-sdk/client-dynamodb";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, markerSortKey, type CounterTableConfig } from "./config";
 import { isRetryable } from "./counting";
+import { queryPartition } from "./partition";
 import { withRetries } from "./retry";
 import { isLive, type SelectingLayout } from "./selection";
 import { tokenTime } from "./tokens";
@@ -287,8 +286,19 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     if (skip !== undefined) {
         return { ...read, plan: skip };
     }
-    const items = await queryAll(options, config.tableName, key, undefined, read);
-    const markers = await queryAll(options, counters, key, markerSortKey(config, ""), read);
+    const partition = (tableName: string, under?: { sortKey: string; prefix: string }) =>
+        queryPartition(
+            options.dynamodb,
+            { tableName, partitionKey: config.partitionKey, key, ...(under ? { under } : {}) },
+            {
+                send: (request) => withRetries(request, isRetryable, options.attempts ?? 3),
+                onPage: (page) => {
+                    read.readUnits += units(page.ConsumedCapacity);
+                },
+            },
+        );
+    const items = await partition(config.tableName);
+    const markers = await partition(counters, { sortKey: config.sortKey, prefix: markerSortKey(config, "") });
     return { ...read, plan: planHeal(response.Item, items, markers, now, options.mode, options.quietWindowMs, config) };
 }
 
@@ -348,46 +358,6 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
  */
 export async function healKey(key: string, options: HealOptions): Promise<HealResult> {
     return writeHeal(await readForHeal(key, options), options);
-}
-
-async function queryAll(
-    options: HealOptions,
-    tableName: string,
-    key: string,
-    sortKeyPrefix: string | undefined,
-    read: HealRead,
-): Promise<Array<Record<string, AttributeValue>>> {
-    const { config, dynamodb } = options;
-    const items: Array<Record<string, AttributeValue>> = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page: QueryCommandOutput = await withRetries(
-            () =>
-                dynamodb.send(
-                    new QueryCommand({
-                        TableName: tableName,
-                        ConsistentRead: true,
-                        KeyConditionExpression: sortKeyPrefix === undefined ? "#pk = :key" : "#pk = :key AND begins_with(#sk, :prefix)",
-                        ExpressionAttributeNames: {
-                            "#pk": config.partitionKey,
-                            ...(sortKeyPrefix === undefined ? {} : { "#sk": config.sortKey }),
-                        },
-                        ExpressionAttributeValues: {
-                            ":key": { S: key },
-                            ...(sortKeyPrefix === undefined ? {} : { ":prefix": { S: sortKeyPrefix } }),
-                        },
-                        ExclusiveStartKey: start,
-                        ReturnConsumedCapacity: "TOTAL",
-                    }),
-                ),
-            isRetryable,
-            options.attempts ?? 3,
-        );
-        read.readUnits += units(page.ConsumedCapacity);
-        items.push(...(page.Items ?? []));
-        start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
 }
 
 function keyOf(config: CounterTableConfig, key: string, sk: string): Record<string, AttributeValue> {

@@ -14,12 +14,10 @@
  * it finds. Safe to run while the consumer runs; running it twice changes nothing.
  */
 import {
-    QueryCommand,
     TransactWriteItemsCommand,
     TransactionCanceledException,
     type AttributeValue,
     type DynamoDBClient,
-    type QueryCommandOutput,
     type TransactWriteItem,
 } from "@aws-sdk/client-dynamodb";
 import {
@@ -39,6 +37,7 @@ import { InvalidArgumentError } from "./errors";
 import type { FatalQueue } from "./fatal";
 import { COUNTER_CHUNK_LIMITS, itemSize, planChunks, type ChunkLimits } from "./chunking";
 import { MARKER_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "./markers";
+import { queryPartition } from "./partition";
 import { PARTITION_KEY_MAX_BYTES } from "./records";
 import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "./selection";
 import { jsonLogger, type LineSink } from "./telemetry";
@@ -277,10 +276,12 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         let markers: Array<Record<string, AttributeValue>>;
         try {
             [items, markers] = await Promise.all([
-                queryAll(dynamodb, config.tableName, config.partitionKey, key),
-                queryAll(dynamodb, countersTable(config), config.partitionKey, key, {
-                    sortKey: config.sortKey,
-                    prefix: markerSortKey(config, ""),
+                queryPartition(dynamodb, { tableName: config.tableName, partitionKey: config.partitionKey, key }),
+                queryPartition(dynamodb, {
+                    tableName: countersTable(config),
+                    partitionKey: config.partitionKey,
+                    key,
+                    under: { sortKey: config.sortKey, prefix: markerSortKey(config, "") },
                 }),
             ]);
         } catch (error) {
@@ -338,30 +339,4 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         }
     }
     return { key, found: found ?? 0, counted: committed, alreadySettled: 0, incomplete: true };
-}
-
-async function queryAll(
-    dynamodb: DynamoDBClient,
-    tableName: string,
-    partitionKey: string,
-    key: string,
-    under?: { sortKey: string; prefix: string },
-): Promise<Array<Record<string, AttributeValue>>> {
-    const items: Array<Record<string, AttributeValue>> = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page: QueryCommandOutput = await dynamodb.send(
-            new QueryCommand({
-                TableName: tableName,
-                ConsistentRead: true,
-                KeyConditionExpression: under ? "#pk = :key AND begins_with(#sk, :prefix)" : "#pk = :key",
-                ExpressionAttributeNames: under ? { "#pk": partitionKey, "#sk": under.sortKey } : { "#pk": partitionKey },
-                ExpressionAttributeValues: under ? { ":key": { S: key }, ":prefix": { S: under.prefix } } : { ":key": { S: key } },
-                ExclusiveStartKey: start,
-            }),
-        );
-        items.push(...(page.Items ?? []));
-        start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
 }

@@ -177,8 +177,7 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
             return messages.length - failedMessages.length;
         },
         async snapshot(key) {
-            const { clientLive: _, ...s } = await observe(reader, tableName, layout, key, countersTableName);
-            return s;
+            return snapshot(reader, tableName, layout, key, countersTableName);
         },
         async observe(key) {
             return observe(reader, tableName, layout, key, countersTableName);
