@@ -6,6 +6,7 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "./config";
 import { InvalidArgumentError } from "./errors";
+import { markerKeyProblem } from "./key-limits";
 import { PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "./records";
 import type { ItemSelection } from "./selection";
 
@@ -168,8 +169,9 @@ export function checkId(id: unknown, counterPrefix: string, selection?: ItemSele
     if (typeof id !== "string" || id.length === 0) {
         throw new InvalidArgumentError("id", "must be a non-empty string");
     }
-    if (Buffer.byteLength(id, "utf8") > SORT_KEY_MAX_BYTES) {
-        throw new InvalidArgumentError("id", `must be at most ${SORT_KEY_MAX_BYTES} bytes`);
+    const unmarkable = markerKeyProblem({ counterPrefix }, id);
+    if (unmarkable !== undefined) {
+        throw new InvalidArgumentError("id", unmarkable);
     }
     if (id.startsWith(counterPrefix)) {
         throw new InvalidArgumentError("id", `must not start with the reserved prefix "${counterPrefix}"`);

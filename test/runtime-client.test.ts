@@ -23,7 +23,12 @@ describe("HybridCounterClient on DynamoDB Local", () => {
             ["non-string key", (c) => c.create(7 as unknown as string, "a"), "key", "[key] must be a non-empty string"],
             ["oversized key", (c) => c.create("k".repeat(2049), "a"), "key", "[key] must be at most 2048 bytes"],
             ["empty id", (c) => c.create("k", ""), "id", "[id] must be a non-empty string"],
-            ["oversized id", (c) => c.create("k", "é".repeat(513)), "id", "[id] must be at most 1024 bytes"],
+            [
+                "oversized id",
+                (c) => c.create("k", "é".repeat(506)),
+                "id",
+                `[id] must be at most 1010 bytes: its marker's sort key ("#counter#item#" + id) must fit DynamoDB's 1024-byte limit (got 1012 bytes)`,
+            ],
             [
                 "id in the counter namespace",
                 (c) => c.create("k", "#counter#best-effort"),
