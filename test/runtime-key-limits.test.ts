@@ -160,6 +160,50 @@ describe("ids at the marker key's size limit", () => {
         fixture.close();
     });
 
+    it("the redrive, reading the same range from the stream, parks the unmarkable record alone and counts a and b", async () => {
+        const fixture = await counterFixture(engine());
+        for (const [n, id] of ["a", LONG_ID, "b"].entries()) {
+            await fixture.reader.send(
+                new PutItemCommand({
+                    TableName: fixture.tableName,
+                    Item: {
+                        pk: { S: "d" },
+                        sk: { S: id },
+                        [fixture.layout.tokenAttribute]: { S: `0190a6e4-0000-7000-8000-00000000001${n}` },
+                    },
+                }),
+            );
+        }
+        const streams = engine().streams();
+        const records = await readStream(streams, fixture.streamArn);
+        const shards = (await streams.send(new DescribeStreamCommand({ StreamArn: fixture.streamArn }))).StreamDescription?.Shards ?? [];
+        assert.equal(shards.length, 1);
+        const body = JSON.stringify({
+            requestContext: { condition: "RetryAttemptsExhausted" },
+            DDBStreamBatchInfo: {
+                shardId: shards[0]!.ShardId,
+                startSequenceNumber: records[0]!.dynamodb!.SequenceNumber,
+                endSequenceNumber: records[2]!.dynamodb!.SequenceNumber,
+                batchSize: 3,
+                streamArn: fixture.streamArn,
+            },
+        });
+
+        const response = await fixture.redrive({ Records: [{ messageId: "m1", body } as never] }, lambdaContext("redrive", 10_000));
+
+        assert.deepEqual(response, { batchItemFailures: [] });
+        const s = await fixture.snapshot("d");
+        assert.deepEqual({ eventual: s.eventual, counted: s.counted }, { eventual: 2, counted: 2 });
+        const parked = fixture.queues
+            .messages(FATAL_QUEUE_URL)
+            .map((m) => JSON.parse(m.body) as { reason: string; records: DynamoDBRecord[] });
+        assert.deepEqual(
+            parked.map((m) => [m.reason, m.records.map((r) => r.dynamodb?.Keys?.sk?.S?.length)]),
+            [["poison-record", [1_011]]],
+        );
+        fixture.close();
+    });
+
     it("a cancellation for ValidationError parks the refused item, keeps the rest, and is neither contention nor retryable", async () => {
         const fixture = await counterFixture(engine());
         // Intents as the planner would make them if the long id got past it: the engine's own answer is what is resolved.
