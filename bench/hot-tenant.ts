@@ -127,7 +127,7 @@ async function runOne(
             queues.send("first-dlq", JSON.stringify(r));
         },
     });
-    const client = new HybridCounterClient({ tableName, dynamodb: api, mode });
+    const client = new HybridCounterClient({ tableName, countersTableName: tableName, dynamodb: api, mode });
     const payload = "x".repeat(options.itemBytes);
     // The workload's items carry a one-byte payload; a tenant's real items are larger.
     const target = {

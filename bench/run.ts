@@ -223,7 +223,7 @@ async function runApproach(
     const clients: Array<{ destroy(): void }> = [];
     const lag = new LagMeter(DEFAULT_LAYOUT);
     if (hybrid) {
-        target = new HybridCounterClient({ tableName, dynamodb: api });
+        target = new HybridCounterClient({ tableName, countersTableName, dynamodb: api });
         const consumerDynamo = engine.dynamodb();
         const streams = engine.streams();
         clients.push(consumerDynamo, streams);

@@ -140,7 +140,7 @@ export async function measurePoint(
             queues.send("first-dlq", JSON.stringify(r));
         },
     });
-    const client = new HybridCounterClient({ tableName, dynamodb: api });
+    const client = new HybridCounterClient({ tableName, countersTableName: tableName, dynamodb: api });
     const keys = Array.from({ length: point.keys }, (_, i) => `k${String(i).padStart(4, "0")}`);
     const onProgress = (r: { events: Array<{ key: string; id: string; at: number; delta: 1 | -1 }> }) => {
         const e = r.events.at(-1);

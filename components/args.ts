@@ -312,12 +312,19 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      */
     readonly settlerSchedule?: string;
     /**
-     * Seconds a best-effort counter must have been left alone by every client before it is healed, 320..86400.
-     * Must exceed the client deadline (`deadlineMs`, 10 s by default) + a request's lifetime (a SigV4 signature
-     * is valid for 5 minutes) + the clock skew between API hosts and the settler.
-     * @default 600 (10 s + 300 s + 60 s of skew budget, rounded up)
+     * Seconds a best-effort counter must have been left alone by every client before it is healed, 361..86400.
+     * Must exceed `clientDeadlineMs` + a request's lifetime (a SigV4 signature is valid for 5 minutes) + 60 s
+     * of clock skew between API hosts and the settler: 371 s at least for the default 10 s deadline. The
+     * component's `clientConfig` carries it, and a client whose `deadlineMs` it does not cover is refused.
+     * @default 600 (covers every client deadline up to the client's maximum of 60 s)
      */
     readonly healQuietWindowSeconds?: number;
+    /**
+     * The largest `deadlineMs` (ms, 100..60000) the API's clients use: the floor of `healQuietWindowSeconds` is
+     * derived from it, and the settler refuses to run with a window that does not cover it.
+     * @default 10000 (the client's own default)
+     */
+    readonly clientDeadlineMs?: number;
     /** The mode every `HybridCounterClient` of this table uses; healing counts differently in each. @default "utilization" */
     readonly counterMode?: CounterModeArg;
     /** Keys the settler heals from its index per run, 1..10000: bounds a run's cost. @default 200 */

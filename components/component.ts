@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { COUNTER_ATTRIBUTES, clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
+import { COUNTER_ATTRIBUTES, ENV, clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
 import type { CountedItems, HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
 import { createBackfillResources } from "./backfill";
@@ -54,10 +54,20 @@ export interface HybridCounterClientConfig {
     readonly countedAttributeName?: string;
     /** With `countedItems: "attribute"`: the attribute's value. */
     readonly countedAttributeValue?: string;
+    /**
+     * The settler's quiet window (s), when it is deployed: the client refuses a `deadlineMs` it does not cover
+     * (deadline + 300 s request lifetime + 60 s clock skew must stay below it; runtime/heal-window.ts).
+     */
+    readonly healQuietWindowSeconds?: number;
 }
 
-/** The client configuration of a layout and its tables. */
-export function clientConfigOf(layout: CounterTableLayout, tableName: string, countersTableName: string): HybridCounterClientConfig {
+/** The client configuration of a layout and its tables (and the settler's quiet window, when one heals). */
+export function clientConfigOf(
+    layout: CounterTableLayout,
+    tableName: string,
+    countersTableName: string,
+    healQuietWindowSeconds?: number,
+): HybridCounterClientConfig {
     return {
         tableName,
         countersTableName,
@@ -68,6 +78,7 @@ export function clientConfigOf(layout: CounterTableLayout, tableName: string, co
         counterPrefix: layout.counterPrefix,
         countAttribute: layout.countAttribute,
         ...(flatSelection(layout.selection) as { countedItems: CountedItems }),
+        ...(healQuietWindowSeconds === undefined ? {} : { healQuietWindowSeconds }),
     };
 }
 
@@ -488,14 +499,18 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.alarmArns = pulumi.output(alarmArns);
         this.alarmTopicArn = alarmTopicArn;
         this.dashboardName = dashboard.dashboardName;
+        // Clients check their deadline against the window the settler heals with (runtime/heal-window.ts).
+        const quietWindow =
+            (args.settlerEnabled ?? D.settlerEnabled) ? (args.healQuietWindowSeconds ?? D.healQuietWindowSeconds) : undefined;
         this.clientConfig = pulumi
             .all([layout, table.name, countersTableName])
-            .apply(([l, tableName, counters]) => clientConfigOf(l as CounterTableLayout, tableName, counters));
+            .apply(([l, tableName, counters]) => clientConfigOf(l as CounterTableLayout, tableName, counters, quietWindow));
         this.apiEnvironment = pulumi
             .all([layout, table.name, countersTableName])
-            .apply(([l, tableName, counters]) =>
-                clientEnvironment({ ...(l as CounterTableLayout), tableName, countersTableName: counters }),
-            );
+            .apply(([l, tableName, counters]): Record<string, string> => ({
+                ...clientEnvironment({ ...(l as CounterTableLayout), tableName, countersTableName: counters }),
+                ...(quietWindow === undefined ? {} : { [ENV.healQuietWindowSeconds]: String(quietWindow) }),
+            }));
         this.apiPolicyDocument = pulumi
             .all([table.arn, countersTableArn])
             .apply(([tableArn, countersArn]) => JSON.stringify(apiPolicy({ tableArn, countersTableArn: countersArn })));

@@ -8,7 +8,9 @@
  * - An SQS on-failure destination receives only the batch's metadata (shard and sequence range), so the
  *   redrive must re-read the records from the stream while they still exist.
  */
+import { DEFAULT_DEADLINE_MS } from "../runtime/client-validation";
 import { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE, type CounterTableLayout } from "../runtime/config";
+import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, smallestQuietWindowSeconds } from "../runtime/heal-window";
 import { AlarmName, type Architecture, type BillingMode } from "./args";
 
 export { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE };
@@ -90,6 +92,12 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
      * API hosts and the settler (a minute of budget). 10 + 300 + 60 = 370 s, rounded up to 10 minutes.
      */
     healQuietWindowSeconds: 600,
+    /**
+     * The largest `deadlineMs` the API's clients use: the client's own default, 10 s. The quiet window must
+     * exceed it + 300 s + 60 s (runtime/heal-window.ts); a client with a longer deadline than the deployed
+     * window covers is refused at construction (the window travels in clientConfig).
+     */
+    clientDeadlineMs: DEFAULT_DEADLINE_MS,
     /** The mode the API's clients use (the client's own default); healing counts differently in each. */
     counterMode: "utilization" as "strict" | "utilization",
     /** Keys healed from the heal index per run: bounds a run's cost. */
@@ -146,10 +154,13 @@ export const LIMITS = Object.freeze({
     reservedConcurrency: [0, 1000],
     capacity: [1, 40_000],
     /**
-     * At least 10 s client deadline + 300 s SigV4 validity + 10 s skew; at most a day (a heal due for
-     * longer than that would leave a held slot for a day).
+     * Above the shortest client deadline (100 ms) + 300 s SigV4 validity + 60 s skew (runtime/heal-window.ts;
+     * the floor for the deadline actually used, [clientDeadlineMs], is checked beside it); at most a day (a
+     * heal due for longer than that would leave a held slot for a day).
      */
-    healQuietWindowSeconds: [320, 86_400],
+    healQuietWindowSeconds: [smallestQuietWindowSeconds(MIN_CLIENT_DEADLINE_MS), 86_400],
+    /** The client's own range for `deadlineMs`. */
+    clientDeadlineMs: [MIN_CLIENT_DEADLINE_MS, MAX_CLIENT_DEADLINE_MS],
     /** A settler run at least every minute (EventBridge's finest rate) and at most every day. */
     settlerScheduleMinutes: [1, 1_440],
     settlerKeyBudget: [1, 10_000],

@@ -145,6 +145,7 @@ export function createSettler(s: SettlerInputs): Settler {
                             mode: args.counterMode ?? D.counterMode,
                             quietWindowMs: (args.healQuietWindowSeconds ?? D.healQuietWindowSeconds) * 1000,
                             keyBudget: args.settlerKeyBudget ?? D.settlerKeyBudget,
+                            clientDeadlineMs: args.clientDeadlineMs ?? D.clientDeadlineMs,
                         }),
                     })),
             },

@@ -4,6 +4,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/config";
+import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowCovers } from "../runtime/heal-window";
 import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { backfillArgsProblems } from "./backfill";
@@ -256,6 +257,22 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         }
     }
     integerBetween("healQuietWindowSeconds", LIMITS.healQuietWindowSeconds);
+    integerBetween("clientDeadlineMs", LIMITS.clientDeadlineMs);
+    // Heal assumption A4 (runtime/heal.ts): the window must outlast the last write of the slowest client call.
+    const window = args.healQuietWindowSeconds ?? D.healQuietWindowSeconds;
+    const deadline = args.clientDeadlineMs ?? D.clientDeadlineMs;
+    const inRange = (value: unknown, [min, max]: readonly [number, number]) =>
+        typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
+    if (
+        inRange(window, LIMITS.healQuietWindowSeconds) &&
+        inRange(deadline, LIMITS.clientDeadlineMs) &&
+        !windowCovers(window * 1000, deadline)
+    ) {
+        problems.push(
+            `[healQuietWindowSeconds] must be above [clientDeadlineMs] (${deadline} ms) + ${REQUEST_LIFETIME_MS / 1000} s request lifetime + ` +
+                `${CLOCK_SKEW_MS / 1000} s clock skew: at least ${smallestQuietWindowSeconds(deadline)} (got ${window})`,
+        );
+    }
     oneOf("counterMode", ["strict", "utilization"]);
     integerBetween("settlerKeyBudget", LIMITS.settlerKeyBudget);
     integerBetween("settlerTimeout", LIMITS.settlerTimeout);

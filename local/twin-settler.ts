@@ -37,6 +37,8 @@ export function twinSettlerSpec(resources: readonly RecordedResource[], name: st
     const environment = { ...(fn.inputs.environment.variables as Record<string, string>) };
     const quietWindowMs = Math.max(1, Math.round(Number(environment[SETTLER_ENV.quietWindowMs]) / compression));
     environment[SETTLER_ENV.quietWindowMs] = String(quietWindowMs);
+    // A compressed window cannot cover a real client deadline plus request lifetime: the settler would refuse it.
+    delete environment[SETTLER_ENV.clientDeadlineMs];
     return { environment, periodMs: (rateMinutes(rule.inputs.scheduleExpression as string) * 60_000) / compression, quietWindowMs };
 }
 

@@ -3,6 +3,7 @@
  * cancelled transaction means, and the checkpoint items. No I/O; see backfill.ts for the invariant.
  */
 import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
+import { markerKeyFits } from "./key-limits";
 import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "./config";
 import { isLive } from "./selection";
 
@@ -55,17 +56,29 @@ export interface Candidate {
     readonly life?: string;
 }
 
-/** The scanned items that are live under the selection (the ones backfill may count). */
-export function liveCandidates(items: ReadonlyArray<Record<string, AttributeValue>>, config: BackfillConfig): Candidate[] {
+/**
+ * The scanned items that are live under the selection (the ones backfill may count). A live item whose
+ * marker key cannot fit (key-limits.ts) is never a candidate: it goes to `unmarkable`, when given.
+ */
+export function liveCandidates(
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    config: BackfillConfig,
+    unmarkable?: Candidate[],
+): Candidate[] {
     const candidates: Candidate[] = [];
     for (const item of items) {
         if (isLive(item, config)) {
             const life = item[config.tokenAttribute]?.S;
-            candidates.push({
+            const candidate = {
                 counterKey: item[config.partitionKey]!.S!,
                 id: item[config.sortKey]!.S!,
                 ...(life === undefined ? {} : { life }),
-            });
+            };
+            if (markerKeyFits(config, candidate.id)) {
+                candidates.push(candidate);
+            } else {
+                unmarkable?.push({ counterKey: candidate.counterKey, id: candidate.id });
+            }
         }
     }
     return candidates;

@@ -131,6 +131,8 @@ export interface BackfillReport {
         readonly markerReadUnits: number;
         readonly writeUnits: number;
         readonly elapsedMs: number;
+        /** Live items whose marker key cannot fit (runtime/key-limits.ts): skipped, never counted. Absent when none. */
+        readonly unmarkable?: ReadonlyArray<{ readonly counterKey: string; readonly id: string }>;
     };
 }
 
@@ -242,6 +244,8 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
         markerReadUnits: 0,
         writeUnits: 0,
     };
+    // Live items whose marker key cannot fit (key-limits.ts): skipped, never counted, named in the report.
+    const unmarkable: Candidate[] = [];
     let stopped: BackfillReport["status"] | undefined;
     let failure: unknown;
     const stopReason = (): BackfillReport["status"] | undefined => {
@@ -342,7 +346,7 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
             );
             readBucket.spend(page.readUnits);
             call.readUnits += page.readUnits;
-            const candidates = liveCandidates(page.items, config);
+            const candidates = liveCandidates(page.items, config, unmarkable);
             const markers = await retrying(() => store.markedIds(candidates));
             call.readUnits += markers.readUnits;
             call.markerReadUnits += markers.readUnits;
@@ -417,6 +421,6 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
         resumed: existing.size > 0,
         segmentsDone,
         total: totals(),
-        thisCall: { ...call, elapsedMs: clock.now() - started },
+        thisCall: { ...call, elapsedMs: clock.now() - started, ...(unmarkable.length > 0 ? { unmarkable } : {}) },
     };
 }

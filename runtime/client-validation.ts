@@ -6,6 +6,15 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "./config";
 import { InvalidArgumentError } from "./errors";
+import {
+    CLOCK_SKEW_MS,
+    MAX_CLIENT_DEADLINE_MS,
+    MIN_CLIENT_DEADLINE_MS,
+    REQUEST_LIFETIME_MS,
+    smallestQuietWindowSeconds,
+    windowCovers,
+} from "./heal-window";
+import { markerKeyProblem } from "./key-limits";
 import { PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "./records";
 import type { ItemSelection } from "./selection";
 
@@ -60,6 +69,7 @@ export function resolveClientOptions(
         mode?: unknown;
         attempts?: unknown;
         deadlineMs?: unknown;
+        healQuietWindowSeconds?: unknown;
         selection?: ItemSelection;
     },
 ): ResolvedClientOptions {
@@ -68,7 +78,13 @@ export function resolveClientOptions(
     // The selection is checked below, once, under the client's own option names ([selection.*]).
     problems.push(...layoutProblems(layout).filter((p) => !p.startsWith("[counted")));
     checkTableName(options.tableName, "tableName", problems);
-    if (options.countersTableName !== undefined) {
+    // No default: the component deploys a counters table of its own by default, and a client that silently
+    // took the user's table would write best-effort where nothing reads eventual.
+    if (options.countersTableName === undefined) {
+        problems.push(
+            "[countersTableName] must be set: the counters table the component deploys (its clientConfig's countersTableName), or the same name as [tableName] for the same-table placement",
+        );
+    } else {
         checkTableName(options.countersTableName, "countersTableName", problems);
     }
     const dynamodb = options.dynamodb as { send?: unknown } | undefined;
@@ -84,8 +100,25 @@ export function resolveClientOptions(
         problems.push("[attempts] must be an integer from 1 to 20");
     }
     const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
-    if (typeof deadlineMs !== "number" || !Number.isInteger(deadlineMs) || deadlineMs < 100 || deadlineMs > 60_000) {
-        problems.push("[deadlineMs] must be an integer from 100 to 60000");
+    const deadlineValid =
+        typeof deadlineMs === "number" &&
+        Number.isInteger(deadlineMs) &&
+        deadlineMs >= MIN_CLIENT_DEADLINE_MS &&
+        deadlineMs <= MAX_CLIENT_DEADLINE_MS;
+    if (!deadlineValid) {
+        problems.push(`[deadlineMs] must be an integer from ${MIN_CLIENT_DEADLINE_MS} to ${MAX_CLIENT_DEADLINE_MS}`);
+    }
+    // The deployed settler's quiet window (the component's clientConfig) must cover this deadline (heal-window.ts).
+    const window = options.healQuietWindowSeconds;
+    if (window !== undefined) {
+        if (typeof window !== "number" || !Number.isInteger(window) || window <= 0) {
+            problems.push("[healQuietWindowSeconds] must be a positive integer (the component's clientConfig value)");
+        } else if (deadlineValid && !windowCovers(window * 1000, deadlineMs)) {
+            problems.push(
+                `[deadlineMs] must be below [healQuietWindowSeconds] (${window} s) - ${REQUEST_LIFETIME_MS / 1000} s request lifetime - ${CLOCK_SKEW_MS / 1000} s clock skew: ` +
+                    `the settler's heal would not wait for this client's last write (deadlineMs ${deadlineMs} needs a window of at least ${smallestQuietWindowSeconds(deadlineMs)} s)`,
+            );
+        }
     }
     const deleteTokenAttribute = `${layout.tokenAttribute}_delete`;
     const names = [layout.partitionKey, layout.sortKey, layout.processedAttribute, layout.deletedAttribute];
@@ -114,7 +147,7 @@ export function resolveClientOptions(
             ...layout,
             selection,
             tableName,
-            countersTableName: (options.countersTableName as string | undefined) ?? tableName,
+            countersTableName: options.countersTableName as string,
         },
         mode: mode as CounterMode,
         attempts: attempts as number,
@@ -168,8 +201,9 @@ export function checkId(id: unknown, counterPrefix: string, selection?: ItemSele
     if (typeof id !== "string" || id.length === 0) {
         throw new InvalidArgumentError("id", "must be a non-empty string");
     }
-    if (Buffer.byteLength(id, "utf8") > SORT_KEY_MAX_BYTES) {
-        throw new InvalidArgumentError("id", `must be at most ${SORT_KEY_MAX_BYTES} bytes`);
+    const unmarkable = markerKeyProblem({ counterPrefix }, id);
+    if (unmarkable !== undefined) {
+        throw new InvalidArgumentError("id", unmarkable);
     }
     if (id.startsWith(counterPrefix)) {
         throw new InvalidArgumentError("id", `must not start with the reserved prefix "${counterPrefix}"`);

@@ -134,8 +134,16 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout> 
      * client sets it on every item it creates). @default { kind: "client" }
      */
     readonly selection?: ItemSelection;
-    /** The table holding the counter items. @default tableName */
+    /**
+     * The table holding the counter items: the component's clientConfig `countersTableName`. Required (the
+     * constructor raises ConfigurationError without it): pass `tableName` again for the same-table placement.
+     */
     readonly countersTableName?: string;
+    /**
+     * The deployed settler's quiet window (the component's clientConfig `healQuietWindowSeconds`): when given,
+     * a `deadlineMs` the window does not cover is refused (runtime/heal-window.ts).
+     */
+    readonly healQuietWindowSeconds?: number;
     /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */
     readonly dynamodb: DynamoDBClient;
     /** @default "utilization" */

@@ -155,6 +155,8 @@ export const ENV = Object.freeze({
     countedSortKeyPrefix: "HYBRID_COUNTER_COUNTED_SORT_KEY_PREFIX",
     countedAttributeName: "HYBRID_COUNTER_COUNTED_ATTRIBUTE_NAME",
     countedAttributeValue: "HYBRID_COUNTER_COUNTED_ATTRIBUTE_VALUE",
+    /** The settler's quiet window (s), when the component deploys one: the client checks its deadline against it. */
+    healQuietWindowSeconds: "HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS",
     /** URL of the fatal queue: poison records and unrecoverable batches go there, in full. */
     fatalQueueUrl: "HYBRID_COUNTER_FATAL_QUEUE_URL",
     /** Namespace of the CloudWatch EMF metrics. */
@@ -358,13 +360,20 @@ export function handlerEnvironment(config: HandlerConfig): Record<string, string
  * `new HybridCounterClient({ ...clientConfigFromEnv(process.env), dynamodb })`. Throws
  * ConfigurationError naming each missing or bad variable.
  */
-export function clientConfigFromEnv(env: Readonly<Record<string, string | undefined>>): CounterTableConfig {
+export function clientConfigFromEnv(
+    env: Readonly<Record<string, string | undefined>>,
+): CounterTableConfig & { readonly countersTableName: string; readonly healQuietWindowSeconds?: number } {
     const problems: string[] = [];
     const config = readConfig(env, problems);
+    const windowText = env[ENV.healQuietWindowSeconds];
+    const window = windowText === undefined || windowText.length === 0 ? undefined : Number(windowText);
+    if (window !== undefined && (!Number.isInteger(window) || window <= 0)) {
+        problems.push(`[${ENV.healQuietWindowSeconds}] must be a positive integer`);
+    }
     if (problems.length > 0) {
         throw new ConfigurationError(problems);
     }
-    return config;
+    return { ...config, countersTableName: countersTable(config), ...(window === undefined ? {} : { healQuietWindowSeconds: window }) };
 }
 
 /** Reads a handler's configuration from its environment; throws ConfigurationError naming each missing variable. */

@@ -299,6 +299,13 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
                 const outcome = await resolveCancellation(chunk, index, error.CancellationReasons, park);
                 result.duplicates += outcome.done;
                 pending = [...outcome.remaining, ...rest];
+                if (outcome.refused) {
+                    deps.logger.log("error", "transaction refused by DynamoDB", {
+                        counterKey: group.counterKey,
+                        error: describeError(error),
+                    });
+                    return giveUp(pending, "refused (ValidationError)");
+                }
                 retryable = outcome.contention;
                 if (!outcome.contention) {
                     rounds++;
@@ -335,16 +342,36 @@ export async function resolveCancellation(
     index: readonly { marker: number; softDelete?: number }[],
     reasons: readonly CancellationReason[],
     park: (intent: ItemIntent, field: string, problem: string, item?: Record<string, AttributeValue>) => Promise<boolean>,
-): Promise<{ remaining: ItemIntent[]; done: number; contention: boolean }> {
+): Promise<{ remaining: ItemIntent[]; done: number; contention: boolean; refused: boolean }> {
     const remaining: ItemIntent[] = [];
     let done = 0;
-    // Any reason other than "None" (cancelled because another action failed) or a condition failure is
-    // contention or throttling, on an item or on the counter: back off before trying again.
-    let contention = reasons.some((r) => r.Code !== undefined && r.Code !== "None" && r.Code !== "ConditionalCheckFailed");
+    // Any reason other than "None" (cancelled because another action failed), a condition failure or a
+    // refusal is contention or throttling, on an item or on the counter: back off before trying again.
+    let contention = reasons.some(
+        (r) => r.Code !== undefined && r.Code !== "None" && r.Code !== "ConditionalCheckFailed" && r.Code !== VALIDATION_ERROR,
+    );
     let conditionFailures = 0;
+    // A ValidationError is DynamoDB refusing the request as written: the same actions fail the same way
+    // every time, so it is never retried. An item's own refused action parks that item; any other leaves
+    // the chunk refused, for the caller to report.
+    let refused = false;
+    const refusedActions = new Set(reasons.flatMap((r, i) => (r.Code === VALIDATION_ERROR ? [i] : [])));
     for (const [i, intent] of chunk.entries()) {
         const markerReason = reasons[index[i]!.marker];
         const deleteReason = index[i]!.softDelete === undefined ? undefined : reasons[index[i]!.softDelete!];
+        const refusal = [markerReason, deleteReason].find((r) => r?.Code === VALIDATION_ERROR);
+        if (refusal !== undefined) {
+            refusedActions.delete(index[i]!.marker);
+            if (index[i]!.softDelete !== undefined) {
+                refusedActions.delete(index[i]!.softDelete!);
+            }
+            conditionFailures++;
+            if (!(await park(intent, "item", `was refused by DynamoDB (ValidationError): ${refusal.Message ?? "no message"}`))) {
+                remaining.push(intent);
+                refused = true;
+            }
+            continue;
+        }
         let next: ItemIntent = intent;
         if (deleteReason?.Code === "ConditionalCheckFailed") {
             // The soft-deleted life is gone (hard-deleted already, or the id was created again): only the marker is left to write.
@@ -374,12 +401,31 @@ export async function resolveCancellation(
         // A cancellation that names no condition failure is retried like contention.
         contention = true;
     }
-    return { remaining, done, contention };
+    if (refusedActions.size > 0) {
+        // The counter's own action was refused: nothing an item can be parked for.
+        refused = true;
+    }
+    return { remaining, done, contention: contention && !refused, refused };
+}
+
+/** The cancellation reason (and error name prefix) of a request DynamoDB refuses as written. */
+const VALIDATION_ERROR = "ValidationError";
+
+/** Whether DynamoDB refused the request as written (ValidationException, or a cancellation for ValidationError). */
+export function isRefusal(error: unknown): boolean {
+    if (!(error instanceof Error)) {
+        return false;
+    }
+    if (error.name === "ValidationException") {
+        return true;
+    }
+    const reasons = (error as { CancellationReasons?: readonly CancellationReason[] }).CancellationReasons;
+    return Array.isArray(reasons) && reasons.some((r) => r?.Code === VALIDATION_ERROR);
 }
 
 /** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */
 export function isRetryable(error: unknown): boolean {
-    if (!(error instanceof Error)) {
+    if (!(error instanceof Error) || isRefusal(error)) {
         return false;
     }
     const e = error as DynamoDBServiceException;

@@ -33,6 +33,7 @@ import {
     type CounterTableLayout,
 } from "./config";
 import { describeError, isRetryable } from "./counting";
+import { markerKeyFits } from "./key-limits";
 import { InvalidArgumentError } from "./errors";
 import type { FatalQueue } from "./fatal";
 import { COUNTER_CHUNK_LIMITS, itemSize, planChunks, type ChunkLimits } from "./chunking";
@@ -62,6 +63,8 @@ export interface ReconcileResult {
     readonly alreadySettled: number;
     /** True when something could not be committed; run it again. */
     readonly incomplete: boolean;
+    /** Ids of live or deleted items whose marker key cannot fit (key-limits.ts): never counted. Absent when none. */
+    readonly unmarkable?: readonly string[];
 }
 
 /** One correction of a key: a marker to set "counted" or "uncounted", with what it was read as. */
@@ -80,6 +83,8 @@ export interface ReconcilePlan {
     readonly actions: readonly ReconcileAction[];
     /** Markers whose hc_state is unreadable: left alone and reported. */
     readonly badMarkers: ReadonlyArray<Record<string, AttributeValue>>;
+    /** Ids of items whose marker key cannot fit (key-limits.ts): never counted, reported. */
+    readonly unmarkable: readonly string[];
 }
 
 /**
@@ -92,10 +97,15 @@ export function planReconcile(
     layout: CounterTableLayout,
 ): ReconcilePlan {
     const byId = new Map<string, Record<string, AttributeValue>>();
+    const unmarkable: string[] = [];
     for (const item of items) {
         const sk = item[layout.sortKey]?.S;
         if (sk !== undefined && !sk.startsWith(layout.counterPrefix)) {
-            byId.set(sk, item);
+            if (markerKeyFits(layout, sk)) {
+                byId.set(sk, item);
+            } else {
+                unmarkable.push(sk);
+            }
         }
     }
     const markerById = new Map<string, Record<string, AttributeValue>>();
@@ -144,7 +154,7 @@ export function planReconcile(
             ...(softDeleted ? { hardDelete: { token: item[layout.tokenAttribute] } } : {}),
         });
     }
-    return { actions, badMarkers };
+    return { actions, badMarkers, unmarkable };
 }
 
 /** The transaction actions of one chunk of a plan: the counter's delta, then two actions per correction. */
@@ -313,7 +323,8 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         }
         found ??= plan.actions.length;
         if (plan.actions.length === 0) {
-            return { key, found, counted: committed, alreadySettled: Math.max(0, found - committed), incomplete: false };
+            const unmarkable = plan.unmarkable.length > 0 ? { unmarkable: plan.unmarkable } : {};
+            return { key, found, counted: committed, alreadySettled: Math.max(0, found - committed), incomplete: false, ...unmarkable };
         }
         let cancelled = false;
         const sizes = new Map(items.map((item) => [item[config.sortKey]?.S ?? "", itemSize(item)]));

@@ -6,16 +6,18 @@
  * that changes membership is a *change* the eventual counter applies; one that does not is ignored,
  * except a soft delete (live before, selected and deleted = true after), which is a change whose
  * application also hard-deletes the item. Counter items (sort key under the reserved prefix) are
- * ignored. A record that cannot be classified is poison: it names the field that is wrong.
+ * ignored. A record that cannot be classified, or a change of an id whose marker key cannot fit, is poison:
+ * it names the field that is wrong.
  */
 import type { AttributeValue as SdkAttributeValue } from "@aws-sdk/client-dynamodb";
 import type { AttributeValue, DynamoDBRecord } from "aws-lambda";
 import { SEQUENCE_DIGITS, type CounterTableLayout } from "./config";
 import { isLive, isSelected, isSoftDeleted, type ItemImage } from "./selection";
 
+import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "./key-limits";
+
 /** DynamoDB's own key size limits (bytes, UTF-8). A longer key cannot come from a real table. */
-export const PARTITION_KEY_MAX_BYTES = 2048;
-export const SORT_KEY_MAX_BYTES = 1024;
+export { PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES };
 
 /** A record that changes an item's membership. */
 export interface MembershipChange {
@@ -122,6 +124,11 @@ export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayou
     const softDelete = before && newImage !== undefined && isSelected(newImage, layout) && isSoftDeleted(newImage, layout);
     if (before === after) {
         return { type: "ignored", sequenceNumber, reason: after ? "stays counted" : "stays uncounted" };
+    }
+    // A change needs its marker: an id whose marker key DynamoDB refuses can never be counted (key-limits.ts).
+    const unmarkable = markerKeyProblem(layout, id);
+    if (unmarkable !== undefined) {
+        return poison(`dynamodb.Keys.${layout.sortKey}`, unmarkable, sequenceNumber);
     }
     const left = newImage ?? oldImage;
     const token = left?.[layout.tokenAttribute] as { S?: unknown } | undefined;

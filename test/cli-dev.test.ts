@@ -67,7 +67,7 @@ describe("operator CLI: dev", function () {
             region: "us-east-1",
             credentials: { accessKeyId: "api", secretAccessKey: "api" },
         });
-        const api = new HybridCounterClient({ ...DEFAULT_LAYOUT, tableName: "dev-orders", dynamodb });
+        const api = new HybridCounterClient({ ...DEFAULT_LAYOUT, tableName: "dev-orders", countersTableName: "dev-orders", dynamodb });
 
         // Act: the user's API writes through the endpoint dev printed.
         for (const id of ["a", "b", "c"]) {

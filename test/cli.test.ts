@@ -113,7 +113,12 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
             first.url,
             "--json",
         ];
-        const client = new HybridCounterClient({ ...DEFAULT_LAYOUT, tableName, dynamodb: engine().dynamodb() });
+        const client = new HybridCounterClient({
+            ...DEFAULT_LAYOUT,
+            tableName,
+            countersTableName: tableName,
+            dynamodb: engine().dynamodb(),
+        });
         const outage = new Set<string>();
         const consumer = createStreamHandler({ config, dynamodb: engine().dynamodb(), sqs, sink: () => undefined });
         // The stream mapping, without filters (so a malformed flag reaches the consumer) and without retries.

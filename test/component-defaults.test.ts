@@ -98,6 +98,12 @@ describe("HybridCounterComponent defaults", () => {
             D.healQuietWindowSeconds,
             600,
         ],
+        [
+            "the quiet window is checked against a client deadline of 10 s, the client's own default, and the settler is told it",
+            () => Number(settlerEnv("HYBRID_COUNTER_CLIENT_DEADLINE_MS")),
+            D.clientDeadlineMs,
+            10_000,
+        ],
         ["healing counts as utilization-mode clients do", () => settlerEnv("HYBRID_COUNTER_MODE"), D.counterMode, "utilization"],
         [
             "the settler heals at most 200 keys a run",

@@ -82,6 +82,7 @@ describe("HybridCounterComponent settler", () => {
             HYBRID_COUNTER_MODE: "utilization",
             HYBRID_COUNTER_HEAL_QUIET_WINDOW_MS: "600000",
             HYBRID_COUNTER_SETTLER_KEY_BUDGET: "200",
+            HYBRID_COUNTER_CLIENT_DEADLINE_MS: "10000",
         });
         const order = fn.dependencies.map((urn) => urn.split("::").at(-1)).sort();
         // Explicit dependsOn (log group, policy) plus input dependencies (role, table, fatal DLQ).

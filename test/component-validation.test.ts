@@ -155,8 +155,24 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     [
         "quiet window shorter than a request can live",
         { healQuietWindowSeconds: 300 },
-        ["[healQuietWindowSeconds] must be between 320 and 86400"],
+        ["[healQuietWindowSeconds] must be between 361 and 86400"],
     ],
+    [
+        // The issue's figures: 320 s does not cover the default 10 s deadline + 300 s lifetime + 60 s skew = 370 s.
+        "quiet window that does not cover the default client deadline",
+        { healQuietWindowSeconds: 370 },
+        [
+            "[healQuietWindowSeconds] must be above [clientDeadlineMs] (10000 ms) + 300 s request lifetime + 60 s clock skew: at least 371 (got 370)",
+        ],
+    ],
+    [
+        "quiet window that does not cover the clients' largest deadline",
+        { healQuietWindowSeconds: 420, clientDeadlineMs: 60_000 },
+        [
+            "[healQuietWindowSeconds] must be above [clientDeadlineMs] (60000 ms) + 300 s request lifetime + 60 s clock skew: at least 421 (got 420)",
+        ],
+    ],
+    ["client deadline above the client's range", { clientDeadlineMs: 60_001 }, ["[clientDeadlineMs] must be between 100 and 60000"]],
     [
         "settler schedule as a cron expression",
         { settlerSchedule: "cron(0/5 * * * ? *)" },
@@ -230,7 +246,8 @@ describe("HybridCounterComponent validation", () => {
             redriveMaxReceiveCount: 1,
             redriveReservedConcurrency: 1,
             firstDlqAgeAlarmThresholdSeconds: 60,
-            healQuietWindowSeconds: 320,
+            healQuietWindowSeconds: 361,
+            clientDeadlineMs: 100,
             settlerSchedule: "rate(1 minute)",
             settlerKeyBudget: 1,
             settlerTimeout: 1,
@@ -248,6 +265,7 @@ describe("HybridCounterComponent validation", () => {
             redriveReservedConcurrency: 1000,
             lambdaRuntime: "nodejs24.x",
             healQuietWindowSeconds: 86_400,
+            clientDeadlineMs: 60_000,
             settlerSchedule: "rate(1 day)",
             settlerKeyBudget: 10_000,
             settlerTimeout: 900,

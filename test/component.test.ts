@@ -2,7 +2,10 @@ import * as assert from "node:assert/strict";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { HybridCounterArgsError, HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { HybridCounterClient } from "../runtime/client";
 import { clientConfigFromEnv, layoutWithDefaults } from "../runtime/config";
+import { ConfigurationError } from "../runtime/errors";
 import { findResource, outputValue, resourcesOfType, runProgramWithResult, type RecordedResource } from "../local/pulumi-mocks";
 
 const ACCOUNT = "123456789012";
@@ -198,7 +201,29 @@ describe("HybridCounterComponent", () => {
                 ...layoutWithDefaults(fromOutput),
                 tableName: fromOutput.tableName,
                 countersTableName: fromOutput.countersTableName,
+                healQuietWindowSeconds: fromOutput.healQuietWindowSeconds,
             });
+        });
+
+        it("gives clients the deployed quiet window, so a client whose deadline it does not cover is refused at construction", async () => {
+            // Act
+            const { result } = await runProgramWithResult(() => new HybridCounterComponent("orders", { healQuietWindowSeconds: 400 }));
+            const { result: without } = await runProgramWithResult(() => new HybridCounterComponent("orders", { settlerEnabled: false }));
+
+            // Assess
+            const config = await outputValue(result.clientConfig);
+            assert.equal(config.healQuietWindowSeconds, 400);
+            assert.equal(clientConfigFromEnv(await outputValue(result.apiEnvironment)).healQuietWindowSeconds, 400);
+            const dynamodb = new DynamoDBClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9" });
+            assert.throws(
+                () => new HybridCounterClient({ ...config, dynamodb, deadlineMs: 40_000 }),
+                (e: unknown) =>
+                    e instanceof ConfigurationError && e.problems.length === 1 && e.problems[0]!.startsWith("[deadlineMs] must be below"),
+            );
+            new HybridCounterClient({ ...config, dynamodb, deadlineMs: 39_999 });
+            // No settler, no heal: nothing for a deadline to cover.
+            assert.equal("healQuietWindowSeconds" in (await outputValue(without.clientConfig)), false);
+            dynamodb.destroy();
         });
 
         it("grants an API's role the client's policy, given the Role or its name", async () => {
@@ -635,6 +660,7 @@ describe("HybridCounterComponent", () => {
                     counterPrefix: "#counter#",
                     countAttribute: "count",
                     countedItems: "client",
+                    healQuietWindowSeconds: 600,
                 },
                 countersTableName: "orders-counters",
                 countersTableArn: COUNTERS_TABLE_ARN,
@@ -1030,6 +1056,7 @@ describe("HybridCounterComponent", () => {
                 counterPrefix: "#counter#",
                 countAttribute: "count",
                 countedItems: "client",
+                healQuietWindowSeconds: 600,
             });
         });
 

@@ -215,6 +215,7 @@ describe("examples and the root program", () => {
                 counterPrefix: "#counter#",
                 countAttribute: "count",
                 countedItems: "client",
+                healQuietWindowSeconds: 600,
             });
         });
     });
@@ -284,6 +285,7 @@ describe("examples and the root program", () => {
             assert.equal(component.type, COMPONENT);
             assert.deepEqual(variables, {
                 ...counterEnvironment,
+                [ENV.healQuietWindowSeconds]: String(clientConfig.healQuietWindowSeconds),
                 [API_ENV.mode]: "strict",
                 [API_ENV.defaultLimit]: "25",
                 [API_ENV.tenantLimits]: JSON.stringify({ "big-tenant": 1000 }),

@@ -240,7 +240,12 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
 
         it("a claim younger than the deadline holds the item; an abandoned older claim is taken over", async () => {
             const fixture = await counterFixture(engine());
-            const client = new HybridCounterClient({ tableName: fixture.tableName, dynamodb: fixture.clientDynamo, deadlineMs: 1_000 });
+            const client = new HybridCounterClient({
+                tableName: fixture.tableName,
+                countersTableName: fixture.tableName,
+                dynamodb: fixture.clientDynamo,
+                deadlineMs: 1_000,
+            });
             await client.create("k", "held");
             await client.create("k", "abandoned");
             const claim = (id: string, token: string) =>
@@ -346,6 +351,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             const lines: string[] = [];
             const client = new HybridCounterClient({
                 tableName: "no-such-table",
+                countersTableName: "no-such-table",
                 dynamodb,
                 attempts: 1,
                 onBestEffortFailure: (f) => failures.push(`${f.key} ${f.operation} ${(f.error as Error).name}`),
@@ -376,6 +382,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
                 try {
                     new HybridCounterClient({
                         tableName: "t",
+                        countersTableName: "t-counters",
                         dynamodb,
                         deadlineMs: 5,
                         selection: { kind: "attribute", name: "deleted", value: "" },
@@ -533,11 +540,13 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             const fixture = await counterFixture(engine());
             const prefixed = new HybridCounterClient({
                 tableName: fixture.tableName,
+                countersTableName: fixture.tableName,
                 dynamodb: fixture.clientDynamo,
                 selection: { kind: "sortKeyPrefix", prefix: "order#" },
             });
             const tagged = new HybridCounterClient({
                 tableName: fixture.tableName,
+                countersTableName: fixture.tableName,
                 dynamodb: fixture.clientDynamo,
                 selection: { kind: "attribute", name: "type", value: "order" },
             });
@@ -584,6 +593,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             const failures: string[] = [];
             const client = new HybridCounterClient({
                 tableName: fixture.tableName,
+                countersTableName: fixture.tableName,
                 dynamodb: fixture.clientDynamo,
                 mode: "strict",
                 deadlineMs: 200,

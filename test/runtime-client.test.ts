@@ -23,7 +23,12 @@ describe("HybridCounterClient on DynamoDB Local", () => {
             ["non-string key", (c) => c.create(7 as unknown as string, "a"), "key", "[key] must be a non-empty string"],
             ["oversized key", (c) => c.create("k".repeat(2049), "a"), "key", "[key] must be at most 2048 bytes"],
             ["empty id", (c) => c.create("k", ""), "id", "[id] must be a non-empty string"],
-            ["oversized id", (c) => c.create("k", "é".repeat(513)), "id", "[id] must be at most 1024 bytes"],
+            [
+                "oversized id",
+                (c) => c.create("k", "é".repeat(506)),
+                "id",
+                `[id] must be at most 1010 bytes: its marker's sort key ("#counter#item#" + id) must fit DynamoDB's 1024-byte limit (got 1012 bytes)`,
+            ],
             [
                 "id in the counter namespace",
                 (c) => c.create("k", "#counter#best-effort"),
@@ -88,11 +93,18 @@ describe("HybridCounterClient on DynamoDB Local", () => {
     it("rejects bad options, naming every field", () => {
         const dynamodb = engine().dynamodb();
         assert.throws(
-            () => new HybridCounterClient({ tableName: "x", dynamodb, mode: "exact" as never, attempts: 0, sortKey: "pk" }),
+            () =>
+                new HybridCounterClient({
+                    tableName: "x",
+                    dynamodb,
+                    mode: "exact" as never,
+                    attempts: 0,
+                    sortKey: "pk",
+                }),
             (e: unknown) =>
                 e instanceof ConfigurationError &&
                 e.problems.join(" | ") ===
-                    '[sortKey] must differ from [partitionKey] (both are "pk") | [tableName] must be a table name of 3 to 255 characters | [mode] must be "utilization" or "strict" | [attempts] must be an integer from 1 to 20',
+                    '[sortKey] must differ from [partitionKey] (both are "pk") | [tableName] must be a table name of 3 to 255 characters | [countersTableName] must be set: the counters table the component deploys (its clientConfig\'s countersTableName), or the same name as [tableName] for the same-table placement | [mode] must be "utilization" or "strict" | [attempts] must be an integer from 1 to 20',
         );
         dynamodb.destroy();
     });
@@ -175,7 +187,11 @@ describe("HybridCounterClient on DynamoDB Local", () => {
 
     it("delete (utilization): a retried soft delete never lands on a newer item that reused the id", async () => {
         const fixture = await counterFixture(engine());
-        const other = new HybridCounterClient({ tableName: fixture.tableName, dynamodb: fixture.reader });
+        const other = new HybridCounterClient({
+            tableName: fixture.tableName,
+            countersTableName: fixture.tableName,
+            dynamodb: fixture.reader,
+        });
         await fixture.client.create("k", "a");
         await fixture.emulator.drain();
         // The soft delete commits and loses its response; the consumer removes the item and another caller
@@ -221,6 +237,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         fixture.clientDynamo.middlewareStack.add(lose, { step: "deserialize", name: "losePut", priority: "high" });
         const client = new HybridCounterClient({
             tableName: fixture.tableName,
+            countersTableName: fixture.tableName,
             dynamodb: fixture.clientDynamo,
             mode: "strict",
             attempts: 2,
@@ -250,6 +267,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         fixture.clientDynamo.middlewareStack.add(fail, { step: "deserialize", name: "failPut", priority: "high" });
         const client = new HybridCounterClient({
             tableName: fixture.tableName,
+            countersTableName: fixture.tableName,
             dynamodb: fixture.clientDynamo,
             mode: "strict",
             attempts: 2,
@@ -312,6 +330,7 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         const failures: string[] = [];
         const client = new HybridCounterClient({
             tableName: fixture.tableName,
+            countersTableName: fixture.tableName,
             dynamodb: fixture.clientDynamo,
             mode: "strict",
             attempts: 1,
@@ -330,7 +349,12 @@ describe("HybridCounterClient on DynamoDB Local", () => {
 
     it("the resource write's own error is returned unchanged", async () => {
         const fixture = await counterFixture(engine());
-        const client = new HybridCounterClient({ tableName: fixture.tableName, dynamodb: fixture.clientDynamo, attempts: 3 });
+        const client = new HybridCounterClient({
+            tableName: fixture.tableName,
+            countersTableName: fixture.tableName,
+            dynamodb: fixture.clientDynamo,
+            attempts: 3,
+        });
         const stats = injectFaults(fixture.clientDynamo, { rate: 1, kinds: ["throttle"], random: seededRandom(3), reads: false });
 
         const error = await client.create("k", "a").then(

@@ -254,6 +254,7 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             "counterPrefix",
             "countersTableName",
             "deletedAttribute",
+            "healQuietWindowSeconds",
             "partitionKey",
             "sortKey",
             "tableName",
