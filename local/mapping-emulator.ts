@@ -15,6 +15,7 @@ import {
     GetRecordsCommand,
     GetShardIteratorCommand,
     type DynamoDBStreamsClient,
+    type GetRecordsCommandOutput,
     type Shard,
 } from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
@@ -119,6 +120,16 @@ export interface MappingStats {
     getRecordsMaxMs: number;
     /** Shards seen in the stream's description (more than one: the stream rolled over to a child shard). */
     shardsSeen: number;
+    /**
+     * Iterators taken again after the engine refused one (TrimmedDataAccessException, ExpiredIteratorException):
+     * DynamoDB Local numbers stream records across all its tables, so an iterator taken on a still-empty shard is
+     * refused once another table's stream moved on. The read resumes after the last record read, losing nothing.
+     */
+    iteratorsRenewed: number;
+    /** GetRecords calls that failed with any other error; the shard is read again at the next poll. */
+    readErrors: number;
+    /** The last such error, as `Name: message`; undefined while none. */
+    lastReadError?: string;
 }
 
 interface Pending {
@@ -144,6 +155,8 @@ interface Lane {
 
 interface ShardState {
     iterator: string | undefined;
+    /** The sequence number of the last record read from the shard (filtered out or not). */
+    lastSequence?: string;
     closed: boolean;
     /** Date.now() before which the shard is not read again (its last read was empty). */
     nextReadAt: number;
@@ -189,6 +202,8 @@ export class MappingEmulator {
         getRecordsMs: 0,
         getRecordsMaxMs: 0,
         shardsSeen: 0,
+        iteratorsRenewed: 0,
+        readErrors: 0,
     };
     private readonly shards = new Map<string, ShardState>();
     private shardList: Shard[] = [];
@@ -284,7 +299,10 @@ export class MappingEmulator {
                 continue;
             }
             const asked = Date.now();
-            const page = await this.options.streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: 1000 }));
+            const page = await this.readPage(shardId, state);
+            if (page === undefined) {
+                continue;
+            }
             const answered = Date.now();
             this.stats.getRecordsCalls++;
             this.stats.getRecordsMs += answered - asked;
@@ -296,6 +314,7 @@ export class MappingEmulator {
             }
             const readAt = this.now();
             for (const raw of page.Records ?? []) {
+                state.lastSequence = raw.dynamodb?.SequenceNumber ?? state.lastSequence;
                 const record = toLambdaRecord(raw, this.options.streamArn);
                 read++;
                 this.stats.recordsRead++;
@@ -308,6 +327,50 @@ export class MappingEmulator {
             }
         }
         return read;
+    }
+
+    /**
+     * One GetRecords page, or undefined when the read failed and the shard is to be read again at the next poll.
+     * A refused iterator is replaced by one after the last record read (or at the starting position when none was),
+     * as a Lambda poller does; any other error is counted and reported in the stats, never thrown: a stream read
+     * error must not end the system the mapping feeds.
+     */
+    private async readPage(shardId: string, state: ShardState): Promise<GetRecordsCommandOutput | undefined> {
+        try {
+            return await this.options.streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: 1000 }));
+        } catch (error) {
+            const name = (error as Error).name;
+            state.nextReadAt = Date.now() + this.idlePollIntervalMs;
+            if (name === "TrimmedDataAccessException" || name === "ExpiredIteratorException") {
+                this.stats.iteratorsRenewed++;
+                try {
+                    const fresh = await this.options.streams.send(
+                        new GetShardIteratorCommand(
+                            state.lastSequence === undefined
+                                ? { StreamArn: this.options.streamArn, ShardId: shardId, ShardIteratorType: this.options.settings.startingPosition }
+                                : {
+                                      StreamArn: this.options.streamArn,
+                                      ShardId: shardId,
+                                      ShardIteratorType: "AFTER_SEQUENCE_NUMBER",
+                                      SequenceNumber: state.lastSequence,
+                                  },
+                        ),
+                    );
+                    state.iterator = fresh.ShardIterator;
+                    state.nextReadAt = 0;
+                    return undefined;
+                } catch (renewError) {
+                    return this.readFailed(renewError);
+                }
+            }
+            return this.readFailed(error);
+        }
+    }
+
+    private readFailed(error: unknown): undefined {
+        this.stats.readErrors++;
+        this.stats.lastReadError = `${(error as Error).name}: ${(error as Error).message}`;
+        return undefined;
     }
 
     /**

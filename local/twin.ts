@@ -225,6 +225,11 @@ export interface TwinReport {
     chartedKeys: string[];
     /** True when Ctrl-C ended the workload: the figures cover what ran. */
     interrupted: boolean;
+    /**
+     * The mapping's stream reads that did not return a page: iterators the engine refused and that were taken
+     * again after the last record read, and other read errors (retried at the next poll), with the last one.
+     */
+    streamReads: { iteratorsRenewed: number; errors: number; lastError: string | null };
 }
 
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
@@ -593,6 +598,7 @@ export async function runTwin(
             apiErrors: workload.apiErrors.length,
             lagMs: lag.figures(),
             lagSplitMs: lag.split(emulator.stats),
+            streamReads: { iteratorsRenewed: st.iteratorsRenewed, errors: st.readErrors, lastError: st.lastReadError ?? null },
             opsPerSec: round2(workload.ops / ((apiDone - started) / 1000)),
             consumerRecordsPerSec: round2(lag.counted / ((consumerDone - started) / 1000)),
             wcuPerOp: { api: round2(apiMeter.billed / workload.ops), consumer: round2(consumerWcu / workload.ops) },

@@ -86,6 +86,22 @@ describe("the local twin", () => {
         assert.match(result.stderr, /^error: --concurrency must be an integer from 1 to 256 \(got "zero"\)\n\nUsage: npm start/);
     });
 
+    it("strict mode in the default placement, no faults: runs to its report (the counters table's first write does not end the stream read)", function () {
+        this.timeout(300_000);
+        const result = twin(["--json", "--mode", "strict", "--limit", "10", "--ops", "300", "--faults", "0", "--keys", "4", "--seed", "3"]);
+        assert.equal(result.status, 0, result.stderr);
+        const report = JSON.parse(result.stdout.trim()) as TwinReport;
+        assert.equal(report.ops, 300);
+        assert.equal(report.exact, true);
+        assert.equal(report.apiErrors, 0);
+        assert.equal(report.eventual, report.live);
+        assert.equal(report.streamReads.errors, 0, report.streamReads.lastError ?? "");
+        for (const key of Object.keys(report.liveByKey)) {
+            assert.ok(report.liveByKey[key]! <= 10, `${key}: live ${report.liveByKey[key]} within the limit`);
+            assert.ok(report.bestEffortByKey[key]! >= report.liveByKey[key]!, `${key}: best-effort >= live`);
+        }
+    });
+
     it("with 5% injected faults over 2,000 operations on 8 keys: exact, no API error, never an overcount", function () {
         // The whole system on one machine: about a minute idle, several under heavy shared load.
         this.timeout(300_000);
