@@ -347,7 +347,11 @@ export class MappingEmulator {
                     const fresh = await this.options.streams.send(
                         new GetShardIteratorCommand(
                             state.lastSequence === undefined
-                                ? { StreamArn: this.options.streamArn, ShardId: shardId, ShardIteratorType: this.options.settings.startingPosition }
+                                ? {
+                                      StreamArn: this.options.streamArn,
+                                      ShardId: shardId,
+                                      ShardIteratorType: this.options.settings.startingPosition,
+                                  }
                                 : {
                                       StreamArn: this.options.streamArn,
                                       ShardId: shardId,
