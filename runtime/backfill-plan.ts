@@ -4,7 +4,15 @@
  */
 import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { markerKeyFits } from "./key-limits";
-import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "./config";
+import {
+    COUNTER_ATTRIBUTES,
+    ZERO_SEQ,
+    bestEffortSortKey,
+    eventualSortKey,
+    healShard,
+    markerSortKey,
+    type CounterTableConfig,
+} from "./config";
 import { isLive } from "./selection";
 
 /** A table config whose counters table is known (equal to `tableName` when the counters share it). */
@@ -132,6 +140,8 @@ export function backfillActions(
     counterKey: string,
     items: readonly Candidate[],
     mode: BackfillMode,
+    /** The backfill's clock, written as the key's last best-effort write (the heal index's sort key). */
+    now: number,
 ): TransactWriteItem[] {
     const table = config.countersTableName;
     const counterItem = (sk: string) => ({ [config.partitionKey]: { S: counterKey }, [config.sortKey]: { S: sk } });
@@ -148,13 +158,27 @@ export function backfillActions(
         },
     ];
     if (mode === "strict") {
+        // Best-effort already holds a unit for every item carrying the client's token (its reserve came first):
+        // only the others are added. The write is a best-effort write like a client's: it bumps the version and
+        // sets the last-write time and the heal shard, so the heal index lists the key and a heal can prove it quiet.
+        const units = items.filter((item) => item.life === undefined).length;
         actions.push({
             Update: {
                 TableName: table,
                 Key: counterItem(bestEffortSortKey(config)),
-                UpdateExpression: "ADD #count :n, #version :one",
-                ExpressionAttributeNames: { "#count": config.countAttribute, "#version": A.version },
-                ExpressionAttributeValues: { ":n": n, ":one": { N: "1" } },
+                UpdateExpression: "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard",
+                ExpressionAttributeNames: {
+                    "#count": config.countAttribute,
+                    "#version": A.version,
+                    "#writtenAt": A.writtenAt,
+                    "#heal": A.healShard,
+                },
+                ExpressionAttributeValues: {
+                    ":n": { N: String(units) },
+                    ":one": { N: "1" },
+                    ":now": { N: String(now) },
+                    ":shard": { S: healShard(counterKey) },
+                },
             },
         });
     }
@@ -162,7 +186,7 @@ export function backfillActions(
         const names: Record<string, string> = { "#state": A.state, "#seq": A.seq };
         const values: Record<string, AttributeValue> = { ":counted": { S: "counted" }, ":zero": { S: ZERO_SEQ } };
         const sets = ["#state = :counted", "#seq = :zero"];
-        if (mode === "strict") {
+        if (mode === "strict" && item.life === undefined) {
             names["#be"] = A.beCounted;
             values[":true"] = { BOOL: true };
             sets.push("#be = :true");

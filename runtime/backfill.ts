@@ -292,7 +292,7 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
         let alreadyCounted = 0;
         for (let attempt = 1; pending.length > 0; attempt++) {
             await writeBucket.take();
-            const actions = backfillActions(config, counterKey, pending, mode);
+            const actions = backfillActions(config, counterKey, pending, mode, clock.now());
             let backoff = false;
             try {
                 const { writeUnits } = await store.commit(actions, token);

@@ -14,7 +14,7 @@ import { createCounterTable } from "../local/table";
 import { BackfillStore } from "../runtime/backfill-store";
 import { backfillActions, cancellationOutcome, planPage, type BackfillConfig } from "../runtime/backfill-plan";
 import { backfill, backfillOptionsProblems, type BackfillReport } from "../runtime/backfill";
-import { COUNTER_ATTRIBUTES, ConfigurationError, DEFAULT_LAYOUT, ZERO_SEQ } from "../runtime/config";
+import { COUNTER_ATTRIBUTES, ConfigurationError, DEFAULT_LAYOUT, ZERO_SEQ, healShard } from "../runtime/config";
 import { TokenBucket, type Clock } from "../runtime/token-bucket";
 import { useEngine } from "./support/engine";
 
@@ -86,11 +86,40 @@ describe("backfill planner (pure)", () => {
         assert.deepEqual(strict, [98, 98, 4]);
     });
 
-    it("builds the strict transaction: ADD eventual, ADD best-effort with its version, conditional markers with ZERO_SEQ and hc_be", () => {
-        // Act
-        const actions = backfillActions(config, "acme", [{ counterKey: "acme", id: "order#1", life: "tok" }], "strict");
+    it("builds the strict transaction: ADD eventual, best-effort for the items without the client's token (a client write, listed on the heal index), conditional markers, hc_be only where best-effort took a unit", () => {
+        // Act: a client item (its token: best-effort holds it since its reserve) and another writer's item.
+        const actions = backfillActions(
+            config,
+            "acme",
+            [
+                { counterKey: "acme", id: "order#1", life: "tok" },
+                { counterKey: "acme", id: "order#2" },
+            ],
+            "strict",
+            1_700_000_000_000,
+        );
 
         // Assess
+        const marker = (id: string, be: boolean, life?: string) => ({
+            Update: {
+                TableName: "orders-counters",
+                Key: { pk: { S: "acme" }, sk: { S: `#counter#item#${id}` } },
+                UpdateExpression: `SET #state = :counted, #seq = :zero${be ? ", #be = :true" : ""}${life ? ", #life = :life" : ""}`,
+                ConditionExpression: "attribute_not_exists(#state)",
+                ExpressionAttributeNames: {
+                    "#state": "hc_state",
+                    "#seq": "hc_seq",
+                    ...(be ? { "#be": "hc_be" } : {}),
+                    ...(life ? { "#life": "hc_life" } : {}),
+                },
+                ExpressionAttributeValues: {
+                    ":counted": { S: "counted" },
+                    ":zero": { S: ZERO_SEQ },
+                    ...(be ? { ":true": { BOOL: true } } : {}),
+                    ...(life ? { ":life": { S: life } } : {}),
+                },
+            },
+        });
         assert.deepEqual(actions, [
             {
                 Update: {
@@ -98,33 +127,30 @@ describe("backfill planner (pure)", () => {
                     Key: { pk: { S: "acme" }, sk: { S: "#counter#eventual" } },
                     UpdateExpression: "ADD #count :n",
                     ExpressionAttributeNames: { "#count": "count" },
-                    ExpressionAttributeValues: { ":n": { N: "1" } },
+                    ExpressionAttributeValues: { ":n": { N: "2" } },
                 },
             },
             {
                 Update: {
                     TableName: "orders-counters",
                     Key: { pk: { S: "acme" }, sk: { S: "#counter#best-effort" } },
-                    UpdateExpression: "ADD #count :n, #version :one",
-                    ExpressionAttributeNames: { "#count": "count", "#version": "hc_version" },
-                    ExpressionAttributeValues: { ":n": { N: "1" }, ":one": { N: "1" } },
-                },
-            },
-            {
-                Update: {
-                    TableName: "orders-counters",
-                    Key: { pk: { S: "acme" }, sk: { S: "#counter#item#order#1" } },
-                    UpdateExpression: "SET #state = :counted, #seq = :zero, #be = :true, #life = :life",
-                    ConditionExpression: "attribute_not_exists(#state)",
-                    ExpressionAttributeNames: { "#state": "hc_state", "#seq": "hc_seq", "#be": "hc_be", "#life": "hc_life" },
+                    UpdateExpression: "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard",
+                    ExpressionAttributeNames: {
+                        "#count": "count",
+                        "#version": "hc_version",
+                        "#writtenAt": "hc_written_at",
+                        "#heal": "hc_heal",
+                    },
                     ExpressionAttributeValues: {
-                        ":counted": { S: "counted" },
-                        ":zero": { S: ZERO_SEQ },
-                        ":true": { BOOL: true },
-                        ":life": { S: "tok" },
+                        ":n": { N: "1" },
+                        ":one": { N: "1" },
+                        ":now": { N: "1700000000000" },
+                        ":shard": { S: healShard("acme") },
                     },
                 },
             },
+            marker("order#1", false, "tok"),
+            marker("order#2", true),
         ]);
     });
 
