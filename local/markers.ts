@@ -1,6 +1,7 @@
 /** Reads what backfill and the consumer keep for one key in the counters table: both counters and the markers. */
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { COUNTER_ATTRIBUTES, bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "../runtime/config";
+import { hasBackfillUnit } from "../runtime/strict-ledger";
 
 export interface CounterItems {
     readonly eventual: number;
@@ -48,7 +49,7 @@ export async function readCounterItems(
                 if (item[COUNTER_ATTRIBUTES.state]?.S === "counted") {
                     countedMarkers++;
                 }
-                if (item[COUNTER_ATTRIBUTES.beCounted]?.BOOL === true) {
+                if (hasBackfillUnit(item)) {
                     bestEffortMarkers++;
                 }
             }

@@ -142,6 +142,8 @@ export function backfillActions(
     mode: BackfillMode,
     /** The backfill's clock, written as the key's last best-effort write (the heal index's sort key). */
     now: number,
+    /** Strict: the key's heal epoch as read before this transaction; its units are flagged with it, on that condition. */
+    epoch = 0,
 ): TransactWriteItem[] {
     const table = config.countersTableName;
     const counterItem = (sk: string) => ({ [config.partitionKey]: { S: counterKey }, [config.sortKey]: { S: sk } });
@@ -167,17 +169,21 @@ export function backfillActions(
                 TableName: table,
                 Key: counterItem(bestEffortSortKey(config)),
                 UpdateExpression: "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard",
+                // The flags below name the epoch read before: a heal that absorbed units since makes this fail.
+                ConditionExpression: epoch === 0 ? "attribute_not_exists(#epoch)" : "#epoch = :epoch",
                 ExpressionAttributeNames: {
                     "#count": config.countAttribute,
                     "#version": A.version,
                     "#writtenAt": A.writtenAt,
                     "#heal": A.healShard,
+                    "#epoch": A.epoch,
                 },
                 ExpressionAttributeValues: {
                     ":n": { N: String(units) },
                     ":one": { N: "1" },
                     ":now": { N: String(now) },
                     ":shard": { S: healShard(counterKey) },
+                    ...(epoch === 0 ? {} : { ":epoch": { N: String(epoch) } }),
                 },
             },
         });
@@ -188,8 +194,8 @@ export function backfillActions(
         const sets = ["#state = :counted", "#seq = :zero"];
         if (mode === "strict" && item.life === undefined) {
             names["#be"] = A.beCounted;
-            values[":true"] = { BOOL: true };
-            sets.push("#be = :true");
+            values[":epoch"] = { N: String(epoch) };
+            sets.push("#be = :epoch");
         }
         if (item.life !== undefined) {
             names["#life"] = A.life;

@@ -7,6 +7,7 @@ import {
     BatchGetItemCommand,
     ConditionalCheckFailedException,
     DescribeTableCommand,
+    GetItemCommand,
     QueryCommand,
     ScanCommand,
     TransactWriteItemsCommand,
@@ -27,6 +28,7 @@ import {
     type BackfillConfig,
     type SegmentCheckpoint,
 } from "./backfill-plan";
+import { COUNTER_ATTRIBUTES, bestEffortSortKey } from "./config";
 import type { Clock } from "./token-bucket";
 
 /** BatchGetItem's limit on keys per request. */
@@ -68,6 +70,20 @@ export class BackfillStore {
             writeUnits: !onDemand && write !== undefined && write > 0 ? write : undefined,
             itemCount: table?.ItemCount,
         };
+    }
+
+    /** Strict mode: the key's heal epoch (0 while no heal lowered its best-effort), read consistently. */
+    async epoch(counterKey: string): Promise<number> {
+        const response = await this.dynamodb.send(
+            new GetItemCommand({
+                TableName: this.config.countersTableName,
+                Key: { [this.config.partitionKey]: { S: counterKey }, [this.config.sortKey]: { S: bestEffortSortKey(this.config) } },
+                ConsistentRead: true,
+                ProjectionExpression: "#epoch",
+                ExpressionAttributeNames: { "#epoch": COUNTER_ATTRIBUTES.epoch },
+            }),
+        );
+        return Number(response.Item?.[COUNTER_ATTRIBUTES.epoch]?.N ?? "0");
     }
 
     /** One page of one segment, projected to the attributes that decide membership. */

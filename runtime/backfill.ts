@@ -290,11 +290,18 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
         let pending = items;
         let token = randomUUID();
         let alreadyCounted = 0;
+        let lastEpoch: number | undefined;
         for (let attempt = 1; pending.length > 0; attempt++) {
             await writeBucket.take();
-            const actions = backfillActions(config, counterKey, pending, mode, clock.now());
             let backoff = false;
             try {
+                // Strict: the units are flagged with the key's heal epoch, on the condition that it has not moved.
+                const epoch = mode === "strict" ? await store.epoch(counterKey) : 0;
+                if (lastEpoch !== undefined && epoch !== lastEpoch) {
+                    token = randomUUID(); // other actions: a reused token would be refused as a parameter mismatch
+                }
+                lastEpoch = epoch;
+                const actions = backfillActions(config, counterKey, pending, mode, clock.now(), epoch);
                 const { writeUnits } = await store.commit(actions, token);
                 // DynamoDB bills 2 units per transactional item write; use that when the engine reports less.
                 const spent = Math.max(writeUnits, 2 * actions.length);

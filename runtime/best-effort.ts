@@ -1,6 +1,8 @@
 /**
- * The best-effort counter item, in the counters table, written only by the API-side client and never
- * inside a transaction (so the hot path never meets a TransactionConflict).
+ * The best-effort counter item, in the counters table, written by the API-side client (never inside a
+ * transaction) and by a strict backfill (inside its transaction, with the markers it flags). A client write
+ * that meets that transaction fails with TransactionConflictException: it is treated as any retryable error,
+ * repeated where a repeat is safe and absorbed where the write is sent once, so the caller never sees it.
  *
  * Every write is `ADD count :delta, hc_version :one SET hc_written_at = :now, hc_heal = :shard`: the
  * version and the time tell a heal that a client write happened since it read the counter (its
@@ -27,6 +29,13 @@ export interface BestEffortFailure {
      */
     readonly operation: "increment" | "decrement" | "reserve" | "release" | "touch" | "read" | "unclaim" | "put";
     readonly error: unknown;
+}
+
+/** The key's heal epoch as a best-effort write left it (runtime/strict-ledger.ts): 0 while no heal lowered it. */
+export interface HealEpoch {
+    readonly epoch: number;
+    /** The healer's clock when the epoch opened (0 for epoch 0). */
+    readonly openedAt: number;
 }
 
 export type Reservation = { outcome: "reserved"; value: number } | { outcome: "limit"; value: number } | { outcome: "failed" };
@@ -58,10 +67,21 @@ export class BestEffortCounter {
 
     /**
      * A write that is safe to repeat (utilization's decrement before a soft delete: a repeat only
-     * undercounts; strict's touch: no count change). Throws its last error.
+     * undercounts; strict's touch: no count change). Returns the key's heal epoch as the write left it.
+     * Throws its last error.
      */
-    async repeatable(key: string, delta: -1 | 0, deadline: CallDeadline): Promise<void> {
-        await withRetries(() => this.write(key, delta), isRetryable, this.attempts, deadline, delta === 0 ? "touch" : "decrement");
+    async repeatable(key: string, delta: -1 | 0, deadline: CallDeadline): Promise<HealEpoch> {
+        const written = await withRetries(
+            () => this.writeItem(key, delta),
+            isRetryable,
+            this.attempts,
+            deadline,
+            delta === 0 ? "touch" : "decrement",
+        );
+        return {
+            epoch: Number(written[COUNTER_ATTRIBUTES.epoch]?.N ?? "0"),
+            openedAt: Number(written[COUNTER_ATTRIBUTES.epochAt]?.N ?? "0"),
+        };
     }
 
     /** A write sent at most once; failures (and a deadline that passed) are absorbed and reported. */
@@ -81,6 +101,11 @@ export class BestEffortCounter {
 
     /** One attempt: ADDs `delta`, optionally only while the count is below `limit`. Returns the new count. */
     private async write(key: string, delta: number, limit?: number): Promise<number> {
+        return Number((await this.writeItem(key, delta, limit))[this.config.countAttribute]?.N ?? "0");
+    }
+
+    /** One attempt, returning the item as the write left it (ALL_NEW costs no more than UPDATED_NEW). */
+    private async writeItem(key: string, delta: number, limit?: number): Promise<Record<string, AttributeValue>> {
         const { countersTableName, countAttribute } = this.config;
         // A first reservation meets no item: it may pass only when the limit leaves room for one.
         const condition =
@@ -105,11 +130,11 @@ export class BestEffortCounter {
                     ":shard": { S: healShard(key) },
                     ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
                 },
-                ReturnValues: "UPDATED_NEW",
+                ReturnValues: "ALL_NEW",
                 ReturnValuesOnConditionCheckFailure: limit === undefined ? undefined : "ALL_OLD",
             }),
         );
-        return Number(response.Attributes?.[countAttribute]?.N ?? "0");
+        return response.Attributes ?? {};
     }
 
     private key(key: string): Record<string, AttributeValue> {

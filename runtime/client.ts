@@ -62,6 +62,7 @@ import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource
 import { CallDeadline, withRetries } from "./retry";
 import type { ItemSelection } from "./selection";
 import { Metrics, stdoutSink, type LineSink } from "./telemetry";
+import { reservedInEpoch } from "./strict-ledger";
 import { newToken } from "./tokens";
 
 export type { BestEffortFailure } from "./best-effort";
@@ -298,7 +299,7 @@ export class HybridCounterClient {
                 return { deleted: false };
             }
             if (this.mode === "strict") {
-                await this.bestEffort.repeatable(key, 0, deadline);
+                const epoch = await this.bestEffort.repeatable(key, 0, deadline);
                 const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
                 // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
                 // consumer already removed the item before a retry could see it, or a concurrent delete did
@@ -307,7 +308,11 @@ export class HybridCounterClient {
                 // off the marker. The flag outlives the life it was set for (the marker is per id), so a later
                 // life of the id, written by another writer, would otherwise release it a second time.
                 if (outcome === "mine" && live.clientCounted) {
-                    if (live.createToken !== null || (await this.resources.takeBackfillUnit(key, id, deadline))) {
+                    const owned =
+                        live.createToken !== null
+                            ? reservedInEpoch(live.createToken, epoch)
+                            : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline);
+                    if (owned) {
                         await this.bestEffort.once(key, -1, "release", deadline);
                     }
                 }

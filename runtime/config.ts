@@ -71,8 +71,18 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
     state: "hc_state",
     /** marker: sequence number of the last stream record applied, 40-digit zero-padded S; ZERO_SEQ for non-stream writes */
     seq: "hc_seq",
-    /** marker: BOOL true when best-effort accounts for this item (set by backfill in strict mode) */
+    /**
+     * marker: present when best-effort holds a unit for this item that no client token accounts for (set by a
+     * strict backfill): N, the heal epoch the unit was added in (BOOL true on markers written before epochs, epoch 0)
+     */
     beCounted: "hc_be",
+    /**
+     * best-effort: N, the heal epoch: +1 by every heal that lowers the count (it absorbed units). A backfill's unit is
+     * given back by a client delete only in the epoch it was added in (runtime/strict-ledger.ts).
+     */
+    epoch: "hc_epoch",
+    /** best-effort: N, the healer's clock (epoch ms) when the current epoch opened */
+    epochAt: "hc_epoch_at",
     /** marker tombstone TTL (epoch seconds): now + 48 h, only on "uncounted" */
     expiresAt: "hc_expires_at",
     /** best-effort: N, +1 on every client write */

@@ -91,6 +91,7 @@ import { isRetryable } from "./counting";
 import { queryPartition } from "./partition";
 import { withRetries } from "./retry";
 import { isLive, type SelectingLayout } from "./selection";
+import { hasBackfillUnit } from "./strict-ledger";
 import { tokenTime } from "./tokens";
 
 export type HealMode = "strict" | "utilization";
@@ -172,7 +173,7 @@ export function healTruth(
     const flagged = new Set<string>();
     for (const marker of markers) {
         const sk = marker[layout.sortKey]?.S;
-        if (sk !== undefined && marker[A.beCounted]?.BOOL === true) {
+        if (sk !== undefined && hasBackfillUnit(marker)) {
             flagged.add(sk);
         }
     }
@@ -309,6 +310,7 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
         return { key, outcome: "skipped", reason: plan.reason, before: plan.current, readUnits: read.readUnits, writeUnits: 0 };
     }
     const { config, dynamodb } = options;
+    const absorbs = plan.truth < plan.current;
     try {
         const response = await withRetries(
             () =>
@@ -316,18 +318,26 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                     new UpdateItemCommand({
                         TableName: countersTable(config),
                         Key: keyOf(config, key, bestEffortSortKey(config)),
-                        UpdateExpression: "SET #count = :truth REMOVE #heal",
+                        // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
+                        // set before it can give its unit back a second time (runtime/strict-ledger.ts).
+                        UpdateExpression: absorbs
+                            ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal"
+                            : "SET #count = :truth REMOVE #heal",
                         ConditionExpression: "#version = :version AND #writtenAt <= :cutoff",
                         ExpressionAttributeNames: {
                             "#count": config.countAttribute,
                             "#heal": A.healShard,
                             "#version": A.version,
                             "#writtenAt": A.writtenAt,
+                            ...(absorbs ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),
                         },
                         ExpressionAttributeValues: {
                             ":truth": { N: String(plan.truth) },
                             ":version": { N: String(plan.version) },
                             ":cutoff": { N: String(plan.cutoff) },
+                            ...(absorbs
+                                ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":now": { N: String(plan.cutoff + options.quietWindowMs) } }
+                                : {}),
                         },
                         ReturnConsumedCapacity: "TOTAL",
                     }),

@@ -40,6 +40,7 @@ import { COUNTER_ATTRIBUTES, markerSortKey } from "./config";
 import { DeadlineExceededError } from "./errors";
 import { isRetryable } from "./counting";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "./retry";
+import { hasBackfillUnit } from "./strict-ledger";
 import { newToken, tokenTime } from "./tokens";
 
 /**
@@ -230,7 +231,7 @@ export class ResourceWriter {
                       }),
                   )
                   .then(
-                      (response) => response.Item?.[COUNTER_ATTRIBUTES.beCounted]?.BOOL === true,
+                      (response) => hasBackfillUnit(response.Item),
                       (error: unknown) => {
                           // Not knowing that best-effort accounts for the item only holds a strict slot back.
                           this.onFailure({ key, operation: "read", error });
@@ -252,7 +253,12 @@ export class ResourceWriter {
      * release one slot. False when the flag was gone (another delete took the unit) or the write failed
      * (reported; a lost response after a commit also ends here): the slot is then held back, never freed twice.
      */
-    async takeBackfillUnit(key: string, id: string, deadline: CallDeadline): Promise<boolean> {
+    async takeBackfillUnit(key: string, id: string, epoch: number, deadline: CallDeadline): Promise<boolean> {
+        // Only a unit added in the key's current heal epoch: a heal since then absorbed or re-derived it.
+        // Flags written before epochs (BOOL true) belong to epoch 0.
+        const condition = epoch === 0 ? "#be = :epoch OR #be = :true" : "#be = :epoch";
+        const values: Record<string, AttributeValue> =
+            epoch === 0 ? { ":epoch": { N: "0" }, ":true": { BOOL: true } } : { ":epoch": { N: String(epoch) } };
         try {
             await withRetries(
                 () =>
@@ -262,9 +268,9 @@ export class ResourceWriter {
                             TableName: this.config.countersTableName,
                             Key: this.key(key, markerSortKey(this.config, id)),
                             UpdateExpression: "REMOVE #be",
-                            ConditionExpression: "#be = :true",
+                            ConditionExpression: condition,
                             ExpressionAttributeNames: { "#be": COUNTER_ATTRIBUTES.beCounted },
-                            ExpressionAttributeValues: { ":true": { BOOL: true } },
+                            ExpressionAttributeValues: values,
                         }),
                     ),
                 isRetryable,

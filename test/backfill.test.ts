@@ -86,7 +86,7 @@ describe("backfill planner (pure)", () => {
         assert.deepEqual(strict, [98, 98, 4]);
     });
 
-    it("builds the strict transaction: ADD eventual, best-effort for the items without the client's token (a client write, listed on the heal index), conditional markers, hc_be only where best-effort took a unit", () => {
+    it("builds the strict transaction: ADD eventual, best-effort for the items without the client's token (a client write, listed on the heal index, conditional on the heal epoch), conditional markers, hc_be = the epoch only where best-effort took a unit", () => {
         // Act: a client item (its token: best-effort holds it since its reserve) and another writer's item.
         const actions = backfillActions(
             config,
@@ -97,6 +97,7 @@ describe("backfill planner (pure)", () => {
             ],
             "strict",
             1_700_000_000_000,
+            4,
         );
 
         // Assess
@@ -104,7 +105,7 @@ describe("backfill planner (pure)", () => {
             Update: {
                 TableName: "orders-counters",
                 Key: { pk: { S: "acme" }, sk: { S: `#counter#item#${id}` } },
-                UpdateExpression: `SET #state = :counted, #seq = :zero${be ? ", #be = :true" : ""}${life ? ", #life = :life" : ""}`,
+                UpdateExpression: `SET #state = :counted, #seq = :zero${be ? ", #be = :epoch" : ""}${life ? ", #life = :life" : ""}`,
                 ConditionExpression: "attribute_not_exists(#state)",
                 ExpressionAttributeNames: {
                     "#state": "hc_state",
@@ -115,7 +116,7 @@ describe("backfill planner (pure)", () => {
                 ExpressionAttributeValues: {
                     ":counted": { S: "counted" },
                     ":zero": { S: ZERO_SEQ },
-                    ...(be ? { ":true": { BOOL: true } } : {}),
+                    ...(be ? { ":epoch": { N: "4" } } : {}),
                     ...(life ? { ":life": { S: life } } : {}),
                 },
             },
@@ -135,17 +136,20 @@ describe("backfill planner (pure)", () => {
                     TableName: "orders-counters",
                     Key: { pk: { S: "acme" }, sk: { S: "#counter#best-effort" } },
                     UpdateExpression: "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard",
+                    ConditionExpression: "#epoch = :epoch",
                     ExpressionAttributeNames: {
                         "#count": "count",
                         "#version": "hc_version",
                         "#writtenAt": "hc_written_at",
                         "#heal": "hc_heal",
+                        "#epoch": "hc_epoch",
                     },
                     ExpressionAttributeValues: {
                         ":n": { N: "1" },
                         ":one": { N: "1" },
                         ":now": { N: "1700000000000" },
                         ":shard": { S: healShard("acme") },
+                        ":epoch": { N: "4" },
                     },
                 },
             },

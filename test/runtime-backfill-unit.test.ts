@@ -46,7 +46,7 @@ describe("strict mode: a backfill's unit for another writer's item is released o
                         ConsistentRead: true,
                     }),
                 );
-            const backfilled = (await marker()).Item?.[COUNTER_ATTRIBUTES.beCounted]?.BOOL;
+            const backfilled = (await marker()).Item?.[COUNTER_ATTRIBUTES.beCounted]?.N;
 
             // Act: the client deletes it (its slot comes back); the other writer puts the id again over the
             // soft-deleted item (a new life, no unit in best-effort) and the client deletes that too; then the
@@ -61,7 +61,7 @@ describe("strict mode: a backfill's unit for another writer's item is released o
 
             // Assess
             assert.equal(report.total.counted, 1);
-            assert.equal(backfilled, true);
+            assert.equal(backfilled, "0", "flagged with the heal epoch it was added in");
             assert.deepEqual([first, second], [{ deleted: true }, { deleted: true }]);
             assert.equal(afterFirst, 0, "the first delete gives the backfill's unit back");
             assert.equal(afterSecond, 0, "the second life had no unit: nothing is released");

@@ -2,12 +2,14 @@
  * Strict mode where a backfill, the heal, another writer and a client delete meet (DynamoDB Local, no faults).
  * Each case is a reproduction of a seam where the bound `live client items <= best-effort <= limit` broke.
  */
-import { DeleteItemCommand, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { backfill } from "../runtime/backfill";
 import { HybridCounterClient } from "../runtime/client";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/config";
 import { healKey } from "../runtime/heal";
+import { LEDGER_CLOCK_SKEW_MS, reservedInEpoch } from "../runtime/strict-ledger";
+import { newToken } from "../runtime/tokens";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 
@@ -78,6 +80,110 @@ describe("strict mode where backfill, heal, other writers and deletes meet (Dyna
         assert.deepEqual([healed.outcome, healed.before, healed.after], ["healed", 5, 0]);
         assert.equal(created.created, true, "the limit counts the one live item, not the 5 gone ones");
         fixture.close();
+    });
+
+    it("a heal that absorbs a backfilled unit leaves the flag no power: a later life's delete releases nothing", async () => {
+        // Prepare: another writer's X, counted into best-effort by a strict backfill (its marker flagged).
+        const { fixture, client } = await strictFixture();
+        await otherPut(fixture, "oX");
+        await backfill({ config: fixture.config, dynamodb: fixture.reader, mode: "strict", segments: 1 });
+
+        // Act: another writer deletes X; the heal absorbs its unit; another writer puts X again; the client deletes it.
+        await otherDelete(fixture, "oX");
+        const healed = await healLater(fixture);
+        await otherPut(fixture, "oX");
+        const deleted = await client.delete("k", "oX");
+        const afterDelete = (await client.count("k")).bestEffort;
+        const creates = [await client.tryCreate("k", "o1", 1), await client.tryCreate("k", "o2", 1)];
+
+        // Assess: the unit was given back once (by the heal), so the limit of 1 admits one create.
+        assert.deepEqual([healed.outcome, healed.after], ["healed", 0]);
+        assert.deepEqual(deleted, { deleted: true });
+        assert.equal(afterDelete, 0, "the delete of a later life releases nothing");
+        assert.deepEqual(
+            creates.map((c) => [c.created, c.reason]),
+            [
+                [true, undefined],
+                [false, "limit"],
+            ],
+        );
+        fixture.close();
+    });
+
+    it("an item another writer moves out of an attribute selection: after the heal absorbs its unit, the client's delete releases nothing", async () => {
+        // Prepare: strict, counting items whose status is active; the client creates x at a limit of 1.
+        const fixture = await counterFixture(engine(), {
+            mode: "strict",
+            placement: "separate",
+            layout: { selection: { kind: "attribute", name: "status", value: "active" } },
+        });
+        const client = new HybridCounterClient({
+            ...fixture.layout,
+            tableName: fixture.tableName,
+            countersTableName: fixture.countersTableName,
+            dynamodb: fixture.clientDynamo,
+            mode: "strict",
+        });
+        assert.equal((await client.tryCreate("k", "x", 1)).created, true);
+
+        // Act: another writer archives x; the heal absorbs its unit; the client deletes x, then creates twice at limit 1.
+        await fixture.reader.send(
+            new UpdateItemCommand({
+                TableName: fixture.tableName,
+                Key: { pk: { S: "k" }, sk: { S: "x" } },
+                UpdateExpression: "SET #status = :archived",
+                ExpressionAttributeNames: { "#status": "status" },
+                ExpressionAttributeValues: { ":archived": { S: "archived" } },
+            }),
+        );
+        const healed = await healLater(fixture);
+        const deleted = await client.delete("k", "x");
+        const afterDelete = (await client.count("k")).bestEffort;
+        const creates = [await client.tryCreate("k", "y", 1), await client.tryCreate("k", "z", 1)];
+
+        // Assess: x's unit was given back once, by the heal; the limit of 1 admits one create.
+        assert.deepEqual([healed.outcome, healed.after], ["healed", 0]);
+        assert.deepEqual(deleted, { deleted: true });
+        assert.equal(afterDelete, 0, "the delete releases nothing");
+        assert.deepEqual(
+            creates.map((c) => [c.created, c.reason]),
+            [
+                [true, undefined],
+                [false, "limit"],
+            ],
+        );
+        fixture.close();
+    });
+
+    it("after a heal that lowered the count, a delete of an item made before it holds its slot until the next heal", async () => {
+        // Prepare: a held slot (a reservation whose item another writer removed), healed away.
+        const { fixture, client } = await strictFixture();
+        assert.equal((await client.tryCreate("k", "o1", 3)).created, true);
+        assert.equal((await client.tryCreate("k", "o2", 3)).created, true);
+        await otherDelete(fixture, "o2");
+        const healed = await healLater(fixture);
+
+        // Act: the client deletes o1, made before the heal; a later heal runs.
+        const deleted = await client.delete("k", "o1");
+        const afterDelete = (await client.count("k")).bestEffort;
+        const healedAgain = await healLater(fixture);
+
+        // Assess
+        assert.deepEqual([healed.before, healed.after], [2, 1]);
+        assert.deepEqual(deleted, { deleted: true });
+        assert.equal(afterDelete, 1, "o1's unit is part of the heal's truth: held, not released");
+        assert.deepEqual([healedAgain.outcome, healedAgain.after], ["healed", 0]);
+        fixture.close();
+    });
+
+    it("a reservation is a unit of the current epoch in epoch 0, or when its call began past the epoch's opening by more than the skew", () => {
+        const at = (ms: number) => newToken(ms);
+        const opened = 1_700_000_000_000;
+        assert.equal(reservedInEpoch(at(opened - 1_000), { epoch: 0, openedAt: 0 }), true);
+        assert.equal(reservedInEpoch(at(opened + LEDGER_CLOCK_SKEW_MS + 1), { epoch: 3, openedAt: opened }), true);
+        assert.equal(reservedInEpoch(at(opened + LEDGER_CLOCK_SKEW_MS), { epoch: 3, openedAt: opened }), false);
+        assert.equal(reservedInEpoch(at(opened - 1_000), { epoch: 3, openedAt: opened }), false);
+        assert.equal(reservedInEpoch("not-a-uuidv7", { epoch: 3, openedAt: opened }), false);
     });
 
     it("a strict backfill adds no unit for an item carrying the client's token: its reserve already holds one", async () => {

@@ -1,0 +1,69 @@
+/**
+ * Strict mode's accounting: what a unit of best-effort stands for, who adds it, and who gives it back.
+ *
+ * Invariant (per key, at every instant, whatever the interleaving of the parties below):
+ *
+ *     live client-counted items  <=  best-effort  <=  limit + units strict backfills added past it
+ *
+ * where an item is client-counted while it carries the client's token or its marker holds a backfill's unit
+ * (`hc_be`). Best-effort is a ledger of units, each owned by one item life (or by none: a held slot):
+ *
+ *     best-effort = (the truth the last heal wrote, in epoch E)
+ *                 + (units added since: client reserves, and backfill units flagged `hc_be = E`)
+ *                 - (units given back since, each one of those added units, at most once)
+ *
+ * The epoch `hc_epoch` (on the best-effort item) is moved by every heal that lowers the count: such a heal
+ * absorbed units (of lives that ended, of slots held back) and re-derived the rest from the table. A unit
+ * flagged in an earlier epoch is then part of that truth, and no client may give it back: only a later heal,
+ * which counts the items as they are, can. So a unit is given back at most once per item life.
+ *
+ * How each party keeps it:
+ *   - client, strict create: reserves a unit (conditional on the limit) before its put; a put that certainly wrote
+ *     nothing releases it once, a put in doubt keeps it (a held slot).
+ *   - client, strict delete: touches best-effort first (bumping the version, reading the epoch E), soft-deletes,
+ *     then releases one unit: for an item carrying its token, the life's own reservation (its soft delete is the
+ *     one that ended that life); for a token-less item, only after taking the marker's flag on the condition
+ *     `hc_be = E` (the unit was added in this epoch and not taken before). No heal can commit between the touch
+ *     and the release (the touch bumps the version, and the quiet window outlasts the call: heal.ts, A1-A4), so
+ *     the epoch read at the touch is the epoch at the release.
+ *   - backfill (strict): adds one unit, and flags the marker with the epoch it read, only for a live item that
+ *     carries no client token (a client item's reserve already holds its unit) and has no marker yet; the
+ *     best-effort update is conditional on that epoch, in the same transaction as the flags. It writes
+ *     best-effort as a client does (version, last-write time, heal shard), so the heal index lists the key.
+ *   - heal (settler): sets best-effort to the live client-counted items (every live item carrying the token or
+ *     any flag), conditional on no best-effort write since its read; a heal that lowers the count opens a new
+ *     epoch in the same write. Units of ended lives are absorbed here, once: the flags they leave have no power.
+ *   - consumer and reconcile: never write best-effort or flags; they move eventual and marker states only.
+ *   - other writers: may put, overwrite or hard-delete any item. A hard delete ends a life whose unit stays in
+ *     best-effort (a held slot) until a heal absorbs it; a later life of the same id, put by them, has no unit.
+ *
+ * A heal that lowers the count therefore costs liveness, never safety: a delete of an item made before it holds its
+ * slot until the next heal (the client cannot tell which units that heal absorbed, e.g. of an item another writer
+ * moved out of the selection and back, or deleted: the item keeps its token).
+ */
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { COUNTER_ATTRIBUTES } from "./config";
+import { tokenTime } from "./tokens";
+
+/** How far the clocks of API hosts and the healer may differ (the heal's assumption A3). */
+export const LEDGER_CLOCK_SKEW_MS = 60_000;
+
+/** Whether a marker says best-effort holds a backfill's unit for its item (hc_be: an epoch, or true before epochs). */
+/**
+ * Strict delete of an item carrying the client's token: whether its reservation is a unit of the current epoch.
+ * True in epoch 0 (no heal ever lowered the key), or when the creating call began after the epoch opened, by more
+ * than the clock skew: its reserve then landed after that heal read the key. Otherwise the heal re-derived (or
+ * absorbed) the unit, and only a later heal may give it back; the release is not sent and the slot is held.
+ */
+export function reservedInEpoch(createToken: string, epoch: { readonly epoch: number; readonly openedAt: number }): boolean {
+    if (epoch.epoch === 0) {
+        return true;
+    }
+    const created = tokenTime(createToken);
+    return created !== undefined && created > epoch.openedAt + LEDGER_CLOCK_SKEW_MS;
+}
+
+export function hasBackfillUnit(marker: Record<string, AttributeValue> | undefined): boolean {
+    const flag = marker?.[COUNTER_ATTRIBUTES.beCounted];
+    return flag?.BOOL === true || flag?.N !== undefined;
+}
