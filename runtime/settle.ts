@@ -9,8 +9,9 @@
  *   - Pending heals: every client write sets `hc_heal` on the best-effort item and a heal removes it, so the
  *     sparse GSI "heal-index" (pk `hc_heal` = one of HEAL_SHARDS shards, sk `hc_written_at`) lists exactly
  *     the keys written since their last heal. A run queries it shard by shard, only entries older than the
- *     quiet window (`hc_written_at <= now - Q`, the others would be skipped), oldest first, up to
- *     `keyBudget` keys, and heals and settles each.
+ *     quiet window (`hc_written_at <= now - Q`, the others would be skipped), the oldest first across all
+ *     shards, up to `keyBudget` keys, and heals and settles each: a backlog of B due keys heals within
+ *     ceil(B / keyBudget) runs (see dueKeys).
  *   - Keys no client writes (other writers of the user table): a bounded audit walks the user table with a
  *     parallel Scan, one page of at most `auditPageSize` items per segment per run, and heals and settles
  *     the keys it meets. Its cursor lives in the counters table (sk `${counterPrefix}settler#cursor`), so a
@@ -165,7 +166,15 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     };
 }
 
-/** The keys the heal index lists as due (written at or before `cutoff`), oldest first per shard, at most `budget`. */
+/**
+ * The keys the heal index lists as due (written at or before `cutoff`): the `budget` oldest across every shard.
+ *
+ * Fairness: each shard's oldest `budget` entries are read (one Query per shard, in parallel) and merged by last
+ * write time, so a run takes the globally oldest due keys. A key that became due after a run was written later than
+ * every key that run left due (it was not due then), so a backlog of B due keys is served before any later arrival
+ * and heals within ceil(B / budget) runs, whichever shards the arrivals land in (a key whose heal fails stays
+ * listed, at its place). Reading shard by shard in order let steady arrivals in low shards starve the high ones.
+ */
 export async function dueKeys(
     dynamodb: DynamoDBClient,
     tableName: string,
@@ -173,34 +182,65 @@ export async function dueKeys(
     cutoff: number,
     budget: number,
 ): Promise<{ keys: string[]; exhausted: boolean }> {
+    const shards = await Promise.all(
+        Array.from({ length: HEAL_SHARDS }, (_, shard) => oldestDue(dynamodb, tableName, layout, String(shard), cutoff, budget)),
+    );
+    return mergeOldest(shards, budget);
+}
+
+/** One shard's due entries, oldest first, at most `limit`; `more` when the shard holds others. */
+export interface ShardDue {
+    readonly entries: ReadonlyArray<{ readonly key: string; readonly writtenAt: number }>;
+    readonly more: boolean;
+}
+
+/** Pure: the `budget` oldest keys of the shards' due entries (ties by key), and whether any due key was left out. */
+export function mergeOldest(shards: readonly ShardDue[], budget: number): { keys: string[]; exhausted: boolean } {
+    const all = shards.flatMap((s) => s.entries).sort((a, b) => a.writtenAt - b.writtenAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const keys: string[] = [];
-    for (let shard = 0; shard < HEAL_SHARDS; shard++) {
-        let start: Record<string, AttributeValue> | undefined;
-        do {
-            if (keys.length >= budget) {
-                return { keys, exhausted: true };
-            }
-            const page = await dynamodb.send(
-                new QueryCommand({
-                    TableName: tableName,
-                    IndexName: HEAL_INDEX_NAME,
-                    KeyConditionExpression: "#heal = :shard AND #writtenAt <= :cutoff",
-                    ExpressionAttributeNames: { "#heal": A.healShard, "#writtenAt": A.writtenAt },
-                    ExpressionAttributeValues: { ":shard": { S: String(shard) }, ":cutoff": { N: String(cutoff) } },
-                    Limit: budget - keys.length,
-                    ExclusiveStartKey: start,
-                }),
-            );
-            for (const entry of page.Items ?? []) {
-                const key = entry[layout.partitionKey]?.S;
-                if (key !== undefined && !keys.includes(key)) {
-                    keys.push(key);
-                }
-            }
-            start = page.LastEvaluatedKey;
-        } while (start);
+    for (const { key } of all) {
+        if (keys.length >= budget) {
+            return { keys, exhausted: true };
+        }
+        if (!keys.includes(key)) {
+            keys.push(key);
+        }
     }
-    return { keys, exhausted: false };
+    return { keys, exhausted: shards.some((s) => s.more) };
+}
+
+async function oldestDue(
+    dynamodb: DynamoDBClient,
+    tableName: string,
+    layout: CounterTableLayout,
+    shard: string,
+    cutoff: number,
+    limit: number,
+): Promise<ShardDue> {
+    const entries: Array<{ key: string; writtenAt: number }> = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+        const page = await dynamodb.send(
+            new QueryCommand({
+                TableName: tableName,
+                IndexName: HEAL_INDEX_NAME,
+                KeyConditionExpression: "#heal = :shard AND #writtenAt <= :cutoff",
+                ExpressionAttributeNames: { "#heal": A.healShard, "#writtenAt": A.writtenAt },
+                ExpressionAttributeValues: { ":shard": { S: shard }, ":cutoff": { N: String(cutoff) } },
+                Limit: limit - entries.length,
+                ExclusiveStartKey: start,
+            }),
+        );
+        for (const entry of page.Items ?? []) {
+            const key = entry[layout.partitionKey]?.S;
+            const writtenAt = Number(entry[A.writtenAt]?.N);
+            if (key !== undefined && Number.isFinite(writtenAt)) {
+                entries.push({ key, writtenAt });
+            }
+        }
+        start = page.LastEvaluatedKey;
+    } while (start !== undefined && entries.length < limit);
+    return { entries, more: start !== undefined };
 }
 
 // ------------------------------------------------------------------------------------------ audit
