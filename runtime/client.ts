@@ -63,7 +63,7 @@ import { CallDeadline, withRetries } from "./retry";
 import type { ItemSelection } from "./selection";
 import { Metrics, stdoutSink, type LineSink } from "./telemetry";
 import { reservedInEpoch } from "./strict-ledger";
-import { newToken } from "./tokens";
+import { newToken, tokenTime } from "./tokens";
 
 export type { BestEffortFailure } from "./best-effort";
 export type { CounterMode } from "./client-validation";
@@ -219,7 +219,7 @@ export class HybridCounterClient {
      */
     async create(key: string, id: string, attributes?: Record<string, unknown>): Promise<CreateResult> {
         const resource = this.resourceItem(key, id, attributes);
-        const deadline = new CallDeadline(this.deadlineMs);
+        const deadline = new CallDeadline(this.deadlineMs, tokenTime(resource.token));
         try {
             if (this.mode === "strict") {
                 const reservation = await this.bestEffort.reserve(key, undefined, deadline);
@@ -257,7 +257,9 @@ export class HybridCounterClient {
     async tryCreate(key: string, id: string, limit: number, attributes?: Record<string, unknown>): Promise<TryCreateResult> {
         const resource = this.resourceItem(key, id, attributes);
         checkLimit(limit);
-        const deadline = new CallDeadline(this.deadlineMs);
+        // The call began when its token was made: a utilization heal trusts the token's time (heal.ts, A1), so
+        // the count read before the put spends the same deadline.
+        const deadline = new CallDeadline(this.deadlineMs, tokenTime(resource.token));
         try {
             return this.mode === "strict"
                 ? await this.tryCreateStrict(resource, limit, deadline)

@@ -28,7 +28,16 @@ const BACKOFF_CAP_MS = 400;
 export class CallDeadline {
     private started: number | undefined;
 
-    constructor(readonly ms: number) {}
+    /**
+     * @param startedAt when the call's clock starts, if before its first write: a create's starts when its token
+     * is made, since the heal reads the token's time as the call's start (heal.ts, A1).
+     */
+    constructor(
+        readonly ms: number,
+        startedAt?: number,
+    ) {
+        this.started = startedAt;
+    }
 
     /** True when a write may be sent now (starts the clock on the call's first write). */
     open(): boolean {

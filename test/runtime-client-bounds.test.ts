@@ -612,6 +612,41 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
             fixture.close();
         });
+
+        it("deadline (utilization tryCreate): the clock starts at the token, so a slow count read spends it and the put is not sent", async () => {
+            // Prepare: the count read answers 300 ms late, past a 200 ms deadline.
+            const fixture = await counterFixture(engine(), { mode: "utilization" });
+            const sent: string[] = [];
+            const slowRead: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+                const name = context.commandName ?? "";
+                sent.push(name);
+                const result = await next(args);
+                if (name === "QueryCommand") {
+                    await new Promise((r) => setTimeout(r, 300));
+                }
+                return result;
+            };
+            fixture.clientDynamo.middlewareStack.add(slowRead, { step: "deserialize", name: "slowRead", priority: "high" });
+            const failures: string[] = [];
+            const client = new HybridCounterClient({
+                tableName: fixture.tableName,
+                countersTableName: fixture.tableName,
+                dynamodb: fixture.clientDynamo,
+                mode: "utilization",
+                deadlineMs: 200,
+                onBestEffortFailure: (f) => failures.push(`${f.operation} ${(f.error as Error).name}`),
+            });
+
+            // Act
+            const result = await client.tryCreate("k", "a", 5);
+
+            // Assess: a put sent now could land past the token's time + deadline, which a heal trusts.
+            assert.deepEqual(result, { created: false, count: null, reason: "unavailable" });
+            assert.deepEqual(sent, ["QueryCommand"], "no put after the deadline");
+            assert.deepEqual(failures, ["put DeadlineExceededError"]);
+            assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
+            fixture.close();
+        });
     });
 
     for (const mode of ["utilization", "strict"] as const) {
