@@ -62,6 +62,11 @@ export interface Candidate {
     readonly id: string;
     /** The client token the scanned item carried, if any. */
     readonly life?: string;
+    /**
+     * Strict: the item's marker is already counted (by the consumer or a reconciliation) but holds no unit: the
+     * transaction only flags it and adds its unit to best-effort; eventual already counts it.
+     */
+    readonly flagOnly?: boolean;
 }
 
 /**
@@ -101,20 +106,31 @@ export interface PagePlan {
     readonly skipped: number;
 }
 
-/** Plans one scanned page. `marked` holds `${counterKey}\0${markerSortKey}` of the markers that exist. */
+/**
+ * Plans one scanned page. `marked` holds `${counterKey}\0${markerSortKey}` of the markers that exist, and
+ * `unflagged` those of them that are counted and hold no best-effort unit.
+ */
 export function planPage(
     items: ReadonlyArray<Record<string, AttributeValue>>,
     config: BackfillConfig,
     marked: ReadonlySet<string>,
     mode: BackfillMode,
+    unflagged: ReadonlySet<string> = new Set(),
 ): PagePlan {
     const candidates = liveCandidates(items, config);
     const groups = new Map<string, Candidate[]>();
     let alreadyCounted = 0;
-    for (const candidate of candidates) {
-        if (marked.has(`${candidate.counterKey}\u0000${markerSortKey(config, candidate.id)}`)) {
+    for (const found of candidates) {
+        const marker = `${found.counterKey}\u0000${markerSortKey(config, found.id)}`;
+        let candidate: Candidate = found;
+        if (marked.has(marker)) {
             alreadyCounted++;
-            continue;
+            // Strict: an item without the client's token that the consumer or a reconciliation counted first
+            // still has no unit in best-effort: the backfill gives it one (the settler's audit may reach a key first).
+            if (!(mode === "strict" && found.life === undefined && unflagged.has(marker))) {
+                continue;
+            }
+            candidate = { ...found, flagOnly: true };
         }
         const group = groups.get(candidate.counterKey) ?? [];
         group.push(candidate);
@@ -147,7 +163,7 @@ export function backfillActions(
 ): TransactWriteItem[] {
     const table = config.countersTableName;
     const counterItem = (sk: string) => ({ [config.partitionKey]: { S: counterKey }, [config.sortKey]: { S: sk } });
-    const n = { N: String(items.length) };
+    const n = { N: String(items.filter((item) => item.flagOnly !== true).length) };
     const actions: TransactWriteItem[] = [
         {
             Update: {
@@ -189,6 +205,19 @@ export function backfillActions(
         });
     }
     for (const item of items) {
+        if (item.flagOnly === true) {
+            actions.push({
+                Update: {
+                    TableName: table,
+                    Key: markerKey(config, counterKey, item.id),
+                    UpdateExpression: "SET #be = :epoch",
+                    ConditionExpression: "#state = :counted AND attribute_not_exists(#be)",
+                    ExpressionAttributeNames: { "#state": A.state, "#be": A.beCounted },
+                    ExpressionAttributeValues: { ":counted": { S: "counted" }, ":epoch": { N: String(epoch) } },
+                },
+            });
+            continue;
+        }
         const names: Record<string, string> = { "#state": A.state, "#seq": A.seq };
         const values: Record<string, AttributeValue> = { ":counted": { S: "counted" }, ":zero": { S: ZERO_SEQ } };
         const sets = ["#state = :counted", "#seq = :zero"];

@@ -28,7 +28,8 @@ import {
     type BackfillConfig,
     type SegmentCheckpoint,
 } from "./backfill-plan";
-import { COUNTER_ATTRIBUTES, bestEffortSortKey } from "./config";
+import { COUNTER_ATTRIBUTES, MARKER_STATE, bestEffortSortKey } from "./config";
+import { hasBackfillUnit } from "./strict-ledger";
 import type { Clock } from "./token-bucket";
 
 /** BatchGetItem's limit on keys per request. */
@@ -113,8 +114,11 @@ export class BackfillStore {
      * The ids (per counter key) that already have a marker, read eventually consistently: a marker missed
      * here only costs a transaction whose condition then fails.
      */
-    async markedIds(items: ReadonlyArray<{ counterKey: string; id: string }>): Promise<{ marked: Set<string>; readUnits: number }> {
+    async markedIds(
+        items: ReadonlyArray<{ counterKey: string; id: string }>,
+    ): Promise<{ marked: Set<string>; unflagged: Set<string>; readUnits: number }> {
         const marked = new Set<string>();
+        const unflagged = new Set<string>();
         let readUnits = 0;
         const { countersTableName, partitionKey, sortKey } = this.config;
         for (let i = 0; i < items.length; i += BATCH_GET_MAX_KEYS) {
@@ -127,8 +131,13 @@ export class BackfillStore {
                         RequestItems: {
                             [countersTableName]: {
                                 Keys: keys,
-                                ProjectionExpression: "#pk, #sk",
-                                ExpressionAttributeNames: { "#pk": partitionKey, "#sk": sortKey },
+                                ProjectionExpression: "#pk, #sk, #state, #be",
+                                ExpressionAttributeNames: {
+                                    "#pk": partitionKey,
+                                    "#sk": sortKey,
+                                    "#state": COUNTER_ATTRIBUTES.state,
+                                    "#be": COUNTER_ATTRIBUTES.beCounted,
+                                },
                             },
                         },
                         ReturnConsumedCapacity: "TOTAL",
@@ -136,7 +145,11 @@ export class BackfillStore {
                 );
                 readUnits += units(response.ConsumedCapacity);
                 for (const marker of response.Responses?.[countersTableName] ?? []) {
-                    marked.add(`${marker[partitionKey]?.S}\u0000${marker[sortKey]?.S}`);
+                    const id = `${marker[partitionKey]?.S}\u0000${marker[sortKey]?.S}`;
+                    marked.add(id);
+                    if (marker[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted && !hasBackfillUnit(marker)) {
+                        unflagged.add(id);
+                    }
                 }
                 keys = response.UnprocessedKeys?.[countersTableName]?.Keys ?? [];
                 if (keys.length > 0) {
@@ -144,7 +157,7 @@ export class BackfillStore {
                 }
             }
         }
-        return { marked, readUnits };
+        return { marked, unflagged, readUnits };
     }
 
     /**

@@ -308,11 +308,12 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
                 writeBucket.spend(spent);
                 call.writeUnits += spent;
                 call.transactions++;
-                return { counted: pending.length, alreadyCounted };
+                return { counted: pending.filter((item) => item.flagOnly !== true).length, alreadyCounted };
             } catch (error) {
                 if (error instanceof TransactionCanceledException && error.CancellationReasons) {
                     const outcome = cancellationOutcome(pending, error.CancellationReasons, mode);
-                    alreadyCounted += outcome.alreadyCounted.length;
+                    // A flag-only item was already reported as counted by the page plan.
+                    alreadyCounted += outcome.alreadyCounted.filter((item) => item.flagOnly !== true).length;
                     if (outcome.alreadyCounted.length > 0) {
                         // Different actions: a reused token would be refused as a parameter mismatch.
                         token = randomUUID();
@@ -357,7 +358,7 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
             const markers = await retrying(() => store.markedIds(candidates));
             call.readUnits += markers.readUnits;
             call.markerReadUnits += markers.readUnits;
-            const plan = planPage(page.items, config, markers.marked, mode);
+            const plan = planPage(page.items, config, markers.marked, mode, markers.unflagged);
             let counted = 0;
             let alreadyCounted = plan.alreadyCounted;
             for (const chunk of plan.chunks) {

@@ -8,6 +8,7 @@ import { backfill } from "../runtime/backfill";
 import { HybridCounterClient } from "../runtime/client";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/config";
 import { healKey } from "../runtime/heal";
+import { reconcileKey } from "../runtime/reconcile";
 import { LEDGER_CLOCK_SKEW_MS, reservedInEpoch } from "../runtime/strict-ledger";
 import { newToken } from "../runtime/tokens";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
@@ -184,6 +185,27 @@ describe("strict mode where backfill, heal, other writers and deletes meet (Dyna
         assert.equal(reservedInEpoch(at(opened + LEDGER_CLOCK_SKEW_MS), { epoch: 3, openedAt: opened }), false);
         assert.equal(reservedInEpoch(at(opened - 1_000), { epoch: 3, openedAt: opened }), false);
         assert.equal(reservedInEpoch("not-a-uuidv7", { epoch: 3, openedAt: opened }), false);
+    });
+
+    it("a strict backfill that meets items the settler's reconciliation counted first still gives them their units", async () => {
+        // Prepare: a tenant adopted with 4 items, at a limit of 4; the settler's audit reconciles the key first.
+        const { fixture, client } = await strictFixture();
+        for (const id of ["o1", "o2", "o3", "o4"]) {
+            await otherPut(fixture, id);
+        }
+        const reconciled = await reconcileKey("k", { config: fixture.config, dynamodb: fixture.reader, fatal: { park: async () => true } });
+
+        // Act
+        const report = await backfill({ config: fixture.config, dynamodb: fixture.reader, mode: "strict", segments: 1 });
+        const created = await client.tryCreate("k", "o5", 4);
+        const observed = await fixture.observe("k");
+
+        // Assess: best-effort holds the 4 items, so the limit refuses a fifth; eventual counted each once.
+        assert.equal(reconciled.counted, 4);
+        assert.equal(report.total.counted, 0);
+        assert.deepEqual([created.created, created.reason], [false, "limit"]);
+        assert.deepEqual([observed.bestEffort, observed.eventual], [4, 4]);
+        fixture.close();
     });
 
     it("a strict backfill adds no unit for an item carrying the client's token: its reserve already holds one", async () => {
