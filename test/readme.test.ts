@@ -30,6 +30,23 @@ function shellCommands(markdown: string): Array<{ cwd: string; words: string[] }
 describe("the README's commands are true", () => {
     const commands = shellCommands(readme);
 
+    it("names, for every Guarantees row, a test file that exists or the model-based checker", () => {
+        const table = readme.slice(readme.indexOf("## Guarantees"), readme.indexOf("\n\n", readme.indexOf("| --- | --- | --- | --- |")));
+        const rows = table.split("\n").filter((line) => line.startsWith("| **"));
+        assert.ok(rows.length >= 10, `${rows.length} rows`);
+        for (const row of rows) {
+            const cells = row.split(" | ");
+            const proof = cells[cells.length - 1]!.replace(/ \|$/, "");
+            const named = proof.split(";").map((part) => part.trim().split(" ")[0]!);
+            assert.ok(named.length > 0 && proof.length > 0, `${cells[0]} names no proof`);
+            for (const name of named) {
+                if (name !== "checker:") {
+                    assert.ok(existsSync(path.join(root, "test", `${name}.test.ts`)), `${cells[0]}: test/${name}.test.ts does not exist`);
+                }
+            }
+        }
+    });
+
     it("has the two commands of a fresh machine", () => {
         const lines = readme.split("\n");
         assert.ok(lines.includes("npm ci && npm start"));
