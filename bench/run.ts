@@ -86,46 +86,82 @@ interface Row {
     stream: { read: number; delivered: number } | null;
 }
 
-function parseOptions(argv: string[]): Options {
-    const { values } = parseArgs({
-        args: argv,
-        strict: true,
-        options: {
-            ops: { type: "string" },
-            concurrency: { type: "string" },
-            faults: { type: "string" },
-            seed: { type: "string" },
-            "many-keys": { type: "string" },
-            "backfill-items": { type: "string" },
-            approaches: { type: "string" },
-            json: { type: "boolean" },
-            "no-parity": { type: "boolean" },
-            scenario: { type: "string" },
-            "item-bytes": { type: "string" },
-            counters: { type: "string" },
-        },
-    });
+export const BENCH_USAGE = `Usage: npm run bench -- [options]
+
+Measures the hybrid counter against the other approaches on DynamoDB Local, each run on a fresh engine,
+and prints ratios measured in the same run.
+
+Options:
+  --ops <n>                operations per run (10..1000000, default 1500)
+  --concurrency <n>        concurrent API calls (1..256, default 8)
+  --faults <rate>          injected fault rate (0..1, default 0.02)
+  --seed <n>               workload seed (default 1)
+  --many-keys <n>          keys of the many-keys workload (2..10000, default 64)
+  --backfill-items <n>     items of the backfill scenario (100..1000000, default 20000)
+  --approaches <list>      comma-separated: ${APPROACHES.join(", ")}
+  --scenario <name>        all, approaches or hot-tenant (default all)
+  --item-bytes <n>         item size of the hot-tenant scenario (default 16384)
+  --counters <list>        comma-separated placements: ${PLACEMENTS.join(", ")}
+  --no-parity              DynamoDB Local without the parity layer
+  --json                   one JSON document on stdout, progress on stderr
+  --sweep                  the performance sweep instead (its own options)
+  -h, --help               this text
+`;
+
+/** A bad flag or value: one line naming it, exit code 2. */
+export class BenchUsageError extends Error {}
+
+export function parseOptions(argv: string[]): Options | "help" {
+    let parsed;
+    try {
+        parsed = parseArgs({
+            args: argv,
+            strict: true,
+            options: {
+                ops: { type: "string" },
+                concurrency: { type: "string" },
+                faults: { type: "string" },
+                seed: { type: "string" },
+                "many-keys": { type: "string" },
+                "backfill-items": { type: "string" },
+                approaches: { type: "string" },
+                json: { type: "boolean" },
+                "no-parity": { type: "boolean" },
+                scenario: { type: "string" },
+                "item-bytes": { type: "string" },
+                counters: { type: "string" },
+                help: { type: "boolean", short: "h" },
+            },
+        });
+    } catch (error) {
+        // node:util's own message names the flag ("Unknown option '--x'"); keep its first sentence.
+        throw new BenchUsageError((error as Error).message.split(". ")[0]!.replace(/\.$/, ""));
+    }
+    const values = parsed.values;
+    if (values.help) {
+        return "help";
+    }
     const scenario = values.scenario ?? "all";
     if (!["all", "approaches", "hot-tenant"].includes(scenario)) {
-        throw new Error(`--scenario takes all, approaches or hot-tenant (got "${scenario}")`);
+        throw new BenchUsageError(`--scenario takes all, approaches or hot-tenant (got "${scenario}")`);
     }
     const placements = (values.counters ?? PLACEMENTS.join(",")).split(",") as CounterPlacement[];
     for (const p of placements) {
         if (!PLACEMENTS.includes(p)) {
-            throw new Error(`--counters takes a comma-separated list of ${PLACEMENTS.join(", ")} (got "${p}")`);
+            throw new BenchUsageError(`--counters takes a comma-separated list of ${PLACEMENTS.join(", ")} (got "${p}")`);
         }
     }
     const num = (name: string, raw: string | undefined, fallback: number, min: number, max: number) => {
         const n = raw === undefined ? fallback : Number(raw);
         if (!Number.isFinite(n) || n < min || n > max) {
-            throw new Error(`--${name} must be a number from ${min} to ${max}`);
+            throw new BenchUsageError(`--${name} must be a number from ${min} to ${max}`);
         }
         return n;
     };
     const approaches = (values.approaches ?? APPROACHES.join(",")).split(",") as Approach[];
     for (const a of approaches) {
         if (!APPROACHES.includes(a)) {
-            throw new Error(`--approaches takes a comma-separated list of ${APPROACHES.join(", ")} (got "${a}")`);
+            throw new BenchUsageError(`--approaches takes a comma-separated list of ${APPROACHES.join(", ")} (got "${a}")`);
         }
     }
     return {
@@ -344,7 +380,12 @@ async function main(): Promise<void> {
         await runSweep(process.argv.slice(2).filter((a) => a !== "--sweep"));
         return;
     }
-    const options = parseOptions(process.argv.slice(2));
+    const parsed = parseOptions(process.argv.slice(2));
+    if (parsed === "help") {
+        process.stdout.write(BENCH_USAGE);
+        return;
+    }
+    const options = parsed;
     const log = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
     log(
         `${options.ops} operations per run, concurrency ${options.concurrency}, ${options.faults} fault rate; a fresh DynamoDB Local per run`,
@@ -500,10 +541,16 @@ async function main(): Promise<void> {
     }
 }
 
-main().then(
-    () => process.exit(0),
-    (error: unknown) => {
-        process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-        process.exit(1);
-    },
-);
+if (require.main === module) {
+    main().then(
+        () => process.exit(0),
+        (error: unknown) => {
+            if (error instanceof BenchUsageError) {
+                process.stderr.write(`error: ${error.message} (npm run bench -- --help lists the options)\n`);
+                process.exit(2);
+            }
+            process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+            process.exit(1);
+        },
+    );
+}
