@@ -25,6 +25,7 @@ import { backfill, BackfillError } from "../../runtime/backfill";
 import { HybridCounterClient } from "../../runtime/client";
 import { createStreamHandler } from "../../runtime/consumer";
 import { InvalidArgumentError } from "../../runtime/errors";
+import { markerIdMaxBytes } from "../../runtime/key-limits";
 import type { FatalMessage } from "../../runtime/fatal";
 import { reconcileKey } from "../../runtime/reconcile";
 import { createRedriveHandler } from "../../runtime/redrive";
@@ -33,7 +34,7 @@ import type { LocalEngine } from "../../local/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/faults";
 import { classifyRequest, createFuzzSystem, fuzzClient, readTruth, type FuzzSystem, type RequestEffect, type Truth } from "./adapter";
 import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
-import { historyKeys, type FuzzEvent, type History } from "./history";
+import { historyKeys, ID_PREFIX, type FuzzEvent, type History } from "./history";
 import { StreamMapping } from "./mapping";
 import { boundProblem, EndedLives, otherWrite } from "./others";
 import { Scheduler, type Released } from "./scheduler";
@@ -215,7 +216,9 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 
     const checkInvalid = async (event: Extract<FuzzEvent, { op: "invalid" }>, label: string): Promise<void> => {
         const key = event.field === "key" ? "" : event.key;
-        const id = event.field === "id" ? "" : "i0";
+        // A bad id: empty, or (for a create) one byte longer than the marker's key allows, under the selection's prefix.
+        const tooLong = ID_PREFIX + "x".repeat(markerIdMaxBytes(system.config) + 1 - ID_PREFIX.length);
+        const id = event.field !== "id" ? "i0" : event.call === "create" || event.call === "tryCreate" ? tooLong : "";
         const limit = event.field === "limit" ? -1 : (history.limits[event.key] ?? 1);
         const attributes = event.field === "attributes" ? { [system.config.sortKey]: "x" } : undefined;
         const task = scheduler.current()!;
@@ -250,7 +253,7 @@ export async function runHistory(engine: LocalEngine, history: History, options:
                 dynamodb: backfillDynamo,
                 mode: history.mode,
                 runId,
-                segments: 1,
+                segments: segmentsOf(runId),
                 pageSize,
                 readUnitsPerSecond: Infinity,
                 writeUnitsPerSecond: Infinity,
@@ -466,6 +469,11 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 }
 
 /** Writes the items the table held before the counter was attached: plain items, no client token. */
+/** Run "b" scans in 3 segments, every other run in 1: a run keeps its segment count, as backfill requires. */
+function segmentsOf(runId: string): number {
+    return runId === "b" ? 3 : 1;
+}
+
 async function writePreexisting(reader: DynamoDBClient, system: FuzzSystem, history: History): Promise<void> {
     const { tableName, partitionKey, sortKey } = system.config;
     for (const { key, id } of history.preexisting ?? []) {
