@@ -28,7 +28,7 @@ import { outputValue, runProgramWithResult } from "./pulumi-mocks";
 import { pollQueueOnce, startLocalSqs, type LocalSqs } from "./sqs";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 import { createCounterTable, createCountersTable } from "./table";
-import { addHealIndex, scheduleRuns, twinSettlerSpec } from "./twin-settler";
+import { addHealIndex, CallsInFlight, scheduleRuns, twinSettlerSpec } from "./twin-settler";
 import type { SettleReport } from "../runtime/settle";
 import { runWorkload, type WorkloadResult } from "./workload";
 import { snapshotKey, type KeySnapshot } from "./observe";
@@ -469,10 +469,20 @@ export async function runTwin(
                 await new Promise((r) => setTimeout(r, 50));
             }
         })();
+        const calls = new CallsInFlight();
         const settling =
             settler === undefined || settlerSpec === undefined
                 ? Promise.resolve()
-                : scheduleRuns(settlerSpec.periodMs, silence(settler.handler), () => workloadDone, settlerReports);
+                : scheduleRuns(
+                      settlerSpec.periodMs,
+                      async () => {
+                          // Between API calls: the compressed quiet window cannot stand for the client's deadline.
+                          await calls.idle(() => workloadDone);
+                          return silence(settler.handler)();
+                      },
+                      () => workloadDone,
+                      settlerReports,
+                  );
         const deadline = options.durationSeconds > 0 ? started + options.durationSeconds * 1000 : Infinity;
         let last: WorkloadResult | undefined;
         const render = progressRenderer(progress, keys, samples, () => last, emulator, queueCounts, lag);
@@ -480,7 +490,7 @@ export async function runTwin(
         let workload: WorkloadResult;
         try {
             workload = await runWorkload(
-                client,
+                calls.wrap(client),
                 {
                     ops: options.durationSeconds > 0 ? Number.MAX_SAFE_INTEGER : options.ops,
                     keys,
