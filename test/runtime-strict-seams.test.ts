@@ -8,6 +8,7 @@ import { backfill } from "../runtime/backfill";
 import { HybridCounterClient } from "../runtime/client";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/config";
 import { healKey } from "../runtime/heal";
+import type { ItemSelection } from "../runtime/selection";
 import { reconcileKey } from "../runtime/reconcile";
 import { LEDGER_CLOCK_SKEW_MS, reservedInEpoch } from "../runtime/strict-ledger";
 import { newToken } from "../runtime/tokens";
@@ -15,17 +16,25 @@ import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 
 const WINDOW_MS = 600_000;
+/** Two tryCreate calls at a limit of 1 on a key that holds no unit: the first creates, the second is refused. */
+const ONE_CREATE_AT_LIMIT_ONE = [
+    [true, undefined],
+    [false, "limit"],
+];
+
+async function twoCreatesAtLimitOne(client: HybridCounterClient, first: string, second: string) {
+    const outcomes = [await client.tryCreate("k", first, 1), await client.tryCreate("k", second, 1)];
+    return outcomes.map((c) => [c.created, c.reason]);
+}
 
 describe("strict mode where backfill, heal, other writers and deletes meet (DynamoDB Local)", function () {
     this.timeout(120_000);
     const engine = useEngine();
 
-    async function strictFixture(): Promise<{ fixture: CounterFixture; client: HybridCounterClient }> {
-        const fixture = await counterFixture(engine(), {
-            mode: "strict",
-            placement: "separate",
-            layout: { selection: { kind: "sortKeyPrefix", prefix: "o" } },
-        });
+    async function strictFixture(
+        selection: ItemSelection = { kind: "sortKeyPrefix", prefix: "o" },
+    ): Promise<{ fixture: CounterFixture; client: HybridCounterClient }> {
+        const fixture = await counterFixture(engine(), { mode: "strict", placement: "separate", layout: { selection } });
         const client = new HybridCounterClient({
             ...fixture.layout,
             tableName: fixture.tableName,
@@ -95,36 +104,19 @@ describe("strict mode where backfill, heal, other writers and deletes meet (Dyna
         await otherPut(fixture, "oX");
         const deleted = await client.delete("k", "oX");
         const afterDelete = (await client.count("k")).bestEffort;
-        const creates = [await client.tryCreate("k", "o1", 1), await client.tryCreate("k", "o2", 1)];
+        const creates = await twoCreatesAtLimitOne(client, "o1", "o2");
 
         // Assess: the unit was given back once (by the heal), so the limit of 1 admits one create.
         assert.deepEqual([healed.outcome, healed.after], ["healed", 0]);
         assert.deepEqual(deleted, { deleted: true });
         assert.equal(afterDelete, 0, "the delete of a later life releases nothing");
-        assert.deepEqual(
-            creates.map((c) => [c.created, c.reason]),
-            [
-                [true, undefined],
-                [false, "limit"],
-            ],
-        );
+        assert.deepEqual(creates, ONE_CREATE_AT_LIMIT_ONE);
         fixture.close();
     });
 
     it("an item another writer moves out of an attribute selection: after the heal absorbs its unit, the client's delete releases nothing", async () => {
         // Prepare: strict, counting items whose status is active; the client creates x at a limit of 1.
-        const fixture = await counterFixture(engine(), {
-            mode: "strict",
-            placement: "separate",
-            layout: { selection: { kind: "attribute", name: "status", value: "active" } },
-        });
-        const client = new HybridCounterClient({
-            ...fixture.layout,
-            tableName: fixture.tableName,
-            countersTableName: fixture.countersTableName,
-            dynamodb: fixture.clientDynamo,
-            mode: "strict",
-        });
+        const { fixture, client } = await strictFixture({ kind: "attribute", name: "status", value: "active" });
         assert.equal((await client.tryCreate("k", "x", 1)).created, true);
 
         // Act: another writer archives x; the heal absorbs its unit; the client deletes x, then creates twice at limit 1.
@@ -140,19 +132,13 @@ describe("strict mode where backfill, heal, other writers and deletes meet (Dyna
         const healed = await healLater(fixture);
         const deleted = await client.delete("k", "x");
         const afterDelete = (await client.count("k")).bestEffort;
-        const creates = [await client.tryCreate("k", "y", 1), await client.tryCreate("k", "z", 1)];
+        const creates = await twoCreatesAtLimitOne(client, "y", "z");
 
         // Assess: x's unit was given back once, by the heal; the limit of 1 admits one create.
         assert.deepEqual([healed.outcome, healed.after], ["healed", 0]);
         assert.deepEqual(deleted, { deleted: true });
         assert.equal(afterDelete, 0, "the delete releases nothing");
-        assert.deepEqual(
-            creates.map((c) => [c.created, c.reason]),
-            [
-                [true, undefined],
-                [false, "limit"],
-            ],
-        );
+        assert.deepEqual(creates, ONE_CREATE_AT_LIMIT_ONE);
         fixture.close();
     });
 
