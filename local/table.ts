@@ -1,13 +1,52 @@
 /** Creates a counter table on DynamoDB Local: string keys per the layout, stream NEW_AND_OLD_IMAGES. */
-import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DEFAULT_LAYOUT, type CounterTableLayout } from "../runtime/config";
+import {
+    CreateTableCommand,
+    DescribeTableCommand,
+    type AttributeDefinition,
+    type DynamoDBClient,
+    type GlobalSecondaryIndex,
+} from "@aws-sdk/client-dynamodb";
+import { COUNTER_ATTRIBUTES as A, DEFAULT_LAYOUT, HEAL_INDEX_NAME, type CounterTableLayout } from "../runtime/config";
+
+/** Whether the table holds the counter items and so carries the sparse heal index the settler reads. */
+export interface TableOptions {
+    readonly healIndex?: boolean;
+}
+
+/** The heal index as the component declares it: the heal shard and the last client write, keys only. */
+export function healIndexParts(options: TableOptions): {
+    AttributeDefinitions: AttributeDefinition[];
+    GlobalSecondaryIndexes?: GlobalSecondaryIndex[];
+} {
+    if (!options.healIndex) {
+        return { AttributeDefinitions: [] };
+    }
+    return {
+        AttributeDefinitions: [
+            { AttributeName: A.healShard, AttributeType: "S" },
+            { AttributeName: A.writtenAt, AttributeType: "N" },
+        ],
+        GlobalSecondaryIndexes: [
+            {
+                IndexName: HEAL_INDEX_NAME,
+                KeySchema: [
+                    { AttributeName: A.healShard, KeyType: "HASH" },
+                    { AttributeName: A.writtenAt, KeyType: "RANGE" },
+                ],
+                Projection: { ProjectionType: "KEYS_ONLY" },
+            },
+        ],
+    };
+}
 
 export async function createCounterTable(
     dynamodb: DynamoDBClient,
     tableName: string,
     layout: Pick<CounterTableLayout, "partitionKey" | "sortKey"> = DEFAULT_LAYOUT,
     streamViewType: "NEW_AND_OLD_IMAGES" | "NEW_IMAGE" | "OLD_IMAGE" | "KEYS_ONLY" = "NEW_AND_OLD_IMAGES",
+    options: TableOptions = {},
 ): Promise<{ streamArn: string }> {
+    const index = healIndexParts(options);
     const created = await dynamodb.send(
         new CreateTableCommand({
             TableName: tableName,
@@ -15,7 +54,9 @@ export async function createCounterTable(
             AttributeDefinitions: [
                 { AttributeName: layout.partitionKey, AttributeType: "S" },
                 { AttributeName: layout.sortKey, AttributeType: "S" },
+                ...index.AttributeDefinitions,
             ],
+            ...(index.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: index.GlobalSecondaryIndexes } : {}),
             KeySchema: [
                 { AttributeName: layout.partitionKey, KeyType: "HASH" },
                 { AttributeName: layout.sortKey, KeyType: "RANGE" },
@@ -40,7 +81,9 @@ export async function createCountersTable(
     dynamodb: DynamoDBClient,
     tableName: string,
     layout: Pick<CounterTableLayout, "partitionKey" | "sortKey"> = DEFAULT_LAYOUT,
+    options: TableOptions = {},
 ): Promise<void> {
+    const index = healIndexParts(options);
     await dynamodb.send(
         new CreateTableCommand({
             TableName: tableName,
@@ -48,7 +91,9 @@ export async function createCountersTable(
             AttributeDefinitions: [
                 { AttributeName: layout.partitionKey, AttributeType: "S" },
                 { AttributeName: layout.sortKey, AttributeType: "S" },
+                ...index.AttributeDefinitions,
             ],
+            ...(index.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: index.GlobalSecondaryIndexes } : {}),
             KeySchema: [
                 { AttributeName: layout.partitionKey, KeyType: "HASH" },
                 { AttributeName: layout.sortKey, KeyType: "RANGE" },

@@ -21,8 +21,9 @@ Options:
   --ops <n>          events per history (default 200)
   --mode <m>         utilization | strict (default: chosen by each seed)
   --fault-rate <r>   injected fault probability per request, 0..1 (default: chosen by each seed)
-  --selection <s>    client | prefix: what counts; prefix adds other writers and items there before
-                     the counter (default: chosen by each seed)
+  --selection <s>    client | prefix | attribute: what counts; prefix and attribute add other writers
+                     and items there before the counter, attribute also moves items in and out of the
+                     selection (default: chosen by each seed)
   --replay <file>    run one saved history and report it
   --no-shrink        report a failing seed without shrinking it
   --trace            print every released request (with --replay, to read a reproduction)
@@ -74,8 +75,8 @@ async function main(): Promise<void> {
     if (v.mode !== undefined && v.mode !== "utilization" && v.mode !== "strict") {
         fail(`--mode must be utilization or strict (got "${v.mode}")`);
     }
-    if (v.selection !== undefined && v.selection !== "client" && v.selection !== "prefix") {
-        fail(`--selection must be client or prefix (got "${v.selection}")`);
+    if (v.selection !== undefined && v.selection !== "client" && v.selection !== "prefix" && v.selection !== "attribute") {
+        fail(`--selection must be client, prefix or attribute (got "${v.selection}")`);
     }
     const faultRate = v["fault-rate"] === undefined ? undefined : Number(v["fault-rate"]);
     if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
@@ -100,6 +101,9 @@ async function main(): Promise<void> {
         backfills: 0,
         backfillCounted: 0,
         backfillAlreadyCounted: 0,
+        settles: 0,
+        healed: 0,
+        flips: 0,
     };
     try {
         const histories: History[] = v.replay
@@ -121,7 +125,12 @@ async function main(): Promise<void> {
             totals.faults += result.stats.faults;
             totals.observations += result.stats.observations;
             totals.deadLettered += result.stats.deadLettered;
-            totals.otherWrites += history.events.filter((e) => e.op === "otherPut" || e.op === "otherDelete").length;
+            totals.otherWrites += history.events.filter(
+                (e) => e.op === "otherPut" || e.op === "otherDelete" || e.op === "ttlDelete",
+            ).length;
+            totals.flips += history.events.filter((e) => e.op === "otherFlip").length;
+            totals.settles += result.stats.settles;
+            totals.healed += result.stats.healed;
             totals.otherWritesFailed += result.stats.otherWritesFailed;
             totals.livesEnded += result.stats.livesEnded;
             totals.backfills += result.stats.backfills;
@@ -130,6 +139,7 @@ async function main(): Promise<void> {
             const line =
                 `seed ${history.seed} ${history.mode} ${history.selection ?? "client"}: ${result.stats.events} events, ` +
                 `${result.stats.requests} requests, ${result.stats.faults} faults, ${result.stats.backfills} backfills, ` +
+                `${result.stats.settles} settler runs (${result.stats.healed} heals), ` +
                 `${result.violations.length} violations`;
             process.stderr.write(`${line}\n`);
             if (result.violations.length === 0) {
@@ -161,7 +171,8 @@ async function main(): Promise<void> {
             : `${summary.seeds} histories, ${summary.events} events, ${summary.requests} requests, ${summary.faults} injected faults, ` +
                   `${summary.deadLettered} batches dead-lettered, ${summary.otherWrites} other writes (${summary.otherWritesFailed} not served, ` +
                   `${summary.livesEnded} client lives ended), ${summary.backfills} backfills (${summary.backfillCounted} items counted, ` +
-                  `${summary.backfillAlreadyCounted} found counted): ${failed} failed\n`,
+                  `${summary.backfillAlreadyCounted} found counted), ${summary.flips} selection moves, ` +
+                  `${summary.settles} settler runs (${summary.healed} heals): ${failed} failed\n`,
     );
     process.exitCode = failed > 0 ? 1 : 0;
 }

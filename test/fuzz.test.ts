@@ -1,9 +1,9 @@
 /**
  * The model-based checker in the suite: a fixed set of seeds, each a random history of concurrent
- * callers, consumer invocations, redeliveries, redrives, reconciliations, backfills and injected faults
- * (and, for the seeds that count by sort-key prefix, other writers and items that were there before the
- * counter), run on DynamoDB Local and checked against the contract (test/fuzz/run.ts says what is
- * checked). A failing seed is shrunk and printed as a reproduction. `npm run fuzz` runs many more.
+ * callers, consumer invocations, redeliveries, redrives, reconciliations, backfills, settler runs on a
+ * virtual clock and injected faults (and, for the seeds that count by sort-key prefix or by attribute, other
+ * writers, selection moves and items that were there before the counter; for the others, TTL deletes), run
+ * on DynamoDB Local and checked against the contract (test/fuzz/run.ts says what is checked). A failing seed is shrunk and printed as a reproduction. `npm run fuzz` runs many more.
  */
 import type {
     DynamoDBClient,
@@ -19,7 +19,7 @@ import { runHistory } from "./fuzz/run";
 import { reproduction, shrinkHistory } from "./fuzz/shrink";
 import { useEngine } from "./support/engine";
 
-/** Seeds that run in every `npm test`: both modes, both selections, every fault rate the generator picks. */
+/** Seeds that run in every `npm test`: both modes, the three selections, every fault rate the generator picks. */
 const SEEDS = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112];
 const OPS = 150;
 
@@ -66,15 +66,15 @@ describe("model-based checker", function () {
         });
     }
 
-    it("the suite's seeds cover both modes, both selections, other writers, backfills and items there before", () => {
+    it("the suite's seeds cover both modes, the three selections, other writers, backfills, settler runs and items there before", () => {
         // Prepare / Act
         const histories = SEEDS.map((seed) => generateHistory({ seed, ops: OPS }));
         const ops = new Set(histories.flatMap((h) => h.events.map((e) => e.op)));
 
         // Assess
         assert.deepEqual(new Set(histories.map((h) => h.mode)), new Set(["utilization", "strict"]));
-        assert.deepEqual(new Set(histories.map((h) => h.selection)), new Set(["client", "prefix"]));
-        for (const op of ["otherPut", "otherDelete", "backfill"] as const) {
+        assert.deepEqual(new Set(histories.map((h) => h.selection)), new Set(["client", "prefix", "attribute"]));
+        for (const op of ["otherPut", "otherDelete", "backfill", "settle", "otherFlip", "ttlDelete"] as const) {
             assert.ok(ops.has(op), `no seed has a ${op} event`);
         }
         assert.ok(
@@ -82,7 +82,10 @@ describe("model-based checker", function () {
             "no seed has items from before the counter",
         );
         for (const h of histories.filter((h) => h.selection === "client")) {
-            assert.ok(!h.events.some((e) => e.op === "otherPut" || e.op === "otherDelete"), `client seed ${h.seed} has other writers`);
+            assert.ok(
+                !h.events.some((e) => e.op === "otherPut" || e.op === "otherDelete" || e.op === "otherFlip"),
+                `client seed ${h.seed} has other writers`,
+            );
             assert.deepEqual(h.preexisting, []);
         }
     });

@@ -2,12 +2,23 @@
  * What the checker needs to know about the counting model's storage, in one place: how to build a
  * system on DynamoDB Local, how to read one key's truth, and what a released request did.
  */
-import { DynamoDBClient, type AttributeValue } from "@aws-sdk/client-dynamodb";
-import { bestEffortSortKey, DEFAULT_LAYOUT, eventualSortKey, markerId, type HandlerConfig, type ItemSelection } from "../../runtime/config";
+import { DynamoDBClient, GetItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import {
+    bestEffortSortKey,
+    COUNTER_ATTRIBUTES,
+    DEFAULT_LAYOUT,
+    eventualSortKey,
+    markerId,
+    markerSortKey,
+    type HandlerConfig,
+    type ItemSelection,
+} from "../../runtime/config";
+import { isLive } from "../../runtime/selection";
+import { hasBackfillUnit } from "../../runtime/strict-ledger";
 import type { LocalEngine } from "../../local/engine";
 import { snapshotKey } from "../../local/observe";
 import { createCounterTable, createCountersTable } from "../../local/table";
-import { ID_PREFIX, type SelectionKind } from "./history";
+import { ACTIVE, ID_PREFIX, STATUS_ATTRIBUTE, type Mode, type SelectionKind } from "./history";
 import type { Released } from "./scheduler";
 import { immediateRetries } from "./scheduler";
 
@@ -20,7 +31,14 @@ export interface FuzzSystem {
 
 /** The layout's selection for a history's selection kind. */
 export function fuzzSelection(kind: SelectionKind): ItemSelection {
-    return kind === "prefix" ? { kind: "sortKeyPrefix", prefix: ID_PREFIX } : { kind: "client" };
+    switch (kind) {
+        case "prefix":
+            return { kind: "sortKeyPrefix", prefix: ID_PREFIX };
+        case "attribute":
+            return { kind: "attribute", name: STATUS_ATTRIBUTE, value: ACTIVE };
+        case "client":
+            return { kind: "client" };
+    }
 }
 
 export async function createFuzzSystem(
@@ -29,10 +47,13 @@ export async function createFuzzSystem(
     selection: SelectionKind = "client",
 ): Promise<FuzzSystem> {
     const tableName = `fuzz-${process.pid}-${++tables}`;
-    const { streamArn } = await createCounterTable(reader, tableName, DEFAULT_LAYOUT);
+    // The heal index lives where the counter items do, as the component declares it.
+    const { streamArn } = await createCounterTable(reader, tableName, DEFAULT_LAYOUT, "NEW_AND_OLD_IMAGES", {
+        healIndex: placement === "same-table",
+    });
     const countersTableName = placement === "separate" ? `${tableName}-counters` : tableName;
     if (placement === "separate") {
-        await createCountersTable(reader, countersTableName, DEFAULT_LAYOUT);
+        await createCountersTable(reader, countersTableName, DEFAULT_LAYOUT, { healIndex: true });
     }
     return {
         streamArn,
@@ -83,15 +104,83 @@ export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key:
     };
 }
 
+/** A key's live items by what best-effort holds for them. */
+export interface LiveByUnit {
+    /** Carrying the client's token: its reservation (strict) or increment holds their unit. */
+    readonly client: number;
+    /** Without the token, whose marker holds a backfill's unit (`hc_be`). */
+    readonly backfilled: number;
+    /** Without the token and without a backfill's unit: counted by eventual alone. */
+    readonly eventualOnly: number;
+}
+
+export async function liveByUnit(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<LiveByUnit> {
+    const { config } = system;
+    const counts = { client: 0, backfilled: 0, eventualOnly: 0 };
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+        const page = await reader.send(
+            new QueryCommand({
+                TableName: config.tableName,
+                ConsistentRead: true,
+                KeyConditionExpression: "#pk = :key",
+                ExpressionAttributeNames: { "#pk": config.partitionKey },
+                ExpressionAttributeValues: { ":key": { S: key } },
+                ExclusiveStartKey: start,
+            }),
+        );
+        for (const item of page.Items ?? []) {
+            if (!isLive(item, config)) {
+                continue;
+            }
+            if (item[config.tokenAttribute]?.S !== undefined) {
+                counts.client++;
+                continue;
+            }
+            const id = item[config.sortKey]!.S!;
+            const marker = await reader.send(
+                new GetItemCommand({
+                    TableName: config.countersTableName,
+                    Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: markerSortKey(config, id) } },
+                    ConsistentRead: true,
+                }),
+            );
+            counts[hasBackfillUnit(marker.Item) ? "backfilled" : "eventualOnly"]++;
+        }
+        start = page.LastEvaluatedKey;
+    } while (start);
+    return counts;
+}
+
+/** What a heal writes for a key once nothing is in flight (heal.ts): the live items best-effort accounts for in the mode. */
+export function healTarget(live: LiveByUnit, mode: Mode): number {
+    return live.client + (mode === "strict" ? live.backfilled : 0);
+}
+
+/** The heal epoch a client's best-effort write answered with (its ReturnValues ALL_NEW). */
+export interface EpochSeen {
+    readonly epoch: number;
+    readonly openedAt: number;
+}
+
 /** What a released request was, as far as the contract's accounting goes. */
 export type RequestEffect =
-    | { readonly kind: "best-effort"; readonly key: string; readonly delta: number; readonly applied: boolean }
+    | {
+          readonly kind: "best-effort";
+          readonly key: string;
+          readonly delta: number;
+          readonly applied: boolean;
+          /** The epoch the write answered with: a strict delete's touch reads the one its release is judged in. */
+          readonly epoch?: EpochSeen;
+      }
     /** A transaction that adds to best-effort: only a strict-mode backfill sends one (the consumer never touches best-effort). */
     | { readonly kind: "best-effort-transaction"; readonly key: string; readonly delta: number; readonly applied: boolean }
     /** `token`: the client token the put item carries (none for another writer's put). */
     | { readonly kind: "put"; readonly key: string; readonly id: string; readonly applied: boolean; readonly token?: string }
     /** `createToken`: the client token of the life the soft delete is conditional on (none: an item without one). */
     | { readonly kind: "soft-delete"; readonly key: string; readonly applied: boolean; readonly createToken?: string }
+    /** Another writer's UpdateItem moving an item in or out of an attribute selection. */
+    | { readonly kind: "flip"; readonly key: string; readonly id: string; readonly applied: boolean; readonly into: boolean }
     /** Another writer's DeleteItem. */
     | { readonly kind: "hard-delete"; readonly key: string; readonly id: string; readonly applied: boolean }
     /** A strict delete's take of a backfill's unit: its conditional removal of the marker's hc_be. */
@@ -117,7 +206,20 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
     const key = input.Key?.[partitionKey]?.S ?? input.Item?.[partitionKey]?.S;
     const sk = input.Key?.[sortKey]?.S ?? input.Item?.[sortKey]?.S;
     if (released.command === "UpdateItemCommand" && key !== undefined && sk === bestEffortSortKey(system.config)) {
-        return { kind: "best-effort", key, delta: Number(input.ExpressionAttributeValues?.[":delta"]?.N ?? 0), applied: applied(released) };
+        const after = (released.outcome?.output as { Attributes?: Record<string, AttributeValue> } | undefined)?.Attributes;
+        const epoch =
+            after === undefined || !applied(released)
+                ? undefined
+                : {
+                      epoch: Number(after[COUNTER_ATTRIBUTES.epoch]?.N ?? 0),
+                      openedAt: Number(after[COUNTER_ATTRIBUTES.epochAt]?.N ?? 0),
+                  };
+        const delta = Number(input.ExpressionAttributeValues?.[":delta"]?.N ?? 0);
+        return { kind: "best-effort", key, delta, applied: applied(released), ...(epoch === undefined ? {} : { epoch }) };
+    }
+    const status = input.ExpressionAttributeValues?.[":status"]?.S;
+    if (released.command === "UpdateItemCommand" && key !== undefined && sk !== undefined && status !== undefined) {
+        return { kind: "flip", key, id: sk, applied: applied(released), into: status === ACTIVE };
     }
     const createToken = input.ExpressionAttributeValues?.[":createToken"]?.S;
     if (released.command === "PutItemCommand" && key !== undefined && sk !== undefined) {

@@ -10,11 +10,14 @@
  *   mode an item whose backfill unit it took off the marker): never more in utilization (an overcount), never less in
  *   strict mode (a slot short), and only by a fault, an absorbed failure it reported or an error it threw
  *   away from them. A life another writer ended while the call ran may be left out: its unit stays in
- *   utilization, and in strict mode it holds no slot.
+ *   utilization, and in strict mode it holds no slot. A strict delete of a life reserved before a heal that
+ *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
+ *   or re-derived the unit, and only a later heal gives it back (runtime/strict-ledger.ts).
  * - Its only errors are DynamoDB's own for its requests, after a fault.
  */
 import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
-import type { RequestEffect } from "./adapter";
+import { reservedInEpoch } from "../../runtime/strict-ledger";
+import type { EpochSeen, RequestEffect } from "./adapter";
 import type { FuzzEvent, Mode } from "./history";
 import type { Released } from "./scheduler";
 
@@ -32,13 +35,17 @@ export interface CallLedger {
     endedBefore: number;
     faults: number;
     reported: number;
+    /** The heal epoch its last best-effort write answered with. */
+    epoch?: EpochSeen;
+    /** Lives it soft-deleted that were reserved before that epoch opened: their slots are held by design. */
+    heldByEpoch: number;
     /** Utilization tryCreate: what it read, and the truth then. */
     read?: { value: number; live: number; putsBefore: number };
     /** Utilization tryCreate: the allowance, checked when its put applied. */
 }
 
 export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
-    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0 };
+    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0, heldByEpoch: 0 };
 }
 
 /** Records what one of the call's requests did, as it finishes (before the call goes on). */
@@ -48,6 +55,7 @@ export function recordRequest(ledger: CallLedger, request: Released, effect: Req
     }
     if (effect.kind === "best-effort" && effect.applied) {
         ledger.bestEffort += effect.delta;
+        ledger.epoch = effect.epoch ?? ledger.epoch;
     } else if (effect.kind === "put") {
         if (effect.token !== undefined) {
             ledger.tokens.push(effect.token);
@@ -64,6 +72,9 @@ export function recordRequest(ledger: CallLedger, request: Released, effect: Req
             ledger.live--;
             if (effect.createToken !== undefined) {
                 ledger.counted--;
+                if (ledger.epoch !== undefined && !reservedInEpoch(effect.createToken, ledger.epoch)) {
+                    ledger.heldByEpoch++;
+                }
             }
         }
     } else if (effect.kind === "backfill-unit-taken" && effect.applied) {
@@ -112,7 +123,9 @@ export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMi
     if (mode === "strict" && low > 0) {
         problems.push(`${moved}: below the live count`);
     }
-    if ((low > 0 || high < 0) && !explained) {
+    // Slots held by design (strict): the delete soft-deleted a life of an earlier epoch and sent no release.
+    const held = mode === "strict" ? ledger.heldByEpoch : 0;
+    if ((low > 0 || high + held < 0) && !explained) {
         problems.push(`${moved} ${ends} with no fault, no reported failure and no error`);
     }
     return problems;

@@ -6,12 +6,17 @@
  * reused (a create after a delete of the same id). The scheduler (scheduler.ts) decides, from the
  * same seed, how the events' requests interleave and which of them meet an injected fault.
  *
- * A history counts the client's items (selection "client") or every item whose sort key begins with
- * "i" (selection "prefix", ids being "i0".."i5"), chosen from the seed. Only a prefix history has other
- * writers (plain PutItem and DeleteItem of selected ids, with no client token) and items that were in
- * the table before the counter was attached; both kinds run backfills.
+ * A history counts the client's items (selection "client"), every item whose sort key begins with "i"
+ * (selection "prefix", ids being "i0".."i5") or every item whose `status` is "active" (selection
+ * "attribute"), chosen from the seed. Only prefix and attribute histories have other writers (plain
+ * PutItem and DeleteItem with no client token; in attribute histories also UpdateItem moving an item, the
+ * client's included, in and out of the selection) and items that were in the table before the counter
+ * was attached. Client histories have TTL-style deletes instead: the table's TTL hard-deletes a client
+ * item. Every kind runs backfills and settler runs (heals on a clock moved past the quiet window).
  */
 import { seededRandom } from "../../local/faults";
+import { DEFAULT_LAYOUT } from "../../runtime/config";
+import { markerIdMaxBytes } from "../../runtime/key-limits";
 
 export type Mode = "utilization" | "strict";
 
@@ -34,21 +39,39 @@ export type FuzzEvent =
     | { readonly op: "redrive" }
     /** reconcileKey on one key, beside everything else. */
     | { readonly op: "reconcile"; readonly key: string }
-    /** Another service's plain PutItem of a selected id: no client token, no deleted flag (prefix histories only). */
+    /** Another service's plain PutItem of a selected id: no client token, no deleted flag (prefix and attribute histories). */
     | { readonly op: "otherPut"; readonly key: string; readonly id: string }
-    /** Another service's plain DeleteItem of an id: a hard delete, whoever wrote the item (prefix histories only). */
+    /** Another service's plain DeleteItem of an id: a hard delete, whoever wrote the item (prefix and attribute histories). */
     | { readonly op: "otherDelete"; readonly key: string; readonly id: string }
+    /** Another service's UpdateItem of `status` (attribute histories only): moves an item in ("active") or out of the selection. */
+    | { readonly op: "otherFlip"; readonly key: string; readonly id: string; readonly status: "active" | "archived" }
+    /** The table's TTL deleting an item (client histories): a hard delete nobody calls, of the client's own item. */
+    | { readonly op: "ttlDelete"; readonly key: string; readonly id: string }
+    /**
+     * One settler run (heal index, audit, reconcile) with `keyBudget` keys from the index and an audit of
+     * `auditSegments` segments (0: none). The clock first moves past the quiet window; it starts only when no
+     * API call is in flight (a call in flight across that move would break the heal's assumption A1), and
+     * calls may start while it runs.
+     */
+    | { readonly op: "settle"; readonly keyBudget: number; readonly auditSegments: number }
     /**
      * One backfill() call of run `runId` (a run resumes from its checkpoints; a completed one reads only
      * them), one segment, `pageSize` items per Scan page so that its requests interleave with the rest.
      */
     | { readonly op: "backfill"; readonly runId: string; readonly pageSize: number };
 
-/** Which items a history counts: the client's (the default selection) or every id under the prefix "i". */
-export type SelectionKind = "client" | "prefix";
+/** Which items a history counts: the client's (the default selection), every id under the prefix "i", or every item whose status is "active". */
+export type SelectionKind = "client" | "prefix" | "attribute";
+
+/** The attribute an "attribute" history selects on, and the value that counts. */
+export const STATUS_ATTRIBUTE = "status";
+export const ACTIVE = "active";
 
 /** The sort-key prefix a "prefix" history selects: every id the generator makes begins with it. */
 export const ID_PREFIX = "i";
+
+/** An id exactly as long as the marker's sort key allows (selected by the prefix): it must count like any other. */
+export const LONGEST_ID = ID_PREFIX + "x".repeat(markerIdMaxBytes(DEFAULT_LAYOUT) - ID_PREFIX.length);
 
 export interface History {
     /** Seeds the scheduler's interleaving and fault decisions. */
@@ -86,7 +109,9 @@ export function generateHistory(options: GenerateOptions): History {
     // The selection, the pre-existing items and a client history's backfills come from a second source,
     // so that the client histories' other events stay what they were before these existed.
     const extra = seededRandom((options.seed ^ 0x2545f491) >>> 0);
-    const selection: SelectionKind = options.selection ?? (extra() < 0.5 ? "client" : "prefix");
+    const roll = extra();
+    const selection: SelectionKind = options.selection ?? (roll < 0.5 ? "client" : roll < 0.75 ? "prefix" : "attribute");
+    const others = selection !== "client";
     const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
     const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
     const mode: Mode = options.mode ?? (random() < 0.5 ? "utilization" : "strict");
@@ -110,9 +135,9 @@ export function generateHistory(options: GenerateOptions): History {
         ],
         [3, () => ({ op: "redrive" })],
         [3, () => ({ op: "reconcile", key: pick(keys) })],
-        [selection === "prefix" ? 8 : 0, () => ({ op: "otherPut", key: pick(keys), id: pick(ids) })],
-        [selection === "prefix" ? 6 : 0, () => ({ op: "otherDelete", key: pick(keys), id: pick(ids) })],
-        [selection === "prefix" ? 2 : 0, () => backfillEvent(random)],
+        [others ? 8 : 0, () => ({ op: "otherPut", key: pick(keys), id: pick(ids) })],
+        [others ? 6 : 0, () => ({ op: "otherDelete", key: pick(keys), id: pick(ids) })],
+        [others ? 2 : 0, () => backfillEvent(random)],
         [
             2,
             () => {
@@ -151,8 +176,28 @@ export function generateHistory(options: GenerateOptions): History {
             }
         }
     }
+    // The parties added later come from a third source, replacing events, so that the histories above keep their shape.
+    const later = seededRandom((options.seed ^ 0x68e31da4) >>> 0);
+    const pickLater = <T>(values: readonly T[]): T => values[Math.floor(later() * values.length)]!;
+    for (let i = 0; i < events.length; i++) {
+        const r = later();
+        if (r < 0.03) {
+            // A budget of 1 with several keys leaves a backlog in the heal index; an audit of 1 or 2 segments walks the table.
+            events[i] = { op: "settle", keyBudget: pickLater([1, 2, 200]), auditSegments: pickLater([0, 1, 2]) };
+        } else if (r < 0.07 && selection === "client") {
+            events[i] = { op: "ttlDelete", key: pickLater(keys), id: pickLater(ids) };
+        } else if (r < 0.13 && selection === "attribute") {
+            events[i] = { op: "otherFlip", key: pickLater(keys), id: pickLater(ids), status: later() < 0.5 ? ACTIVE : "archived" };
+        } else if (r > 0.96) {
+            // Ids at the key-size limit: the event keeps its kind and takes the longest id a marker can hold.
+            const event = events[i]!;
+            if ("id" in event) {
+                events[i] = { ...event, id: LONGEST_ID };
+            }
+        }
+    }
     const preexisting: Array<{ key: string; id: string }> = [];
-    if (selection === "prefix") {
+    if (others) {
         for (const key of keys) {
             for (const id of ids) {
                 if (extra() < 0.25) {

@@ -23,11 +23,24 @@
  *   best-effort: a reservation passes only below the limit, and backfill's ADD is not conditional on it.
  *   (A transaction served twice, its resend with the same client token answered from DynamoDB's
  *   idempotency window, is counted twice here: that can only loosen this last check, never tighten it.)
+ *
+ * In attribute histories another writer also moves items in and out of the selection. A client item it moves
+ * out ends a life (as a delete does); one it moves back in is, by the README, counted by eventual alone until a
+ * heal, which may then count it (it carries the token). So strict mode's three checks allow `movedIn`, the
+ * client items moved back in so far: it can only loosen them, and is 0 in every other history. A TTL delete
+ * (client histories) is a hard delete nobody calls: another writer's, as far as the contract goes.
  */
-import { DeleteItemCommand, GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+    DeleteItemCommand,
+    GetItemCommand,
+    PutItemCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
 import { isLive } from "../../runtime/selection";
 import type { FuzzSystem, Truth } from "./adapter";
-import type { FuzzEvent, Mode } from "./history";
+import { ACTIVE, STATUS_ATTRIBUTE, type FuzzEvent, type Mode } from "./history";
 import type { GatedRequest } from "./scheduler";
 
 /** How many times another writer sends its write before it gives up (each send has the SDK's own retries). */
@@ -41,19 +54,38 @@ export const OTHER_WRITER_ATTEMPTS = 10;
 export async function otherWrite(
     dynamodb: DynamoDBClient,
     system: FuzzSystem,
-    event: Extract<FuzzEvent, { op: "otherPut" | "otherDelete" }>,
+    event: Extract<FuzzEvent, { op: "otherPut" | "otherDelete" | "otherFlip" | "ttlDelete" }>,
 ): Promise<boolean> {
-    const { tableName, partitionKey, sortKey } = system.config;
+    const { tableName, partitionKey, sortKey, selection } = system.config;
     const key = { [partitionKey]: { S: event.key }, [sortKey]: { S: event.id } };
+    // Under an attribute selection another writer's items are put selected.
+    const status: Record<string, AttributeValue> = selection.kind === "attribute" ? { [STATUS_ATTRIBUTE]: { S: ACTIVE } } : {};
     for (let attempt = 1; attempt <= OTHER_WRITER_ATTEMPTS; attempt++) {
         try {
             if (event.op === "otherPut") {
-                await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { ...key, source: { S: "other-writer" } } }));
+                await dynamodb.send(
+                    new PutItemCommand({ TableName: tableName, Item: { ...key, ...status, source: { S: "other-writer" } } }),
+                );
+            } else if (event.op === "otherFlip") {
+                // Only an item that exists is moved (an update would otherwise create one).
+                await dynamodb.send(
+                    new UpdateItemCommand({
+                        TableName: tableName,
+                        Key: key,
+                        UpdateExpression: "SET #status = :status",
+                        ConditionExpression: "attribute_exists(#sk)",
+                        ExpressionAttributeNames: { "#status": STATUS_ATTRIBUTE, "#sk": sortKey },
+                        ExpressionAttributeValues: { ":status": { S: event.status } },
+                    }),
+                );
             } else {
                 await dynamodb.send(new DeleteItemCommand({ TableName: tableName, Key: key }));
             }
             return true;
-        } catch {
+        } catch (error) {
+            if ((error as Error).name === "ConditionalCheckFailedException") {
+                return true;
+            }
             // Another service retries its own write: the next attempt.
         }
     }
@@ -124,6 +156,8 @@ export interface BoundAllowance {
     readonly ended: number;
     /** Units strict-mode backfill transactions added to the key's best-effort. */
     readonly backfilled: number;
+    /** Client items another writer moved back into the selection (strict; see the top of this module). */
+    readonly movedIn: number;
 }
 
 /** The mode's bound at one observation (see the top of this module); undefined when it holds. */
@@ -133,10 +167,15 @@ export function boundProblem(mode: Mode, truth: Truth, limit: number, allowance:
             ? `best-effort ${truth.bestEffort} > live ${truth.clientLive} client-written items + ${allowance.ended} ended by other writers`
             : undefined;
     }
-    if (truth.clientLive > truth.bestEffort || truth.clientLive > limit || truth.bestEffort > limit + allowance.backfilled) {
+    const moved = allowance.movedIn;
+    if (
+        truth.clientLive > truth.bestEffort + moved ||
+        truth.clientLive > limit + moved ||
+        truth.bestEffort > limit + allowance.backfilled + moved
+    ) {
         return (
             `strict bound broken: ${truth.clientLive} client-written live items (${truth.live} live), best-effort ` +
-            `${truth.bestEffort}, limit ${limit} (+ ${allowance.backfilled} added by backfill)`
+            `${truth.bestEffort}, limit ${limit} (+ ${allowance.backfilled} added by backfill, + ${moved} moved back in)`
         );
     }
     return undefined;

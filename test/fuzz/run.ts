@@ -15,14 +15,27 @@
  * - the only errors are contract errors: InvalidArgumentError for bad input (nothing written), and
  *   DynamoDB's own errors for the call's requests after every retry;
  * - a backfill call resolves, or throws BackfillError only after a fault met one of its requests;
+ * - a settler run (heal index, audit, reconcile) resolves, or throws only after a fault met one of its
+ *   requests; the bounds above hold through its heals;
  * - once the stream, the retries and the dead-letter queue have drained and a backfill has run to the
  *   end (the operator's step after attaching to a table that held items), eventual == live selected
- *   items for every key, whoever wrote them, and no soft-deleted item is left.
+ *   items for every key, whoever wrote them; once the settler has reconciled the keys no soft-deleted item
+ *   is left (an item moved into the selection already soft-deleted is reconcile's); and once the keys have been
+ *   quiet for the window and healed, best-effort == the live items it accounts for (heal.ts).
+ *
+ * Time. The heal trusts a quiet window Q (its assumptions A1-A4: no write of an API call lands more than Q
+ * after the call began). The checker runs on a virtual clock (clock.ts) that a settler run moves Q past the
+ * present before it starts, and a settler run starts only when no API call is in flight: the calls that
+ * began before it have ended, so no write older than Q can still land, and the calls that begin while it
+ * runs are within the window and race its heals as they would on AWS.
  */
 import { PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { backfill, BackfillError } from "../../runtime/backfill";
 import { HybridCounterClient } from "../../runtime/client";
+import { healKey } from "../../runtime/heal";
+import { isLive } from "../../runtime/selection";
+import { settle } from "../../runtime/settle";
 import { createStreamHandler } from "../../runtime/consumer";
 import { InvalidArgumentError } from "../../runtime/errors";
 import { markerIdMaxBytes } from "../../runtime/key-limits";
@@ -32,9 +45,20 @@ import { createRedriveHandler } from "../../runtime/redrive";
 import type { Clock } from "../../runtime/token-bucket";
 import type { LocalEngine } from "../../local/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/faults";
-import { classifyRequest, createFuzzSystem, fuzzClient, readTruth, type FuzzSystem, type RequestEffect, type Truth } from "./adapter";
+import {
+    classifyRequest,
+    createFuzzSystem,
+    fuzzClient,
+    healTarget,
+    liveByUnit,
+    readTruth,
+    type FuzzSystem,
+    type RequestEffect,
+    type Truth,
+} from "./adapter";
+import { VirtualTime } from "./clock";
 import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
-import { historyKeys, ID_PREFIX, type FuzzEvent, type History } from "./history";
+import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
 import { StreamMapping } from "./mapping";
 import { boundProblem, EndedLives, otherWrite } from "./others";
 import { Scheduler, type Released } from "./scheduler";
@@ -58,8 +82,14 @@ export interface RunResult {
         readonly backfillAlreadyCounted: number;
         /** Client lives other writers ended. */
         readonly livesEnded: number;
+        /** Settler runs, and the heals they wrote (the final heal of every key not included). */
+        readonly settles: number;
+        readonly healed: number;
     };
 }
+
+/** The settler's quiet window in the checker (the component's default). */
+export const FUZZ_QUIET_WINDOW_MS = 600_000;
 
 const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);
 
@@ -82,9 +112,22 @@ export interface FuzzClients {
     readonly pipeline: DynamoDBClient;
     readonly other: DynamoDBClient;
     readonly backfill: DynamoDBClient;
+    readonly settler: DynamoDBClient;
 }
 
+const CLIENT_CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", "count", "invalid"]);
+
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
+    const time = new VirtualTime();
+    time.install();
+    try {
+        return await runOnClock(engine, history, options, time);
+    } finally {
+        time.restore();
+    }
+}
+
+async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, time: VirtualTime): Promise<RunResult> {
     const reader = engine.dynamodb();
     const streams = engine.streams();
     const system = await createFuzzSystem(reader, history.placement ?? "same-table", history.selection ?? "client");
@@ -108,6 +151,10 @@ export async function runHistory(engine: LocalEngine, history: History, options:
     const ended = new EndedLives();
     const backfilled = new Map<string, number>();
     const backfillTotals = { calls: 0, counted: 0, alreadyCounted: 0 };
+    const settleTotals = { runs: 0, healed: 0 };
+    /** Client items other writers moved back into the selection, per key (others.ts). */
+    const movedIn = new Map<string, number>();
+    let callsInFlight = 0;
     let otherWritesFailed = 0;
 
     // Runs as each request finishes, before its task goes on: the call's ledger is current when it answers.
@@ -122,8 +169,21 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         if (ledger) {
             recordRequest(ledger, request, effect);
         }
-        if (otherTasks.has(request.task.id) && (effect.kind === "put" || effect.kind === "hard-delete") && effect.applied) {
-            ended.replaced(system, effect.key, replacing.get(request.task.id) ?? null);
+        if (
+            otherTasks.has(request.task.id) &&
+            (effect.kind === "put" || effect.kind === "hard-delete" || effect.kind === "flip") &&
+            effect.applied
+        ) {
+            const before = replacing.get(request.task.id) ?? null;
+            ended.replaced(system, effect.key, effect.kind === "flip" && effect.into ? null : before);
+            if (
+                effect.kind === "flip" &&
+                effect.into &&
+                before?.[system.config.tokenAttribute]?.S !== undefined &&
+                !isLive(before, system.config)
+            ) {
+                movedIn.set(effect.key, (movedIn.get(effect.key) ?? 0) + 1);
+            }
         }
         if (effect.kind === "best-effort-transaction" && effect.applied) {
             backfilled.set(effect.key, (backfilled.get(effect.key) ?? 0) + effect.delta);
@@ -141,10 +201,11 @@ export async function runHistory(engine: LocalEngine, history: History, options:
     const pipelineDynamo = fuzzClient(engine);
     const otherDynamo = fuzzClient(engine);
     const backfillDynamo = fuzzClient(engine);
-    for (const client of [clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo]) {
+    const settlerDynamo = fuzzClient(engine);
+    for (const client of [clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo, settlerDynamo]) {
         scheduler.gate(client, onOutcome);
     }
-    options.mutate?.({ api: clientDynamo, pipeline: pipelineDynamo, other: otherDynamo, backfill: backfillDynamo });
+    options.mutate?.({ api: clientDynamo, pipeline: pipelineDynamo, other: otherDynamo, backfill: backfillDynamo, settler: settlerDynamo });
 
     const fatalMessages: FatalMessage[] = [];
     const fatal = { park: async (m: FatalMessage) => (fatalMessages.push(m), true) };
@@ -176,7 +237,11 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         const truth = await readTruth(reader, system, key);
         observations++;
         const limit = history.limits[key] ?? Infinity;
-        const bound = boundProblem(history.mode, truth, limit, { ended: ended.of(key), backfilled: backfilled.get(key) ?? 0 });
+        const bound = boundProblem(history.mode, truth, limit, {
+            ended: ended.of(key),
+            backfilled: backfilled.get(key) ?? 0,
+            movedIn: movedIn.get(key) ?? 0,
+        });
         if (bound !== undefined) {
             violations.push(`${context}: ${key} ${bound}`);
         }
@@ -200,7 +265,9 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             case "invalid":
                 return checkInvalid(event, label);
             case "otherPut":
-            case "otherDelete": {
+            case "otherDelete":
+            case "otherFlip":
+            case "ttlDelete": {
                 otherTasks.add(scheduler.current()!.id);
                 if (!(await otherWrite(otherDynamo, system, event))) {
                     otherWritesFailed++;
@@ -209,8 +276,36 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             }
             case "backfill":
                 return runBackfill(event.runId, event.pageSize, label);
+            case "settle":
+                return runSettle(event, label);
             default:
                 return runCall(event, label);
+        }
+    };
+
+    const healOptions = { config: system.config, dynamodb: settlerDynamo, mode: history.mode, quietWindowMs: FUZZ_QUIET_WINDOW_MS };
+
+    const runSettle = async (event: Extract<FuzzEvent, { op: "settle" }>, label: string): Promise<void> => {
+        const task = scheduler.current()!;
+        settleTotals.runs++;
+        // No API call is in flight (the schedule waits for that): every write they sent has landed or never will.
+        time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
+        try {
+            const report = await settle({
+                ...healOptions,
+                fatal,
+                sink,
+                keyBudget: event.keyBudget,
+                auditSegments: event.auditSegments,
+                auditPageSize: 3,
+                concurrency: 2,
+            });
+            settleTotals.healed += report.healed;
+        } catch (error) {
+            // The contract: a run throws only when the heal index or the audit cursor cannot be read at all.
+            if ((faultsByTask.get(task.id) ?? 0) === 0) {
+                violations.push(`${label}: threw ${describe(error)} although none of its requests met a fault`);
+            }
         }
     };
 
@@ -316,6 +411,7 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             case "hard-delete":
             case "backfill-unit-taken":
             case "life-write":
+            case "flip":
                 await observe(effect.key, context);
                 return;
             case "put": {
@@ -362,17 +458,23 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             await account(request);
         }
         const pending = scheduler.pending;
-        const canStart = next < history.events.length && running.size < history.concurrency;
+        // A settler run waits until no API call is in flight (see "Time" at the top).
+        const waits = history.events[next]?.op === "settle" && callsInFlight > 0;
+        const canStart = next < history.events.length && running.size < history.concurrency && !waits;
         if (canStart && (pending.length === 0 || random() < 0.3)) {
             const index = next++;
             const event = history.events[index]!;
+            const call = CLIENT_CALLS.has(event.op);
+            callsInFlight += call ? 1 : 0;
             const work = scheduler.spawn(`#${index} ${event.op}`, () => runEvent(event, index));
-            const tracked: Promise<void> = work.then(
-                () => undefined,
-                (error: unknown) => {
-                    violations.push(`#${index} ${JSON.stringify(event)}: failed: ${describe(error)}`);
-                },
-            );
+            const tracked: Promise<void> = work
+                .finally(() => (callsInFlight -= call ? 1 : 0))
+                .then(
+                    () => undefined,
+                    (error: unknown) => {
+                        violations.push(`#${index} ${JSON.stringify(event)}: failed: ${describe(error)}`);
+                    },
+                );
             running.add(tracked);
             void tracked.finally(() => running.delete(tracked));
             continue;
@@ -441,11 +543,53 @@ export async function runHistory(engine: LocalEngine, history: History, options:
         if (truth.eventual !== truth.live) {
             violations.push(`after the drain: ${key} eventual ${truth.eventual} != live ${truth.live}`);
         }
-        if (truth.softDeleted !== 0) {
-            violations.push(`after the drain: ${key} has ${truth.softDeleted} soft-deleted items left`);
+    }
+    // The settler's reconcile of every key (it runs on a schedule): an item that entered the selection already
+    // soft-deleted (another writer moved it in) has no record the consumer acts on, and only reconcile purges it.
+    if (!reconciledAfterDrain) {
+        for (const key of keys) {
+            await drain(async () => {
+                await reconcileKey(key, { config: system.config, dynamodb: pipelineDynamo, fatal, sink, timeoutMs: 600_000 });
+            });
         }
     }
-    for (const client of [reader, clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo]) {
+    for (const key of keys) {
+        const truth = await observe(key, "after the settler's reconcile");
+        if (truth.eventual !== truth.live) {
+            violations.push(`after the settler's reconcile: ${key} eventual ${truth.eventual} != live ${truth.live}`);
+        }
+        if (truth.softDeleted !== 0) {
+            violations.push(`after the settler's reconcile: ${key} has ${truth.softDeleted} soft-deleted items left`);
+        }
+    }
+    // A backfill run after the stream has drained (strict): every item without the client's token that is
+    // live then gets its unit in best-effort, those the consumer counted included (its flag-only action).
+    await drain(() => runBackfill("after-the-stream", 25, "the backfill after the stream drained"));
+    if (history.mode === "strict") {
+        for (const key of keys) {
+            const { eventualOnly } = await liveByUnit(reader, system, key);
+            if (eventualOnly !== 0) {
+                violations.push(`after the last backfill: ${key} has ${eventualOnly} live items without the token and without a unit`);
+            }
+        }
+    }
+    // Every key quiet for the window, then healed (the operator's heal --key): best-effort is exact.
+    time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
+    for (const key of keys) {
+        let outcome = "";
+        await drain(async () => {
+            const result = await healKey(key, healOptions);
+            outcome = result.outcome === "skipped" ? `skipped (${result.reason})` : result.outcome;
+        });
+        const truth = await observe(key, "after the final heal");
+        const target = healTarget(await liveByUnit(reader, system, key), history.mode);
+        if (truth.bestEffort !== target) {
+            violations.push(
+                `after the final heal (${outcome}): ${key} best-effort ${truth.bestEffort} != ${target} live items it accounts for`,
+            );
+        }
+    }
+    for (const client of [reader, clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo, settlerDynamo]) {
         client.destroy();
     }
     streams.destroy();
@@ -464,6 +608,8 @@ export async function runHistory(engine: LocalEngine, history: History, options:
             backfillCounted: backfillTotals.counted,
             backfillAlreadyCounted: backfillTotals.alreadyCounted,
             livesEnded: ended.count,
+            settles: settleTotals.runs,
+            healed: settleTotals.healed,
         },
     };
 }
@@ -475,12 +621,13 @@ function segmentsOf(runId: string): number {
 }
 
 async function writePreexisting(reader: DynamoDBClient, system: FuzzSystem, history: History): Promise<void> {
-    const { tableName, partitionKey, sortKey } = system.config;
+    const { tableName, partitionKey, sortKey, selection } = system.config;
+    const status: Record<string, AttributeValue> = selection.kind === "attribute" ? { [STATUS_ATTRIBUTE]: { S: ACTIVE } } : {};
     for (const { key, id } of history.preexisting ?? []) {
         await reader.send(
             new PutItemCommand({
                 TableName: tableName,
-                Item: { [partitionKey]: { S: key }, [sortKey]: { S: id }, source: { S: "before-the-counter" } },
+                Item: { [partitionKey]: { S: key }, [sortKey]: { S: id }, ...status, source: { S: "before-the-counter" } },
             }),
         );
     }

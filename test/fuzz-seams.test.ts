@@ -1,0 +1,254 @@
+/**
+ * The checker at the seams: for each fix where two parties meet (the settler's heal and a client delete,
+ * a backfill and the settler, another writer moving items), a small history that keeps the contract, and
+ * the same history against a mutant that reverses the fix, which the checker must reject. The mutants
+ * change requests on their way to DynamoDB Local (middleware on one party's client), so the system under
+ * test is otherwise the one the package ships.
+ */
+import type {
+    DynamoDBClient,
+    ServiceInputTypes,
+    ServiceOutputTypes,
+    TransactWriteItemsCommandInput,
+    UpdateItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import type { InitializeMiddleware } from "@smithy/types";
+import { strict as assert } from "node:assert";
+import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
+import { runHistory, type FuzzClients } from "./fuzz/run";
+import { useEngine } from "./support/engine";
+
+/** Adds middleware that rewrites the input of one command. */
+function rewrite<I>(client: DynamoDBClient, command: string, change: (input: I) => void): void {
+    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        if (context.commandName === command) {
+            change(args.input as I);
+        }
+        return next(args);
+    };
+    client.middlewareStack.add(middleware, { step: "initialize", name: "seamMutant" });
+}
+
+const consume: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "none" };
+const settle: FuzzEvent = { op: "settle", keyBudget: 200, auditSegments: 0 };
+
+function strictHistory(selection: History["selection"], events: FuzzEvent[], limit = 1): History {
+    return {
+        seed: 1,
+        mode: "strict",
+        selection,
+        placement: "separate",
+        faultRate: 0,
+        concurrency: 1,
+        limits: { k0: limit },
+        preexisting: [],
+        events,
+    };
+}
+
+/** Mutant: a heal that lowers the count opens no new epoch (the heal of issue 19, items 3 and 4, before its fix). */
+function healWithoutEpoch({ settler }: FuzzClients): void {
+    rewrite<UpdateItemCommandInput>(settler, "UpdateItemCommand", (input) => {
+        if (input.UpdateExpression?.includes("#epoch = if_not_exists")) {
+            input.UpdateExpression = "SET #count = :truth REMOVE #heal";
+            delete input.ExpressionAttributeNames!["#epoch"];
+            delete input.ExpressionAttributeNames!["#epochAt"];
+            for (const name of [":zero", ":one", ":now"]) {
+                delete input.ExpressionAttributeValues![name];
+            }
+        }
+    });
+}
+
+/** Mutant: a strict delete takes a backfill's unit whatever epoch flagged it. */
+function takeAnyEpoch({ api }: FuzzClients): void {
+    rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
+        if (input.UpdateExpression === "REMOVE #be") {
+            input.ConditionExpression = "attribute_exists(#be)";
+            delete input.ExpressionAttributeValues;
+        }
+    });
+}
+
+/** Mutant: a strict backfill adds its units without the marks a client write leaves (version, last write, heal shard). */
+function backfillWithoutHealMarks({ backfill }: FuzzClients): void {
+    rewrite<TransactWriteItemsCommandInput>(backfill, "TransactWriteItemsCommand", (input) => {
+        for (const action of input.TransactItems ?? []) {
+            const update = action.Update;
+            if (update?.UpdateExpression === "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard") {
+                update.UpdateExpression = "ADD #count :n";
+                for (const name of ["#version", "#writtenAt", "#heal"]) {
+                    delete update.ExpressionAttributeNames![name];
+                }
+                for (const name of [":one", ":now", ":shard"]) {
+                    delete update.ExpressionAttributeValues![name];
+                }
+            }
+        }
+    });
+}
+
+/** Mutant: a strict backfill skips the items the consumer (or the settler's audit) counted before it: no flag-only action. */
+function backfillWithoutFlagOnly({ backfill }: FuzzClients): void {
+    rewrite<TransactWriteItemsCommandInput>(backfill, "TransactWriteItemsCommand", (input) => {
+        const actions = input.TransactItems ?? [];
+        const flagOnly = actions.filter((a) => a.Update?.UpdateExpression === "SET #be = :epoch");
+        if (flagOnly.length === 0) {
+            return;
+        }
+        input.TransactItems = actions.filter((a) => !flagOnly.includes(a));
+        for (const action of input.TransactItems) {
+            const n = action.Update?.ExpressionAttributeValues?.[":n"];
+            if (n?.N !== undefined && action.Update?.UpdateExpression?.includes("#version")) {
+                n.N = String(Number(n.N) - flagOnly.length);
+            }
+        }
+    });
+}
+
+describe("the checker at the seams: each fix kept as a mutant it rejects", function () {
+    this.timeout(120_000);
+    const engine = useEngine();
+
+    /** Runs the history as shipped (it must keep the contract) and against the mutant (it must not). */
+    async function sharpens(history: History, mutate: (clients: FuzzClients) => void, expected: RegExp): Promise<void> {
+        const sound = await runHistory(engine(), history);
+        const mutant = await runHistory(engine(), history, { mutate });
+        assert.deepEqual(sound.violations, []);
+        assert.ok(
+            mutant.violations.some((v) => expected.test(v)),
+            `the checker missed the mutant: ${mutant.violations.join("; ") || "no violation"}`,
+        );
+    }
+
+    it("rejects a heal that opens no epoch: a delete after an item moved out of the selection releases twice", async () => {
+        // Prepare: a reservation; another writer moves the item out of an attribute selection; the settler heals
+        // the key to 0; the client deletes the item (the heal absorbed its unit, so the slot must stay held).
+        const history = strictHistory("attribute", [
+            { op: "tryCreate", key: "k0", id: "i0" },
+            { op: "otherFlip", key: "k0", id: "i0", status: "archived" },
+            settle,
+            { op: "delete", key: "k0", id: "i0" },
+            { op: "tryCreate", key: "k0", id: "i1" },
+            { op: "tryCreate", key: "k0", id: "i2" },
+        ]);
+
+        // Act / Assess
+        await sharpens(history, healWithoutEpoch, /strict bound broken/);
+    });
+
+    it("rejects a delete that takes a backfill's unit of an earlier epoch: a re-put id gives its unit back twice", async () => {
+        // Prepare: another writer's item is backfilled (a unit, flagged); the writer deletes it and the settler
+        // heals the key to 0 (a new epoch); the writer puts the id again; the client deletes it.
+        const history = strictHistory("prefix", [
+            { op: "otherPut", key: "k0", id: "i0" },
+            { op: "backfill", runId: "a", pageSize: 5 },
+            { op: "otherDelete", key: "k0", id: "i0" },
+            consume,
+            settle,
+            { op: "otherPut", key: "k0", id: "i0" },
+            consume,
+            { op: "delete", key: "k0", id: "i0" },
+        ]);
+
+        // Act / Assess
+        await sharpens(history, takeAnyEpoch, /strict bound broken/);
+    });
+
+    it("rejects a backfill that leaves no heal marks: its units outlive the items, and the heal cannot prove the key quiet", async () => {
+        // Prepare: two items of another writer, backfilled into best-effort, then deleted by that writer.
+        const history = strictHistory(
+            "prefix",
+            [
+                { op: "otherPut", key: "k0", id: "i0" },
+                { op: "otherPut", key: "k0", id: "i1" },
+                { op: "backfill", runId: "a", pageSize: 5 },
+                { op: "otherDelete", key: "k0", id: "i0" },
+                { op: "otherDelete", key: "k0", id: "i1" },
+                consume,
+                settle,
+            ],
+            2,
+        );
+
+        // Act / Assess: the final heal skips the key as unversioned, best-effort stays 2 with nothing live.
+        await sharpens(history, backfillWithoutHealMarks, /after the final heal \(skipped \(unversioned\)\): k0 best-effort 2 != 0/);
+    });
+
+    it("rejects a backfill without its flag-only action: items the consumer counted first never get their unit", async () => {
+        // Prepare: another writer's items, counted by the consumer before any backfill runs (as the settler's
+        // audit would), then a backfill; the checker's own backfill after the drain meets them counted too.
+        const history = strictHistory(
+            "prefix",
+            [
+                { op: "otherPut", key: "k0", id: "i0" },
+                { op: "otherPut", key: "k0", id: "i1" },
+                consume,
+                { op: "backfill", runId: "a", pageSize: 5 },
+            ],
+            2,
+        );
+
+        // Act / Assess
+        await sharpens(
+            history,
+            backfillWithoutFlagOnly,
+            /after the last backfill: k0 has 2 live items without the token and without a unit/,
+        );
+    });
+
+    it("counts an id exactly as long as a marker allows, through every party", async () => {
+        // Prepare: the longest id, created, moved by another writer, healed and deleted.
+        const history: History = {
+            ...strictHistory("attribute", [
+                { op: "tryCreate", key: "k0", id: LONGEST_ID },
+                consume,
+                { op: "otherFlip", key: "k0", id: LONGEST_ID, status: "archived" },
+                consume,
+                { op: "otherFlip", key: "k0", id: LONGEST_ID, status: "active" },
+                settle,
+                consume,
+                { op: "delete", key: "k0", id: LONGEST_ID },
+            ]),
+        };
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess: nothing parked, nothing lost, every heal exact.
+        assert.deepEqual(result.violations, []);
+        assert.equal(result.stats.fatal, 0);
+        assert.equal(result.stats.settles, 1);
+    });
+
+    it("the generator gives the suite's seeds settler runs, selection moves, TTL deletes and the longest id", () => {
+        // Prepare / Act
+        const histories = Array.from({ length: 40 }, (_, i) => generateHistory({ seed: 101 + i, ops: 150 }));
+        const events = histories.flatMap((h) => h.events);
+
+        // Assess
+        assert.ok(
+            histories.some((h) => h.selection === "attribute"),
+            "no attribute history",
+        );
+        for (const op of ["settle", "otherFlip", "ttlDelete"] as const) {
+            assert.ok(
+                events.some((e) => e.op === op),
+                `no ${op} event`,
+            );
+        }
+        assert.ok(
+            events.some((e) => e.op === "settle" && e.keyBudget === 1),
+            "no settler run with a budget below the due keys",
+        );
+        assert.ok(
+            events.some((e) => "id" in e && e.id === LONGEST_ID),
+            "no event with the longest id",
+        );
+        for (const h of histories) {
+            const ops = new Set(h.events.map((e) => e.op));
+            assert.ok(h.selection === "attribute" || !ops.has("otherFlip"), `seed ${h.seed} moves items without an attribute selection`);
+            assert.ok(!(h.selection !== "client" && ops.has("ttlDelete")), `seed ${h.seed} has a TTL delete beside other writers`);
+        }
+    });
+});
