@@ -24,8 +24,8 @@ export interface SettlerPolicyInputs {
 
 /**
  * Inline policy of the settler's role. It reads the heal index (Query), reads and writes counter items
- * (GetItem, Query, PutItem for its cursor, UpdateItem for heals and counts, DeleteItem), reads the user table
- * (Query per key, Scan for the audit) and settles items with reconcile's transactions (UpdateItem,
+ * (GetItem, Query, PutItem for its cursor, UpdateItem for heals and counts, DeleteItem, Scan for the audit), reads
+ * the user table (Query per key, Scan for the audit) and settles items with reconcile's transactions (UpdateItem,
  * DeleteItem, and ConditionCheckItem for the check that an item is still as read; DynamoDB has no
  * TransactWriteItems action, see iam.ts), and parks what it cannot count.
  */
@@ -36,8 +36,11 @@ export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
         {
             Sid: "HealAndSettle",
             Effect: "Allow",
+            // Scan: the audit walks the counters table too, for keys whose counters outlived their items.
             Action:
-                p.tableArn === p.countersTableArn ? [...counterActions, "dynamodb:Scan", "dynamodb:ConditionCheckItem"] : counterActions,
+                p.tableArn === p.countersTableArn
+                    ? [...counterActions, "dynamodb:Scan", "dynamodb:ConditionCheckItem"]
+                    : [...counterActions, "dynamodb:Scan"],
             Resource: p.countersTableArn,
         },
         ...(p.tableArn === p.countersTableArn

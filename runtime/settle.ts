@@ -14,8 +14,11 @@
  *     ceil(B / keyBudget) runs (see dueKeys).
  *   - Keys no client writes (other writers of the user table): a bounded audit walks the user table with a
  *     parallel Scan, one page of at most `auditPageSize` items per segment per run, and heals and settles
- *     the keys it meets. Its cursor lives in the counters table (sk `${counterPrefix}settler#cursor`), so a
- *     full pass takes ceil(items / (segments * pageSize)) runs and never one whole-table scan.
+ *     the keys it meets. When the counters live in a table of their own it walks that one too, for the keys
+ *     whose counters outlived their items (the last item deleted by another writer or by TTL after a heal
+ *     took the key off the index, its removal's record gone with the stream's retention). Its cursor lives in
+ *     the counters table (sk `${counterPrefix}settler#cursor`), so a full pass takes
+ *     ceil(items / (segments * pageSize)) runs per table and never one whole-table scan.
  *
  * Cost per run is therefore bounded by keyBudget + segments * pageSize keys (each one heal: 1 consistent
  * GetItem + the partition's Query + the markers' Query + 1 conditional write; plus the settle), and is
@@ -38,7 +41,9 @@ import {
     COUNTER_ATTRIBUTES as A,
     HEAL_INDEX_NAME,
     HEAL_SHARDS,
+    bestEffortSortKey,
     countersTable,
+    eventualSortKey,
     settlerCursorSortKey,
     type CounterTableLayout,
 } from "./config";
@@ -284,25 +289,28 @@ async function auditStep(
     };
     const stored = await dynamodb.send(new GetItemCommand({ TableName: counters, Key: cursorKey, ConsistentRead: true }));
     const version = stored.Item?.[A.version]?.N;
-    let cursor: AuditCursor = { round: 0, positions: Array.from({ length: segments }, () => null) };
+    // One position per segment of each audited table: a changed placement, like a changed segment count, starts over.
+    const width = segments * auditedTables(config).length;
+    let cursor: AuditCursor = { round: 0, positions: Array.from({ length: width }, () => null) };
     const raw = stored.Item?.[CURSOR_ATTRIBUTE]?.S;
     if (raw !== undefined) {
         const parsed = JSON.parse(raw) as AuditCursor;
         // A changed segment count starts a new round: positions of one segmentation mean nothing in another.
-        if (parsed.positions.length === segments) {
+        if (parsed.positions.length === width) {
             cursor = parsed;
         }
     }
     const keys = new Set<string>();
+    const tables = auditedTables(config);
     const pages = await Promise.all(
-        cursor.positions.map(async (position, segment) => {
+        cursor.positions.map(async (position, i) => {
             if (position === "done") {
                 return "skipped" as const;
             }
             const page = await dynamodb.send(
                 new ScanCommand({
-                    TableName: config.tableName,
-                    Segment: segment,
+                    TableName: tables[Math.floor(i / segments)],
+                    Segment: i % segments,
                     TotalSegments: segments,
                     Limit: pageSize,
                     ProjectionExpression: "#pk, #sk",
@@ -313,7 +321,7 @@ async function auditStep(
             for (const item of page.Items ?? []) {
                 const key = item[config.partitionKey]?.S;
                 const sk = item[config.sortKey]?.S;
-                if (key !== undefined && sk !== undefined && !sk.startsWith(config.counterPrefix)) {
+                if (key !== undefined && sk !== undefined && auditsKeyOf(config, sk)) {
                     keys.add(key);
                 }
             }
@@ -345,8 +353,23 @@ async function auditStep(
         keys: [...keys].sort(),
         round: next.round,
         segmentsDone: next.positions.filter((p) => p === "done").length,
-        totalSegments: segments,
+        totalSegments: width,
     };
+}
+
+/**
+ * The tables the audit walks: the user's (a key with items, counted or stranded) and, when the counters live
+ * apart, the counters table too (a key whose counters outlived its items: its last item removed by another
+ * writer or TTL after the heal index let it go, its removal's record past the stream's retention).
+ */
+function auditedTables(config: SettleOptions["config"]): string[] {
+    const counters = countersTable(config);
+    return counters === config.tableName ? [config.tableName] : [config.tableName, counters];
+}
+
+/** Whether an item's sort key names a key the audit settles: a resource item, or a key's best-effort or eventual counter. */
+function auditsKeyOf(config: SettleOptions["config"], sk: string): boolean {
+    return !sk.startsWith(config.counterPrefix) || sk === bestEffortSortKey(config) || sk === eventualSortKey(config);
 }
 
 // ------------------------------------------------------------------------------------------ capacity

@@ -30,7 +30,14 @@ describe("HybridCounterComponent settler", () => {
                 {
                     Sid: "HealAndSettle",
                     Effect: "Allow",
-                    Action: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+                    Action: [
+                        "dynamodb:GetItem",
+                        "dynamodb:Query",
+                        "dynamodb:PutItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:DeleteItem",
+                        "dynamodb:Scan",
+                    ],
                     Resource: COUNTERS_TABLE_ARN,
                 },
                 {

@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { ConfigurationError, ENV, settlerCursorSortKey, countersTable, type CounterTableConfig } from "../runtime/config";
 import type { FatalQueue } from "../runtime/fatal";
 import type { ReconcileResult } from "../runtime/reconcile";
@@ -106,6 +106,37 @@ describe("the settler on DynamoDB Local", () => {
         const third = await settle(options(config, { keyBudget: 2 }));
         assert.deepEqual([third.keysFromIndex, third.healed], [0, 0]);
     });
+
+    for (const sameTable of [false, true]) {
+        it(`heals from the audit a key whose counters outlived its items (${sameTable ? "same-table" : "separate"} placement)`, async () => {
+            // Prepare: two client items, healed (the heal takes the key off the index); then another writer (or TTL)
+            // hard-deletes both, and no client writes the key again: nothing lists it, and it has no items to scan.
+            const config = await healTables(engine(), { sameTable });
+            const db = engine().dynamodb();
+            const client = new ModelClient({ config, dynamodb: db, mode: "strict", now });
+            for (const id of ["x", "y"]) {
+                assert.deepEqual(await client.create("gone", id, 5), { created: true, abandoned: 0 });
+            }
+            clock += Q + 1;
+            const healed = await settle(options(config));
+            assert.deepEqual([healed.healed, (await probe(db, config, "gone")).healDue], [1, false]);
+            for (const id of ["x", "y"]) {
+                await db.send(new DeleteItemCommand({ TableName: config.tableName, Key: { pk: { S: "gone" }, sk: { S: id } } }));
+            }
+            assert.deepEqual(await probe(db, config, "gone"), { bestEffort: 2, live: 0, version: 2, healDue: false });
+
+            // Act: settler runs with the audit on, until its round is over.
+            clock += Q + 1;
+            let round = 0;
+            for (let i = 0; i < 4 && round === 0; i++) {
+                round = (await settle(options(config, { auditSegments: 2, auditPageSize: 10 }))).audit.round;
+            }
+
+            // Assess: the audit met the key's counters and the heal released the two units.
+            assert.equal(round, 1);
+            assert.deepEqual(await probe(db, config, "gone"), { bestEffort: 0, live: 0, version: 2, healDue: false });
+        });
+    }
 
     it("audits the user table a page per segment per run, keeps its cursor in the counters table, and settles the keys it meets", async () => {
         const config = await healTables(engine());
