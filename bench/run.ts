@@ -24,8 +24,9 @@ import { MappingEmulator } from "../local/mapping-emulator";
 import { snapshotKey } from "../local/observe";
 import { runProgramWithResult } from "../local/pulumi-mocks";
 import { LocalQueues } from "../local/sqs";
-import { describeDeployedSystem, type DeployedSystem } from "../local/system";
-import { createCounterTable, createCountersTable } from "../local/table";
+import { describeDeployedSystem } from "../local/system";
+import { deployLocally } from "../local/deployment";
+import { createCounterTable } from "../local/table";
 import { runWorkload, type WorkloadTarget } from "../local/workload";
 import { HybridCounterClient } from "../runtime/client";
 import { DEFAULT_LAYOUT } from "../runtime/config";
@@ -233,7 +234,6 @@ async function countLive(client: DynamoDBClient, tableName: string, key: string)
 
 async function runApproach(
     engine: LocalEngine,
-    system: DeployedSystem,
     approach: Approach,
     scenario: { name: string; keys: string[] },
     options: Options,
@@ -242,24 +242,25 @@ async function runApproach(
     placement: "separate" | "same-table" = "separate",
 ): Promise<Row> {
     const admin = engine.dynamodb();
-    const tableName = `bench-${++tables}`;
-    const { streamArn } = await createCounterTable(admin, tableName);
-    const countersTableName = placement === "separate" ? `${tableName}-counters` : tableName;
-    if (countersTableName !== tableName) {
-        await createCountersTable(admin, countersTableName);
+    const hybrid = approach === "hybrid" || approach === "hybrid-per-record";
+    // The hybrid rows run what the component deploys (tables, client, consumer, mapping), from its outputs.
+    const deployment = hybrid ? await deployLocally(admin, `bench-${++tables}`, { counterPlacement: placement }) : undefined;
+    const tableName = deployment?.clientLayout.tableName ?? `bench-${++tables}`;
+    if (deployment === undefined) {
+        await createCounterTable(admin, tableName);
     }
+    const countersTableName = deployment?.clientLayout.countersTableName ?? tableName;
     const api = engine.dynamodb();
     const apiMeter = meterWrites(api);
     injectFaults(api, { rate: options.faults, random: seededRandom(options.seed + 1) });
 
-    const hybrid = approach === "hybrid" || approach === "hybrid-per-record";
     let target: WorkloadTarget;
     let consumerMeter = { billed: 0 };
     let emulator: MappingEmulator | undefined;
     const clients: Array<{ destroy(): void }> = [];
-    const lag = new LagMeter(DEFAULT_LAYOUT);
-    if (hybrid) {
-        target = new HybridCounterClient({ tableName, countersTableName, dynamodb: api });
+    const lag = new LagMeter(deployment?.clientLayout ?? DEFAULT_LAYOUT);
+    if (deployment !== undefined) {
+        target = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api });
         const consumerDynamo = engine.dynamodb();
         const streams = engine.streams();
         clients.push(consumerDynamo, streams);
@@ -269,7 +270,7 @@ async function runApproach(
         const queues = new LocalQueues();
         const sqs = queues.client();
         const handler = createStreamHandler({
-            config: { ...DEFAULT_LAYOUT, tableName, countersTableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
+            config: { ...deployment.handlerConfig, fatalQueueUrl: "local-fatal" },
             dynamodb: consumerDynamo,
             sqs,
             sink: () => undefined,
@@ -277,11 +278,11 @@ async function runApproach(
         });
         emulator = new MappingEmulator({
             streams,
-            streamArn,
-            settings: system.streamMapping,
+            streamArn: deployment.streamArn,
+            settings: deployment.system.streamMapping,
             onRead: (record, at) => lag.read(record, at),
             invoke: async (event: DynamoDBStreamEvent) => {
-                const response = await handler(event, lambdaContext("bench", system.consumer.timeoutSeconds * 1000));
+                const response = await handler(event, lambdaContext("bench", deployment.system.consumer.timeoutSeconds * 1000));
                 lag.invoked(event, response);
                 return response;
             },
@@ -329,7 +330,7 @@ async function runApproach(
         let counted: number;
         let live: number;
         if (hybrid) {
-            const s = await snapshotKey(admin, tableName, DEFAULT_LAYOUT, key, countersTableName);
+            const s = await snapshotKey(admin, tableName, deployment!.clientLayout, key, countersTableName);
             counted = Math.max(s.bestEffort, s.eventual);
             live = s.live;
             bestEffortUndercount += Math.max(0, s.live - s.bestEffort);
@@ -405,7 +406,7 @@ async function main(): Promise<void> {
         try {
             await rawPutRate(engine, 1_500, options.concurrency);
             const raw = await rawPutRate(engine, 1_500, options.concurrency);
-            return await runApproach(engine, system, approach, scenario, options, raw, consumerDuringApi, placement);
+            return await runApproach(engine, approach, scenario, options, raw, consumerDuringApi, placement);
         } finally {
             await engine.stop();
         }

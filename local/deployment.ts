@@ -1,0 +1,150 @@
+/**
+ * One configuration for every harness: the system a HybridCounterComponent deploys, set up on DynamoDB
+ * Local from the component's own outputs under Pulumi mocks. The twin, the bench and the sweep build their
+ * tables, their client and their handlers here, so that none of them measures a system nobody deploys.
+ *
+ * Invariant: the client's configuration is the component's `clientConfig` output and the handlers' is read
+ * from the consumer's environment by the function the Lambda itself runs (`handlerConfigFromEnv`); every
+ * table is created as the component declares it (keys, stream, global secondary indexes), and a deployment
+ * whose client and consumer disagree on a table or a layout field is refused (`assertSameSystem`).
+ */
+import {
+    CreateTableCommand,
+    DescribeTableCommand,
+    type AttributeDefinition,
+    type DynamoDBClient,
+    type GlobalSecondaryIndex,
+} from "@aws-sdk/client-dynamodb";
+import type { HybridCounterComponentArgs } from "../components/args";
+import { HybridCounterComponent, type HybridCounterClientConfig } from "../components/component";
+import { handlerConfigFromEnv, layoutWithDefaults, type CounterTableConfig, type HandlerConfig } from "../runtime/config";
+import { outputValue, runProgramWithResult, type RecordedResource } from "./pulumi-mocks";
+import { describeDeployedSystem, type DeployedSystem } from "./system";
+
+export interface LocalDeployment {
+    readonly resources: readonly RecordedResource[];
+    readonly system: DeployedSystem;
+    /** The component's `clientConfig` output: what an API builds its client from. */
+    readonly clientConfig: HybridCounterClientConfig;
+    /** The same, as the client resolves it: the tables and the layout with its selection. */
+    readonly clientLayout: CounterTableConfig & { readonly countersTableName: string };
+    /** The consumer's configuration, read from its environment as the deployed handler reads it. */
+    readonly handlerConfig: HandlerConfig;
+    /** The user's table's stream, on the engine. */
+    readonly streamArn: string;
+}
+
+/** A harness whose client and consumer would count in different places. */
+export class HarnessMismatchError extends Error {
+    constructor(readonly fields: readonly string[]) {
+        super(`the client and the consumer disagree on ${fields.map((f) => `[${f}]`).join(", ")}`);
+        this.name = "HarnessMismatchError";
+    }
+}
+
+const LAYOUT_FIELDS = [
+    "tableName",
+    "countersTableName",
+    "partitionKey",
+    "sortKey",
+    "deletedAttribute",
+    "tokenAttribute",
+    "counterPrefix",
+    "countAttribute",
+] as const satisfies ReadonlyArray<keyof CounterTableConfig>;
+
+/** Throws HarnessMismatchError naming every table or layout field on which the client and the consumer differ. */
+export function assertSameSystem(client: CounterTableConfig, consumer: CounterTableConfig): void {
+    const fields: string[] = LAYOUT_FIELDS.filter((field) => field !== "countersTableName" && client[field] !== consumer[field]);
+    if ((client.countersTableName ?? client.tableName) !== (consumer.countersTableName ?? consumer.tableName)) {
+        fields.push("countersTableName");
+    }
+    if (JSON.stringify(client.selection) !== JSON.stringify(consumer.selection)) {
+        fields.push("selection");
+    }
+    if (fields.length > 0) {
+        throw new HarnessMismatchError(fields);
+    }
+}
+
+/**
+ * Runs the component under Pulumi mocks with `args` and creates its tables on the engine. `name` is the
+ * component's name: each deployment gets tables of its own.
+ */
+export async function deployLocally(admin: DynamoDBClient, name: string, args: HybridCounterComponentArgs = {}): Promise<LocalDeployment> {
+    const run = await runProgramWithResult(() => new HybridCounterComponent(name, args));
+    const system = describeDeployedSystem(run.resources);
+    const clientConfig = await outputValue(run.result.clientConfig);
+    const clientLayout = {
+        ...layoutWithDefaults(clientConfig),
+        tableName: clientConfig.tableName,
+        countersTableName: clientConfig.countersTableName,
+    };
+    const handlerConfig = handlerConfigFromEnv(system.consumer.environment);
+    assertSameSystem(clientLayout, handlerConfig);
+    let streamArn: string | undefined;
+    for (const table of run.resources.filter((r) => r.type === "aws:dynamodb/table:Table")) {
+        const arn = await createDeclaredTable(admin, table);
+        if (String(table.state.name) === system.table.name) {
+            streamArn = arn;
+        }
+    }
+    if (streamArn === undefined) {
+        throw new Error(`the component declared no table ${system.table.name} with a stream`);
+    }
+    return { resources: run.resources, system, clientConfig, clientLayout, handlerConfig, streamArn };
+}
+
+interface DeclaredIndex {
+    readonly name: string;
+    readonly hashKey: string;
+    readonly rangeKey?: string;
+    readonly projectionType?: string;
+}
+
+/** Creates one table as the component declared it; resolves its stream's ARN (undefined without one). */
+export async function createDeclaredTable(admin: DynamoDBClient, table: RecordedResource): Promise<string | undefined> {
+    const inputs = table.inputs as {
+        hashKey: string;
+        rangeKey?: string;
+        attributes?: Array<{ name: string; type: string }>;
+        globalSecondaryIndexes?: DeclaredIndex[];
+        streamEnabled?: boolean;
+        streamViewType?: string;
+    };
+    const attributes: AttributeDefinition[] = (inputs.attributes ?? []).map((a) => ({
+        AttributeName: a.name,
+        AttributeType: a.type as "S" | "N" | "B",
+    }));
+    const indexes: GlobalSecondaryIndex[] = (inputs.globalSecondaryIndexes ?? []).map((index) => ({
+        IndexName: index.name,
+        KeySchema: [
+            { AttributeName: index.hashKey, KeyType: "HASH" },
+            ...(index.rangeKey === undefined ? [] : [{ AttributeName: index.rangeKey, KeyType: "RANGE" as const }]),
+        ],
+        Projection: { ProjectionType: (index.projectionType ?? "ALL") as "ALL" | "KEYS_ONLY" | "INCLUDE" },
+    }));
+    const name = String(table.state.name);
+    const created = await admin.send(
+        new CreateTableCommand({
+            TableName: name,
+            BillingMode: "PAY_PER_REQUEST",
+            AttributeDefinitions: attributes,
+            KeySchema: [
+                { AttributeName: inputs.hashKey, KeyType: "HASH" },
+                ...(inputs.rangeKey === undefined ? [] : [{ AttributeName: inputs.rangeKey, KeyType: "RANGE" as const }]),
+            ],
+            ...(indexes.length > 0 ? { GlobalSecondaryIndexes: indexes } : {}),
+            ...(inputs.streamEnabled
+                ? { StreamSpecification: { StreamEnabled: true, StreamViewType: inputs.streamViewType as "NEW_AND_OLD_IMAGES" } }
+                : {}),
+        }),
+    );
+    if (!inputs.streamEnabled) {
+        return undefined;
+    }
+    return (
+        created.TableDescription?.LatestStreamArn ??
+        (await admin.send(new DescribeTableCommand({ TableName: name }))).Table?.LatestStreamArn
+    );
+}
