@@ -232,6 +232,59 @@ export function updatedItemSize(
     return itemSize(current ?? key) + extra;
 }
 
+/** A global secondary index as the layer bills it: its key attributes and what it projects. */
+export interface IndexSchema {
+    readonly name: string;
+    readonly hashKey: string;
+    readonly rangeKey?: string;
+    readonly projection: "ALL" | "KEYS_ONLY" | "INCLUDE";
+    /** INCLUDE: the projected attributes besides the keys. */
+    readonly projected?: readonly string[];
+    /** The table's own key attributes: an index entry holds them too. */
+    readonly tableKeys: readonly string[];
+}
+
+/**
+ * Write units one item write costs an index, as DynamoDB bills them: an entry added or removed is one write
+ * (per KB of the entry), an entry whose index key changes is a delete and a put, an entry whose key stays and
+ * whose projected attributes change is one write, and an item the index does not hold (sparse: a key
+ * attribute missing) costs nothing. `before` and `after` are the item's images (undefined: no item).
+ */
+export function indexWriteUnits(index: IndexSchema, before: Item | undefined, after: Item | undefined): number {
+    const entry = (item: Item | undefined): Item | undefined => {
+        if (
+            item === undefined ||
+            item[index.hashKey] === undefined ||
+            (index.rangeKey !== undefined && item[index.rangeKey] === undefined)
+        ) {
+            return undefined;
+        }
+        if (index.projection === "ALL") {
+            return item;
+        }
+        const names = [...index.tableKeys, index.hashKey, ...(index.rangeKey ? [index.rangeKey] : []), ...(index.projected ?? [])];
+        return Object.fromEntries(names.filter((n) => item[n] !== undefined).map((n) => [n, item[n]!]));
+    };
+    const old = entry(before);
+    const next = entry(after);
+    const sameKey = (a: Item, b: Item) =>
+        JSON.stringify(a[index.hashKey]) === JSON.stringify(b[index.hashKey]) &&
+        (index.rangeKey === undefined || JSON.stringify(a[index.rangeKey]) === JSON.stringify(b[index.rangeKey]));
+    if (old === undefined && next === undefined) {
+        return 0;
+    }
+    if (old === undefined) {
+        return writeUnits(itemSize(next));
+    }
+    if (next === undefined) {
+        return writeUnits(itemSize(old));
+    }
+    if (!sameKey(old, next)) {
+        return writeUnits(itemSize(old)) + writeUnits(itemSize(next));
+    }
+    return JSON.stringify(old) === JSON.stringify(next) ? 0 : writeUnits(itemSize(next));
+}
+
 /** DynamoDB's messages, as the service returns them. */
 export const MESSAGES = {
     /**

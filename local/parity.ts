@@ -15,8 +15,11 @@
  *   buckets (local/parity-model.ts), raising ThrottlingException on an on-demand table,
  *   ProvisionedThroughputExceededException on a provisioned one, and a TransactionCanceledException
  *   with a ThrottlingError reason for a transaction. The SDK retries them as it would against AWS.
- * - Transactional capacity: 2 write units per item per KB of the item's larger image, reported in
- *   the transaction's ConsumedCapacity (DynamoDB Local reports one flat figure).
+ * - Transactional capacity: 2 write units per item per KB of the item's larger image, plus the writes
+ *   each action makes to the table's global secondary indexes (standard writes: an entry added, removed,
+ *   or moved as a delete and a put), reported in the transaction's ConsumedCapacity (DynamoDB Local
+ *   reports one flat figure). Single-item writes keep DynamoDB Local's own figure, which bills index
+ *   writes the same way (test/parity.test.ts proves both).
  *
  * What DynamoDB Local already enforces with the service's messages is left to it, and the tests
  * prove it: the 400 KB item size for PutItem, UpdateItem (including attributes an update adds) and
@@ -45,8 +48,11 @@ import {
     TokenBucket,
     TRANSACTION_MAX_ACTIONS,
     TRANSACTION_MAX_BYTES,
+    applyUpdateExpression,
+    indexWriteUnits,
     updatedItemSize,
     writeUnits,
+    type IndexSchema,
     type Item,
 } from "./parity-model";
 
@@ -79,6 +85,8 @@ export interface ParityStats {
     refused: { transactionTooLarge: number; tooManyActions: number };
     /** Transactions whose ConsumedCapacity was rewritten to what DynamoDB bills. */
     transactionsBilled: number;
+    /** Write units transactions spent on global secondary indexes (included in their ConsumedCapacity). */
+    transactionIndexWriteUnits: number;
     /** Requests passed through unchecked because the engine refused the layer's own read (a missing table). */
     unchecked: number;
 }
@@ -96,6 +104,7 @@ interface TableInfo {
     rangeKey?: string;
     onDemand: boolean;
     arn: string;
+    indexes: IndexSchema[];
 }
 
 type Json = Record<string, unknown>;
@@ -146,6 +155,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         writeUnitsByKey: new Map(),
         refused: { transactionTooLarge: 0, tooManyActions: 0 },
         transactionsBilled: 0,
+        transactionIndexWriteUnits: 0,
         unchecked: 0,
     };
     const tables = new Map<string, Promise<TableInfo>>();
@@ -197,13 +207,30 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         let info = tables.get(name);
         if (!info) {
             info = call("DescribeTable", { TableName: name }).then((d) => {
+                type KeySchema = Array<{ AttributeName: string; KeyType: string }>;
                 const table = d.Table as {
-                    KeySchema: Array<{ AttributeName: string; KeyType: string }>;
+                    KeySchema: KeySchema;
                     BillingModeSummary?: { BillingMode?: string };
                     ProvisionedThroughput?: { WriteCapacityUnits?: number };
                     TableArn: string;
+                    GlobalSecondaryIndexes?: Array<{
+                        IndexName: string;
+                        KeySchema: KeySchema;
+                        Projection?: { ProjectionType?: string; NonKeyAttributes?: string[] };
+                    }>;
                 };
+                const hash = (schema: KeySchema) => schema.find((k) => k.KeyType === "HASH")!.AttributeName;
+                const range = (schema: KeySchema) => schema.find((k) => k.KeyType === "RANGE")?.AttributeName;
+                const tableKeys = [hash(table.KeySchema), ...(range(table.KeySchema) ? [range(table.KeySchema)!] : [])];
                 return {
+                    indexes: (table.GlobalSecondaryIndexes ?? []).map((index) => ({
+                        name: index.IndexName,
+                        hashKey: hash(index.KeySchema),
+                        rangeKey: range(index.KeySchema),
+                        projection: (index.Projection?.ProjectionType ?? "ALL") as IndexSchema["projection"],
+                        projected: index.Projection?.NonKeyAttributes ?? [],
+                        tableKeys,
+                    })),
                     hashKey: table.KeySchema.find((k) => k.KeyType === "HASH")!.AttributeName,
                     rangeKey: table.KeySchema.find((k) => k.KeyType === "RANGE")?.AttributeName,
                     onDemand:
@@ -389,6 +416,30 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             }),
         );
         const stored = await readItems(parsed.flatMap((p) => (p.key ? [{ table: p.table, key: p.key }] : [])));
+        // What each action leaves, for its index writes: undefined for a removal (or an update the layer cannot
+        // evaluate, whose index entries are then taken as unchanged).
+        const indexUnits = parsed.map((p): Array<[string, number]> => {
+            if (p.info.indexes.length === 0 || p.kind === "ConditionCheck") {
+                return [];
+            }
+            const current = p.key ? stored.get(identity(p.table, p.info, p.key)) : undefined;
+            const after =
+                p.kind === "Put"
+                    ? (p.body.Item as Item)
+                    : p.kind === "Delete"
+                      ? undefined
+                      : applyUpdateExpression(
+                            current,
+                            p.key ?? {},
+                            (p.body.UpdateExpression as string | undefined) ?? "",
+                            p.body.ExpressionAttributeNames as Record<string, string> | undefined,
+                            p.body.ExpressionAttributeValues as Item | undefined,
+                        );
+            if (p.kind === "Update" && after === undefined) {
+                return [];
+            }
+            return p.info.indexes.map((index) => [index.name, indexWriteUnits(index, current, after)]);
+        });
         const sizes = parsed.map((p) => {
             const current = p.key ? stored.get(identity(p.table, p.info, p.key)) : undefined;
             const before = itemSize(current);
@@ -436,11 +487,17 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         if (response.status !== 200) {
             return reply(res, response);
         }
-        // Billed as DynamoDB bills it: 2 write units per KB of each item's larger image.
-        const perTable = new Map<string, number>();
+        // Billed as DynamoDB bills it: 2 write units per KB of each item's larger image, and its index writes.
+        const perTable = new Map<string, { table: number; indexes: Map<string, number> }>();
         parsed.forEach((p, i) => {
             const units = 2 * writeUnits(sizes[i]!);
-            perTable.set(p.table, (perTable.get(p.table) ?? 0) + units);
+            const billed = perTable.get(p.table) ?? { table: 0, indexes: new Map<string, number>() };
+            billed.table += units;
+            for (const [name, n] of indexUnits[i]!) {
+                billed.indexes.set(name, (billed.indexes.get(name) ?? 0) + n);
+                stats.transactionIndexWriteUnits += n;
+            }
+            perTable.set(p.table, billed);
             const k = keys[i];
             if (k !== undefined) {
                 consumeWrite(k, units);
@@ -450,12 +507,27 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         const output = JSON.parse(response.body.toString("utf8") || "{}") as Json;
         const mode = input.ReturnConsumedCapacity;
         if (mode === "TOTAL" || mode === "INDEXES") {
-            output.ConsumedCapacity = [...perTable].map(([TableName, units]) => ({
-                TableName,
-                CapacityUnits: units,
-                WriteCapacityUnits: units,
-                ...(mode === "INDEXES" ? { Table: { CapacityUnits: units, WriteCapacityUnits: units } } : {}),
-            }));
+            output.ConsumedCapacity = [...perTable].map(([TableName, units]) => {
+                const billed = [...units.indexes].filter(([, n]) => n > 0);
+                const total = units.table + billed.reduce((n, [, u]) => n + u, 0);
+                return {
+                    TableName,
+                    CapacityUnits: total,
+                    WriteCapacityUnits: total,
+                    ...(mode === "INDEXES"
+                        ? {
+                              Table: { CapacityUnits: units.table, WriteCapacityUnits: units.table },
+                              ...(billed.length > 0
+                                  ? {
+                                        GlobalSecondaryIndexes: Object.fromEntries(
+                                            billed.map(([name, n]) => [name, { CapacityUnits: n, WriteCapacityUnits: n }]),
+                                        ),
+                                    }
+                                  : {}),
+                          }
+                        : {}),
+                };
+            });
         }
         reply(res, response, output);
     };
