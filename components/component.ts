@@ -607,7 +607,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                     ...(sameTable
                         ? [
                               { name: COUNTER_ATTRIBUTES.healShard, type: "S" },
-                              { name: COUNTER_ATTRIBUTES.writtenAt, type: "N" },
+                              { name: COUNTER_ATTRIBUTES.dueAt, type: "N" },
                           ]
                         : []),
                 ],

@@ -33,7 +33,7 @@ export function countersTableArgs(args: CountersTableArgs): aws.dynamodb.TableAr
             { name: args.partitionKey, type: "S" },
             { name: args.sortKey, type: "S" },
             { name: COUNTER_ATTRIBUTES.healShard, type: "S" },
-            { name: COUNTER_ATTRIBUTES.writtenAt, type: "N" },
+            { name: COUNTER_ATTRIBUTES.dueAt, type: "N" },
         ],
         hashKey: args.partitionKey,
         rangeKey: args.sortKey,
@@ -52,12 +52,12 @@ export function createCountersTable(name: string, args: CountersTableArgs, paren
     return new aws.dynamodb.Table(`${name}-counters`, countersTableArgs(args), { parent });
 }
 
-/** The sparse heal index: best-effort items due a heal, by shard, oldest write first. */
+/** The sparse heal index: best-effort items due a heal, by shard, oldest first write since their last heal first. */
 export function healIndex(): aws.types.input.dynamodb.TableGlobalSecondaryIndex {
     return {
         name: HEAL_INDEX_NAME,
         hashKey: COUNTER_ATTRIBUTES.healShard,
-        rangeKey: COUNTER_ATTRIBUTES.writtenAt,
+        rangeKey: COUNTER_ATTRIBUTES.dueAt,
         projectionType: "KEYS_ONLY",
     };
 }

@@ -18,7 +18,8 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { FinalizeRequestMiddleware } from "@smithy/types";
-import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, healShard, type CounterTableConfig } from "../runtime/config";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../runtime/best-effort-marks";
+import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../runtime/config";
 import { isRetryable } from "../runtime/counting";
 import { withRetries } from "../runtime/retry";
 import { uuidv7 } from "../runtime/tokens";
@@ -197,19 +198,12 @@ export class ModelClient {
         const command = new UpdateItemCommand({
             TableName: countersTable(config),
             Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
-            UpdateExpression: "ADD #count :delta, #version :one SET #writtenAt = :now, #heal = :shard",
+            UpdateExpression: bestEffortUpdate(":delta"),
             ConditionExpression: limit === undefined ? undefined : "attribute_not_exists(#count) OR #count < :limit",
-            ExpressionAttributeNames: {
-                "#count": config.countAttribute,
-                "#version": A.version,
-                "#writtenAt": A.writtenAt,
-                "#heal": A.healShard,
-            },
+            ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames() },
             ExpressionAttributeValues: {
                 ":delta": { N: String(delta) },
-                ":one": { N: "1" },
-                ":now": { N: String(this.now()) },
-                ":shard": { S: healShard(key) },
+                ...bestEffortMarkValues(key, this.now()),
                 ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
             },
         });

@@ -13,7 +13,7 @@ export interface TableOptions {
     readonly healIndex?: boolean;
 }
 
-/** The heal index as the component declares it: the heal shard and the last client write, keys only. */
+/** The heal index as the component declares it: the heal shard and the first client write since the last heal, keys only. */
 export function healIndexParts(options: TableOptions): {
     AttributeDefinitions: AttributeDefinition[];
     GlobalSecondaryIndexes?: GlobalSecondaryIndex[];
@@ -24,14 +24,14 @@ export function healIndexParts(options: TableOptions): {
     return {
         AttributeDefinitions: [
             { AttributeName: A.healShard, AttributeType: "S" },
-            { AttributeName: A.writtenAt, AttributeType: "N" },
+            { AttributeName: A.dueAt, AttributeType: "N" },
         ],
         GlobalSecondaryIndexes: [
             {
                 IndexName: HEAL_INDEX_NAME,
                 KeySchema: [
                     { AttributeName: A.healShard, KeyType: "HASH" },
-                    { AttributeName: A.writtenAt, KeyType: "RANGE" },
+                    { AttributeName: A.dueAt, KeyType: "RANGE" },
                 ],
                 Projection: { ProjectionType: "KEYS_ONLY" },
             },

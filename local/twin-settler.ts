@@ -52,7 +52,7 @@ export async function addHealIndex(dynamodb: DynamoDBClient, tableName: string):
             TableName: tableName,
             AttributeDefinitions: [
                 { AttributeName: A.healShard, AttributeType: "S" },
-                { AttributeName: A.writtenAt, AttributeType: "N" },
+                { AttributeName: A.dueAt, AttributeType: "N" },
             ],
             GlobalSecondaryIndexUpdates: [
                 {
@@ -60,7 +60,7 @@ export async function addHealIndex(dynamodb: DynamoDBClient, tableName: string):
                         IndexName: HEAL_INDEX_NAME,
                         KeySchema: [
                             { AttributeName: A.healShard, KeyType: "HASH" },
-                            { AttributeName: A.writtenAt, KeyType: "RANGE" },
+                            { AttributeName: A.dueAt, KeyType: "RANGE" },
                         ],
                         Projection: { ProjectionType: "KEYS_ONLY" },
                     },

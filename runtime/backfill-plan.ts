@@ -4,15 +4,8 @@
  */
 import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { markerKeyFits } from "./key-limits";
-import {
-    COUNTER_ATTRIBUTES,
-    ZERO_SEQ,
-    bestEffortSortKey,
-    eventualSortKey,
-    healShard,
-    markerSortKey,
-    type CounterTableConfig,
-} from "./config";
+import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "./config";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "./best-effort-marks";
 import { isLive } from "./selection";
 
 /** A table config whose counters table is known (equal to `tableName` when the counters share it). */
@@ -184,21 +177,13 @@ export function backfillActions(
             Update: {
                 TableName: table,
                 Key: counterItem(bestEffortSortKey(config)),
-                UpdateExpression: "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard",
+                UpdateExpression: bestEffortUpdate(":n"),
                 // The flags below name the epoch read before: a heal that absorbed units since makes this fail.
                 ConditionExpression: epoch === 0 ? "attribute_not_exists(#epoch)" : "#epoch = :epoch",
-                ExpressionAttributeNames: {
-                    "#count": config.countAttribute,
-                    "#version": A.version,
-                    "#writtenAt": A.writtenAt,
-                    "#heal": A.healShard,
-                    "#epoch": A.epoch,
-                },
+                ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(), "#epoch": A.epoch },
                 ExpressionAttributeValues: {
                     ":n": { N: String(units) },
-                    ":one": { N: "1" },
-                    ":now": { N: String(now) },
-                    ":shard": { S: healShard(counterKey) },
+                    ...bestEffortMarkValues(counterKey, now),
                     ...(epoch === 0 ? {} : { ":epoch": { N: String(epoch) } }),
                 },
             },

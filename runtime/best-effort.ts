@@ -16,6 +16,7 @@
  */
 import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { ClientConfig } from "./client-validation";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "./best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "./config";
 import { isRetryable } from "./counting";
 import { sendOnce, withRetries, type CallDeadline } from "./retry";
@@ -115,19 +116,12 @@ export class BestEffortCounter {
             new UpdateItemCommand({
                 TableName: countersTableName,
                 Key: this.key(key),
-                UpdateExpression: "ADD #count :delta, #version :one SET #writtenAt = :now, #heal = :shard",
+                UpdateExpression: bestEffortUpdate(":delta"),
                 ConditionExpression: condition,
-                ExpressionAttributeNames: {
-                    "#count": countAttribute,
-                    "#version": COUNTER_ATTRIBUTES.version,
-                    "#writtenAt": COUNTER_ATTRIBUTES.writtenAt,
-                    "#heal": COUNTER_ATTRIBUTES.healShard,
-                },
+                ExpressionAttributeNames: { "#count": countAttribute, ...bestEffortMarkNames() },
                 ExpressionAttributeValues: {
                     ":delta": { N: String(delta) },
-                    ":one": { N: "1" },
-                    ":now": { N: String(Date.now()) },
-                    ":shard": { S: healShard(key) },
+                    ...bestEffortMarkValues(key, Date.now()),
                     ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
                 },
                 ReturnValues: "ALL_NEW",

@@ -89,8 +89,10 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
     version: "hc_version",
     /** best-effort: N, epoch ms of the last client write */
     writtenAt: "hc_written_at",
-    /** best-effort: S, present while a heal is due (sparse GSI "heal-index": pk hc_heal, sk hc_written_at) */
+    /** best-effort: S, present while a heal is due (sparse GSI "heal-index": pk hc_heal, sk hc_due_at) */
     healShard: "hc_heal",
+    /** best-effort: N, epoch ms of the first client write since the last heal (the heal index's sort key; best-effort-marks.ts) */
+    dueAt: "hc_due_at",
     /** marker: the client token of the item life the last applied image showed, when it had one */
     life: "hc_life",
 } as const);

@@ -20,7 +20,7 @@
  *      - strict: every live client-counted item of k;
  *      - utilization: every live client-counted item of k whose creation (the time inside its UUIDv7
  *        token) is at least Q before now;
- *   4. writes `SET count = :truth REMOVE hc_heal CONDITION hc_version = :v AND hc_written_at <= now - Q`.
+ *   4. writes `SET count = :truth REMOVE hc_heal, hc_due_at CONDITION hc_version = :v AND hc_written_at <= now - Q`.
  *
  * Assumptions (each one is a guarantee of the README's table):
  *   A1 Client deadline D (client option `deadlineMs`, default 10 s): no write of one API call is sent
@@ -117,7 +117,13 @@ export type HealPlan =
           /** now - quiet window: the write's condition on `hc_written_at`. */
           readonly cutoff: number;
       }
-    | { readonly action: "skip"; readonly reason: HealSkipReason; readonly current?: number };
+    | {
+          readonly action: "skip";
+          readonly reason: HealSkipReason;
+          readonly current?: number;
+          /** quiet-window: the last client write the heal read. */
+          readonly writtenAt?: number;
+      };
 
 /** What the best-effort item says about the last client write. */
 export interface BestEffortState {
@@ -153,7 +159,7 @@ export function preCheck(
         return { action: "skip", reason: "unversioned", current: state.count };
     }
     if (now - state.writtenAt < quietWindowMs) {
-        return { action: "skip", reason: "quiet-window", current: state.count };
+        return { action: "skip", reason: "quiet-window", current: state.count, writtenAt: state.writtenAt };
     }
     return undefined;
 }
@@ -248,6 +254,8 @@ export interface HealResult {
     readonly before?: number;
     /** The value written (healed only). */
     readonly after?: number;
+    /** Skipped for the quiet window: the last client write it read. */
+    readonly writtenAt?: number;
     /** Capacity the heal consumed. */
     readonly readUnits: number;
     readonly writeUnits: number;
@@ -307,7 +315,15 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
 export async function writeHeal(read: HealRead, options: HealOptions): Promise<HealResult> {
     const { plan, key } = read;
     if (plan.action === "skip") {
-        return { key, outcome: "skipped", reason: plan.reason, before: plan.current, readUnits: read.readUnits, writeUnits: 0 };
+        return {
+            key,
+            outcome: "skipped",
+            reason: plan.reason,
+            before: plan.current,
+            ...(plan.writtenAt === undefined ? {} : { writtenAt: plan.writtenAt }),
+            readUnits: read.readUnits,
+            writeUnits: 0,
+        };
     }
     const { config, dynamodb } = options;
     const absorbs = plan.truth < plan.current;
@@ -320,13 +336,15 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                         Key: keyOf(config, key, bestEffortSortKey(config)),
                         // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
                         // set before it can give its unit back a second time (runtime/strict-ledger.ts).
+                        // The key leaves the heal index (both its keys go): the next client write adds it again.
                         UpdateExpression: absorbs
-                            ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal"
-                            : "SET #count = :truth REMOVE #heal",
+                            ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"
+                            : "SET #count = :truth REMOVE #heal, #due",
                         ConditionExpression: "#version = :version AND #writtenAt <= :cutoff",
                         ExpressionAttributeNames: {
                             "#count": config.countAttribute,
                             "#heal": A.healShard,
+                            "#due": A.dueAt,
                             "#version": A.version,
                             "#writtenAt": A.writtenAt,
                             ...(absorbs ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),

@@ -29,6 +29,7 @@ import {
     PutItemCommand,
     QueryCommand,
     ScanCommand,
+    UpdateItemCommand,
     ConditionalCheckFailedException,
     type AttributeValue,
     type ConsumedCapacity,
@@ -134,7 +135,11 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     let settleCounted = 0;
     await forEachLimited([...indexed, ...fromAudit], options.concurrency ?? SETTLER_DEFAULTS.concurrency, async (key) => {
         try {
-            heals.push(await healKey(key, options));
+            const heal = await healKey(key, options);
+            heals.push(heal);
+            if (heal.reason === "quiet-window" && heal.writtenAt !== undefined && indexed.includes(key)) {
+                await deferBusy(dynamodb, config, key, heal.writtenAt);
+            }
             const settled = await settleKey(key);
             settleFound += settled.found;
             settleCounted += settled.counted;
@@ -172,13 +177,16 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
 }
 
 /**
- * The keys the heal index lists as due (written at or before `cutoff`): the `budget` oldest across every shard.
+ * The keys the heal index lists as due (`hc_due_at` at or before `cutoff`): the `budget` oldest across every shard.
+ * `hc_due_at` is the first client write since the key's last heal (best-effort-marks.ts), moved to its last write
+ * when a run finds the key still busy (deferBusy).
  *
- * Fairness: each shard's oldest `budget` entries are read (one Query per shard, in parallel) and merged by last
- * write time, so a run takes the globally oldest due keys. A key that became due after a run was written later than
- * every key that run left due (it was not due then), so a backlog of B due keys is served before any later arrival
- * and heals within ceil(B / budget) runs, whichever shards the arrivals land in (a key whose heal fails stays
- * listed, at its place). Reading shard by shard in order let steady arrivals in low shards starve the high ones.
+ * Fairness: each shard's oldest `budget` entries are read (one Query per shard, in parallel) and merged by due
+ * time, so a run takes the globally oldest due keys. A key that became due after a run has a due time later than
+ * every key that run left due (it was not due then; a deferred key's new due time is a write inside the window), so
+ * a backlog of B due keys is served before any later arrival and heals within ceil(B / budget) runs, whichever
+ * shards the arrivals land in (a key whose heal fails stays listed, at its place). Reading shard by shard in order
+ * let steady arrivals in low shards starve the high ones.
  */
 export async function dueKeys(
     dynamodb: DynamoDBClient,
@@ -193,15 +201,44 @@ export async function dueKeys(
     return mergeOldest(shards, budget);
 }
 
+/**
+ * A key the index listed as due but whose last write is inside the window: its due time moves to that write, so
+ * that it comes due again when it can be quiet, behind the backlog, instead of taking a slot of every run's budget.
+ * Conditional on the entry still being there (a heal since removed it) and moving forward only.
+ */
+async function deferBusy(
+    dynamodb: DynamoDBClient,
+    config: CounterTableLayout & { countersTableName?: string; tableName: string },
+    key: string,
+    writtenAt: number,
+): Promise<void> {
+    try {
+        await dynamodb.send(
+            new UpdateItemCommand({
+                TableName: countersTable(config),
+                Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+                UpdateExpression: "SET #due = :at",
+                ConditionExpression: "attribute_exists(#heal) AND #due < :at",
+                ExpressionAttributeNames: { "#due": A.dueAt, "#heal": A.healShard },
+                ExpressionAttributeValues: { ":at": { N: String(writtenAt) } },
+            }),
+        );
+    } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) {
+            throw error;
+        }
+    }
+}
+
 /** One shard's due entries, oldest first, at most `limit`; `more` when the shard holds others. */
 export interface ShardDue {
-    readonly entries: ReadonlyArray<{ readonly key: string; readonly writtenAt: number }>;
+    readonly entries: ReadonlyArray<{ readonly key: string; readonly dueAt: number }>;
     readonly more: boolean;
 }
 
 /** Pure: the `budget` oldest keys of the shards' due entries (ties by key), and whether any due key was left out. */
 export function mergeOldest(shards: readonly ShardDue[], budget: number): { keys: string[]; exhausted: boolean } {
-    const all = shards.flatMap((s) => s.entries).sort((a, b) => a.writtenAt - b.writtenAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const all = shards.flatMap((s) => s.entries).sort((a, b) => a.dueAt - b.dueAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const keys: string[] = [];
     for (const { key } of all) {
         if (keys.length >= budget) {
@@ -222,15 +259,15 @@ async function oldestDue(
     cutoff: number,
     limit: number,
 ): Promise<ShardDue> {
-    const entries: Array<{ key: string; writtenAt: number }> = [];
+    const entries: Array<{ key: string; dueAt: number }> = [];
     let start: Record<string, AttributeValue> | undefined;
     do {
         const page = await dynamodb.send(
             new QueryCommand({
                 TableName: tableName,
                 IndexName: HEAL_INDEX_NAME,
-                KeyConditionExpression: "#heal = :shard AND #writtenAt <= :cutoff",
-                ExpressionAttributeNames: { "#heal": A.healShard, "#writtenAt": A.writtenAt },
+                KeyConditionExpression: "#heal = :shard AND #due <= :cutoff",
+                ExpressionAttributeNames: { "#heal": A.healShard, "#due": A.dueAt },
                 ExpressionAttributeValues: { ":shard": { S: shard }, ":cutoff": { N: String(cutoff) } },
                 Limit: limit - entries.length,
                 ExclusiveStartKey: start,
@@ -238,9 +275,9 @@ async function oldestDue(
         );
         for (const entry of page.Items ?? []) {
             const key = entry[layout.partitionKey]?.S;
-            const writtenAt = Number(entry[A.writtenAt]?.N);
-            if (key !== undefined && Number.isFinite(writtenAt)) {
-                entries.push({ key, writtenAt });
+            const dueAt = Number(entry[A.dueAt]?.N);
+            if (key !== undefined && Number.isFinite(dueAt)) {
+                entries.push({ key, dueAt });
             }
         }
         start = page.LastEvaluatedKey;

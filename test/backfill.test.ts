@@ -135,13 +135,15 @@ describe("backfill planner (pure)", () => {
                 Update: {
                     TableName: "orders-counters",
                     Key: { pk: { S: "acme" }, sk: { S: "#counter#best-effort" } },
-                    UpdateExpression: "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard",
+                    UpdateExpression:
+                        "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)",
                     ConditionExpression: "#epoch = :epoch",
                     ExpressionAttributeNames: {
                         "#count": "count",
                         "#version": "hc_version",
                         "#writtenAt": "hc_written_at",
                         "#heal": "hc_heal",
+                        "#due": "hc_due_at",
                         "#epoch": "hc_epoch",
                     },
                     ExpressionAttributeValues: {

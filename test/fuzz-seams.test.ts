@@ -14,6 +14,7 @@ import type {
 } from "@aws-sdk/client-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
+import { bestEffortUpdate } from "../runtime/best-effort-marks";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
 import { runHistory, type FuzzClients } from "./fuzz/run";
 import { useEngine } from "./support/engine";
@@ -50,7 +51,7 @@ function strictHistory(selection: History["selection"], events: FuzzEvent[], lim
 function healWithoutEpoch({ settler }: FuzzClients): void {
     rewrite<UpdateItemCommandInput>(settler, "UpdateItemCommand", (input) => {
         if (input.UpdateExpression?.includes("#epoch = if_not_exists")) {
-            input.UpdateExpression = "SET #count = :truth REMOVE #heal";
+            input.UpdateExpression = "SET #count = :truth REMOVE #heal, #due";
             delete input.ExpressionAttributeNames!["#epoch"];
             delete input.ExpressionAttributeNames!["#epochAt"];
             for (const name of [":zero", ":one", ":now"]) {
@@ -75,9 +76,9 @@ function backfillWithoutHealMarks({ backfill }: FuzzClients): void {
     rewrite<TransactWriteItemsCommandInput>(backfill, "TransactWriteItemsCommand", (input) => {
         for (const action of input.TransactItems ?? []) {
             const update = action.Update;
-            if (update?.UpdateExpression === "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard") {
+            if (update?.UpdateExpression === bestEffortUpdate(":n")) {
                 update.UpdateExpression = "ADD #count :n";
-                for (const name of ["#version", "#writtenAt", "#heal"]) {
+                for (const name of ["#version", "#writtenAt", "#heal", "#due"]) {
                     delete update.ExpressionAttributeNames![name];
                 }
                 for (const name of [":one", ":now", ":shard"]) {

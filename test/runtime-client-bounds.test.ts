@@ -464,7 +464,7 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             await strict.client.delete("k", "a");
             await utilization.client.delete("k", "a");
 
-            const be = "ADD #count :delta, #version :one SET #writtenAt = :now, #heal = :shard";
+            const be = "ADD #count :delta, #version :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)";
             assert.deepEqual(strictLog, [
                 `UpdateItem #counter#best-effort ${be}`,
                 "UpdateItem a SET #deleted = :true, #deleteToken = :token",

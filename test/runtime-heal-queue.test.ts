@@ -43,6 +43,7 @@ describe("the settler serves the heal index oldest first across shards (DynamoDB
                         count: { N: "0" },
                         [A.version]: { N: "1" },
                         [A.writtenAt]: { N: String(at) },
+                        [A.dueAt]: { N: String(at) },
                         [A.healShard]: { S: healShard(key) },
                     },
                 }),

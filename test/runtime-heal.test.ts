@@ -26,6 +26,7 @@ const be = (count: number, version: number, writtenAt: number): Record<string, A
     count: { N: String(count) },
     [A.version]: { N: String(version) },
     [A.writtenAt]: { N: String(writtenAt) },
+    [A.dueAt]: { N: String(writtenAt) },
     [A.healShard]: { S: healShard("k") },
 });
 const item = (id: string, created: number, extra: Record<string, AttributeValue> = {}): Record<string, AttributeValue> => ({
@@ -51,6 +52,7 @@ describe("healing: the pure planner", () => {
             action: "skip",
             reason: "quiet-window",
             current: 3,
+            writtenAt: T0 - Q + 1,
         });
     });
 
@@ -135,6 +137,7 @@ describe("healing on DynamoDB Local: every race, staged", () => {
                         count: { N: String(count) },
                         [A.version]: { N: String(version) },
                         [A.writtenAt]: { N: String(at) },
+                        [A.dueAt]: { N: String(at) },
                         [A.healShard]: { S: healShard(key) },
                     },
                 }),

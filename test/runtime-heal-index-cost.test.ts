@@ -1,0 +1,132 @@
+/**
+ * The heal index on the hot path: a key's entry is written once per heal cycle, not by every call, and the
+ * settler moves a busy key's entry behind the backlog. DynamoDB Local bills index writes as DynamoDB does
+ * (test/parity.test.ts), so the figures below are the bill.
+ */
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { strict as assert } from "node:assert";
+import { meterWrites } from "../local/capacity";
+import { ModelClient } from "../local/model-client";
+import { HybridCounterClient } from "../runtime/client";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, type CounterTableConfig } from "../runtime/config";
+import type { FatalQueue } from "../runtime/fatal";
+import { settle } from "../runtime/settle";
+import { useEngine } from "./support/engine";
+import { healTables } from "./support/heal-fixture";
+
+const Q = 600_000;
+const T0 = 1_800_000_000_000;
+const noFatal: FatalQueue = { park: async () => true };
+
+describe("the heal index on the hot path", function () {
+    this.timeout(60_000);
+    const engine = useEngine();
+
+    for (const mode of ["utilization", "strict"] as const) {
+        it(`${mode}: a create costs 2 WCU and a delete 3, and the key's index entry is written once per heal cycle`, async () => {
+            // Prepare
+            const config = await healTables(engine());
+            const dynamodb = engine().dynamodb();
+            const meter = meterWrites(dynamodb);
+            const client = new HybridCounterClient({ ...config, dynamodb, mode });
+            const cost = async (call: () => Promise<unknown>): Promise<number> => {
+                const before = meter.billed;
+                await call();
+                return meter.billed - before;
+            };
+
+            // Act: three creates and a delete on one key; the first adds the key's index entry.
+            const figures = [
+                await cost(() => client.create("k", "a")),
+                await cost(() => client.create("k", "b")),
+                await cost(() => client.create("k", "c")),
+                await cost(() => client.delete("k", "b")),
+            ];
+
+            // Assess: 1 for the entry, then the floor: item + best-effort; claim or touch, count, soft delete.
+            assert.deepEqual(figures, [3, 2, 2, 3]);
+        });
+    }
+
+    it("a heal removes the entry; the next write adds it again, due from that write", async () => {
+        // Prepare
+        const config = await healTables(engine());
+        const db = engine().dynamodb();
+        let clock = T0;
+        const client = new ModelClient({ config, dynamodb: db, mode: "strict", now: () => clock });
+        await client.create("k", "a", 5);
+        clock += 1_000;
+        await client.create("k", "b", 5);
+        assert.deepEqual(await marks(config, "k"), { due: T0, written: T0 + 1_000, listed: true });
+
+        // Act
+        clock += Q + 1_000;
+        const run = await settle({
+            config,
+            dynamodb: db,
+            mode: "strict",
+            quietWindowMs: Q,
+            now: () => clock,
+            fatal: noFatal,
+            auditSegments: 0,
+        });
+        const afterHeal = await marks(config, "k");
+        clock += 5_000;
+        await client.create("k", "c", 5);
+
+        // Assess
+        assert.equal(run.healed, 1);
+        assert.deepEqual(afterHeal, { due: undefined, written: T0 + 1_000, listed: false });
+        assert.deepEqual(await marks(config, "k"), { due: clock, written: clock, listed: true });
+    });
+
+    it("the settler moves a key still busy after the window behind the backlog, to its last write", async () => {
+        // Prepare: a key first written at T0 and again just inside the window; a quiet key due later than T0.
+        const config = await healTables(engine());
+        const db = engine().dynamodb();
+        let clock = T0;
+        const client = new ModelClient({ config, dynamodb: db, mode: "strict", now: () => clock });
+        await client.create("busy", "a", 5);
+        clock = T0 + 10;
+        await client.create("quiet", "a", 5);
+        clock = T0 + Q;
+        await client.create("busy", "b", 5);
+
+        // Act: a run with a budget of one key, after the quiet key's window.
+        clock = T0 + Q + 20;
+        const options = {
+            config,
+            dynamodb: db,
+            mode: "strict" as const,
+            quietWindowMs: Q,
+            now: () => clock,
+            fatal: noFatal,
+            auditSegments: 0,
+            keyBudget: 1,
+        };
+        const first = await settle(options);
+        const second = await settle(options);
+
+        // Assess: the busy key took the first run's slot and was moved to its last write; the quiet key healed next.
+        assert.deepEqual([first.healed, first.skipped], [0, { "quiet-window": 1 }]);
+        assert.deepEqual(await marks(config, "busy"), { due: T0 + Q, written: T0 + Q, listed: true });
+        assert.equal(second.healed, 1);
+        assert.equal((await marks(config, "quiet")).listed, false);
+    });
+
+    async function marks(config: CounterTableConfig, key: string): Promise<{ due?: number; written?: number; listed: boolean }> {
+        const item = (
+            await engine()
+                .dynamodb()
+                .send(
+                    new GetItemCommand({
+                        TableName: countersTable(config),
+                        Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+                        ConsistentRead: true,
+                    }),
+                )
+        ).Item;
+        const n = (name: string) => (item?.[name]?.N === undefined ? undefined : Number(item[name]!.N));
+        return { due: n(A.dueAt), written: n(A.writtenAt), listed: item?.[A.healShard] !== undefined };
+    }
+});
