@@ -14,8 +14,7 @@
 import { startEngine } from "../local/engine";
 import { keyState, runHealRace, type HealRaceOptions } from "../local/heal-race";
 import type { ModelMode } from "../local/model-client";
-import { createCountersTableWithIndex } from "../local/heal-table";
-import { DEFAULT_LAYOUT } from "../runtime/config";
+import { deployLocally } from "../local/deployment";
 import { settle } from "../runtime/settle";
 
 export interface HealBenchOptions {
@@ -32,8 +31,12 @@ export interface HealBenchRow {
     /** Throughput with the settler running ÷ without. */
     readonly throughputRatio: number;
     readonly keysHealed: number;
+    /** What the heals themselves consumed (best-effort read, partition read, the conditional write and its index write), per key healed. */
     readonly rcuPerKeyHealed: number;
     readonly wcuPerKeyHealed: number;
+    /** What the settler runs consumed in all, per key healed: the heal index, and settling the items no consumer counted here. */
+    readonly runRcuPerKeyHealed: number;
+    readonly runWcuPerKeyHealed: number;
     /** Σ|best-effort - live| over the keys when the traffic stops. */
     readonly driftAtEndWithout: number;
     readonly driftAtEndWith: number;
@@ -50,9 +53,8 @@ async function measure(mode: ModelMode, settler: boolean, options: HealBenchOpti
     const engine = await startEngine();
     try {
         const admin = engine.dynamodb();
-        const tableName = `heal-bench-${mode}-${settler ? "with" : "without"}`;
-        await createCountersTableWithIndex(admin, tableName);
-        const config = { ...DEFAULT_LAYOUT, tableName, countersTableName: tableName };
+        // The tables the component deploys (its default placement: the counters in a table of their own).
+        const { clientLayout: config } = await deployLocally(admin, `heal-bench-${mode}-${settler ? "with" : "without"}`);
         const race: HealRaceOptions = {
             config,
             client: () => engine.dynamodb(),
@@ -102,8 +104,10 @@ async function measure(mode: ModelMode, settler: boolean, options: HealBenchOpti
             driftAtEnd,
             driftAfterWindow: await drift(),
             healed: runs.reduce((n, r) => n + r.healed, 0),
-            rcu: runs.reduce((n, r) => n + r.readUnits, 0),
-            wcu: runs.reduce((n, r) => n + r.writeUnits, 0),
+            rcu: runs.reduce((n, r) => n + r.heal.readUnits, 0),
+            wcu: runs.reduce((n, r) => n + r.heal.writeUnits, 0),
+            runRcu: runs.reduce((n, r) => n + r.readUnits, 0),
+            runWcu: runs.reduce((n, r) => n + r.writeUnits, 0),
         };
     } finally {
         await engine.stop();
@@ -125,6 +129,8 @@ export async function runHealBench(options: HealBenchOptions, log: (line: string
             keysHealed: withSettler.healed,
             rcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.rcu / withSettler.healed),
             wcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.wcu / withSettler.healed),
+            runRcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.runRcu / withSettler.healed),
+            runWcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.runWcu / withSettler.healed),
             driftAtEndWithout: without.driftAtEnd,
             driftAtEndWith: withSettler.driftAtEnd,
             driftAfterWindowWithout: without.driftAfterWindow,

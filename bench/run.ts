@@ -15,7 +15,7 @@ import {
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { parseArgs } from "node:util";
 import { HybridCounterComponent } from "../components/component";
-import { meterWrites } from "../local/capacity";
+import { attributeTo, meterWrites } from "../local/capacity";
 import { startEngine, type LocalEngine } from "../local/engine";
 import { injectFaults, seededRandom } from "../local/faults";
 import { LagMeter } from "../local/lag";
@@ -75,7 +75,8 @@ interface Row {
     ratioToRawPut: number;
     /** The same ratio with the consumer running on the same engine during the API phase (hybrid only). */
     ratioWithConsumer: number | null;
-    wcuPerOp: { api: number; consumer: number; total: number };
+    /** create: billed API writes per create (tryCreate included); delete: per delete; api, consumer and total: per operation. */
+    wcuPerOp: { create: number | null; delete: number | null; api: number; consumer: number; total: number };
     apiErrors: number;
     /** For the counter limits are enforced on, after the pipeline settled: keys exact, and units over/under. */
     accuracy: { exactKeys: number; keys: number; overcount: number; undercount: number };
@@ -306,8 +307,16 @@ async function runApproach(
         }
         await emulator?.settled();
     })();
+    // Each call's writes are attributed to its kind, so a create's and a delete's cost are measured apart.
+    let creates = 0;
+    let deletes = 0;
+    const attributed: WorkloadTarget = {
+        create: (...a) => (creates++, attributeTo("create", () => target.create(...a))),
+        tryCreate: (...a) => (creates++, attributeTo("create", () => target.tryCreate(...a))),
+        delete: (...a) => (deletes++, attributeTo("delete", () => target.delete(...a))),
+    };
     const result = await runWorkload(
-        target,
+        attributed,
         { ops: options.ops, keys: scenario.keys, concurrency: options.concurrency, deleteRatio: 0.3, seed: options.seed },
         (r) => {
             const e = r.events.at(-1);
@@ -363,6 +372,9 @@ async function runApproach(
         ratioToRawPut: r2(opsPerSec / rawPut),
         ratioWithConsumer: null,
         wcuPerOp: {
+            // Per call made, those that wrote nothing (the id existed, nothing to delete) included.
+            create: creates > 0 ? r2((apiMeter.byKind.get("create") ?? 0) / creates) : null,
+            delete: deletes > 0 ? r2((apiMeter.byKind.get("delete") ?? 0) / deletes) : null,
             api: r2(apiMeter.billed / result.ops),
             consumer: r2(consumerMeter.billed / result.ops),
             total: r2((apiMeter.billed + consumerMeter.billed) / result.ops),
@@ -477,6 +489,7 @@ async function main(): Promise<void> {
             "ops/s ÷ raw put (raw/s)",
             "with consumer",
             "WCU/op api+consumer",
+            "WCU per create/delete",
             "API errors",
             "exact keys",
             "over/under",
@@ -488,6 +501,7 @@ async function main(): Promise<void> {
             `${r.ratioToRawPut.toFixed(2)} (${r.rawPutPerSec})`,
             r.ratioWithConsumer === null ? "-" : r.ratioWithConsumer.toFixed(2),
             `${r.wcuPerOp.api.toFixed(2)}+${r.wcuPerOp.consumer.toFixed(2)}=${r.wcuPerOp.total.toFixed(2)}`,
+            `${r.wcuPerOp.create?.toFixed(2) ?? "-"}/${r.wcuPerOp.delete?.toFixed(2) ?? "-"}`,
             String(r.apiErrors),
             `${r.accuracy.exactKeys}/${r.accuracy.keys}`,
             `+${r.accuracy.overcount}/-${r.accuracy.undercount}`,

@@ -4,12 +4,12 @@
  * the settler runs in a loop, and an observer checks the mode's bound on every key, one consistent Query
  * per observation (counters and items share the table). Used by the adversarial tests and the benchmark.
  */
-import { DeleteItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { bestEffortSortKey, type CounterTableConfig } from "../runtime/config";
-import { isLive } from "../runtime/selection";
+import { DeleteItemCommand, QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { countersTable, type CounterTableConfig } from "../runtime/config";
 import { settle, type SettleReport } from "../runtime/settle";
 import { injectFaults, seededRandom, type FaultStats } from "./faults";
 import { ModelClient, type ModelMode } from "./model-client";
+import { snapshotKey } from "./observe";
 
 export interface HealRaceOptions {
     readonly config: CounterTableConfig;
@@ -76,29 +76,7 @@ export function boundProblem(mode: ModelMode, state: KeyState, limit: number | u
 
 /** One consistent Query of the key's partition: best-effort and the live items, together. */
 export async function keyState(dynamodb: DynamoDBClient, config: CounterTableConfig, key: string): Promise<KeyState> {
-    let bestEffort = 0;
-    let live = 0;
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page = await dynamodb.send(
-            new QueryCommand({
-                TableName: config.tableName,
-                ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": config.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
-                ExclusiveStartKey: start,
-            }),
-        );
-        for (const item of page.Items ?? []) {
-            if (item[config.sortKey]?.S === bestEffortSortKey(config)) {
-                bestEffort = Number(item[config.countAttribute]?.N ?? 0);
-            } else if (isLive(item, config)) {
-                live++;
-            }
-        }
-        start = page.LastEvaluatedKey;
-    } while (start);
+    const { bestEffort, live } = await snapshotKey(dynamodb, config.tableName, config, key, countersTable(config));
     return { bestEffort, live };
 }
 

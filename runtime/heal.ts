@@ -16,7 +16,8 @@
  *   1. reads the best-effort item (consistent): count c, version v (`hc_version`), last client write w
  *      (`hc_written_at`);
  *   2. reads the clock: now. If now - w < Q (the quiet window), skip;
- *   3. reads the truth (consistent Query of the user partition, and the key's markers for `hc_be`):
+ *   3. reads the truth (consistent Query of the user partition; in strict mode, when a live item lacks the
+ *      client's token, also the key's markers for `hc_be`):
  *      - strict: every live client-counted item of k;
  *      - utilization: every live client-counted item of k whose creation (the time inside its UUIDv7
  *        token) is at least Q before now;
@@ -307,7 +308,11 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
             },
         );
     const items = await partition(config.tableName);
-    const markers = await partition(counters, { sortKey: config.sortKey, prefix: markerSortKey(config, "") });
+    // Markers matter only for their backfill flags, which count only in strict mode and only for items without the
+    // client's token: otherwise the heal reads the best-effort item and the partition, nothing more.
+    const flagsCount =
+        options.mode === "strict" && items.some((item) => isLive(item, config) && item[config.tokenAttribute]?.S === undefined);
+    const markers = flagsCount ? await partition(counters, { sortKey: config.sortKey, prefix: markerSortKey(config, "") }) : [];
     return { ...read, plan: planHeal(response.Item, items, markers, now, options.mode, options.quietWindowMs, config) };
 }
 

@@ -101,6 +101,8 @@ export interface SettleReport {
     /** Capacity consumed by the whole run. */
     readonly readUnits: number;
     readonly writeUnits: number;
+    /** Of it, what the heals consumed (the rest is the heal index, the audit and the settling of stranded items). */
+    readonly heal: { readonly readUnits: number; readonly writeUnits: number };
     readonly audit: { readonly round: number; readonly segmentsDone: number; readonly totalSegments: number };
 }
 
@@ -172,6 +174,10 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
         budgetExhausted: exhausted,
         readUnits: meter.read,
         writeUnits: meter.write,
+        heal: {
+            readUnits: heals.reduce((n, h) => n + h.readUnits, 0),
+            writeUnits: heals.reduce((n, h) => n + h.writeUnits, 0),
+        },
         audit: { round: audit.round, segmentsDone: audit.segmentsDone, totalSegments: audit.totalSegments },
     };
 }
