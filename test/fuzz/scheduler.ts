@@ -5,12 +5,15 @@
  * stops at a gate inside the SDK's retry loop. The scheduler waits until every task is either stopped
  * at a gate or finished, then releases ONE request, chosen by a seeded random source, with a fault
  * decided by the same source. So the interleaving of requests, and every injected fault, follows the
- * seed. Not exactly: a task that sends requests in parallel counts as one here, so a retry's timer inside
- * one branch can let the schedule move on before the branch reaches its gate, and a seed's request count
- * varies by a few percent between runs. Counting each task's pending timers (async_hooks) would close it.
+ * seed. Not exactly: a task that sends requests in parallel (the settler's shard queries and concurrent
+ * heals, the consumer's groups) counts as one here, so a branch can still be on its way to its gate when the
+ * schedule moves on, and a seed's request count varies by a few percent between runs. Counting each task's
+ * pending timers (async_hooks) would close it.
  *
- * The engine serves one released request at a time, so between two releases the table is still: an
- * observation made then is exact.
+ * Whatever the branches do, a request is released only when no released request is still in flight, so
+ * the engine serves one released request at a time and between two releases the table is still: an
+ * observation made then is exact. (Counting tasks alone let a parallel section open a window in which two
+ * released requests ran at once, and a read taken "between" them saw one and not the other.)
  */
 import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from "@smithy/types";
@@ -48,6 +51,8 @@ export class Scheduler {
     private readonly context = new AsyncLocalStorage<Task>();
     private readonly waiting: Waiting[] = [];
     private running = 0;
+    /** Released requests whose answer has not reached their task yet. */
+    private inFlight = 0;
     private idle: Array<() => void> = [];
     private nextTaskId = 1;
 
@@ -77,7 +82,7 @@ export class Scheduler {
 
     /** Resolves once every task is stopped at the gate or finished. */
     async quiescent(): Promise<void> {
-        while (this.running > 0) {
+        while (this.running > 0 || this.inFlight > 0) {
             await new Promise<void>((resolve) => this.idle.push(resolve));
         }
     }
@@ -89,6 +94,7 @@ export class Scheduler {
             throw new Error(`no waiting request at ${index}`);
         }
         this.running++;
+        this.inFlight++;
         request.resume(fault);
         return request;
     }
@@ -132,13 +138,15 @@ export class Scheduler {
                     throw error;
                 } finally {
                     onOutcome(released);
+                    this.inFlight--;
+                    this.wake();
                 }
             };
         client.middlewareStack.add(middleware, { step: "deserialize", name: "fuzzGate", priority: "high" });
     }
 
     private wake(): void {
-        if (this.running === 0) {
+        if (this.running <= 0 && this.inFlight === 0) {
             const idle = this.idle;
             this.idle = [];
             for (const resolve of idle) {
