@@ -5,30 +5,13 @@
  * change requests on their way to DynamoDB Local (middleware on one party's client), so the system under
  * test is otherwise the one the package ships.
  */
-import type {
-    DynamoDBClient,
-    ServiceInputTypes,
-    ServiceOutputTypes,
-    TransactWriteItemsCommandInput,
-    UpdateItemCommandInput,
-} from "@aws-sdk/client-dynamodb";
-import type { InitializeMiddleware } from "@smithy/types";
+import type { TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { bestEffortUpdate } from "../runtime/best-effort-marks";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
 import { runHistory, type FuzzClients } from "./fuzz/run";
+import { rewrite } from "./fuzz/mutants";
 import { useEngine } from "./support/engine";
-
-/** Adds middleware that rewrites the input of one command. */
-function rewrite<I>(client: DynamoDBClient, command: string, change: (input: I) => void): void {
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        if (context.commandName === command) {
-            change(args.input as I);
-        }
-        return next(args);
-    };
-    client.middlewareStack.add(middleware, { step: "initialize", name: "seamMutant" });
-}
 
 const consume: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "none" };
 const settle: FuzzEvent = { op: "settle", keyBudget: 200, auditSegments: 0 };

@@ -5,34 +5,17 @@
  * writers, selection moves and items that were there before the counter; for the others, TTL deletes), run
  * on DynamoDB Local and checked against the contract (test/fuzz/run.ts says what is checked). A failing seed is shrunk and printed as a reproduction. `npm run fuzz` runs many more.
  */
-import type {
-    DynamoDBClient,
-    ServiceInputTypes,
-    ServiceOutputTypes,
-    TransactWriteItemsCommandInput,
-    UpdateItemCommandInput,
-} from "@aws-sdk/client-dynamodb";
-import type { InitializeMiddleware } from "@smithy/types";
+import type { DynamoDBClient, TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { generateHistory, type History } from "./fuzz/history";
 import { runHistory } from "./fuzz/run";
 import { reproduction, shrinkHistory } from "./fuzz/shrink";
+import { rewrite } from "./fuzz/mutants";
 import { useEngine } from "./support/engine";
 
 /** Seeds that run in every `npm test`: both modes, the three selections, every fault rate the generator picks. */
 const SEEDS = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112];
 const OPS = 150;
-
-/** Adds middleware that rewrites the input of one command. */
-function rewrite<I>(client: DynamoDBClient, command: string, change: (input: I) => void): void {
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        if (context.commandName === command) {
-            change(args.input as I);
-        }
-        return next(args);
-    };
-    client.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant" });
-}
 
 /** True when the transaction's marker updates include one for an item without a client token (another writer's). */
 function countsAnOtherWritersItem(input: TransactWriteItemsCommandInput): boolean {

@@ -2,7 +2,7 @@
  * What the checker needs to know about the counting model's storage, in one place: how to build a
  * system on DynamoDB Local, how to read one key's truth, and what a released request did.
  */
-import { DynamoDBClient, GetItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient, GetItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import {
     bestEffortSortKey,
     COUNTER_ATTRIBUTES,
@@ -13,6 +13,7 @@ import {
     type HandlerConfig,
     type ItemSelection,
 } from "../../runtime/config";
+import { queryPartition } from "../../runtime/partition";
 import { isLive } from "../../runtime/selection";
 import { hasBackfillUnit } from "../../runtime/strict-ledger";
 import type { LocalEngine } from "../../local/engine";
@@ -117,38 +118,24 @@ export interface LiveByUnit {
 export async function liveByUnit(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<LiveByUnit> {
     const { config } = system;
     const counts = { client: 0, backfilled: 0, eventualOnly: 0 };
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page = await reader.send(
-            new QueryCommand({
-                TableName: config.tableName,
+    for (const item of await queryPartition(reader, { tableName: config.tableName, partitionKey: config.partitionKey, key })) {
+        if (!isLive(item, config)) {
+            continue;
+        }
+        if (item[config.tokenAttribute]?.S !== undefined) {
+            counts.client++;
+            continue;
+        }
+        const id = item[config.sortKey]!.S!;
+        const marker = await reader.send(
+            new GetItemCommand({
+                TableName: config.countersTableName,
+                Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: markerSortKey(config, id) } },
                 ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": config.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
-                ExclusiveStartKey: start,
             }),
         );
-        for (const item of page.Items ?? []) {
-            if (!isLive(item, config)) {
-                continue;
-            }
-            if (item[config.tokenAttribute]?.S !== undefined) {
-                counts.client++;
-                continue;
-            }
-            const id = item[config.sortKey]!.S!;
-            const marker = await reader.send(
-                new GetItemCommand({
-                    TableName: config.countersTableName,
-                    Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: markerSortKey(config, id) } },
-                    ConsistentRead: true,
-                }),
-            );
-            counts[hasBackfillUnit(marker.Item) ? "backfilled" : "eventualOnly"]++;
-        }
-        start = page.LastEvaluatedKey;
-    } while (start);
+        counts[hasBackfillUnit(marker.Item) ? "backfilled" : "eventualOnly"]++;
+    }
     return counts;
 }
 
