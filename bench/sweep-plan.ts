@@ -43,6 +43,26 @@ export const SWEEP_DEFAULTS: SweepOptions = Object.freeze({
     json: false,
 });
 
+export const SWEEP_USAGE = `Usage: npm run bench -- --sweep [options]
+
+Charts how the consumer's lag and cost move with offered load, key spread and the stream mapping's batching,
+each point on the system the component deploys and beside its own raw PutItem yardstick.
+
+Options:
+  --seconds <n>       seconds of offered load per point (1..600, default ${SWEEP_DEFAULTS.seconds})
+  --loads <list>      offered loads of the lag curve, as ratios to raw PutItem (default ${SWEEP_DEFAULTS.loads.join(",")})
+  --spreads <list>    key counts of the cost curve (default ${SWEEP_DEFAULTS.spreads.join(",")})
+  --spread-load <r>   offered load of every spread point (default ${SWEEP_DEFAULTS.spreadLoad})
+  --window <s>        batching window of the "with a window" series (1..300, default ${SWEEP_DEFAULTS.window})
+  --backlog <n>       operations each throughput point drains (default ${SWEEP_DEFAULTS.backlog})
+  --faults <rate>     injected fault rate (0..1, default ${SWEEP_DEFAULTS.faults})
+  --seed <n>          workload seed (default ${SWEEP_DEFAULTS.seed})
+  --out <dir>         where sweep.json and the charts go (default ${SWEEP_DEFAULTS.out})
+  --render <file>     redraw the charts from a saved sweep.json instead of measuring
+  --json              one JSON document on stdout, progress on stderr
+  -h, --help          this text
+`;
+
 /** The batch sizes the cost and throughput curves compare. */
 export const SWEEP_BATCH_SIZES = [100, 1_000] as const;
 /** Keys of the load curve, and the hot-key share (as the twin drives them). */

@@ -20,15 +20,18 @@ import { snapshotKey } from "../local/observe";
 import { runProgramWithResult } from "../local/pulumi-mocks";
 import { LocalQueues } from "../local/sqs";
 import { describeDeployedSystem, type DeployedSystem } from "../local/system";
+import { deployLocally } from "../local/deployment";
+import { execFileSync } from "node:child_process";
+import { cpus, loadavg } from "node:os";
 import { createCounterTable } from "../local/table";
 import { runWorkload, type WorkloadTarget } from "../local/workload";
 import { HybridCounterClient } from "../runtime/client";
-import { DEFAULT_LAYOUT } from "../runtime/config";
 import { createStreamHandler } from "../runtime/consumer";
 import {
     parseSweepArgs,
     planSweep,
     sweepCharts,
+    SWEEP_USAGE,
     SweepUsageError,
     type PointResult,
     type SweepOptions,
@@ -107,8 +110,10 @@ export async function measurePoint(
     const rawPutPerSec = await rawPut(admin, yardstickOps);
     const rawTransactPerSec = point.kind === "throughput" ? await rawTransact(admin, yardstickOps) : null;
 
-    const tableName = `sweep-${++tables}`;
-    const { streamArn } = await createCounterTable(admin, tableName);
+    // The system the component deploys (tables, heal index, client and consumer configuration), from its outputs.
+    const deployment = await deployLocally(admin, `sweep-${++tables}`);
+    const { clientLayout: layout, streamArn } = deployment;
+    const tableName = layout.tableName;
     const api = engine.dynamodb();
     const consumerDynamo = engine.dynamodb();
     const streams = engine.streams();
@@ -117,11 +122,11 @@ export async function measurePoint(
         injectFaults(api, { rate: options.faults, random: seededRandom(options.seed + 1) });
         injectFaults(consumerDynamo, { rate: options.faults, random: seededRandom(options.seed + 2) });
     }
-    const lag = new LagMeter(DEFAULT_LAYOUT);
+    const lag = new LagMeter(layout);
     lag.watchCommits(consumerDynamo);
     const queues = new LocalQueues();
     const handler = createStreamHandler({
-        config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Sweep" },
+        config: { ...deployment.handlerConfig, fatalQueueUrl: "local-fatal", metricsNamespace: "Sweep" },
         dynamodb: consumerDynamo,
         sqs: queues.client(),
         sink: () => undefined,
@@ -140,7 +145,7 @@ export async function measurePoint(
             queues.send("first-dlq", JSON.stringify(r));
         },
     });
-    const client = new HybridCounterClient({ tableName, countersTableName: tableName, dynamodb: api });
+    const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api });
     const keys = Array.from({ length: point.keys }, (_, i) => `k${String(i).padStart(4, "0")}`);
     const onProgress = (r: { events: Array<{ key: string; id: string; at: number; delta: 1 | -1 }> }) => {
         const e = r.events.at(-1);
@@ -209,10 +214,12 @@ export async function measurePoint(
 
     let exact = true;
     for (const key of keys) {
-        const s = await snapshotKey(admin, tableName, DEFAULT_LAYOUT, key);
+        const s = await snapshotKey(admin, tableName, layout, key, layout.countersTableName);
         exact &&= s.eventual === s.live && s.softDeleted === 0;
     }
-    await admin.send(new DeleteTableCommand({ TableName: tableName }));
+    for (const table of new Set([tableName, layout.countersTableName])) {
+        await admin.send(new DeleteTableCommand({ TableName: table }));
+    }
     for (const c of [admin, api, consumerDynamo, streams]) {
         c.destroy();
     }
@@ -244,7 +251,25 @@ function describePoint(p: SweepPoint): string {
     return p.kind === "throughput" ? `throughput ${p.keys} keys, ${batching}` : `${p.kind} ${p.load} x raw, ${p.keys} keys, ${batching}`;
 }
 
+/** The commit the sweep measured, with " (modified)" when the tree differs from it; "unknown" outside a git checkout. */
+function currentCommit(): string {
+    try {
+        const head = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+        const dirty = execFileSync("git", ["status", "--porcelain"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+        return dirty.length > 0 ? `${head} (modified)` : head;
+    } catch {
+        return "unknown";
+    }
+}
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
 export async function runSweep(argv: readonly string[]): Promise<void> {
+    if (argv.includes("--help") || argv.includes("-h")) {
+        process.stdout.write(SWEEP_USAGE);
+        return;
+    }
+    const loadAtStart = loadavg().map(round2);
     let options: SweepOptions;
     try {
         options = parseSweepArgs(argv);
@@ -296,6 +321,9 @@ export async function runSweep(argv: readonly string[]): Promise<void> {
         }
     }
     const report = {
+        // Where and on what it ran: a figure means little without the machine's load and the code's commit.
+        machine: { cores: cpus().length, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg().map(round2) },
+        commit: currentCommit(),
         options: { ...options, out: undefined, json: undefined },
         defaults: { batchSize: system.streamMapping.batchSize, windowSeconds: system.streamMapping.maximumBatchingWindowInSeconds },
         seconds: Math.round((Date.now() - started) / 1000),

@@ -22,6 +22,15 @@ describe("npm run bench: its flags", function () {
         }
     });
 
+    it("--sweep --help prints the sweep's own options and exits 0, measuring nothing", () => {
+        const result = bench(["--sweep", "--help"]);
+        assert.equal(result.status, 0, result.stderr);
+        assert.match(result.stdout, /^Usage: npm run bench -- --sweep \[options\]\n/);
+        for (const flag of ["--seconds", "--loads", "--spreads", "--window", "--render", "--json", "--help"]) {
+            assert.ok(result.stdout.includes(flag), `the help names ${flag}`);
+        }
+    });
+
     it("an unknown flag exits 2 with one line that names it and no stack", () => {
         const result = bench(["--bogus"]);
         assert.equal(result.status, 2, result.stderr);
