@@ -384,12 +384,12 @@ describe("the parity layer enforces DynamoDB's limits on DynamoDB Local", () => 
         const steps: Array<{ step: string; update: string; values?: Record<string, AttributeValue>; index: number }> = [
             {
                 step: "adds the entry",
-                update: "SET hc_heal = :s, hc_written_at = :t",
+                update: "SET hc_heal = :s, hc_due_at = :t",
                 values: { ":s": { S: "3" }, ":t": { N: "1" } },
                 index: 1,
             },
-            { step: "moves its key", update: "SET hc_written_at = :t", values: { ":t": { N: "2" } }, index: 2 },
-            { step: "keeps its key", update: "SET hc_written_at = :t, c = :t", values: { ":t": { N: "2" } }, index: 0 },
+            { step: "moves its key", update: "SET hc_due_at = :t", values: { ":t": { N: "2" } }, index: 2 },
+            { step: "keeps its key", update: "SET hc_due_at = :t, c = :t", values: { ":t": { N: "2" } }, index: 0 },
             { step: "changes no key", update: "ADD c :one", values: { ":one": { N: "1" } }, index: 0 },
             { step: "removes the entry", update: "REMOVE hc_heal", index: 1 },
         ];
