@@ -56,6 +56,9 @@ export interface TwinOptions {
     readonly chartKeys: number;
 }
 
+/** How many API errors the report lists (it counts them all). */
+export const API_ERRORS_LISTED = 20;
+
 export const USAGE = `Usage: npm start -- [options]
 
 Runs the system HybridCounterComponent deploys on DynamoDB Local, drives it with a workload and
@@ -187,6 +190,8 @@ export interface TwinReport {
     overcountKeys: string[];
     limitExceededKeys: string[];
     apiErrors: number;
+    /** The first API_ERRORS_LISTED of them: the call, and the error's name and message. */
+    apiErrorList: Array<{ operation: string; error: string }>;
     /** From the API call's return to the commit of the item's count: the lag a user sees. */
     lagMs: { p50: number; p99: number; max: number };
     /**
@@ -606,6 +611,7 @@ export async function runTwin(
             overcountKeys: [...overcount].sort(),
             limitExceededKeys: [...exceeded].sort(),
             apiErrors: workload.apiErrors.length,
+            apiErrorList: workload.apiErrors.slice(0, API_ERRORS_LISTED),
             lagMs: lag.figures(),
             lagSplitMs: lag.split(emulator.stats),
             streamReads: { iteratorsRenewed: st.iteratorsRenewed, errors: st.readErrors, lastError: st.lastReadError ?? null },

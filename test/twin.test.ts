@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { HybridCounterComponent } from "../components/component";
 import { runProgramWithResult } from "../local/pulumi-mocks";
 import { describeDeployedSystem } from "../local/system";
-import { parseTwinArgs, UsageError, type TwinReport } from "../local/twin";
+import { API_ERRORS_LISTED, parseTwinArgs, UsageError, type TwinReport } from "../local/twin";
 import { ENV } from "../runtime/config";
 
 const root = path.resolve(__dirname, "..");
@@ -125,7 +125,19 @@ describe("the local twin", () => {
 
         assert.equal(report.ops, 2000);
         assert.equal(report.exact, true);
-        assert.equal(report.apiErrors, 0);
+        // The contract's errors only. A delete may answer DeadlineExceededError when its writes outlast the
+        // client's deadline (a loaded machine can stretch a call past 10 s), and a call may return DynamoDB's
+        // own error for its request after every attempt met a fault: neither depends on nothing else going on.
+        assert.ok(report.apiErrors <= API_ERRORS_LISTED, `${report.apiErrors} API errors`);
+        assert.equal(report.apiErrorList.length, report.apiErrors);
+        for (const { operation, error } of report.apiErrorList) {
+            const deadline = operation === "delete" && error.startsWith("DeadlineExceededError:");
+            const dynamodb =
+                /^(ThrottlingException|ProvisionedThroughputExceededException|InternalServerError|TransactionConflictException|TransactionCanceledException|RequestLimitExceeded):/.test(
+                    error,
+                );
+            assert.ok(deadline || dynamodb, `${operation}: ${error} is not an error the contract allows`);
+        }
         assert.deepEqual(report.overcountKeys, []);
         assert.equal(report.live, report.created - report.deleted);
         assert.equal(report.eventual, report.live);
