@@ -42,9 +42,9 @@ export class HarnessMismatchError extends Error {
     }
 }
 
+/** The fields compared as they are; `countersTableName` is compared with its default (the user's table) applied. */
 const LAYOUT_FIELDS = [
     "tableName",
-    "countersTableName",
     "partitionKey",
     "sortKey",
     "deletedAttribute",
@@ -55,7 +55,7 @@ const LAYOUT_FIELDS = [
 
 /** Throws HarnessMismatchError naming every table or layout field on which the client and the consumer differ. */
 export function assertSameSystem(client: CounterTableConfig, consumer: CounterTableConfig): void {
-    const fields: string[] = LAYOUT_FIELDS.filter((field) => field !== "countersTableName" && client[field] !== consumer[field]);
+    const fields: string[] = LAYOUT_FIELDS.filter((field) => client[field] !== consumer[field]);
     if ((client.countersTableName ?? client.tableName) !== (consumer.countersTableName ?? consumer.tableName)) {
         fields.push("countersTableName");
     }

@@ -5,7 +5,7 @@
  */
 import { UpdateTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { RecordedResource } from "./pulumi-mocks";
-import { COUNTER_ATTRIBUTES as A, HEAL_INDEX_NAME } from "../runtime/config";
+import { healIndexParts } from "./table";
 import type { SettleReport } from "../runtime/settle";
 import { SETTLER_ENV } from "../runtime/settler-config";
 import type { HybridCounterClient } from "../runtime/client";
@@ -47,25 +47,12 @@ export function twinSettlerSpec(resources: readonly RecordedResource[], name: st
 
 /** Adds the sparse GSI "heal-index" to a table created without it (as the component declares it). */
 export async function addHealIndex(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
+    const { AttributeDefinitions, GlobalSecondaryIndexes } = healIndexParts({ healIndex: true });
     await dynamodb.send(
         new UpdateTableCommand({
             TableName: tableName,
-            AttributeDefinitions: [
-                { AttributeName: A.healShard, AttributeType: "S" },
-                { AttributeName: A.dueAt, AttributeType: "N" },
-            ],
-            GlobalSecondaryIndexUpdates: [
-                {
-                    Create: {
-                        IndexName: HEAL_INDEX_NAME,
-                        KeySchema: [
-                            { AttributeName: A.healShard, KeyType: "HASH" },
-                            { AttributeName: A.dueAt, KeyType: "RANGE" },
-                        ],
-                        Projection: { ProjectionType: "KEYS_ONLY" },
-                    },
-                },
-            ],
+            AttributeDefinitions,
+            GlobalSecondaryIndexUpdates: (GlobalSecondaryIndexes ?? []).map((index) => ({ Create: index })),
         }),
     );
 }
