@@ -4,16 +4,16 @@
  *
  * Both read the table with the same segments; the raw Scan only reads, the backfill also reads the
  * markers and commits one transaction per chunk of up to 99 items. WCU are billed as DynamoDB bills
- * them (2 per transactional item write, see local/capacity.ts), per item counted.
+ * them (2 per transactional item write, see local/engine/capacity.ts), per item counted.
  */
 import { ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { meterWrites } from "../local/capacity";
-import { startEngine } from "../local/engine";
-import { readCounterItems } from "../local/markers";
-import { SEEDED_SELECTION, createCountersTable, seedItems, writeItems } from "../local/seed";
-import { createCounterTable } from "../local/table";
-import { backfill } from "../runtime/backfill";
-import { DEFAULT_LAYOUT } from "../runtime/config";
+import { meterWrites } from "../local/engine/capacity";
+import { startEngine } from "../local/engine/engine";
+import { readCounterItems } from "../local/harness/markers";
+import { SEEDED_SELECTION, createCountersTable, seedItems, writeItems } from "../local/harness/seed";
+import { createCounterTable } from "../local/engine/table";
+import { backfill } from "../runtime/backfill/backfill";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
 
 export interface BackfillBenchRow {
     readonly items: number;

@@ -13,7 +13,7 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import { randomUUID } from "node:crypto";
-import type { WorkloadTarget } from "../local/workload";
+import type { WorkloadTarget } from "../local/harness/workload";
 
 /** The counter item's sort key; the resources share its partition, as in the hybrid. */
 export const BASELINE_COUNTER_SK = "#counter#value";

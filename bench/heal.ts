@@ -7,15 +7,15 @@
  * - the drift |best-effort - live| summed over the keys, when the traffic stops and once a quiet window
  *   later (after one settler run), with the settler against without it.
  *
- * The traffic is the model client of the counting model (local/model-client.ts): calls that stall past
+ * The traffic is the model client of the counting model (local/harness/model-client.ts): calls that stall past
  * their deadline abandon their second write, so best-effort drifts and healing has work to do. The quiet
  * window and the deadline are compressed (seconds instead of minutes); keys take traffic in turns.
  */
-import { startEngine } from "../local/engine";
-import { keyState, runHealRace, type HealRaceOptions } from "../local/heal-race";
-import type { ModelMode } from "../local/model-client";
-import { deployLocally } from "../local/deployment";
-import { settle } from "../runtime/settle";
+import { startEngine } from "../local/engine/engine";
+import { keyState, runHealRace, type HealRaceOptions } from "../local/harness/heal-race";
+import type { ModelMode } from "../local/harness/model-client";
+import { deployLocally } from "../local/deployment/deployment";
+import { settle } from "../runtime/heal/settle";
 
 export interface HealBenchOptions {
     readonly ops: number;

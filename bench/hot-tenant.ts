@@ -1,6 +1,6 @@
 /**
  * The hot-tenant scenario of the benchmark: one counter key driven past what one DynamoDB partition
- * serves (1,000 WCU/s), with the parity layer (local/parity.ts) throttling it as DynamoDB would.
+ * serves (1,000 WCU/s), with the parity layer (local/engine/parity.ts) throttling it as DynamoDB would.
  *
  * Every write of a tenant lands on its partition: the resource items, the best-effort counter (API)
  * and the consumer's transactions (2 WCU per KB per item). The scenario drives one key with
@@ -15,19 +15,19 @@
  *   their own in the parity layer, which is the throughput effect of a separate table.
  */
 import type { DynamoDBStreamEvent } from "aws-lambda";
-import { startEngine, type LocalEngine } from "../local/engine";
-import { LagMeter } from "../local/lag";
-import { lambdaContext } from "../local/lambda-context";
-import { MappingEmulator } from "../local/mapping-emulator";
-import { snapshotKey } from "../local/observe";
-import { describeParity, type ParityOptions } from "../local/parity";
-import { LocalQueues } from "../local/sqs";
-import type { DeployedSystem } from "../local/system";
-import { createCounterTable } from "../local/table";
-import { runWorkload } from "../local/workload";
-import { HybridCounterClient, type CounterMode } from "../runtime/client";
-import { DEFAULT_LAYOUT } from "../runtime/config";
-import { createStreamHandler } from "../runtime/consumer";
+import { startEngine, type LocalEngine } from "../local/engine/engine";
+import { LagMeter } from "../local/harness/lag";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { MappingEmulator } from "../local/aws/mapping-emulator";
+import { snapshotKey } from "../local/harness/observe";
+import { describeParity, type ParityOptions } from "../local/engine/parity";
+import { LocalQueues } from "../local/aws/sqs";
+import type { DeployedSystem } from "../local/deployment/system";
+import { createCounterTable } from "../local/engine/table";
+import { runWorkload } from "../local/harness/workload";
+import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
+import { createStreamHandler } from "../runtime/stream/consumer";
 
 export type CounterPlacement = "tenant-partition" | "own-table";
 export const PLACEMENTS: readonly CounterPlacement[] = ["tenant-partition", "own-table"];

@@ -15,28 +15,28 @@ import {
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { parseArgs } from "node:util";
 import { HybridCounterComponent } from "../components/component";
-import { attributeTo, meterWrites } from "../local/capacity";
-import { startEngine, type LocalEngine } from "../local/engine";
-import { injectFaults, seededRandom } from "../local/faults";
-import { LagMeter } from "../local/lag";
-import { lambdaContext } from "../local/lambda-context";
-import { MappingEmulator } from "../local/mapping-emulator";
-import { snapshotKey } from "../local/observe";
-import { runProgramWithResult } from "../local/pulumi-mocks";
-import { LocalQueues } from "../local/sqs";
-import { describeDeployedSystem } from "../local/system";
-import { deployLocally } from "../local/deployment";
-import { createCounterTable } from "../local/table";
-import { runWorkload, type WorkloadTarget } from "../local/workload";
-import { HybridCounterClient } from "../runtime/client";
-import { DEFAULT_LAYOUT } from "../runtime/config";
-import { createStreamHandler } from "../runtime/consumer";
+import { attributeTo, meterWrites } from "../local/engine/capacity";
+import { startEngine, type LocalEngine } from "../local/engine/engine";
+import { injectFaults, seededRandom } from "../local/engine/faults";
+import { LagMeter } from "../local/harness/lag";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { MappingEmulator } from "../local/aws/mapping-emulator";
+import { snapshotKey } from "../local/harness/observe";
+import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
+import { LocalQueues } from "../local/aws/sqs";
+import { describeDeployedSystem } from "../local/deployment/system";
+import { deployLocally } from "../local/deployment/deployment";
+import { createCounterTable } from "../local/engine/table";
+import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
+import { HybridCounterClient } from "../runtime/client/client";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
+import { createStreamHandler } from "../runtime/stream/consumer";
 import { benchBackfill, describeBackfillRow } from "./backfill";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 import { runSweep } from "./sweep";
 import { healBenchLines, runHealBench } from "./heal";
 import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type HotTenantRow } from "./hot-tenant";
-import { describeParity } from "../local/parity";
+import { describeParity } from "../local/engine/parity";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
 const APPROACHES: readonly Approach[] = ["hybrid", "hybrid-per-record", "atomic-counter", "transaction-crt"];
@@ -57,7 +57,7 @@ interface Options {
     manyKeys: number;
     backfillItems: number;
     json: boolean;
-    /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
+    /** False with --no-parity: DynamoDB Local without the parity layer (local/engine/parity.ts). */
     parity: boolean;
     scenarios: { approaches: boolean; hotTenant: boolean };
     itemBytes: number;

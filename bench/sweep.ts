@@ -10,23 +10,23 @@ import type { DynamoDBStreamEvent } from "aws-lambda";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { HybridCounterComponent } from "../components/component";
-import { meterWrites } from "../local/capacity";
-import { startEngine, type LocalEngine } from "../local/engine";
-import { injectFaults, seededRandom } from "../local/faults";
-import { LagMeter } from "../local/lag";
-import { lambdaContext } from "../local/lambda-context";
-import { MappingEmulator } from "../local/mapping-emulator";
-import { snapshotKey } from "../local/observe";
-import { runProgramWithResult } from "../local/pulumi-mocks";
-import { LocalQueues } from "../local/sqs";
-import { describeDeployedSystem, type DeployedSystem } from "../local/system";
-import { deployLocally } from "../local/deployment";
+import { meterWrites } from "../local/engine/capacity";
+import { startEngine, type LocalEngine } from "../local/engine/engine";
+import { injectFaults, seededRandom } from "../local/engine/faults";
+import { LagMeter } from "../local/harness/lag";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { MappingEmulator } from "../local/aws/mapping-emulator";
+import { snapshotKey } from "../local/harness/observe";
+import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
+import { LocalQueues } from "../local/aws/sqs";
+import { describeDeployedSystem, type DeployedSystem } from "../local/deployment/system";
+import { deployLocally } from "../local/deployment/deployment";
 import { execFileSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
-import { createCounterTable } from "../local/table";
-import { runWorkload, type WorkloadTarget } from "../local/workload";
-import { HybridCounterClient } from "../runtime/client";
-import { createStreamHandler } from "../runtime/consumer";
+import { createCounterTable } from "../local/engine/table";
+import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
+import { HybridCounterClient } from "../runtime/client/client";
+import { createStreamHandler } from "../runtime/stream/consumer";
 import {
     parseSweepArgs,
     planSweep,

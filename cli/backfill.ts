@@ -1,13 +1,13 @@
 /**
- * `backfill`: counts the items a table held before the counter was attached (runtime/backfill.ts), by a
+ * `backfill`: counts the items a table held before the counter was attached (runtime/backfill/backfill.ts), by a
  * rate-limited segmented Scan. Resumable: Ctrl-C stops between pages, and the same --run-id resumes from
  * the checkpoints; a second complete run changes nothing.
  */
-import { backfill, backfillOptionsProblems, type BackfillOptions, type BackfillReport } from "../runtime/backfill";
+import { backfill, backfillOptionsProblems, type BackfillOptions, type BackfillReport } from "../runtime/backfill/backfill";
 import { EXIT, UsageError } from "./context";
 import { table } from "./format";
 import { integerFlag, modeFlag, numberFlag } from "./options";
-import type { CliCommand } from "./registry";
+import type { CliCommand } from "./command";
 
 interface BackfillFlags {
     mode?: string;

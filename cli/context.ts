@@ -20,7 +20,7 @@ import {
     type CounterTableConfig,
     type CounterTableLayout,
     type FlatSelection,
-} from "../runtime/config";
+} from "../runtime/shared/config";
 
 /** A bad flag, config or argument: exit 2. */
 export class UsageError extends Error {

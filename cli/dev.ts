@@ -3,11 +3,11 @@
  * the table, and the shipped consumer and redrive bundles with the component's mapping settings and
  * filters. Prints the endpoint, then a live per-key view, until Ctrl-C.
  */
-import { MissingPackageError, startDev } from "../local/dev-engine";
-import { readTableStatus, type KeyStatus, type TableStatus } from "../runtime/status";
+import { MissingPackageError, startDev } from "../local/twin/dev-engine";
+import { readTableStatus, type KeyStatus, type TableStatus } from "../runtime/ops/status";
 import { EXIT, OperationError } from "./context";
 import { table } from "./format";
-import type { CliCommand } from "./registry";
+import type { CliCommand } from "./command";
 
 export const DEV_TABLE = "hybrid-counter-dev";
 

@@ -10,10 +10,10 @@ import {
     replayFatal,
     showFatal,
     type FatalEntry,
-} from "../runtime/fatal-ops";
+} from "../runtime/ops/fatal-ops";
 import { EXIT, OperationError, UsageError, type CliContext } from "./context";
 import { table } from "./format";
-import type { CliCommand } from "./registry";
+import type { CliCommand } from "./command";
 
 function queueOptions(ctx: CliContext) {
     return { sqs: ctx.sqs(), queueUrl: ctx.fatalQueueUrl(), partitionKey: ctx.counter().table.partitionKey, signal: ctx.abort.signal };

@@ -1,14 +1,14 @@
 /**
- * `heal [--key K]`: heals best-effort from the table (runtime/heal.ts) for one key, or runs what the
- * scheduled settler runs (runtime/settle.ts): the keys the heal index lists, then a bounded audit.
+ * `heal [--key K]`: heals best-effort from the table (runtime/heal/heal.ts) for one key, or runs what the
+ * scheduled settler runs (runtime/heal/settle.ts): the keys the heal index lists, then a bounded audit.
  */
-import { healKey, type HealResult } from "../runtime/heal";
-import { settle, type SettleReport } from "../runtime/settle";
+import { healKey, type HealResult } from "../runtime/heal/heal";
+import { settle, type SettleReport } from "../runtime/heal/settle";
 import { EXIT, UsageError } from "./context";
 import { table } from "./format";
 import { integerFlag, modeFlag } from "./options";
 import { fatalFor } from "./reconcile";
-import type { CliCommand } from "./registry";
+import type { CliCommand } from "./command";
 
 interface HealFlags {
     key?: string;

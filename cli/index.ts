@@ -8,7 +8,8 @@
  */
 import { Command, CommanderError } from "commander";
 import { addGlobalFlags, CliContext, describeFailure, EXIT, type GlobalFlags } from "./context";
-import { COMMANDS, type Run } from "./registry";
+import type { Run } from "./command";
+import { COMMANDS } from "./registry";
 
 const VERSION = "0.1.0";
 

@@ -1,10 +1,10 @@
 /** `reconcile --key K | --all`: settles keys from the table (what the stream can no longer deliver), with progress. */
-import { reconcileAll, reconcileKeys, type ReconcileKeysResult } from "../runtime/reconcile-all";
-import { sqsFatalQueue, type FatalMessage, type FatalQueue } from "../runtime/fatal";
-import { jsonLogger } from "../runtime/telemetry";
+import { reconcileAll, reconcileKeys, type ReconcileKeysResult } from "../runtime/ops/reconcile-all";
+import { sqsFatalQueue, type FatalMessage, type FatalQueue } from "../runtime/stream/fatal";
+import { jsonLogger } from "../runtime/shared/telemetry";
 import { EXIT, UsageError, type CliContext } from "./context";
 import { table } from "./format";
-import type { CliCommand } from "./registry";
+import type { CliCommand } from "./command";
 
 /** The fatal queue when it is configured; otherwise the messages are kept for the output. */
 export function fatalFor(ctx: CliContext): FatalQueue & { unparked: FatalMessage[] } {

@@ -1,7 +1,7 @@
 /** `redrive`: moves the exhausted batches in the fatal DLQ back to the first DLQ, where the redrive function re-reads them. */
-import { redriveToFirstDlq } from "../runtime/fatal-ops";
+import { redriveToFirstDlq } from "../runtime/ops/fatal-ops";
 import { EXIT } from "./context";
-import type { CliCommand } from "./registry";
+import type { CliCommand } from "./command";
 
 export const redriveCommand: CliCommand = {
     name: "redrive",

@@ -1,8 +1,8 @@
 /** `status [--key K]`: both counters, live, pending and malformed items and held slots; without a key, the table, worst keys first. */
-import { readKeyStatus, readTableStatus, type KeyStatus } from "../runtime/status";
+import { readKeyStatus, readTableStatus, type KeyStatus } from "../runtime/ops/status";
 import { UsageError } from "./context";
 import { table } from "./format";
-import type { CliCommand } from "./registry";
+import type { CliCommand } from "./command";
 
 const COLUMNS = ["key", "best-effort", "eventual", "live", "pending creates", "pending deletes", "malformed", "held slots", "drift"];
 const row = (s: KeyStatus) => [

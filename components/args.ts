@@ -15,7 +15,6 @@
  */
 import type * as aws from "@pulumi/aws";
 import type * as pulumi from "@pulumi/pulumi";
-import type { BackfillArgs } from "./backfill";
 
 /** Billing mode of the table the component creates. */
 export const BillingMode = {
@@ -81,7 +80,7 @@ export const CounterPlacement = {
 } as const;
 export type CounterPlacement = (typeof CounterPlacement)[keyof typeof CounterPlacement];
 
-/** Which items of a key count (runtime/selection.ts). */
+/** Which items of a key count (runtime/shared/selection.ts). */
 export const CountedItems = {
     /** Items written through `HybridCounterClient` (they carry its token attribute). */
     Client: "client",
@@ -95,6 +94,43 @@ export type CountedItems = (typeof CountedItems)[keyof typeof CountedItems];
 /** The modes a counter's clients can use (see HybridCounterClient). */
 export const CounterModeArg = { Strict: "strict", Utilization: "utilization" } as const;
 export type CounterModeArg = (typeof CounterModeArg)[keyof typeof CounterModeArg];
+
+/** The component's backfill args (part of HybridCounterComponentArgs). */
+export interface BackfillArgs {
+    /**
+     * Run a backfill once when the component is deployed: every live item the selection counts that the
+     * consumer never saw (because it was written before the counter was attached) is counted into the
+     * eventual counter, and in strict mode into best-effort too. Creates the backfill function, its role
+     * and log group, and an invocation that starts it. It resumes from its checkpoints across invocations.
+     * @default false
+     */
+    readonly backfillOnDeploy?: pulumi.Input<boolean>;
+    /**
+     * The run number. A run that completed does nothing when started again; raise this to scan the table
+     * once more (for example after restoring a backup).
+     * @default 1
+     */
+    readonly backfillRun?: pulumi.Input<number>;
+    /** The API uses strict mode: the backfill also counts the items into best-effort (marking them hc_be). @default false */
+    readonly backfillStrict?: pulumi.Input<boolean>;
+    /** Segments of the parallel Scan, 1..1000 (fixed for a run once it started). @default 4 */
+    readonly backfillSegments?: pulumi.Input<number>;
+    /**
+     * Read units per second the backfill's Scan may use. For a provisioned table, leave it unset to use
+     * `backfillCapacityShare` of the table's read capacity.
+     * @default 500 on an on-demand table
+     */
+    readonly backfillReadUnitsPerSecond?: pulumi.Input<number>;
+    /**
+     * Write units per second the backfill may use on the counters table.
+     * @default 500 on an on-demand counters table
+     */
+    readonly backfillWriteUnitsPerSecond?: pulumi.Input<number>;
+    /** Share (0..1] of a provisioned table's capacity the backfill may use. @default 0.5 */
+    readonly backfillCapacityShare?: pulumi.Input<number>;
+    /** Timeout (s) of each backfill invocation, 60..900; the run continues in the next one. @default 900 */
+    readonly backfillTimeout?: pulumi.Input<number>;
+}
 
 /**
  * Arguments of {@link HybridCounterComponent}. Every field is optional: `new HybridCounterComponent("orders", {})`
@@ -160,7 +196,7 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      */
     readonly deletionProtection?: boolean;
 
-    // ---------------------------------------------------------------- table layout (runtime/config.ts)
+    // ---------------------------------------------------------------- table layout (runtime/shared/config.ts)
 
     /** Partition key attribute (type S). @default "pk" */
     readonly partitionKey?: string;

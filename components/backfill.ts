@@ -7,47 +7,11 @@
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { backfillEnvironment } from "../runtime/backfill-env";
-import type { CounterTableLayout } from "../runtime/config";
+import { backfillEnvironment } from "../runtime/backfill/env";
+import type { CounterTableLayout } from "../runtime/shared/config";
+import type { BackfillArgs } from "./args";
 import { FIXED } from "./defaults";
 import { lambdaAssumeRolePolicy, logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
-
-/** The component's backfill args (part of HybridCounterComponentArgs). */
-export interface BackfillArgs {
-    /**
-     * Run a backfill once when the component is deployed: every live item the selection counts that the
-     * consumer never saw (because it was written before the counter was attached) is counted into the
-     * eventual counter, and in strict mode into best-effort too. Creates the backfill function, its role
-     * and log group, and an invocation that starts it. It resumes from its checkpoints across invocations.
-     * @default false
-     */
-    readonly backfillOnDeploy?: pulumi.Input<boolean>;
-    /**
-     * The run number. A run that completed does nothing when started again; raise this to scan the table
-     * once more (for example after restoring a backup).
-     * @default 1
-     */
-    readonly backfillRun?: pulumi.Input<number>;
-    /** The API uses strict mode: the backfill also counts the items into best-effort (marking them hc_be). @default false */
-    readonly backfillStrict?: pulumi.Input<boolean>;
-    /** Segments of the parallel Scan, 1..1000 (fixed for a run once it started). @default 4 */
-    readonly backfillSegments?: pulumi.Input<number>;
-    /**
-     * Read units per second the backfill's Scan may use. For a provisioned table, leave it unset to use
-     * `backfillCapacityShare` of the table's read capacity.
-     * @default 500 on an on-demand table
-     */
-    readonly backfillReadUnitsPerSecond?: pulumi.Input<number>;
-    /**
-     * Write units per second the backfill may use on the counters table.
-     * @default 500 on an on-demand counters table
-     */
-    readonly backfillWriteUnitsPerSecond?: pulumi.Input<number>;
-    /** Share (0..1] of a provisioned table's capacity the backfill may use. @default 0.5 */
-    readonly backfillCapacityShare?: pulumi.Input<number>;
-    /** Timeout (s) of each backfill invocation, 60..900; the run continues in the next one. @default 900 */
-    readonly backfillTimeout?: pulumi.Input<number>;
-}
 
 export const BACKFILL_DEFAULTS = Object.freeze({
     backfillRun: 1,

@@ -1,6 +1,13 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { COUNTER_ATTRIBUTES, ENV, clientEnvironment, flatSelection, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
+import {
+    COUNTER_ATTRIBUTES,
+    ENV,
+    clientEnvironment,
+    flatSelection,
+    handlerEnvironment,
+    type CounterTableLayout,
+} from "../runtime/shared/config";
 import { ALARM_SPECS, type AlarmSubject } from "./alarms";
 import type { CountedItems, HybridCounterAlarmArns, HybridCounterComponentArgs } from "./args";
 import { createBackfillResources } from "./backfill";
@@ -56,7 +63,7 @@ export interface HybridCounterClientConfig {
     readonly countedAttributeValue?: string;
     /**
      * The settler's quiet window (s), when it is deployed: the client refuses a `deadlineMs` it does not cover
-     * (deadline + 300 s request lifetime + 60 s clock skew must stay below it; runtime/heal-window.ts).
+     * (deadline + 300 s request lifetime + 60 s clock skew must stay below it; runtime/heal/heal-window.ts).
      */
     readonly healQuietWindowSeconds?: number;
 }
@@ -499,7 +506,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.alarmArns = pulumi.output(alarmArns);
         this.alarmTopicArn = alarmTopicArn;
         this.dashboardName = dashboard.dashboardName;
-        // Clients check their deadline against the window the settler heals with (runtime/heal-window.ts).
+        // Clients check their deadline against the window the settler heals with (runtime/heal/heal-window.ts).
         const quietWindow =
             (args.settlerEnabled ?? D.settlerEnabled) ? (args.healQuietWindowSeconds ?? D.healQuietWindowSeconds) : undefined;
         this.clientConfig = pulumi

@@ -11,7 +11,7 @@
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { COUNTER_ATTRIBUTES, HEAL_INDEX_NAME } from "../runtime/config";
+import { COUNTER_ATTRIBUTES, HEAL_INDEX_NAME } from "../runtime/shared/config";
 import { CounterPlacement } from "./args";
 
 export { CounterPlacement };

@@ -25,7 +25,7 @@ function widget(title: string, x: number, y: number, region: string, metrics: Me
     };
 }
 
-/** The `service` dimension the handlers put on their EMF metrics (runtime/consumer.ts, runtime/redrive.ts). */
+/** The `service` dimension the handlers put on their EMF metrics (runtime/stream/consumer.ts, runtime/stream/redrive.ts). */
 export const EMF_SERVICES = Object.freeze({ consumer: "hybrid-counter-consumer", redrive: "hybrid-counter-redrive" });
 
 /**

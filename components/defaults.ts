@@ -8,9 +8,9 @@
  * - An SQS on-failure destination receives only the batch's metadata (shard and sequence range), so the
  *   redrive must re-read the records from the stream while they still exist.
  */
-import { DEFAULT_DEADLINE_MS } from "../runtime/client-validation";
-import { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE, type CounterTableLayout } from "../runtime/config";
-import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, smallestQuietWindowSeconds } from "../runtime/heal-window";
+import { DEFAULT_DEADLINE_MS } from "../runtime/client/validation";
+import { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE, type CounterTableLayout } from "../runtime/shared/config";
+import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, smallestQuietWindowSeconds } from "../runtime/heal/heal-window";
 import { AlarmName, type Architecture, type BillingMode } from "./args";
 
 export { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE };
@@ -81,7 +81,7 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     redriveErrorsAlarmThreshold: 1,
     createAlarmTopic: false,
 
-    // Settler (healing and settling, runtime/heal.ts and runtime/settle.ts)
+    // Settler (healing and settling, runtime/heal/heal.ts and runtime/heal/settle.ts)
     settlerEnabled: true,
     /** Every 5 minutes: a held slot or a drift is healed within about a quiet window plus one period. */
     settlerSchedule: "rate(5 minutes)",
@@ -94,7 +94,7 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     healQuietWindowSeconds: 600,
     /**
      * The largest `deadlineMs` the API's clients use: the client's own default, 10 s. The quiet window must
-     * exceed it + 300 s + 60 s (runtime/heal-window.ts); a client with a longer deadline than the deployed
+     * exceed it + 300 s + 60 s (runtime/heal/heal-window.ts); a client with a longer deadline than the deployed
      * window covers is refused at construction (the window travels in clientConfig).
      */
     clientDeadlineMs: DEFAULT_DEADLINE_MS,
@@ -154,7 +154,7 @@ export const LIMITS = Object.freeze({
     reservedConcurrency: [0, 1000],
     capacity: [1, 40_000],
     /**
-     * Above the shortest client deadline (100 ms) + 300 s SigV4 validity + 60 s skew (runtime/heal-window.ts;
+     * Above the shortest client deadline (100 ms) + 300 s SigV4 validity + 60 s skew (runtime/heal/heal-window.ts;
      * the floor for the deadline actually used, [clientDeadlineMs], is checked beside it); at most a day (a
      * heal due for longer than that would leave a held slot for a day).
      */
@@ -170,7 +170,7 @@ export const LIMITS = Object.freeze({
 } as const);
 
 /**
- * Filter patterns of the stream mapping, derived from the selection (runtime/selection.ts): a record is
+ * Filter patterns of the stream mapping, derived from the selection (runtime/shared/selection.ts): a record is
  * delivered when either of its images could be selected. A record whose images both fail the selection
  * implies "not live" before and after, so the consumer would ignore it: the filter drops exactly such
  * records and nothing it could count. (Counter items, in the same-table placement, never match: they

@@ -1,4 +1,11 @@
-export { AlarmName, Architecture, BillingMode, type HybridCounterAlarmArns, type HybridCounterComponentArgs } from "./args";
+export {
+    AlarmName,
+    Architecture,
+    BillingMode,
+    type BackfillArgs,
+    type HybridCounterAlarmArns,
+    type HybridCounterComponentArgs,
+} from "./args";
 export { ALARM_SPECS, type AlarmSpec, type AlarmSubject } from "./alarms";
 export { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "./bundles";
 export { HybridCounterComponent, defaultDashboardName, type HybridCounterClientConfig } from "./component";
@@ -32,4 +39,4 @@ export {
     validateHybridCounterArgs,
     type AttachedTableSettings,
 } from "./validation";
-export { backfillArgsProblems, backfillPolicy, type BackfillArgs, type BackfillPolicyInputs } from "./backfill";
+export { backfillArgsProblems, backfillPolicy, type BackfillPolicyInputs } from "./backfill";

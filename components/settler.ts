@@ -1,12 +1,12 @@
 /**
  * The settler: a function the schedule invokes to heal best-effort counters and settle what the stream can
- * no longer count (runtime/settle.ts), with its own least-privilege role, log group, errors alarm and
+ * no longer count (runtime/heal/settle.ts), with its own least-privilege role, log group, errors alarm and
  * dashboard widgets. Created by HybridCounterComponent unless `settlerEnabled` is false.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "../runtime/config";
-import { settlerEnvironment } from "../runtime/settler-config";
+import { HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "../runtime/shared/config";
+import { settlerEnvironment } from "../runtime/heal/settler-config";
 import type { HybridCounterComponentArgs } from "./args";
 import { FIXED, HYBRID_COUNTER_DEFAULTS as D } from "./defaults";
 import { lambdaAssumeRolePolicy, logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";

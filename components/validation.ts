@@ -3,8 +3,8 @@
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/config";
-import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowCovers } from "../runtime/heal-window";
+import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/shared/config";
+import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowCovers } from "../runtime/heal/heal-window";
 import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { backfillArgsProblems } from "./backfill";
@@ -258,7 +258,7 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     }
     integerBetween("healQuietWindowSeconds", LIMITS.healQuietWindowSeconds);
     integerBetween("clientDeadlineMs", LIMITS.clientDeadlineMs);
-    // Heal assumption A4 (runtime/heal.ts): the window must outlast the last write of the slowest client call.
+    // Heal assumption A4 (runtime/heal/heal.ts): the window must outlast the last write of the slowest client call.
     const window = args.healQuietWindowSeconds ?? D.healQuietWindowSeconds;
     const deadline = args.clientDeadlineMs ?? D.clientDeadlineMs;
     const inRange = (value: unknown, [min, max]: readonly [number, number]) =>

@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { startEngine } from "../local/engine";
+import { startEngine } from "../local/engine/engine";
 import { generateHistory, type History, type Mode, type SelectionKind } from "../test/fuzz/history";
 import { runHistory } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";

@@ -11,14 +11,14 @@ import { DeleteItemCommand, DeleteTableCommand, PutItemCommand, QueryCommand, ty
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
 import * as path from "node:path";
-import { injectFaults, seededRandom } from "../local/faults";
-import { readCounterItems } from "../local/markers";
-import { seedItems, seedKey, writeItems } from "../local/seed";
-import { runWorkload } from "../local/workload";
-import { backfill, backfillConfig } from "../runtime/backfill";
-import { BackfillStore } from "../runtime/backfill-store";
-import type { ItemSelection } from "../runtime/selection";
-import { isLive } from "../runtime/selection";
+import { injectFaults, seededRandom } from "../local/engine/faults";
+import { readCounterItems } from "../local/harness/markers";
+import { seedItems, seedKey, writeItems } from "../local/harness/seed";
+import { runWorkload } from "../local/harness/workload";
+import { backfill, backfillConfig } from "../runtime/backfill/backfill";
+import { BackfillStore } from "../runtime/backfill/store";
+import type { ItemSelection } from "../runtime/shared/selection";
+import { isLive } from "../runtime/shared/selection";
 import { counterFixture, observeWhile, strictAdoptionInvariant, utilizationInvariant } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 

@@ -5,14 +5,14 @@
 import { strict as assert } from "node:assert";
 import { HybridCounterArgsError, HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { backfillPolicy } from "../components/backfill";
-import { lambdaContext } from "../local/lambda-context";
-import { readCounterItems } from "../local/markers";
-import { findResource, outputValue, resourcesOfType, runProgramWithResult } from "../local/pulumi-mocks";
-import { SEEDED_SELECTION, createCountersTable, seedItems, writeItems } from "../local/seed";
-import { createCounterTable } from "../local/table";
-import { BACKFILL_ENV, backfillEnvironment, backfillFromEnv } from "../runtime/backfill-env";
-import { createBackfillHandler, type BackfillEvent, type BackfillHandlerResult } from "../runtime/backfill-handler";
-import { DEFAULT_LAYOUT } from "../runtime/config";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { readCounterItems } from "../local/harness/markers";
+import { findResource, outputValue, resourcesOfType, runProgramWithResult } from "../local/deployment/pulumi-mocks";
+import { SEEDED_SELECTION, createCountersTable, seedItems, writeItems } from "../local/harness/seed";
+import { createCounterTable } from "../local/engine/table";
+import { BACKFILL_ENV, backfillEnvironment, backfillFromEnv } from "../runtime/backfill/env";
+import { createBackfillHandler, type BackfillEvent, type BackfillHandlerResult } from "../runtime/backfill/handler";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
 import { useEngine } from "./support/engine";
 
 const ACCOUNT = "123456789012";

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
-import { chartSvg, niceStep, niceTicks, stepPath } from "../local/chart";
-import { worstKeys } from "../local/twin";
-import type { KeySnapshot } from "../local/observe";
+import { chartSvg, niceStep, niceTicks, stepPath } from "../local/twin/chart";
+import { worstKeys } from "../local/twin/twin";
+import type { KeySnapshot } from "../local/harness/observe";
 
 describe("the twin's chart", () => {
     it("puts axis ticks on round numbers", () => {

@@ -6,8 +6,8 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { HybridCounterClient } from "../runtime/client";
-import { DEFAULT_LAYOUT } from "../runtime/config";
+import { HybridCounterClient } from "../runtime/client/client";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
 import { buildCli } from "../scripts/bundle-cli";
 
 interface Line {

@@ -1,9 +1,9 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 /** The fatal queue's messages, explained: each kind the pipeline sends maps to its remedy and the keys it names. */
 import { strict as assert } from "node:assert";
-import { explainFatalMessage } from "../runtime/fatal-explain";
-import { itemState, keyStatus, worstFirst } from "../runtime/status";
-import { DEFAULT_LAYOUT } from "../runtime/config";
+import { explainFatalMessage } from "../runtime/ops/fatal-explain";
+import { itemState, keyStatus, worstFirst } from "../runtime/ops/status";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
 
 describe("fatal messages explained", () => {
     const cases: Array<[string, string, { kind: string; remedy: string; counterKeys: string[] }]> = [

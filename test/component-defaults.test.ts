@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { HYBRID_COUNTER_DEFAULTS as D, HybridCounterComponent } from "../index";
-import { findResource, resourcesOfType, runProgram, type RecordedResource } from "../local/pulumi-mocks";
+import { findResource, resourcesOfType, runProgram, type RecordedResource } from "../local/deployment/pulumi-mocks";
 
 /** Each default, proven on its own against a default instance (and pinned to its documented value). */
 describe("HybridCounterComponent defaults", () => {

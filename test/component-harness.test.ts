@@ -1,7 +1,14 @@
 import * as assert from "node:assert/strict";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { findResource, IDENTITY_INVOKES, MOCK_ACCOUNT_ID, outputValue, runProgram, runProgramWithResult } from "../local/pulumi-mocks";
+import {
+    findResource,
+    IDENTITY_INVOKES,
+    MOCK_ACCOUNT_ID,
+    outputValue,
+    runProgram,
+    runProgramWithResult,
+} from "../local/deployment/pulumi-mocks";
 
 class Parent extends pulumi.ComponentResource {
     readonly queueArn: pulumi.Output<string>;

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
-import { findResource, resourcesOfType, runProgram, type RecordedResource } from "../local/pulumi-mocks";
+import { findResource, resourcesOfType, runProgram, type RecordedResource } from "../local/deployment/pulumi-mocks";
 
 const ACCOUNT = "123456789012";
 const TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-table`;

@@ -9,7 +9,7 @@ import {
     type HybridCounterComponentArgs,
 } from "../index";
 import { assertBundlesExist, bundlePathsUnder } from "../components/bundles";
-import { settle, setupPulumiMocks } from "../local/pulumi-mocks";
+import { settle, setupPulumiMocks } from "../local/deployment/pulumi-mocks";
 
 const RETENTIONS = "1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653";
 const KMS = "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)";

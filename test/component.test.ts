@@ -3,10 +3,10 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { HybridCounterArgsError, HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { HybridCounterClient } from "../runtime/client";
-import { clientConfigFromEnv, layoutWithDefaults } from "../runtime/config";
-import { ConfigurationError } from "../runtime/errors";
-import { findResource, outputValue, resourcesOfType, runProgramWithResult, type RecordedResource } from "../local/pulumi-mocks";
+import { HybridCounterClient } from "../runtime/client/client";
+import { clientConfigFromEnv, layoutWithDefaults } from "../runtime/shared/config";
+import { ConfigurationError } from "../runtime/shared/errors";
+import { findResource, outputValue, resourcesOfType, runProgramWithResult, type RecordedResource } from "../local/deployment/pulumi-mocks";
 
 const ACCOUNT = "123456789012";
 const TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-table`;

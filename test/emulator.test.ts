@@ -1,7 +1,7 @@
 import { PutItemCommand, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { startEngine, type LocalEngine } from "../local/engine";
+import { startEngine, type LocalEngine } from "../local/engine/engine";
 import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import {
     LAMBDA_DEFAULTS,
@@ -10,8 +10,8 @@ import {
     validateSettings,
     type MappingSettings,
     type OnFailureRecord,
-} from "../local/mapping-emulator";
-import { createCounterTable } from "../local/table";
+} from "../local/aws/mapping-emulator";
+import { createCounterTable } from "../local/engine/table";
 
 let tables = 0;
 

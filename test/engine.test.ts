@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { ListTablesCommand } from "@aws-sdk/client-dynamodb";
-import { startEngine } from "../local/engine";
+import { startEngine } from "../local/engine/engine";
 
 describe("local engine", () => {
     it("starts DynamoDB Local on a loopback port and stops it", async () => {

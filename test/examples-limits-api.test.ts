@@ -9,10 +9,10 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "
 import { API_RESPONSES, ROUTES, createApiHandler, type ApiHandler, type CounterClient } from "../examples/limits-api/app/handler";
 import { apiEnvironment, type ApiSettings } from "../examples/limits-api/app/settings";
 import { buildApiBundle } from "../examples/limits-api/bundle";
-import { startEngine, type LocalEngine } from "../local/engine";
-import { createCounterTable } from "../local/table";
-import { InvalidArgumentError } from "../runtime/errors";
-import { DEFAULT_LAYOUT, clientEnvironment } from "../runtime/config";
+import { startEngine, type LocalEngine } from "../local/engine/engine";
+import { createCounterTable } from "../local/engine/table";
+import { InvalidArgumentError } from "../runtime/shared/errors";
+import { DEFAULT_LAYOUT, clientEnvironment } from "../runtime/shared/config";
 import { assertExact, counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { linkPackageInto } from "./support/example-link";
 

@@ -10,7 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { API_ENV } from "../examples/limits-api/app/settings";
 import { ROUTES } from "../examples/limits-api/app/handler";
 import type { HybridCounterClientConfig } from "../components/component";
-import { ENV, clientEnvironment, layoutWithDefaults } from "../runtime/config";
+import { ENV, clientEnvironment, layoutWithDefaults } from "../runtime/shared/config";
 import { linkPackageInto } from "./support/example-link";
 import {
     findResource,
@@ -19,7 +19,7 @@ import {
     runProgramWithResult,
     type ProgramRun,
     type RecordedResource,
-} from "../local/pulumi-mocks";
+} from "../local/deployment/pulumi-mocks";
 
 const ROOT = path.resolve(__dirname, "..");
 const COMPONENT = "hybrid-counter:index:HybridCounterComponent";

@@ -7,7 +7,7 @@
  */
 import type { TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { bestEffortUpdate } from "../runtime/best-effort-marks";
+import { bestEffortUpdate } from "../runtime/shared/best-effort-marks";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
 import { runHistory, type FuzzClients } from "./fuzz/run";
 import { rewrite } from "./fuzz/mutants";

@@ -5,9 +5,9 @@
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { HybridCounterClient, type HybridCounterClientOptions } from "../runtime/client";
-import { clientConfigFromEnv, clientEnvironment, DEFAULT_LAYOUT, ENV } from "../runtime/config";
-import { ConfigurationError } from "../runtime/errors";
+import { HybridCounterClient, type HybridCounterClientOptions } from "../runtime/client/client";
+import { clientConfigFromEnv, clientEnvironment, DEFAULT_LAYOUT, ENV } from "../runtime/shared/config";
+import { ConfigurationError } from "../runtime/shared/errors";
 import {
     CLOCK_SKEW_MS,
     largestCoveredDeadlineMs,
@@ -15,8 +15,8 @@ import {
     REQUEST_LIFETIME_MS,
     smallestQuietWindowSeconds,
     windowCovers,
-} from "../runtime/heal-window";
-import { SETTLER_ENV, settlerConfigFromEnv } from "../runtime/settler-config";
+} from "../runtime/heal/heal-window";
+import { SETTLER_ENV, settlerConfigFromEnv } from "../runtime/heal/settler-config";
 
 /** Never sends: construction is pure. */
 const dynamodb = new DynamoDBClient({

@@ -1,9 +1,9 @@
 import { PutItemCommand, TransactWriteItemsCommand, type TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { LagMeter, percentile } from "../local/lag";
-import { createCounterTable } from "../local/table";
-import { DEFAULT_LAYOUT } from "../runtime/config";
+import { LagMeter, percentile } from "../local/harness/lag";
+import { createCounterTable } from "../local/engine/table";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
 import { useEngine } from "./support/engine";
 
 let sequence = 100;

@@ -4,8 +4,8 @@
  */
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { DEFAULT_LAYOUT, HEAL_INDEX_NAME, type CounterTableConfig } from "../runtime/config";
-import { assertSameSystem, deployLocally, HarnessMismatchError } from "../local/deployment";
+import { DEFAULT_LAYOUT, HEAL_INDEX_NAME, type CounterTableConfig } from "../runtime/shared/config";
+import { assertSameSystem, deployLocally, HarnessMismatchError } from "../local/deployment/deployment";
 import { useEngine } from "./support/engine";
 
 describe("a harness's deployment on DynamoDB Local", function () {

@@ -4,8 +4,8 @@ import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
 import { counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
-import { lambdaContext } from "../local/lambda-context";
-import { snapshotKey } from "../local/observe";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { snapshotKey } from "../local/harness/observe";
 import {
     COUNTER_CHUNK_LIMITS,
     firstChunk,
@@ -15,9 +15,9 @@ import {
     separateTooLarge,
     TRANSACTION_MAX_BYTES,
     withMargin,
-} from "../runtime/chunking";
-import { transactionActions } from "../runtime/markers";
-import { reconcileKey } from "../runtime/reconcile";
+} from "../runtime/stream/chunking";
+import { transactionActions } from "../runtime/stream/markers";
+import { reconcileKey } from "../runtime/heal/reconcile";
 
 const KB = 1024;
 

@@ -10,8 +10,8 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { itemSize } from "../local/parity-model";
-import { createCounterTable, createCountersTable } from "../local/table";
+import { itemSize } from "../local/engine/parity-model";
+import { createCounterTable, createCountersTable } from "../local/engine/table";
 
 /** A clock the tests move by hand, so every bucket's level is exact. */
 const clock = { t: 1_000_000, now: () => clock.t, advance: (ms: number) => (clock.t += ms) };

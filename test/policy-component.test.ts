@@ -10,7 +10,7 @@ import * as assert from "node:assert/strict";
 import { HybridCounterComponent } from "../index";
 import { hybridCounterPolicies, POLICY_NAMES } from "../policy/index";
 import { RecordedResource as PolicyRecord, runPolicies } from "./support/policy-harness";
-import { runProgram, type RecordedResource as MockRecord } from "../local/pulumi-mocks";
+import { runProgram, type RecordedResource as MockRecord } from "../local/deployment/pulumi-mocks";
 
 /** Every string in a value, descending into objects, arrays and JSON text. */
 function strings(value: unknown, into: string[] = []): string[] {

@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { COMMANDS } from "../cli/registry";
-import { parseTwinArgs } from "../local/twin";
+import { parseTwinArgs } from "../local/twin/twin";
 import { CONFIG_KEYS, CONFIG_NAMESPACE, stackSettingsFromConfig } from "../stack/config";
 
 const root = path.resolve(__dirname, "..");

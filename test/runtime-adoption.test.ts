@@ -22,9 +22,9 @@ import { marshall } from "@aws-sdk/util-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { lambdaContext } from "../local/lambda-context";
-import { COUNTER_ATTRIBUTES, markerSortKey } from "../runtime/config";
-import { toLambdaRecord } from "../runtime/stream-reader";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { COUNTER_ATTRIBUTES, markerSortKey } from "../runtime/shared/config";
+import { toLambdaRecord } from "../runtime/stream/stream-reader";
 import { assertExact, counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 

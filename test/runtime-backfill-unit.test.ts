@@ -7,9 +7,9 @@
  */
 import { DeleteItemCommand, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { backfill } from "../runtime/backfill";
-import { HybridCounterClient } from "../runtime/client";
-import { COUNTER_ATTRIBUTES, markerSortKey } from "../runtime/config";
+import { backfill } from "../runtime/backfill/backfill";
+import { HybridCounterClient } from "../runtime/client/client";
+import { COUNTER_ATTRIBUTES, markerSortKey } from "../runtime/shared/config";
 import { counterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 

@@ -17,15 +17,15 @@ import type { DeserializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
 import { assertExact, counterFixture, observeWhile, strictInvariant, utilizationInvariant } from "./support/counter-fixture";
-import { seededRandom } from "../local/faults";
-import { createCounterTable } from "../local/table";
-import { HybridCounterClient, type HybridCounterClientOptions } from "../runtime/client";
-import { itemSize, MAX_ITEM_BYTES } from "../runtime/client-validation";
-import { COUNTER_ATTRIBUTES, ConfigurationError, DEFAULT_LAYOUT, markerSortKey, ZERO_SEQ } from "../runtime/config";
-import { HybridCounterError, InvalidArgumentError } from "../runtime/errors";
-import { healShard } from "../runtime/best-effort";
-import { LEGACY_PROCESSED_FLAG } from "../runtime/resource-writes";
-import { newToken, tokenTime } from "../runtime/tokens";
+import { seededRandom } from "../local/engine/faults";
+import { createCounterTable } from "../local/engine/table";
+import { HybridCounterClient, type HybridCounterClientOptions } from "../runtime/client/client";
+import { itemSize, MAX_ITEM_BYTES } from "../runtime/client/validation";
+import { COUNTER_ATTRIBUTES, ConfigurationError, DEFAULT_LAYOUT, markerSortKey, ZERO_SEQ } from "../runtime/shared/config";
+import { HybridCounterError, InvalidArgumentError } from "../runtime/shared/errors";
+import { healShard } from "../runtime/client/best-effort";
+import { LEGACY_PROCESSED_FLAG } from "../runtime/client/resource-writes";
+import { newToken, tokenTime } from "../runtime/shared/tokens";
 
 let tables = 0;
 

@@ -8,10 +8,10 @@ import {
 import type { DeserializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { injectFaults, seededRandom } from "../local/faults";
-import { HybridCounterClient } from "../runtime/client";
-import { ConfigurationError } from "../runtime/config";
-import { InvalidArgumentError } from "../runtime/errors";
+import { injectFaults, seededRandom } from "../local/engine/faults";
+import { HybridCounterClient } from "../runtime/client/client";
+import { ConfigurationError } from "../runtime/shared/config";
+import { InvalidArgumentError } from "../runtime/shared/errors";
 import { counterFixture } from "./support/counter-fixture";
 
 describe("HybridCounterClient on DynamoDB Local", () => {

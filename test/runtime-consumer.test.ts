@@ -11,11 +11,11 @@ import type { InitializeMiddleware } from "@smithy/types";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { lambdaContext } from "../local/lambda-context";
-import { LocalQueues } from "../local/sqs";
-import { createStreamHandler } from "../runtime/consumer";
-import { createRedriveHandler } from "../runtime/redrive";
-import { toLambdaRecord } from "../runtime/stream-reader";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { LocalQueues } from "../local/aws/sqs";
+import { createStreamHandler } from "../runtime/stream/consumer";
+import { createRedriveHandler } from "../runtime/stream/redrive";
+import { toLambdaRecord } from "../runtime/stream/stream-reader";
 import { assertExact, counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
 
 /** Every record on the table's stream so far, as Lambda would deliver them. */

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { runWorkload } from "../local/workload";
+import { runWorkload } from "../local/harness/workload";
 import { assertExact, counterFixture, observeWhile, strictInvariant, utilizationInvariant } from "./support/counter-fixture";
 
 describe("counting on DynamoDB Local: creates and deletes, concurrent, several keys", () => {

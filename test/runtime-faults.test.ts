@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { seededRandom } from "../local/faults";
-import { runWorkload } from "../local/workload";
+import { seededRandom } from "../local/engine/faults";
+import { runWorkload } from "../local/harness/workload";
 import {
     assertExact,
     counterFixture,

@@ -5,12 +5,12 @@
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { meterWrites } from "../local/capacity";
-import { ModelClient } from "../local/model-client";
-import { HybridCounterClient } from "../runtime/client";
-import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, type CounterTableConfig } from "../runtime/config";
-import type { FatalQueue } from "../runtime/fatal";
-import { settle } from "../runtime/settle";
+import { meterWrites } from "../local/engine/capacity";
+import { ModelClient } from "../local/harness/model-client";
+import { HybridCounterClient } from "../runtime/client/client";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, type CounterTableConfig } from "../runtime/shared/config";
+import type { FatalQueue } from "../runtime/stream/fatal";
+import { settle } from "../runtime/heal/settle";
 import { useEngine } from "./support/engine";
 import { healTables } from "./support/heal-fixture";
 

@@ -4,9 +4,9 @@
  */
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { COUNTER_ATTRIBUTES as A, HEAL_SHARDS, bestEffortSortKey, countersTable, healShard } from "../runtime/config";
-import type { FatalQueue } from "../runtime/fatal";
-import { settle } from "../runtime/settle";
+import { COUNTER_ATTRIBUTES as A, HEAL_SHARDS, bestEffortSortKey, countersTable, healShard } from "../runtime/shared/config";
+import type { FatalQueue } from "../runtime/stream/fatal";
+import { settle } from "../runtime/heal/settle";
 import { useEngine } from "./support/engine";
 import { healTables } from "./support/heal-fixture";
 

@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { drainAndSettle, keyState, runHealRace, type HealRaceOptions } from "../local/heal-race";
+import { drainAndSettle, keyState, runHealRace, type HealRaceOptions } from "../local/harness/heal-race";
 import { useEngine } from "./support/engine";
 import { healTables } from "./support/heal-fixture";
 

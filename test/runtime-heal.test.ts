@@ -8,10 +8,10 @@ import {
     healShard,
     markerSortKey,
     type CounterTableConfig,
-} from "../runtime/config";
-import { healKey, planHeal, readForHeal, writeHeal, type HealOptions } from "../runtime/heal";
-import { tokenTime, uuidv7 } from "../runtime/tokens";
-import { ModelClient, type Step } from "../local/model-client";
+} from "../runtime/shared/config";
+import { healKey, planHeal, readForHeal, writeHeal, type HealOptions } from "../runtime/heal/heal";
+import { tokenTime, uuidv7 } from "../runtime/shared/tokens";
+import { ModelClient, type Step } from "../local/harness/model-client";
 import { useEngine } from "./support/engine";
 import { gate, healTables, probe } from "./support/heal-fixture";
 

@@ -2,7 +2,7 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { streamFilterPatterns } from "../components/defaults";
-import { matchesAny, parsePattern } from "../local/filter";
+import { matchesAny, parsePattern } from "../local/aws/filter";
 import {
     COUNTER_ATTRIBUTES,
     DEFAULT_LAYOUT,
@@ -12,11 +12,11 @@ import {
     type CounterTableConfig,
     type CounterTableLayout,
     type ItemSelection,
-} from "../runtime/config";
-import { chunkIntents, planBatch, refineIntent, transactionActions, type ItemIntent } from "../runtime/markers";
-import { planReconcile } from "../runtime/reconcile";
-import { classifyRecord } from "../runtime/records";
-import { isLive, isSelected } from "../runtime/selection";
+} from "../runtime/shared/config";
+import { chunkIntents, planBatch, refineIntent, transactionActions, type ItemIntent } from "../runtime/stream/markers";
+import { planReconcile } from "../runtime/heal/reconcile";
+import { classifyRecord } from "../runtime/stream/records";
+import { isLive, isSelected } from "../runtime/shared/selection";
 
 const config: CounterTableConfig = { ...DEFAULT_LAYOUT, tableName: "orders", countersTableName: "orders-counters" };
 

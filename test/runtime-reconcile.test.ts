@@ -1,8 +1,8 @@
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { injectFaults, seededRandom } from "../local/faults";
-import { reconcileKey } from "../runtime/reconcile";
-import type { FatalMessage } from "../runtime/fatal";
+import { injectFaults, seededRandom } from "../local/engine/faults";
+import { reconcileKey } from "../runtime/heal/reconcile";
+import type { FatalMessage } from "../runtime/stream/fatal";
 import { assertExact, counterFixture } from "./support/counter-fixture";
 
 describe("reconciliation from the table, on DynamoDB Local", () => {

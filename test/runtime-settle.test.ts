@@ -1,12 +1,12 @@
 import { strict as assert } from "node:assert";
 import { DeleteItemCommand, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { ConfigurationError, ENV, settlerCursorSortKey, countersTable, type CounterTableConfig } from "../runtime/config";
-import type { FatalQueue } from "../runtime/fatal";
-import type { ReconcileResult } from "../runtime/reconcile";
-import { advanceCursor, settle, type SettleOptions } from "../runtime/settle";
-import { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment } from "../runtime/settler-config";
-import { uuidv7 } from "../runtime/tokens";
-import { ModelClient } from "../local/model-client";
+import { ConfigurationError, ENV, settlerCursorSortKey, countersTable, type CounterTableConfig } from "../runtime/shared/config";
+import type { FatalQueue } from "../runtime/stream/fatal";
+import type { ReconcileResult } from "../runtime/heal/reconcile";
+import { advanceCursor, settle, type SettleOptions } from "../runtime/heal/settle";
+import { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment } from "../runtime/heal/settler-config";
+import { uuidv7 } from "../runtime/shared/tokens";
+import { ModelClient } from "../local/harness/model-client";
 import { useEngine } from "./support/engine";
 import { healTables, probe } from "./support/heal-fixture";
 

@@ -4,14 +4,14 @@
  */
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { backfill } from "../runtime/backfill";
-import { HybridCounterClient } from "../runtime/client";
-import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/config";
-import { healKey } from "../runtime/heal";
-import type { ItemSelection } from "../runtime/selection";
-import { reconcileKey } from "../runtime/reconcile";
-import { LEDGER_CLOCK_SKEW_MS, reservedInEpoch } from "../runtime/strict-ledger";
-import { newToken } from "../runtime/tokens";
+import { backfill } from "../runtime/backfill/backfill";
+import { HybridCounterClient } from "../runtime/client/client";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/shared/config";
+import { healKey } from "../runtime/heal/heal";
+import type { ItemSelection } from "../runtime/shared/selection";
+import { reconcileKey } from "../runtime/heal/reconcile";
+import { LEDGER_CLOCK_SKEW_MS, reservedInEpoch } from "../runtime/shared/strict-ledger";
+import { newToken } from "../runtime/shared/tokens";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 

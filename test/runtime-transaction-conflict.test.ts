@@ -8,10 +8,10 @@
 import { type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
-import { faultError } from "../local/faults";
-import type { BestEffortFailure } from "../runtime/best-effort";
-import { HybridCounterClient } from "../runtime/client";
-import { bestEffortSortKey } from "../runtime/config";
+import { faultError } from "../local/engine/faults";
+import type { BestEffortFailure } from "../runtime/client/best-effort";
+import { HybridCounterClient } from "../runtime/client/client";
+import { bestEffortSortKey } from "../runtime/shared/config";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 

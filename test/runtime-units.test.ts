@@ -8,10 +8,10 @@ import {
     handlerEnvironment,
     resolveLayout,
     type CounterTableConfig,
-} from "../runtime/config";
-import { fatalMessageBody, MAX_MESSAGE_BYTES } from "../runtime/fatal";
-import { compareSequenceNumbers, lowestSequenceNumber } from "../runtime/records";
-import { parseBatchInfo } from "../runtime/redrive";
+} from "../runtime/shared/config";
+import { fatalMessageBody, MAX_MESSAGE_BYTES } from "../runtime/stream/fatal";
+import { compareSequenceNumbers, lowestSequenceNumber } from "../runtime/stream/records";
+import { parseBatchInfo } from "../runtime/stream/redrive";
 
 const config: CounterTableConfig = { ...DEFAULT_LAYOUT, tableName: "orders", countersTableName: "orders-counters" };
 

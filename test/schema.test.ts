@@ -20,8 +20,8 @@ import {
     HybridCounterComponent,
     type HybridCounterComponentArgs,
 } from "../index";
-import { DEFAULT_LAYOUT } from "../runtime/config";
-import { outputValue, runProgramWithResult, type RecordedResource } from "../local/pulumi-mocks";
+import { DEFAULT_LAYOUT } from "../runtime/shared/config";
+import { outputValue, runProgramWithResult, type RecordedResource } from "../local/deployment/pulumi-mocks";
 import { ROOT, SCHEMA_FILE, SCHEMA_UPDATE_COMMAND, componentProvider, inferSchemaText } from "../scripts/schema";
 
 interface PropertySpec {
@@ -139,10 +139,10 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
 
     it("has every arg of HybridCounterComponentArgs as an optional input, with its TSDoc as the description", () => {
         // Prepare
-        // The backfill args are inherited from BackfillArgs (components/backfill.ts).
+        // The backfill args are inherited from BackfillArgs (components/args.ts).
         const args = [
             ...documentedMembers(path.join(ROOT, "components", "args.ts"), "HybridCounterComponentArgs"),
-            ...documentedMembers(path.join(ROOT, "components", "backfill.ts"), "BackfillArgs"),
+            ...documentedMembers(path.join(ROOT, "components", "args.ts"), "BackfillArgs"),
         ];
         // Assess
         assert.deepEqual(

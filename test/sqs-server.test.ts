@@ -6,7 +6,7 @@
  */
 import { ReceiveMessageCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { strict as assert } from "node:assert";
-import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../local/sqs";
+import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../local/aws/sqs";
 
 describe("local SQS server", () => {
     let server: LocalSqs;

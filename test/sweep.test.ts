@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { HybridCounterComponent } from "../components/component";
-import { runProgramWithResult } from "../local/pulumi-mocks";
-import { describeDeployedSystem } from "../local/system";
+import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
+import { describeDeployedSystem } from "../local/deployment/system";
 import { measurePoint, paced } from "../bench/sweep";
 import {
     LOAD_KEYS,

@@ -2,16 +2,16 @@ import { spawnSync } from "node:child_process";
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
 import { HybridCounterComponent } from "../components/component";
-import { runProgramWithResult } from "../local/pulumi-mocks";
-import { describeDeployedSystem } from "../local/system";
-import { API_ERRORS_LISTED, parseTwinArgs, UsageError, type TwinReport } from "../local/twin";
-import { ENV } from "../runtime/config";
+import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
+import { describeDeployedSystem } from "../local/deployment/system";
+import { API_ERRORS_LISTED, parseTwinArgs, UsageError, type TwinReport } from "../local/twin/twin";
+import { ENV } from "../runtime/shared/config";
 
 const root = path.resolve(__dirname, "..");
 const tsx = path.join(root, "node_modules", ".bin", "tsx");
 
 function twin(args: string[]) {
-    return spawnSync(tsx, ["local/twin.ts", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, NODE_NO_WARNINGS: "1" } });
+    return spawnSync(tsx, ["local/twin/twin.ts", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, NODE_NO_WARNINGS: "1" } });
 }
 
 describe("the local twin", () => {

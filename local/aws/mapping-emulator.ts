@@ -20,7 +20,7 @@ import {
 } from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { createHash } from "node:crypto";
-import { toLambdaRecord } from "../runtime/stream-reader";
+import { toLambdaRecord } from "../../runtime/stream/stream-reader";
 import { matchesAny, parsePattern } from "./filter";
 
 export interface MappingSettings {

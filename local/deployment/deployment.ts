@@ -15,9 +15,9 @@ import {
     type DynamoDBClient,
     type GlobalSecondaryIndex,
 } from "@aws-sdk/client-dynamodb";
-import type { HybridCounterComponentArgs } from "../components/args";
-import { HybridCounterComponent, type HybridCounterClientConfig } from "../components/component";
-import { handlerConfigFromEnv, layoutWithDefaults, type CounterTableConfig, type HandlerConfig } from "../runtime/config";
+import type { HybridCounterComponentArgs } from "../../components/args";
+import { HybridCounterComponent, type HybridCounterClientConfig } from "../../components/component";
+import { handlerConfigFromEnv, layoutWithDefaults, type CounterTableConfig, type HandlerConfig } from "../../runtime/shared/config";
 import { outputValue, runProgramWithResult, type RecordedResource } from "./pulumi-mocks";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 

@@ -4,7 +4,7 @@
  * the table's keys and stream, the consumer's environment and timeout, every stream mapping setting,
  * the queues and the redrive path.
  */
-import type { MappingSettings } from "./mapping-emulator";
+import type { MappingSettings } from "../aws/mapping-emulator";
 import type { RecordedResource } from "./pulumi-mocks";
 
 export interface TableSpec {

@@ -4,7 +4,7 @@
  * Standard writes: ReturnConsumedCapacity, as the engine reports it (1 WCU per KB written).
  * Transactions: DynamoDB bills each item of a TransactWriteItems at 2 WCU per KB (prepare + commit),
  * but DynamoDB Local reports a flat figure for a whole transaction, whatever its size. Behind the
- * parity layer (local/parity.ts) the reported figure is DynamoDB's bill; without it, `billed` counts
+ * parity layer (local/engine/parity.ts) the reported figure is DynamoDB's bill; without it, `billed` counts
  * at least 2 WCU per transactional action, so figures measured locally read as they would on the
  * bill for items under 1 KB; `reported` is what the engine (or the parity layer) said.
  *

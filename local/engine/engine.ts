@@ -20,7 +20,7 @@ export interface LocalEngine {
     /** DynamoDB Local itself, behind the parity layer. */
     readonly directEndpoint: string;
     readonly port: number;
-    /** The parity layer (local/parity.ts) in front of the engine; undefined when it is off. */
+    /** The parity layer (local/engine/parity.ts) in front of the engine; undefined when it is off. */
     readonly parity: ParityProxy | undefined;
     /**
      * A new DynamoDB client for this engine. Options (retries, middleware) are the caller's;
@@ -96,7 +96,7 @@ function installExitHook(): void {
 
 export interface EngineOptions {
     /**
-     * Enforce DynamoDB's limits that DynamoDB Local ignores (local/parity.ts). On unless set to
+     * Enforce DynamoDB's limits that DynamoDB Local ignores (local/engine/parity.ts). On unless set to
      * false here or HYBRID_COUNTER_PARITY=off is in the environment.
      */
     readonly parity?: boolean | ParityOptions;

@@ -1,14 +1,20 @@
 /**
- * The pure half of the parity layer (local/parity.ts): DynamoDB's documented limits and how it
+ * The pure half of the parity layer (local/engine/parity.ts): DynamoDB's documented limits and how it
  * meters work, with no I/O.
  *
  * Invariant: every figure here is DynamoDB's documented rule, with its source beside it; where
  * DynamoDB documents no rule (the depth of a partition's token bucket), the choice is stated.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { itemSize } from "../runtime/chunking";
+import { itemSize } from "../../runtime/stream/chunking";
 
-export { itemSize, attributeValueSize, ITEM_MAX_BYTES, TRANSACTION_MAX_ACTIONS, TRANSACTION_MAX_BYTES } from "../runtime/chunking";
+export {
+    itemSize,
+    attributeValueSize,
+    ITEM_MAX_BYTES,
+    TRANSACTION_MAX_ACTIONS,
+    TRANSACTION_MAX_BYTES,
+} from "../../runtime/stream/chunking";
 
 export type Item = Record<string, AttributeValue>;
 

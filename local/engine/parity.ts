@@ -12,7 +12,7 @@
  *   Update, Delete and ConditionCheck (read from the engine) and the item each Update leaves.
  *   DynamoDB Local counts only the request's payload, so 12 flag flips on 390 KB items pass there.
  * - Per-partition-key throughput: 1,000 WCU/s and 3,000 RCU/s per partition key value, as token
- *   buckets (local/parity-model.ts), raising ThrottlingException on an on-demand table,
+ *   buckets (local/engine/parity-model.ts), raising ThrottlingException on an on-demand table,
  *   ProvisionedThroughputExceededException on a provisioned one, and a TransactionCanceledException
  *   with a ThrottlingError reason for a transaction. The SDK retries them as it would against AWS.
  * - Transactional capacity: 2 write units per item per KB of the item's larger image, plus the writes

@@ -6,7 +6,7 @@ import {
     type DynamoDBClient,
     type GlobalSecondaryIndex,
 } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES as A, DEFAULT_LAYOUT, HEAL_INDEX_NAME, type CounterTableLayout } from "../runtime/config";
+import { COUNTER_ATTRIBUTES as A, DEFAULT_LAYOUT, HEAL_INDEX_NAME, type CounterTableLayout } from "../../runtime/shared/config";
 
 /** Whether the table holds the counter items and so carries the sparse heal index the settler reads. */
 export interface TableOptions {

@@ -5,9 +5,9 @@
  * per observation (counters and items share the table). Used by the adversarial tests and the benchmark.
  */
 import { DeleteItemCommand, QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { countersTable, type CounterTableConfig } from "../runtime/config";
-import { settle, type SettleReport } from "../runtime/settle";
-import { injectFaults, seededRandom, type FaultStats } from "./faults";
+import { countersTable, type CounterTableConfig } from "../../runtime/shared/config";
+import { settle, type SettleReport } from "../../runtime/heal/settle";
+import { injectFaults, seededRandom, type FaultStats } from "../engine/faults";
 import { ModelClient, type ModelMode } from "./model-client";
 import { snapshotKey } from "./observe";
 

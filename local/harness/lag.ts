@@ -18,8 +18,8 @@
 import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware } from "@smithy/types";
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
-import { markerId, type CounterTableLayout } from "../runtime/config";
-import { classifyRecord } from "../runtime/records";
+import { markerId, type CounterTableLayout } from "../../runtime/shared/config";
+import { classifyRecord } from "../../runtime/stream/records";
 
 export interface LagFigures {
     readonly p50: number;

@@ -1,7 +1,7 @@
 /** Reads what backfill and the consumer keep for one key in the counters table: both counters and the markers. */
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES, bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "../runtime/config";
-import { hasBackfillUnit } from "../runtime/strict-ledger";
+import { COUNTER_ATTRIBUTES, bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "../../runtime/shared/config";
+import { hasBackfillUnit } from "../../runtime/shared/strict-ledger";
 
 export interface CounterItems {
     readonly eventual: number;

@@ -18,11 +18,11 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { FinalizeRequestMiddleware } from "@smithy/types";
-import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../runtime/best-effort-marks";
-import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../runtime/config";
-import { isRetryable } from "../runtime/counting";
-import { withRetries } from "../runtime/retry";
-import { uuidv7 } from "../runtime/tokens";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../../runtime/shared/best-effort-marks";
+import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/shared/config";
+import { isRetryable } from "../../runtime/shared/aws-errors";
+import { withRetries } from "../../runtime/shared/retry";
+import { uuidv7 } from "../../runtime/shared/tokens";
 
 export type ModelMode = "strict" | "utilization";
 

@@ -1,7 +1,14 @@
 /** Observes one counter key: both counters, its markers and its items. */
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES, MARKER_STATE, bestEffortSortKey, eventualSortKey, markerId, type CounterTableLayout } from "../runtime/config";
-import { isLive, isSelected, isSoftDeleted } from "../runtime/selection";
+import {
+    COUNTER_ATTRIBUTES,
+    MARKER_STATE,
+    bestEffortSortKey,
+    eventualSortKey,
+    markerId,
+    type CounterTableLayout,
+} from "../../runtime/shared/config";
+import { isLive, isSelected, isSoftDeleted } from "../../runtime/shared/selection";
 
 export interface KeySnapshot {
     readonly bestEffort: number;

@@ -5,9 +5,9 @@
  * the benchmark. `expectedLive` is the ground truth the backfill must reach.
  */
 import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from "@aws-sdk/client-dynamodb";
-import { DEFAULT_LAYOUT, type CounterTableLayout } from "../runtime/config";
-import type { ItemSelection } from "../runtime/selection";
-import { seededRandom } from "./faults";
+import { DEFAULT_LAYOUT, type CounterTableLayout } from "../../runtime/shared/config";
+import type { ItemSelection } from "../../runtime/shared/selection";
+import { seededRandom } from "../engine/faults";
 
 /** The selection the seeded items are made for: resources are the items whose sort key starts with "order#". */
 export const SEEDED_SELECTION: ItemSelection = Object.freeze({ kind: "sortKeyPrefix", prefix: "order#" });
@@ -122,4 +122,4 @@ export async function writeItems(
 }
 
 /** The counters table as the component creates it: one definition, in table.ts. */
-export { createCountersTable } from "./table";
+export { createCountersTable } from "../engine/table";

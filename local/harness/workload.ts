@@ -2,9 +2,9 @@
  * A workload generator that drives HybridCounterClient the way an API would: concurrent creates
  * (through tryCreate when a limit is set) and deletes of live items, over several keys, seeded.
  */
-import type { HybridCounterClient } from "../runtime/client";
-import { InvalidArgumentError } from "../runtime/errors";
-import { seededRandom } from "./faults";
+import type { HybridCounterClient } from "../../runtime/client/client";
+import { InvalidArgumentError } from "../../runtime/shared/errors";
+import { seededRandom } from "../engine/faults";
 
 export interface WorkloadOptions {
     readonly ops: number;

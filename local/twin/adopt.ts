@@ -3,10 +3,10 @@
  * attached, then the backfill that counts them, run before the workload starts.
  */
 import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { backfill, type BackfillReport } from "../runtime/backfill";
-import type { CounterTableConfig } from "../runtime/config";
-import { CLIENT_SELECTION } from "../runtime/selection";
-import { seedKey, writeItems } from "./seed";
+import { backfill, type BackfillReport } from "../../runtime/backfill/backfill";
+import type { CounterTableConfig } from "../../runtime/shared/config";
+import { CLIENT_SELECTION } from "../../runtime/shared/selection";
+import { seedKey, writeItems } from "../harness/seed";
 
 /** `count` items over `keys` keys, each matching the layout's selection, as an earlier writer left them. */
 export function preexistingItems(config: CounterTableConfig, count: number, keys: number): Array<Record<string, AttributeValue>> {

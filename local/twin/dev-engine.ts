@@ -13,14 +13,14 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "../components/bundles";
-import { FIXED, HYBRID_COUNTER_DEFAULTS as D, streamFilterPatterns } from "../components/defaults";
-import { ENV, handlerEnvironment, type CounterTableConfig } from "../runtime/config";
-import { startEngine, type LocalEngine } from "./engine";
-import { lambdaContext } from "./lambda-context";
-import { MappingEmulator, type MappingSettings } from "./mapping-emulator";
-import { pollQueueOnce, startLocalSqs, type LocalQueue, type LocalSqs } from "./sqs";
-import { createCounterTable } from "./table";
+import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "../../components/bundles";
+import { FIXED, HYBRID_COUNTER_DEFAULTS as D, streamFilterPatterns } from "../../components/defaults";
+import { ENV, handlerEnvironment, type CounterTableConfig } from "../../runtime/shared/config";
+import { startEngine, type LocalEngine } from "../engine/engine";
+import { lambdaContext } from "../aws/lambda-context";
+import { MappingEmulator, type MappingSettings } from "../aws/mapping-emulator";
+import { pollQueueOnce, startLocalSqs, type LocalQueue, type LocalSqs } from "../aws/sqs";
+import { createCounterTable } from "../engine/table";
 
 /** The stream mapping the component deploys by default. */
 export function componentMappingSettings(config: CounterTableConfig): MappingSettings {

@@ -4,11 +4,11 @@
  * (the quiet window compressed by the same factor, so the two keep their proportion).
  */
 import { UpdateTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { RecordedResource } from "./pulumi-mocks";
-import { healIndexParts } from "./table";
-import type { SettleReport } from "../runtime/settle";
-import { SETTLER_ENV } from "../runtime/settler-config";
-import type { HybridCounterClient } from "../runtime/client";
+import type { RecordedResource } from "../deployment/pulumi-mocks";
+import { healIndexParts } from "../engine/table";
+import type { SettleReport } from "../../runtime/heal/settle";
+import { SETTLER_ENV } from "../../runtime/heal/settler-config";
+import type { HybridCounterClient } from "../../runtime/client/client";
 
 type ApiCalls = Pick<HybridCounterClient, "create" | "delete" | "tryCreate">;
 
@@ -81,7 +81,7 @@ export async function scheduleRuns(
 /**
  * The API calls in flight, so that the twin starts a settler run only between calls. The settler's quiet window is
  * compressed (by SETTLER_COMPRESSION) far below the client's deadline, so the heal's assumption that no write of a
- * call is still in flight once the key has been quiet for the window (runtime/heal.ts, A1-A4) would otherwise rest on
+ * call is still in flight once the key has been quiet for the window (runtime/heal/heal.ts, A1-A4) would otherwise rest on
  * this machine's speed. A run that starts with no call in flight reads every finished call's writes; a call that starts
  * after the run read a key either bumps its version first or makes a token younger than the run's clock.
  */

@@ -13,27 +13,27 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSE
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { HybridCounterComponent } from "../components/component";
-import { HybridCounterClient, type CounterMode } from "../runtime/client";
-import { ENV, resolveLayout, type CounterTableLayout } from "../runtime/config";
-import { meterWrites, type CapacityMeter } from "./capacity";
+import { HybridCounterComponent } from "../../components/component";
+import { HybridCounterClient, type CounterMode } from "../../runtime/client/client";
+import { ENV, resolveLayout, type CounterTableLayout } from "../../runtime/shared/config";
+import { meterWrites, type CapacityMeter } from "../engine/capacity";
 import { chartSvg, type Panel } from "./chart";
-import { startEngine, type LocalEngine } from "./engine";
-import { injectFaults, seededRandom, type FaultStats } from "./faults";
-import { LagMeter, type LagSplit } from "./lag";
-import { describeParity } from "./parity";
-import { lambdaContext } from "./lambda-context";
-import { MappingEmulator } from "./mapping-emulator";
-import { outputValue, runProgramWithResult } from "./pulumi-mocks";
-import { pollQueueOnce, startLocalSqs, type LocalSqs } from "./sqs";
-import { describeDeployedSystem, type DeployedSystem } from "./system";
-import { createCounterTable, createCountersTable } from "./table";
-import { addHealIndex, CallsInFlight, scheduleRuns, twinSettlerSpec } from "./twin-settler";
-import type { SettleReport } from "../runtime/settle";
-import { runWorkload, type WorkloadResult } from "./workload";
-import { snapshotKey, type KeySnapshot } from "./observe";
+import { startEngine, type LocalEngine } from "../engine/engine";
+import { injectFaults, seededRandom, type FaultStats } from "../engine/faults";
+import { LagMeter, type LagSplit } from "../harness/lag";
+import { describeParity } from "../engine/parity";
+import { lambdaContext } from "../aws/lambda-context";
+import { MappingEmulator } from "../aws/mapping-emulator";
+import { outputValue, runProgramWithResult } from "../deployment/pulumi-mocks";
+import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../aws/sqs";
+import { describeDeployedSystem, type DeployedSystem } from "../deployment/system";
+import { createCounterTable, createCountersTable } from "../engine/table";
+import { addHealIndex, CallsInFlight, scheduleRuns, twinSettlerSpec } from "./settler";
+import type { SettleReport } from "../../runtime/heal/settle";
+import { runWorkload, type WorkloadResult } from "../harness/workload";
+import { snapshotKey, type KeySnapshot } from "../harness/observe";
 import { seedAndBackfill } from "./adopt";
-import type { BackfillReport } from "../runtime/backfill";
+import type { BackfillReport } from "../../runtime/backfill/backfill";
 
 export interface TwinOptions {
     readonly ops: number;
@@ -50,7 +50,7 @@ export interface TwinOptions {
     readonly chart: string;
     /** Items written before the counter attaches, counted by a backfill before the workload. */
     readonly seedItems: number;
-    /** False with --no-parity: DynamoDB Local without the parity layer (local/parity.ts). */
+    /** False with --no-parity: DynamoDB Local without the parity layer (local/engine/parity.ts). */
     readonly parity?: boolean;
     /** How many keys the chart shows, worst first. */
     readonly chartKeys: number;
@@ -220,7 +220,7 @@ export interface TwinReport {
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
     /** The backfill of the `--seed-items` items, run before the workload; null without them. */
     backfill: BackfillReport | null;
-    /** What the parity layer enforced (local/parity.ts), or that it was off. */
+    /** What the parity layer enforced (local/engine/parity.ts), or that it was off. */
     parity: string;
     /** Keys whose best-effort is above live at the end (strict mode's held slots), with how many. */
     heldSlots: Array<{ key: string; heldSlots: number }>;

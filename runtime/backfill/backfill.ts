@@ -26,8 +26,8 @@
  */
 import { TransactionCanceledException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { randomUUID } from "node:crypto";
-import { ConfigurationError, type CounterTableConfig } from "./config";
-import { describeError, isRetryable } from "./counting";
+import { ConfigurationError, type CounterTableConfig } from "../shared/config";
+import { describeError, isRetryable } from "../shared/aws-errors";
 import {
     backfillActions,
     cancellationOutcome,
@@ -39,12 +39,12 @@ import {
     type BackfillMode,
     type Candidate,
     type SegmentCheckpoint,
-} from "./backfill-plan";
-import { BackfillStore } from "./backfill-store";
-import { withRetries } from "./retry";
-import { realClock, TokenBucket, type Clock } from "./token-bucket";
+} from "./plan";
+import { BackfillStore } from "./store";
+import { withRetries } from "../shared/retry";
+import { realClock, TokenBucket, type Clock } from "../shared/token-bucket";
 
-export type { BackfillConfig, BackfillMode, SegmentCheckpoint } from "./backfill-plan";
+export type { BackfillConfig, BackfillMode, SegmentCheckpoint } from "./plan";
 
 export const BACKFILL_DEFAULTS = Object.freeze({
     runId: "default",
@@ -131,7 +131,7 @@ export interface BackfillReport {
         readonly markerReadUnits: number;
         readonly writeUnits: number;
         readonly elapsedMs: number;
-        /** Live items whose marker key cannot fit (runtime/key-limits.ts): skipped, never counted. Absent when none. */
+        /** Live items whose marker key cannot fit (runtime/shared/key-limits.ts): skipped, never counted. Absent when none. */
         readonly unmarkable?: ReadonlyArray<{ readonly counterKey: string; readonly id: string }>;
     };
 }

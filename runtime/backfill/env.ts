@@ -2,8 +2,8 @@
  * The backfill function's environment: the layout, where the counter items live, which items count,
  * and the run's settings. Pure (no SDK), so the component builds the same environment the handler reads.
  */
-import { ConfigurationError, ENV, layoutProblems, layoutWithDefaults, type CounterTableConfig } from "./config";
-import { CLIENT_SELECTION, type ItemSelection } from "./selection";
+import { ConfigurationError, ENV, layoutProblems, layoutWithDefaults, type CounterTableConfig } from "../shared/config";
+import { CLIENT_SELECTION, type ItemSelection } from "../shared/selection";
 
 export const BACKFILL_ENV = Object.freeze({
     /** The counters table (equal to the table name when the counters share it). */

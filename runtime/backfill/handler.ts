@@ -7,9 +7,9 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
 import { backfill, type BackfillReport } from "./backfill";
-import type { BackfillSettings } from "./backfill-env";
-import type { CounterTableConfig } from "./config";
-import { jsonLogger, type LineSink } from "./telemetry";
+import type { BackfillSettings } from "./env";
+import type { CounterTableConfig } from "../shared/config";
+import { jsonLogger, type LineSink } from "../shared/telemetry";
 
 export interface BackfillEvent {
     /** start: begin the run asynchronously. run: do a share of the work. skip: nothing (backfill disabled). */

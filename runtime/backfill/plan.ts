@@ -3,10 +3,10 @@
  * cancelled transaction means, and the checkpoint items. No I/O; see backfill.ts for the invariant.
  */
 import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
-import { markerKeyFits } from "./key-limits";
-import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "./config";
-import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "./best-effort-marks";
-import { isLive } from "./selection";
+import { markerKeyFits } from "../shared/key-limits";
+import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "../shared/config";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
+import { isLive } from "../shared/selection";
 
 /** A table config whose counters table is known (equal to `tableName` when the counters share it). */
 export type BackfillConfig = CounterTableConfig & { readonly countersTableName: string };

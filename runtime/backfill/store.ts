@@ -27,10 +27,10 @@ import {
     scanProjection,
     type BackfillConfig,
     type SegmentCheckpoint,
-} from "./backfill-plan";
-import { COUNTER_ATTRIBUTES, MARKER_STATE, bestEffortSortKey } from "./config";
-import { hasBackfillUnit } from "./strict-ledger";
-import type { Clock } from "./token-bucket";
+} from "./plan";
+import { COUNTER_ATTRIBUTES, MARKER_STATE, bestEffortSortKey } from "../shared/config";
+import { hasBackfillUnit } from "../shared/strict-ledger";
+import type { Clock } from "../shared/token-bucket";
 
 /** BatchGetItem's limit on keys per request. */
 const BATCH_GET_MAX_KEYS = 100;

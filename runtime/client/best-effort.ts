@@ -15,11 +15,11 @@
  * failure is absorbed: it only loosens the bound. Every absorbed failure reaches `onFailure`.
  */
 import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { ClientConfig } from "./client-validation";
-import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "./best-effort-marks";
-import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "./config";
-import { isRetryable } from "./counting";
-import { sendOnce, withRetries, type CallDeadline } from "./retry";
+import type { ClientConfig } from "./validation";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
+import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
+import { isRetryable } from "../shared/aws-errors";
+import { sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 
 /** A failure the client absorbed (the count stays on its safe side, or the call answered "unavailable"). */
 export interface BestEffortFailure {
@@ -32,7 +32,7 @@ export interface BestEffortFailure {
     readonly error: unknown;
 }
 
-/** The key's heal epoch as a best-effort write left it (runtime/strict-ledger.ts): 0 while no heal lowered it. */
+/** The key's heal epoch as a best-effort write left it (runtime/shared/strict-ledger.ts): 0 while no heal lowered it. */
 export interface HealEpoch {
     readonly epoch: number;
     /** The healer's clock when the epoch opened (0 for epoch 0). */

@@ -37,10 +37,10 @@
  *   a slot still in use); for an item without the client's token, only by the delete that removes its
  *   marker's hc_be (conditionally), so a strict backfill's unit is given back once, whatever lives the id
  *   has after. The put is never repeated over a life of the same call that was already
- *   deleted (runtime/resource-writes.ts), so one reservation never backs two lives. Failures only keep
+ *   deleted (runtime/client/resource-writes.ts), so one reservation never backs two lives. Failures only keep
  *   slots (a reservation whose put is in doubt, a release not sent): both keep live <= bestEffort.
  *
- * Every write of one call is sent within `deadlineMs` of the call's first write (runtime/retry.ts):
+ * Every write of one call is sent within `deadlineMs` of the call's first write (runtime/shared/retry.ts):
  * healing's quiet window and a delete claim's takeover both rest on it.
  */
 import { QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -54,19 +54,19 @@ import {
     resolveClientOptions,
     type ClientConfig,
     type CounterMode,
-} from "./client-validation";
-import { bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "./config";
-import { isRetryable } from "./counting";
-import { DeadlineExceededError } from "./errors";
+} from "./validation";
+import { bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "../shared/config";
+import { isRetryable } from "../shared/aws-errors";
+import { DeadlineExceededError } from "../shared/errors";
 import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
-import { CallDeadline, withRetries } from "./retry";
-import type { ItemSelection } from "./selection";
-import { Metrics, stdoutSink, type LineSink } from "./telemetry";
-import { reservedInEpoch } from "./strict-ledger";
-import { newToken, tokenTime } from "./tokens";
+import { CallDeadline, withRetries } from "../shared/retry";
+import type { ItemSelection } from "../shared/selection";
+import { Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
+import { reservedInEpoch } from "../shared/strict-ledger";
+import { newToken, tokenTime } from "../shared/tokens";
 
 export type { BestEffortFailure } from "./best-effort";
-export type { CounterMode } from "./client-validation";
+export type { CounterMode } from "./validation";
 
 export interface CounterValue {
     /** The best-effort counter, written by the API right after each create or delete. */
@@ -142,7 +142,7 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout> 
     readonly countersTableName?: string;
     /**
      * The deployed settler's quiet window (the component's clientConfig `healQuietWindowSeconds`): when given,
-     * a `deadlineMs` the window does not cover is refused (runtime/heal-window.ts).
+     * a `deadlineMs` the window does not cover is refused (runtime/heal/heal-window.ts).
      */
     readonly healQuietWindowSeconds?: number;
     /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */

@@ -3,10 +3,10 @@
  * claim, and the soft delete; and a strict delete's take of the unit a backfill added for an item (the
  * marker's hc_be).
  *
- * Every write stores a per-call token (a UUIDv7, runtime/tokens.ts), so a retry after a lost response
+ * Every write stores a per-call token (a UUIDv7, runtime/shared/tokens.ts), so a retry after a lost response
  * recognises its own earlier commit ("mine") instead of taking it for another caller's item ("taken")
  * or a vanished one ("gone"). Each HTTP attempt is sent once (no SDK retry) and repeated by the client
- * under the call's deadline (runtime/retry.ts).
+ * under the call's deadline (runtime/shared/retry.ts).
  *
  * The put is never repeated blindly. A repeat after an attempt that may have committed could write a
  * second life of the id: the first life may have been deleted and removed in between, and a second
@@ -35,13 +35,13 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { BestEffortFailure } from "./best-effort";
-import type { ClientConfig } from "./client-validation";
-import { COUNTER_ATTRIBUTES, markerSortKey } from "./config";
-import { DeadlineExceededError } from "./errors";
-import { isRetryable } from "./counting";
-import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "./retry";
-import { hasBackfillUnit } from "./strict-ledger";
-import { newToken, tokenTime } from "./tokens";
+import type { ClientConfig } from "./validation";
+import { COUNTER_ATTRIBUTES, markerSortKey } from "../shared/config";
+import { DeadlineExceededError } from "../shared/errors";
+import { isRetryable } from "../shared/aws-errors";
+import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
+import { hasBackfillUnit } from "../shared/strict-ledger";
+import { newToken, tokenTime } from "../shared/tokens";
 
 /**
  * While the stream consumer still counts creations by flipping a `processed` flag (false -> true), the

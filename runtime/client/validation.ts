@@ -4,8 +4,8 @@
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "./config";
-import { InvalidArgumentError } from "./errors";
+import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
+import { InvalidArgumentError } from "../shared/errors";
 import {
     CLOCK_SKEW_MS,
     MAX_CLIENT_DEADLINE_MS,
@@ -13,10 +13,9 @@ import {
     REQUEST_LIFETIME_MS,
     smallestQuietWindowSeconds,
     windowCovers,
-} from "./heal-window";
-import { markerKeyProblem } from "./key-limits";
-import { PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "./records";
-import type { ItemSelection } from "./selection";
+} from "../heal/heal-window";
+import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
+import type { ItemSelection } from "../shared/selection";
 
 export type CounterMode = "utilization" | "strict";
 

@@ -87,13 +87,13 @@ import {
     type ConsumedCapacity,
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, markerSortKey, type CounterTableConfig } from "./config";
-import { isRetryable } from "./counting";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, markerSortKey, type CounterTableConfig } from "../shared/config";
+import { isRetryable } from "../shared/aws-errors";
 import { queryPartition } from "./partition";
-import { withRetries } from "./retry";
-import { isLive, type SelectingLayout } from "./selection";
-import { hasBackfillUnit } from "./strict-ledger";
-import { tokenTime } from "./tokens";
+import { withRetries } from "../shared/retry";
+import { isLive, type SelectingLayout } from "../shared/selection";
+import { hasBackfillUnit } from "../shared/strict-ledger";
+import { tokenTime } from "../shared/tokens";
 
 export type HealMode = "strict" | "utilization";
 
@@ -340,7 +340,7 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                         TableName: countersTable(config),
                         Key: keyOf(config, key, bestEffortSortKey(config)),
                         // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
-                        // set before it can give its unit back a second time (runtime/strict-ledger.ts).
+                        // set before it can give its unit back a second time (runtime/shared/strict-ledger.ts).
                         // The key leaves the heal index (both its keys go): the next client write adds it again.
                         UpdateExpression: absorbs
                             ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"

@@ -31,17 +31,16 @@ import {
     markerSortKey,
     type CounterTableConfig,
     type CounterTableLayout,
-} from "./config";
-import { describeError, isRetryable } from "./counting";
-import { markerKeyFits } from "./key-limits";
-import { InvalidArgumentError } from "./errors";
-import type { FatalQueue } from "./fatal";
-import { COUNTER_CHUNK_LIMITS, itemSize, planChunks, type ChunkLimits } from "./chunking";
-import { MARKER_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "./markers";
+} from "../shared/config";
+import { describeError, isRetryable } from "../shared/aws-errors";
+import { markerKeyFits, PARTITION_KEY_MAX_BYTES } from "../shared/key-limits";
+import { InvalidArgumentError } from "../shared/errors";
+import type { FatalQueue } from "../stream/fatal";
+import { COUNTER_CHUNK_LIMITS, itemSize, planChunks, type ChunkLimits } from "../stream/chunking";
+import { MARKER_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "../stream/markers";
 import { queryPartition } from "./partition";
-import { PARTITION_KEY_MAX_BYTES } from "./records";
-import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "./selection";
-import { jsonLogger, type LineSink } from "./telemetry";
+import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "../shared/selection";
+import { jsonLogger, type LineSink } from "../shared/telemetry";
 
 export interface ReconcileOptions {
     readonly config: CounterTableConfig;
@@ -255,7 +254,7 @@ function reconcileMarkerUpdate(
 
 /**
  * Corrections per transaction: two actions each (a purge one), one slot kept for the counter, and the
- * items they touch within 4 MB by runtime/chunking.ts's estimate (the user's item as read, plus the marker).
+ * items they touch within 4 MB by runtime/stream/chunking.ts's estimate (the user's item as read, plus the marker).
  */
 const RECONCILE_CHUNK_LIMITS: ChunkLimits = {
     ...COUNTER_CHUNK_LIMITS,

@@ -47,11 +47,11 @@ import {
     eventualSortKey,
     settlerCursorSortKey,
     type CounterTableLayout,
-} from "./config";
-import type { FatalQueue } from "./fatal";
+} from "../shared/config";
+import type { FatalQueue } from "../stream/fatal";
 import { healKey, type HealOptions, type HealResult, type HealSkipReason } from "./heal";
 import { reconcileKey, type ReconcileResult } from "./reconcile";
-import type { LineSink } from "./telemetry";
+import type { LineSink } from "../shared/telemetry";
 
 export const SETTLER_DEFAULTS = Object.freeze({
     /** Keys taken from the heal index per run. */

@@ -2,7 +2,7 @@
  * The settler function's configuration: what the component sets in its environment on top of the
  * handlers' shared variables (see config.ts), and how the handler reads it back. Pure.
  */
-import { ConfigurationError, handlerConfigFromEnv, type HandlerConfig } from "./config";
+import { ConfigurationError, handlerConfigFromEnv, type HandlerConfig } from "../shared/config";
 import type { HealMode } from "./heal";
 import {
     CLOCK_SKEW_MS,

@@ -5,8 +5,8 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { handlerConfigFromEnv } from "../config";
-import { createRedriveHandler } from "../redrive";
+import { handlerConfigFromEnv } from "../shared/config";
+import { createRedriveHandler } from "../stream/redrive";
 
 /** The SDK clients the handler uses, exported so a host can add middleware (tracing, local endpoints). */
 export const clients = { dynamodb: new DynamoDBClient({}), streams: new DynamoDBStreamsClient({}), sqs: new SQSClient({}) };

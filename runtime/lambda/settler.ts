@@ -4,10 +4,10 @@
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { sqsFatalQueue } from "../fatal";
-import { settle, type SettleReport } from "../settle";
-import { settlerConfigFromEnv } from "../settler-config";
-import { jsonLogger, stdoutSink } from "../telemetry";
+import { sqsFatalQueue } from "../stream/fatal";
+import { settle, type SettleReport } from "../heal/settle";
+import { settlerConfigFromEnv } from "../heal/settler-config";
+import { jsonLogger, stdoutSink } from "../shared/telemetry";
 
 /** The SDK clients the handler uses, exported so a host can add middleware (tracing, local endpoints). */
 export const clients = { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}) };

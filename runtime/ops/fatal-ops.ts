@@ -24,12 +24,12 @@ import {
     type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { SQSEvent } from "aws-lambda";
-import { DEFAULT_METRICS_NAMESPACE, type CounterTableConfig } from "./config";
-import { sqsFatalQueue, type FatalMessage, type FatalQueue } from "./fatal";
-import { createRedriveHandler } from "./redrive";
+import { DEFAULT_METRICS_NAMESPACE, type CounterTableConfig } from "../shared/config";
+import { sqsFatalQueue, type FatalMessage, type FatalQueue } from "../stream/fatal";
+import { createRedriveHandler } from "../stream/redrive";
 import { reconcileAll, reconcileKeys } from "./reconcile-all";
 import { readKeyStatus, readTableStatus } from "./status";
-import { jsonLogger } from "./telemetry";
+import { jsonLogger } from "../shared/telemetry";
 import { explainFatalMessage, type Explanation, type FatalKind } from "./fatal-explain";
 
 export { explainFatalMessage, type Explanation, type FatalKind, type Remedy } from "./fatal-explain";

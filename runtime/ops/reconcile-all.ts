@@ -7,9 +7,9 @@
  * them one at a time and stops between keys when the signal is aborted.
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { CounterTableConfig } from "./config";
-import type { FatalQueue } from "./fatal";
-import { reconcileKey, type ReconcileResult } from "./reconcile";
+import type { CounterTableConfig } from "../shared/config";
+import type { FatalQueue } from "../stream/fatal";
+import { reconcileKey, type ReconcileResult } from "../heal/reconcile";
 import { readTableStatus, type KeyStatus } from "./status";
 
 /** The keys reconciliation can change: those with pending creates or deletes. Pure. */

@@ -19,8 +19,8 @@ import {
     markerId,
     type CounterTableConfig,
     type CounterTableLayout,
-} from "./config";
-import { isLive, isSelected } from "./selection";
+} from "../shared/config";
+import { isLive, isSelected } from "../shared/selection";
 
 /** How the counting model sees one resource item, given its marker (undefined: none). */
 export type ItemState =

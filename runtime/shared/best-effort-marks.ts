@@ -4,13 +4,13 @@
  *
  * Invariant: every write of the best-effort count
  *   - bumps `hc_version` and sets `hc_written_at` (its own clock): the heal's condition proves from them that no
- *     write landed since its read, and that the key has been quiet for the window (runtime/heal.ts, A5);
+ *     write landed since its read, and that the key has been quiet for the window (runtime/heal/heal.ts, A5);
  *   - sets `hc_heal` (the key's shard) and, only when absent, `hc_due_at`: the sparse heal index is keyed on
  *     those two, so the entry is written once per heal cycle (when the first write after a heal adds it) and
  *     not moved by the writes after it. A write that sets an index key attribute to the value it already holds
  *     writes nothing to the index; moving its sort key would cost a delete and a put on every call.
  * A heal removes `hc_heal` and `hc_due_at` together; the settler moves `hc_due_at` forward for a key it found
- * still busy (runtime/settle.ts), so that keys written for longer than the window do not hold its budget.
+ * still busy (runtime/heal/settle.ts), so that keys written for longer than the window do not hold its budget.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { COUNTER_ATTRIBUTES as A, healShard } from "./config";

@@ -78,7 +78,7 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
     beCounted: "hc_be",
     /**
      * best-effort: N, the heal epoch: +1 by every heal that lowers the count (it absorbed units). A backfill's unit is
-     * given back by a client delete only in the epoch it was added in (runtime/strict-ledger.ts).
+     * given back by a client delete only in the epoch it was added in (runtime/shared/strict-ledger.ts).
      */
     epoch: "hc_epoch",
     /** best-effort: N, the healer's clock (epoch ms) when the current epoch opened */

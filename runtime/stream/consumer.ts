@@ -13,10 +13,10 @@
 import type { ConsumedCapacity, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
-import type { HandlerConfig } from "./config";
+import type { HandlerConfig } from "../shared/config";
 import { countRecords, type CountOutcome } from "./counting";
 import { sqsFatalQueue, type FatalQueue } from "./fatal";
-import { jsonLogger, Metrics, stdoutSink, type LineSink, type Logger } from "./telemetry";
+import { jsonLogger, Metrics, stdoutSink, type LineSink, type Logger } from "../shared/telemetry";
 
 export interface StreamHandlerDeps {
     readonly config: HandlerConfig;

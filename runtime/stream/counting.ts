@@ -13,7 +13,6 @@
 import {
     BatchGetItemCommand,
     type BatchGetItemCommandOutput,
-    DynamoDBServiceException,
     TransactWriteItemsCommand,
     TransactionCanceledException,
     type AttributeValue,
@@ -23,8 +22,9 @@ import {
     type KeysAndAttributes,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
+import { describeError, isRetryable, VALIDATION_ERROR } from "../shared/aws-errors";
 import { recordImageSize, separateTooLarge } from "./chunking";
-import { COUNTER_ATTRIBUTES as A, countersTable, markerSortKey, type CounterTableConfig } from "./config";
+import { COUNTER_ATTRIBUTES as A, countersTable, markerSortKey, type CounterTableConfig } from "../shared/config";
 import { ITEM_TOO_LARGE, type FatalQueue } from "./fatal";
 import {
     chunkIntents,
@@ -38,7 +38,7 @@ import {
     type MarkerRead,
 } from "./markers";
 import { lowestSequenceNumber } from "./records";
-import type { Logger, Metrics } from "./telemetry";
+import type { Logger, Metrics } from "../shared/telemetry";
 
 export { MAX_TRANSACTION_ACTIONS, planBatch, transactionActions, type BatchPlan, type GroupPlan, type ItemIntent } from "./markers";
 
@@ -406,55 +406,4 @@ export async function resolveCancellation(
         refused = true;
     }
     return { remaining, done, contention: contention && !refused, refused };
-}
-
-/** The cancellation reason (and error name prefix) of a request DynamoDB refuses as written. */
-const VALIDATION_ERROR = "ValidationError";
-
-/** Whether DynamoDB refused the request as written (ValidationException, or a cancellation for ValidationError). */
-export function isRefusal(error: unknown): boolean {
-    if (!(error instanceof Error)) {
-        return false;
-    }
-    if (error.name === "ValidationException") {
-        return true;
-    }
-    const reasons = (error as { CancellationReasons?: readonly CancellationReason[] }).CancellationReasons;
-    return Array.isArray(reasons) && reasons.some((r) => r?.Code === VALIDATION_ERROR);
-}
-
-/** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */
-export function isRetryable(error: unknown): boolean {
-    if (!(error instanceof Error) || isRefusal(error)) {
-        return false;
-    }
-    const e = error as DynamoDBServiceException;
-    if (e.$retryable) {
-        return true;
-    }
-    const status = e.$metadata?.httpStatusCode ?? 0;
-    if (status >= 500 || status === 429) {
-        return true;
-    }
-    return (
-        [
-            "TransactionConflictException",
-            "TransactionCanceledException",
-            "TransactionInProgressException",
-            "ProvisionedThroughputExceededException",
-            "ThrottlingException",
-            "RequestLimitExceeded",
-            "InternalServerError",
-            "ServiceUnavailable",
-            "TimeoutError",
-        ].includes(e.name) || ["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"].includes((e as { code?: string }).code ?? "")
-    );
-}
-
-export function describeError(error: unknown): Record<string, unknown> {
-    if (error instanceof Error) {
-        const e = error as DynamoDBServiceException;
-        return { name: e.name, message: e.message, status: e.$metadata?.httpStatusCode };
-    }
-    return { value: String(error) };
 }

@@ -8,7 +8,7 @@
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { AttributeValue as SdkAttributeValue } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
-import type { Logger } from "./telemetry";
+import type { Logger } from "../shared/telemetry";
 
 /** SQS's classic message size limit. Larger messages are trimmed to their keys, never dropped. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;

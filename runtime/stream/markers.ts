@@ -24,7 +24,7 @@ import {
     markerSortKey,
     paddedSequence,
     type CounterTableConfig,
-} from "./config";
+} from "../shared/config";
 import { COUNTER_CHUNK_LIMITS, withMargin, type ChunkLimits } from "./chunking";
 import { classifyRecord } from "./records";
 
@@ -181,7 +181,7 @@ export const MARKER_MAX_BYTES = 4 * 1024;
 /**
  * Splits a group's intents into transactions DynamoDB accepts (the only chunking decision of the
  * consumer): at most 100 actions with the counter's (a hard delete costs a second action), and items
- * within 4 MB by runtime/chunking.ts's estimate, where `sizeOf` gives the hard-deleted item's size.
+ * within 4 MB by runtime/stream/chunking.ts's estimate, where `sizeOf` gives the hard-deleted item's size.
  */
 export function chunkIntents(
     items: readonly ItemIntent[],

@@ -11,10 +11,10 @@
  */
 import type { AttributeValue as SdkAttributeValue } from "@aws-sdk/client-dynamodb";
 import type { AttributeValue, DynamoDBRecord } from "aws-lambda";
-import { SEQUENCE_DIGITS, type CounterTableLayout } from "./config";
-import { isLive, isSelected, isSoftDeleted, type ItemImage } from "./selection";
+import { SEQUENCE_DIGITS, type CounterTableLayout } from "../shared/config";
+import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
 
-import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "./key-limits";
+import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
 
 /** DynamoDB's own key size limits (bytes, UTF-8). A longer key cannot come from a real table. */
 export { PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES };

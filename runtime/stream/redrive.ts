@@ -19,13 +19,14 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import type { HandlerConfig } from "./config";
+import type { HandlerConfig } from "../shared/config";
 import { remainingTime } from "./consumer";
-import { countRecords, describeError } from "./counting";
-import { MalformedRedriveMessageError } from "./errors";
+import { describeError } from "../shared/aws-errors";
+import { countRecords } from "./counting";
+import { MalformedRedriveMessageError } from "../shared/errors";
 import { sqsFatalQueue, type FatalQueue } from "./fatal";
 import { readRange, type SequenceRange } from "./stream-reader";
-import { jsonLogger, Metrics, stdoutSink, type LineSink } from "./telemetry";
+import { jsonLogger, Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
 
 export interface RedriveHandlerDeps {
     readonly config: HandlerConfig;

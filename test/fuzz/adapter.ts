@@ -12,13 +12,13 @@ import {
     markerSortKey,
     type HandlerConfig,
     type ItemSelection,
-} from "../../runtime/config";
-import { queryPartition } from "../../runtime/partition";
-import { isLive } from "../../runtime/selection";
-import { hasBackfillUnit } from "../../runtime/strict-ledger";
-import type { LocalEngine } from "../../local/engine";
-import { snapshotKey } from "../../local/observe";
-import { createCounterTable, createCountersTable } from "../../local/table";
+} from "../../runtime/shared/config";
+import { queryPartition } from "../../runtime/heal/partition";
+import { isLive } from "../../runtime/shared/selection";
+import { hasBackfillUnit } from "../../runtime/shared/strict-ledger";
+import type { LocalEngine } from "../../local/engine/engine";
+import { snapshotKey } from "../../local/harness/observe";
+import { createCounterTable, createCountersTable } from "../../local/engine/table";
 import { ACTIVE, ID_PREFIX, STATUS_ATTRIBUTE, type Mode, type SelectionKind } from "./history";
 import type { Released } from "./scheduler";
 import { immediateRetries } from "./scheduler";

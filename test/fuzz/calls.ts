@@ -12,11 +12,11 @@
  *   away from them. A life another writer ended while the call ran may be left out: its unit stays in
  *   utilization, and in strict mode it holds no slot. A strict delete of a life reserved before a heal that
  *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
- *   or re-derived the unit, and only a later heal gives it back (runtime/strict-ledger.ts).
+ *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts).
  * - Its only errors are DynamoDB's own for its requests, after a fault.
  */
 import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
-import { reservedInEpoch } from "../../runtime/strict-ledger";
+import { reservedInEpoch } from "../../runtime/shared/strict-ledger";
 import type { EpochSeen, RequestEffect } from "./adapter";
 import type { FuzzEvent, Mode } from "./history";
 import type { Released } from "./scheduler";

@@ -14,9 +14,9 @@
  * was attached. Client histories have TTL-style deletes instead: the table's TTL hard-deletes a client
  * item. Every kind runs backfills and settler runs (heals on a clock moved past the quiet window).
  */
-import { seededRandom } from "../../local/faults";
-import { DEFAULT_LAYOUT } from "../../runtime/config";
-import { markerIdMaxBytes } from "../../runtime/key-limits";
+import { seededRandom } from "../../local/engine/faults";
+import { DEFAULT_LAYOUT } from "../../runtime/shared/config";
+import { markerIdMaxBytes } from "../../runtime/shared/key-limits";
 
 export type Mode = "utilization" | "strict";
 

@@ -8,9 +8,9 @@ import {
     type DynamoDBStreamsClient,
 } from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBBatchResponse, DynamoDBRecord, SQSEvent } from "aws-lambda";
-import type { FatalMessage } from "../../runtime/fatal";
-import { toLambdaRecord } from "../../runtime/stream-reader";
-import { lambdaContext } from "../../local/lambda-context";
+import type { FatalMessage } from "../../runtime/stream/fatal";
+import { toLambdaRecord } from "../../runtime/stream/stream-reader";
+import { lambdaContext } from "../../local/aws/lambda-context";
 import type { FuzzEvent } from "./history";
 
 /** The mapping's retries before a batch goes to the first dead-letter queue (kept small to exercise it). */

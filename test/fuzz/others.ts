@@ -38,7 +38,7 @@ import {
     type AttributeValue,
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
-import { isLive } from "../../runtime/selection";
+import { isLive } from "../../runtime/shared/selection";
 import type { FuzzSystem, Truth } from "./adapter";
 import { ACTIVE, STATUS_ATTRIBUTE, type FuzzEvent, type Mode } from "./history";
 import type { GatedRequest } from "./scheduler";

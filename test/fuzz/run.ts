@@ -31,20 +31,20 @@
  */
 import { PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { backfill, BackfillError } from "../../runtime/backfill";
-import { HybridCounterClient } from "../../runtime/client";
-import { healKey } from "../../runtime/heal";
-import { isLive } from "../../runtime/selection";
-import { settle } from "../../runtime/settle";
-import { createStreamHandler } from "../../runtime/consumer";
-import { InvalidArgumentError } from "../../runtime/errors";
-import { markerIdMaxBytes } from "../../runtime/key-limits";
-import type { FatalMessage } from "../../runtime/fatal";
-import { reconcileKey } from "../../runtime/reconcile";
-import { createRedriveHandler } from "../../runtime/redrive";
-import type { Clock } from "../../runtime/token-bucket";
-import type { LocalEngine } from "../../local/engine";
-import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/faults";
+import { backfill, BackfillError } from "../../runtime/backfill/backfill";
+import { HybridCounterClient } from "../../runtime/client/client";
+import { healKey } from "../../runtime/heal/heal";
+import { isLive } from "../../runtime/shared/selection";
+import { settle } from "../../runtime/heal/settle";
+import { createStreamHandler } from "../../runtime/stream/consumer";
+import { InvalidArgumentError } from "../../runtime/shared/errors";
+import { markerIdMaxBytes } from "../../runtime/shared/key-limits";
+import type { FatalMessage } from "../../runtime/stream/fatal";
+import { reconcileKey } from "../../runtime/heal/reconcile";
+import { createRedriveHandler } from "../../runtime/stream/redrive";
+import type { Clock } from "../../runtime/shared/token-bucket";
+import type { LocalEngine } from "../../local/engine/engine";
+import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
 import {
     classifyRequest,
     createFuzzSystem,

@@ -18,7 +18,7 @@
 import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from "@smithy/types";
 import { AsyncLocalStorage } from "node:async_hooks";
-import { faultError, type FaultKind } from "../../local/faults";
+import { faultError, type FaultKind } from "../../local/engine/faults";
 
 /** A unit of concurrent work: one API call, one consumer invocation, one redrive, one reconciliation. */
 export interface Task {

@@ -3,7 +3,7 @@
  * then fewer concurrent callers, no faults and no items from before the counter where the failure
  * allows), and prints it as a reproduction that runs on its own.
  */
-import type { LocalEngine } from "../../local/engine";
+import type { LocalEngine } from "../../local/engine/engine";
 import type { History } from "./history";
 import { runHistory } from "./run";
 

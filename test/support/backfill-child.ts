@@ -3,7 +3,7 @@
  * cleanup, no final checkpoint). Argument: JSON { endpoint, options } (options without the client).
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { backfill, type BackfillOptions } from "../../runtime/backfill";
+import { backfill, type BackfillOptions } from "../../runtime/backfill/backfill";
 
 const { endpoint, options } = JSON.parse(process.argv[2] ?? "{}") as { endpoint: string; options: Omit<BackfillOptions, "dynamodb"> };
 const dynamodb = new DynamoDBClient({

@@ -6,17 +6,17 @@
 import { ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { HybridCounterClient, type CounterMode } from "../../runtime/client";
-import { DEFAULT_LAYOUT, type CounterTableLayout, type HandlerConfig } from "../../runtime/config";
-import { createStreamHandler } from "../../runtime/consumer";
-import { createRedriveHandler } from "../../runtime/redrive";
-import type { LocalEngine } from "../../local/engine";
-import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../../local/faults";
-import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/mapping-emulator";
-import { lambdaContext } from "../../local/lambda-context";
-import { snapshotKey, type KeyObservation, type KeySnapshot } from "../../local/observe";
-import { LocalQueues, sqsEvent } from "../../local/sqs";
-import { createCounterTable, createCountersTable } from "../../local/table";
+import { HybridCounterClient, type CounterMode } from "../../runtime/client/client";
+import { DEFAULT_LAYOUT, type CounterTableLayout, type HandlerConfig } from "../../runtime/shared/config";
+import { createStreamHandler } from "../../runtime/stream/consumer";
+import { createRedriveHandler } from "../../runtime/stream/redrive";
+import type { LocalEngine } from "../../local/engine/engine";
+import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../../local/engine/faults";
+import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/aws/mapping-emulator";
+import { lambdaContext } from "../../local/aws/lambda-context";
+import { snapshotKey, type KeyObservation, type KeySnapshot } from "../../local/harness/observe";
+import { LocalQueues, sqsEvent } from "../../local/aws/sqs";
+import { createCounterTable, createCountersTable } from "../../local/engine/table";
 
 let tableCounter = 0;
 

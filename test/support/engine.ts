@@ -1,9 +1,9 @@
 /** One DynamoDB Local per test file: started before its tests, stopped after them. */
-import { startEngine, type EngineOptions, type LocalEngine } from "../../local/engine";
+import { startEngine, type EngineOptions, type LocalEngine } from "../../local/engine/engine";
 
 let announced = false;
 
-/** The parity layer (local/parity.ts) is on unless the options or HYBRID_COUNTER_PARITY=off say otherwise. */
+/** The parity layer (local/engine/parity.ts) is on unless the options or HYBRID_COUNTER_PARITY=off say otherwise. */
 export function useEngine(options: EngineOptions = {}): () => LocalEngine {
     let engine: LocalEngine | undefined;
     before(async () => {

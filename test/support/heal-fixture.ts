@@ -1,15 +1,22 @@
 /** Two tables (resource items, counter items) on DynamoDB Local, a model client on a fake clock, and probes. */
 import { GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES as A, DEFAULT_LAYOUT, bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/config";
-import { isLive } from "../../runtime/selection";
-import type { LocalEngine } from "../../local/engine";
-import { createCounterTable } from "../../local/table";
-import { createCountersTableWithIndex } from "../../local/heal-table";
+import {
+    COUNTER_ATTRIBUTES as A,
+    DEFAULT_LAYOUT,
+    bestEffortSortKey,
+    countersTable,
+    type CounterTableConfig,
+} from "../../runtime/shared/config";
+import { isLive } from "../../runtime/shared/selection";
+import type { LocalEngine } from "../../local/engine/engine";
+import { createCounterTable, createCountersTable as createTable } from "../../local/engine/table";
 
 let tables = 0;
 
 /** Creates the counters table as the component does: same key names, plus the sparse GSI "heal-index". */
-export const createCountersTable = createCountersTableWithIndex;
+export async function createCountersTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
+    await createTable(dynamodb, tableName, undefined, { healIndex: true });
+}
 
 /**
  * A user table and a counters table. With `sameTable` the counter items live in the user table (one

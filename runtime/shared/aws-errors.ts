@@ -1,0 +1,58 @@
+/**
+ * How this package reads DynamoDB's errors: a request refused as written (never worth repeating), an
+ * error worth repeating (throttling, contention, 5xx, a dropped connection), and a short description
+ * for logs. The client, the consumer, healing and backfill all decide by these two predicates, so a
+ * `ValidationError` is never retried as contention anywhere.
+ */
+import type { CancellationReason, DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
+
+/** The cancellation reason (and error name prefix) of a request DynamoDB refuses as written. */
+export const VALIDATION_ERROR = "ValidationError";
+
+/** Whether DynamoDB refused the request as written (ValidationException, or a cancellation for ValidationError). */
+export function isRefusal(error: unknown): boolean {
+    if (!(error instanceof Error)) {
+        return false;
+    }
+    if (error.name === "ValidationException") {
+        return true;
+    }
+    const reasons = (error as { CancellationReasons?: readonly CancellationReason[] }).CancellationReasons;
+    return Array.isArray(reasons) && reasons.some((r) => r?.Code === VALIDATION_ERROR);
+}
+
+/** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */
+export function isRetryable(error: unknown): boolean {
+    if (!(error instanceof Error) || isRefusal(error)) {
+        return false;
+    }
+    const e = error as DynamoDBServiceException;
+    if (e.$retryable) {
+        return true;
+    }
+    const status = e.$metadata?.httpStatusCode ?? 0;
+    if (status >= 500 || status === 429) {
+        return true;
+    }
+    return (
+        [
+            "TransactionConflictException",
+            "TransactionCanceledException",
+            "TransactionInProgressException",
+            "ProvisionedThroughputExceededException",
+            "ThrottlingException",
+            "RequestLimitExceeded",
+            "InternalServerError",
+            "ServiceUnavailable",
+            "TimeoutError",
+        ].includes(e.name) || ["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"].includes((e as { code?: string }).code ?? "")
+    );
+}
+
+export function describeError(error: unknown): Record<string, unknown> {
+    if (error instanceof Error) {
+        const e = error as DynamoDBServiceException;
+        return { name: e.name, message: e.message, status: e.$metadata?.httpStatusCode };
+    }
+    return { value: String(error) };
+}
