@@ -1,6 +1,6 @@
 /**
  * `fatal list | show <id> | replay [--to first-dlq] | delete <id>`: reads the fatal DLQ, explains each
- * message in the README's words, replays what can still be counted and deletes only settled messages.
+ * message in the words of docs/operating.md, replays what can still be counted and deletes only settled messages.
  */
 import {
     deleteFatal,

@@ -13,7 +13,7 @@ import { generateHistory, type History, type Mode, type SelectionKind } from "..
 import { runHistory } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
 
-const USAGE = `Usage: npm run fuzz -- [options]
+export const FUZZ_USAGE = `Usage: npm run fuzz -- [options]
 
 Options:
   --seeds <n>        histories to run (default 20)
@@ -29,9 +29,20 @@ Options:
   --trace            print every released request (with --replay, to read a reproduction)
   --json             print the summary as JSON`;
 
-function fail(message: string): never {
-    process.stderr.write(`error: ${message}\n${USAGE}\n`);
-    process.exit(2);
+/** A bad flag or value: one line naming it, exit code 2. */
+export class FuzzUsageError extends Error {}
+
+export interface FuzzOptions {
+    readonly seeds: number;
+    readonly first: number;
+    readonly ops: number;
+    readonly mode?: Mode;
+    readonly faultRate?: number;
+    readonly selection?: SelectionKind;
+    readonly replay?: string;
+    readonly shrink: boolean;
+    readonly trace: boolean;
+    readonly json: boolean;
 }
 
 function positive(name: string, value: string | undefined, fallback: number): number {
@@ -40,15 +51,17 @@ function positive(name: string, value: string | undefined, fallback: number): nu
     }
     const n = Number(value);
     if (!Number.isSafeInteger(n) || n < 1) {
-        fail(`--${name} must be a positive integer (got "${value}")`);
+        throw new FuzzUsageError(`--${name} must be a positive integer (got "${value}")`);
     }
     return n;
 }
 
-async function main(): Promise<void> {
+/** The options of `npm run fuzz -- ...`, or "help"; a bad flag or value throws a FuzzUsageError naming it. */
+export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
     let parsed;
     try {
         parsed = parseArgs({
+            args: [...argv],
             options: {
                 seeds: { type: "string" },
                 first: { type: "string" },
@@ -65,26 +78,56 @@ async function main(): Promise<void> {
             strict: true,
         });
     } catch (error) {
-        fail((error as Error).message);
+        throw new FuzzUsageError((error as Error).message);
     }
     const v = parsed.values;
     if (v.help) {
-        process.stdout.write(`${USAGE}\n`);
-        return;
+        return "help";
     }
     if (v.mode !== undefined && v.mode !== "utilization" && v.mode !== "strict") {
-        fail(`--mode must be utilization or strict (got "${v.mode}")`);
+        throw new FuzzUsageError(`--mode must be utilization or strict (got "${v.mode}")`);
     }
     if (v.selection !== undefined && v.selection !== "client" && v.selection !== "prefix" && v.selection !== "attribute") {
-        fail(`--selection must be client, prefix or attribute (got "${v.selection}")`);
+        throw new FuzzUsageError(`--selection must be client, prefix or attribute (got "${v.selection}")`);
     }
     const faultRate = v["fault-rate"] === undefined ? undefined : Number(v["fault-rate"]);
     if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
-        fail(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
+        throw new FuzzUsageError(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
     }
-    const seeds = positive("seeds", v.seeds, 20);
-    const first = positive("first", v.first, 1);
-    const ops = positive("ops", v.ops, 200);
+    return {
+        seeds: positive("seeds", v.seeds, 20),
+        first: positive("first", v.first, 1),
+        ops: positive("ops", v.ops, 200),
+        mode: v.mode as Mode | undefined,
+        faultRate,
+        selection: v.selection as SelectionKind | undefined,
+        replay: v.replay,
+        shrink: !(v["no-shrink"] ?? false),
+        trace: v.trace ?? false,
+        json: v.json ?? false,
+    };
+}
+
+function fail(message: string): never {
+    process.stderr.write(`error: ${message}\n${FUZZ_USAGE}\n`);
+    process.exit(2);
+}
+
+async function main(): Promise<void> {
+    let options: FuzzOptions | "help";
+    try {
+        options = parseFuzzArgs(process.argv.slice(2));
+    } catch (error) {
+        if (error instanceof FuzzUsageError) {
+            fail(error.message);
+        }
+        throw error;
+    }
+    if (options === "help") {
+        process.stdout.write(`${FUZZ_USAGE}\n`);
+        return;
+    }
+    const { seeds, first, ops, faultRate } = options;
 
     const engine = await startEngine();
     let failed = 0;
@@ -106,19 +149,19 @@ async function main(): Promise<void> {
         flips: 0,
     };
     try {
-        const histories: History[] = v.replay
-            ? [JSON.parse(readFileSync(v.replay, "utf8")) as History]
+        const histories: History[] = options.replay
+            ? [JSON.parse(readFileSync(options.replay, "utf8")) as History]
             : Array.from({ length: seeds }, (_, i) =>
                   generateHistory({
                       seed: first + i,
                       ops,
-                      mode: v.mode as Mode | undefined,
+                      mode: options.mode,
                       faultRate,
-                      selection: v.selection as SelectionKind | undefined,
+                      selection: options.selection,
                   }),
               );
         for (const history of histories) {
-            const result = await runHistory(engine, history, v.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {});
+            const result = await runHistory(engine, history, options.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {});
             totals.seeds++;
             totals.events += result.stats.events;
             totals.requests += result.stats.requests;
@@ -148,7 +191,7 @@ async function main(): Promise<void> {
             failed++;
             let shown = history;
             let violations = result.violations;
-            if (!v["no-shrink"] && !v.replay) {
+            if (options.shrink && !options.replay) {
                 process.stderr.write(`  shrinking seed ${history.seed}...\n`);
                 shown = await shrinkHistory(engine, history, result.violations[0]!, {
                     onProgress: (n) => process.stderr.write(`  ${n} events\n`),
@@ -166,7 +209,7 @@ async function main(): Promise<void> {
     }
     const summary = { ...totals, failed };
     process.stdout.write(
-        v.json
+        options.json
             ? `${JSON.stringify(summary)}\n`
             : `${summary.seeds} histories, ${summary.events} events, ${summary.requests} requests, ${summary.faults} injected faults, ` +
                   `${summary.deadLettered} batches dead-lettered, ${summary.otherWrites} other writes (${summary.otherWritesFailed} not served, ` +
@@ -177,4 +220,6 @@ async function main(): Promise<void> {
     process.exitCode = failed > 0 ? 1 : 0;
 }
 
-void main();
+if (require.main === module) {
+    void main();
+}

@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import * as root from "../index";
 import * as policy from "../policy/index";
 import * as runtime from "../runtime";
-import * as client from "../runtime/client";
+import * as client from "../runtime/client/client";
 
 /**
  * The names each public entry point exports (package.json "exports": ".", "./runtime", "./runtime/client",

@@ -1,84 +1,368 @@
+/**
+ * The README and the pages of docs/ say only what is true of this repository: every link resolves (to a file,
+ * and for an `#anchor` into a page, to one of its headings), every page is linked from the front page, the
+ * front page stays a front page (at most 250 lines), each Guarantees row names its proof, and every command
+ * the docs give runs: the repository's own programs (the twin, the bench and its sweep, the checker, the CLI)
+ * answer `--help`, in process, and accept every flag the docs pass them.
+ */
 import { strict as assert } from "node:assert";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
-import { COMMANDS } from "../cli/registry";
-import { parseTwinArgs } from "../local/twin/twin";
+import { Command, CommanderError } from "commander";
+import { BENCH_USAGE, parseOptions as parseBenchArgs } from "../bench/run";
+import { runSweep } from "../bench/sweep";
+import { parseSweepArgs, SWEEP_USAGE } from "../bench/sweep-plan";
+import { buildProgram } from "../cli/index";
+import { parseTwinArgs, USAGE as TWIN_USAGE } from "../local/twin/twin";
+import { FUZZ_USAGE, parseFuzzArgs } from "../scripts/fuzz";
 import { CONFIG_KEYS, CONFIG_NAMESPACE, stackSettingsFromConfig } from "../stack/config";
 
 const root = path.resolve(__dirname, "..");
-const readme = readFileSync(path.join(root, "README.md"), "utf8");
+/** The front page, then every page of docs/, by path from the root. */
+const pages = [
+    "README.md",
+    ...readdirSync(path.join(root, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => `docs/${f}`),
+];
+const text = new Map(pages.map((page) => [page, readFileSync(path.join(root, page), "utf8")]));
+const readme = text.get("README.md")!;
 const scripts = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
 
-/** Every command of the README's `sh` blocks, split at `&&`, with the folder it runs in. */
-function shellCommands(markdown: string): Array<{ cwd: string; words: string[] }> {
-    const out: Array<{ cwd: string; words: string[] }> = [];
-    for (const block of markdown.matchAll(/```sh\n([\s\S]*?)```/g)) {
+/** A placeholder the docs write for a path on the reader's machine, and what it is here. */
+const PLACEHOLDERS: Record<string, string> = { "<path to this repository>": root };
+
+/** Markdown without its fenced code blocks (whose `#` lines are comments and whose `](` is code). */
+function prose(markdown: string): string {
+    return markdown.replace(/^```[^\n]*\n[\s\S]*?^```$/gm, "");
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, each space a hyphen. */
+function githubSlug(heading: string): string {
+    return heading
+        .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+        .replace(/ /g, "-");
+}
+
+/** The anchors of a page's headings, with GitHub's -1, -2 suffixes for repeated ones. */
+function anchors(markdown: string): Set<string> {
+    const seen = new Map<string, number>();
+    const out = new Set<string>();
+    for (const [, heading] of prose(markdown).matchAll(/^#{1,6} (.+)$/gm)) {
+        const slug = githubSlug(heading!);
+        const n = seen.get(slug) ?? 0;
+        seen.set(slug, n + 1);
+        out.add(n === 0 ? slug : `${slug}-${n}`);
+    }
+    return out;
+}
+
+/** Every relative link and image of a page: its target file (from the root) and anchor. */
+function relativeLinks(page: string): Array<{ target: string; file: string; anchor?: string }> {
+    const body = prose(text.get(page)!).replace(/`[^`\n]*`/g, "");
+    const out: Array<{ target: string; file: string; anchor?: string }> = [];
+    for (const [, target] of body.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) {
+            continue;
+        }
+        const [file, anchor] = target!.split("#") as [string, string | undefined];
+        out.push({
+            target: target!,
+            file: file === "" ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), file)),
+            anchor,
+        });
+    }
+    return out;
+}
+
+/** Splits a command line into words; a quoted word or a `<placeholder ...>` stays one word. */
+function words(command: string): string[] {
+    return command.match(/'[^']*'|<[^>]*>\S*|\S+/g)!.map((w) => w.replace(/^'(.*)'$/, "$1"));
+}
+
+interface ShellCommand {
+    readonly page: string;
+    readonly cwd: string;
+    readonly words: string[];
+}
+
+/**
+ * Every command of a page's `sh` blocks, split at `&&`, with the folder it runs in: a `cd` alone on its line
+ * moves the lines after it in its block; one joined by `&&` moves only the rest of its line.
+ */
+function shellCommands(page: string): ShellCommand[] {
+    const out: ShellCommand[] = [];
+    for (const block of text.get(page)!.matchAll(/```sh\n([\s\S]*?)```/g)) {
+        let blockCwd = root;
         for (const line of block[1]!.split("\n").filter((l) => l.trim() !== "")) {
-            let cwd = root;
-            for (const command of line.split("&&").map((c) => c.trim())) {
-                const words = command.match(/'[^']*'|\S+/g)!.map((w) => w.replace(/^'(.*)'$/, "$1"));
-                if (words[0] === "cd") {
-                    cwd = path.resolve(cwd, words[1]!);
+            let cwd = blockCwd;
+            const commands = line.split("&&").map((c) => c.trim());
+            for (const command of commands) {
+                const w = words(command);
+                if (w[0] === "cd") {
+                    cwd = path.resolve(cwd, w[1]!);
+                    if (commands.length === 1) {
+                        blockCwd = cwd;
+                    }
                 }
-                out.push({ cwd, words });
+                out.push({ page, cwd, words: w });
             }
         }
     }
     return out;
 }
 
-describe("the README's commands are true", () => {
-    const commands = shellCommands(readme);
+/**
+ * One of the repository's programs as a command names it: the twin (`npm start`), the bench, its sweep, the
+ * checker (`npm run fuzz`) or a command of the CLI (`npx hybrid-counter <command>`), with the arguments it is given.
+ */
+interface Invocation {
+    readonly program: "twin" | "bench" | "sweep" | "fuzz" | "cli";
+    /** The CLI's command path (`fatal replay`); empty for the others. */
+    readonly path: string[];
+    readonly args: string[];
+}
 
-    it("names, for every Guarantees row, a test file that exists or the model-based checker", () => {
-        const table = readme.slice(readme.indexOf("## Guarantees"), readme.indexOf("\n\n", readme.indexOf("| --- | --- | --- | --- |")));
-        const rows = table.split("\n").filter((line) => line.startsWith("| **"));
-        assert.ok(rows.length >= 10, `${rows.length} rows`);
-        for (const row of rows) {
-            const cells = row.split(" | ");
-            const proof = cells[cells.length - 1]!.replace(/ \|$/, "");
-            const named = proof.split(";").map((part) => part.trim().split(" ")[0]!);
-            assert.ok(named.length > 0 && proof.length > 0, `${cells[0]} names no proof`);
-            for (const name of named) {
-                if (name !== "checker:") {
-                    assert.ok(existsSync(path.join(root, "test", `${name}.test.ts`)), `${cells[0]}: test/${name}.test.ts does not exist`);
-                }
-            }
+/** The program a command runs, or undefined when it runs none of the repository's programs. */
+function invocation(command: readonly string[]): Invocation | undefined {
+    const [tool, verb, name] = command;
+    const after = command.indexOf("--") >= 0 ? command.slice(command.indexOf("--") + 1) : [];
+    if (tool === "npm" && verb === "start") {
+        return { program: "twin", path: [], args: after };
+    }
+    if (tool === "npm" && verb === "run" && name === "bench") {
+        return after.includes("--sweep")
+            ? { program: "sweep", path: [], args: after.filter((a) => a !== "--sweep") }
+            : { program: "bench", path: [], args: after };
+    }
+    if (tool === "npm" && verb === "run" && name === "fuzz") {
+        return { program: "fuzz", path: [], args: after };
+    }
+    if (tool === "npx" && verb === "hybrid-counter") {
+        const program = buildProgram(() => undefined);
+        const rest = command.slice(2);
+        const commandPath: string[] = [];
+        let current: Command = program;
+        while (rest.length > 0 && current.commands.some((c) => c.name() === rest[0])) {
+            current = current.commands.find((c) => c.name() === rest[0])!;
+            commandPath.push(rest.shift()!);
+        }
+        if (commandPath.length === 0 && rest.length > 0 && !rest[0]!.startsWith("-") && !rest[0]!.startsWith("<")) {
+            // Not a command of the CLI: kept in the path, so that checking it fails and names it.
+            commandPath.push(rest.shift()!);
+        }
+        return { program: "cli", path: commandPath, args: rest };
+    }
+    return undefined;
+}
+
+/** Runs `fn` with stdout captured, and returns what it wrote. */
+async function capturingStdout(fn: () => Promise<unknown>): Promise<{ out: string; error?: unknown }> {
+    const chunks: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string | Uint8Array) => (chunks.push(String(chunk)), true)) as typeof process.stdout.write;
+    try {
+        await fn();
+        return { out: chunks.join("") };
+    } catch (error) {
+        return { out: chunks.join(""), error };
+    } finally {
+        process.stdout.write = write;
+    }
+}
+
+/** The CLI command a path names, and every long flag it takes (its own and the program's global ones). */
+function cliCommand(commandPath: readonly string[]): { command: Command; flags: Set<string> } {
+    let command: Command = buildProgram(() => undefined);
+    const flags = new Set<string>(["--help"]);
+    for (let i = 0; ; i++) {
+        for (const option of command.options) {
+            flags.add(option.long!);
+        }
+        if (i === commandPath.length) {
+            return { command, flags };
+        }
+        const next = command.commands.find((c) => c.name() === commandPath[i]);
+        assert.ok(
+            next,
+            `${commandPath[i]} is a command of hybrid-counter${commandPath
+                .slice(0, i)
+                .map((c) => ` ${c}`)
+                .join("")}`,
+        );
+        command = next;
+    }
+}
+
+/** `<program> --help`, in process: what the program prints, after checking it answers help and nothing else. */
+async function help(program: Invocation["program"], commandPath: readonly string[]): Promise<string> {
+    switch (program) {
+        case "twin":
+            assert.equal(parseTwinArgs(["--help"]), "help");
+            return TWIN_USAGE;
+        case "bench":
+            assert.equal(parseBenchArgs(["--help"]), "help");
+            return BENCH_USAGE;
+        case "fuzz":
+            assert.equal(parseFuzzArgs(["--help"]), "help");
+            return FUZZ_USAGE;
+        case "sweep": {
+            const { out, error } = await capturingStdout(() => runSweep(["--help"]));
+            assert.equal(error, undefined);
+            assert.equal(out, SWEEP_USAGE);
+            return out;
+        }
+        case "cli": {
+            cliCommand(commandPath);
+            const { out, error } = await capturingStdout(() =>
+                buildProgram(() => undefined).parseAsync([...commandPath, "--help"], { from: "user" }),
+            );
+            assert.ok(error instanceof CommanderError && error.exitCode === 0, `hybrid-counter ${commandPath.join(" ")} --help exits 0`);
+            assert.ok(out.startsWith(`Usage: hybrid-counter${commandPath.map((c) => ` ${c}`).join("")} `), out);
+            return out;
+        }
+    }
+}
+
+/** The long flags (`--name`, without a value) among a command's words. */
+function longFlags(args: readonly string[]): string[] {
+    return args.filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]!);
+}
+
+/** Asserts a program accepts every flag it is given, by its own parser where the words are literal values. */
+function acceptsFlags(run: Invocation, usage: string, literal: boolean): void {
+    if (run.program === "cli") {
+        const { flags } = cliCommand(run.path);
+        for (const flag of longFlags(run.args)) {
+            assert.ok(flags.has(flag), `hybrid-counter ${run.path.join(" ")} takes ${flag}`);
+        }
+        return;
+    }
+    for (const flag of longFlags(run.args)) {
+        assert.match(usage, new RegExp(`(^|[\\s,])${flag}(?=[\\s,=]|$)`, "m"), `${run.program}'s usage names ${flag}`);
+    }
+    if (literal) {
+        const parsed =
+            run.program === "twin"
+                ? parseTwinArgs(run.args)
+                : run.program === "bench"
+                  ? parseBenchArgs(run.args)
+                  : run.program === "sweep"
+                    ? parseSweepArgs(run.args)
+                    : parseFuzzArgs(run.args);
+        assert.notEqual(parsed, "help");
+    }
+}
+
+/** Commands in inline code that run one of the repository's programs or scripts (`npm run bench -- --sweep`). */
+function inlineCommands(page: string): string[][] {
+    const out: string[][] = [];
+    for (const [, code] of prose(text.get(page)!).matchAll(/`([^`\n]+)`/g)) {
+        if (/^(npm (start|test|run \S+)|npx hybrid-counter)(\s|$)/.test(code!)) {
+            out.push(words(code!.split("|")[0]!.trim()));
+        }
+    }
+    return out;
+}
+
+describe("the README and docs/ are true", () => {
+    const commands = pages.flatMap(shellCommands);
+
+    it("the README is a front page: at most 250 lines", () => {
+        const lines = readme.trimEnd().split("\n").length;
+        assert.ok(lines <= 250, `the README has ${lines} lines`);
+    });
+
+    it("links every page of docs/ from the README", () => {
+        const linked = new Set(relativeLinks("README.md").map((l) => l.file));
+        for (const page of pages.filter((p) => p !== "README.md")) {
+            assert.ok(linked.has(page), `the README links ${page}`);
         }
     });
 
-    it("has the two commands of a fresh machine", () => {
-        const lines = readme.split("\n");
-        assert.ok(lines.includes("npm ci && npm start"));
-        assert.ok(lines.includes("npm test"));
+    for (const page of pages) {
+        it(`${page}: every relative link resolves, and every anchor names a heading`, () => {
+            for (const { target, file, anchor } of relativeLinks(page)) {
+                assert.ok(existsSync(path.join(root, file)), `${page}: ${target} (${file}) exists`);
+                if (anchor !== undefined && file.endsWith(".md")) {
+                    const target = text.get(file) ?? readFileSync(path.join(root, file), "utf8");
+                    assert.ok(anchors(target).has(anchor), `${page}: ${file} has a heading #${anchor}`);
+                }
+            }
+        });
+    }
+
+    it("names, for every Guarantees row, a test file that exists or the model-based checker", () => {
+        // Every table whose header has a "proven by" column, on any page: the README's Guarantees.
+        let tables = 0;
+        for (const page of pages) {
+            for (const [table] of prose(text.get(page)!).matchAll(/^\|[^\n]*proven by[^\n]*\n(\|[^\n]*\n?)+/gm)) {
+                tables++;
+                const rows = table.split("\n").filter((line) => line.startsWith("| **"));
+                assert.ok(rows.length >= 10, `${page}: ${rows.length} rows`);
+                for (const row of rows) {
+                    const cells = row.split(" | ");
+                    const proof = cells[cells.length - 1]!.replace(/ \|$/, "");
+                    const named = proof.split(";").map((part) => part.trim().split(" ")[0]!);
+                    assert.ok(named.length > 0 && proof.length > 0, `${cells[0]} names no proof`);
+                    for (const name of named) {
+                        if (name !== "checker:") {
+                            assert.ok(
+                                existsSync(path.join(root, "test", `${name}.test.ts`)),
+                                `${cells[0]}: test/${name}.test.ts does not exist`,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert.ok(readme.includes("## Guarantees\n"), "the README has its Guarantees");
+        assert.equal(tables, 1, "one Guarantees table, on the README");
     });
 
-    for (const { cwd, words } of commands) {
-        const text = words.join(" ");
-        it(`${path.relative(root, cwd) || "."}$ ${text}`, () => {
+    it("has the two commands of a fresh machine, each alone on its line of an sh block", () => {
+        const lines = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((block) => block[1]!.split("\n"));
+        assert.ok(lines.includes("npm ci && npm start"), "the README gives `npm ci && npm start` alone on a line of an sh block");
+        assert.ok(lines.includes("npm test"), "the README gives `npm test` alone on a line of an sh block");
+    });
+
+    for (const { page, cwd, words } of commands) {
+        const command = words.join(" ");
+        it(`${page}: ${path.relative(root, cwd) || "."}$ ${command}`, async () => {
             const [tool, verb, ...rest] = words;
             switch (tool) {
-                case "npm":
+                case "npm": {
                     if (verb === "ci") {
                         assert.ok(existsSync(path.join(cwd, "package-lock.json")), "npm ci needs a lock file");
                     } else if (verb === "install") {
                         assert.ok(existsSync(path.join(cwd, "package.json")));
                     } else if (verb === "start" || verb === "test") {
                         assert.ok(scripts[verb], `package.json has no ${verb} script`);
-                        if (verb === "start" && rest[0] === "--") {
-                            assert.notEqual(parseTwinArgs(rest.slice(1)), undefined);
-                        }
                     } else {
                         assert.equal(verb, "run");
                         assert.ok(scripts[rest[0]!], `package.json has no ${rest[0]} script`);
                     }
+                    const run = invocation(words);
+                    if (run) {
+                        acceptsFlags(run, await help(run.program, run.path), true);
+                    } else {
+                        assert.ok(!words.includes("--"), `${command}: options for a script that is not one of the checked programs`);
+                    }
                     return;
+                }
                 case "cd":
-                    assert.ok(existsSync(path.join(cwd, "Pulumi.yaml")), `${cwd} is a Pulumi project`);
+                    assert.ok(
+                        existsSync(path.join(cwd, "Pulumi.yaml")) || existsSync(path.join(cwd, "PulumiPolicy.yaml")),
+                        `${cwd} is a Pulumi project or policy pack`,
+                    );
                     return;
-                case "pulumi":
+                case "pulumi": {
                     // Needs the Pulumi CLI, which cannot be installed here: check what it would read.
-                    assert.ok(existsSync(path.join(cwd, "Pulumi.yaml")), `${cwd} is a Pulumi project`);
+                    const project = verb === "policy" ? "PulumiPolicy.yaml" : "Pulumi.yaml";
+                    assert.ok(existsSync(path.join(cwd, project)), `${cwd} has ${project}`);
                     if (verb === "config" && rest[0] === "set") {
                         const args = rest.slice(1).filter((w) => w !== "--path");
                         const [key, value] = args as [string, string];
@@ -96,34 +380,59 @@ describe("the README's commands are true", () => {
                     }
                     for (const [i, w] of words.entries()) {
                         if (w === "--policy-pack") {
-                            assert.ok(existsSync(path.join(cwd, words[i + 1]!, "PulumiPolicy.yaml")), "the policy pack exists");
+                            const pack = Object.entries(PLACEHOLDERS).reduce((p, [name, value]) => p.replace(name, value), words[i + 1]!);
+                            assert.ok(existsSync(path.resolve(cwd, pack, "PulumiPolicy.yaml")), `the policy pack ${words[i + 1]} exists`);
                         }
                     }
                     return;
-                case "npx":
+                }
+                case "npx": {
                     // The package's own bin, with one of its commands.
                     assert.equal(verb, "hybrid-counter");
-                    assert.ok(
-                        COMMANDS.some((c) => c.name === rest[0]),
-                        `${rest[0]} is a command of the CLI`,
-                    );
+                    const run = invocation(words)!;
+                    assert.ok(run.path.length > 0, `${command} names a command of the CLI`);
+                    acceptsFlags(run, await help(run.program, run.path), true);
                     return;
+                }
                 case "apt-get":
                 case "aws":
                     // Operator commands for the user's own machine and account.
-                    assert.ok(["install", "sqs"].includes(verb!), text);
+                    assert.ok(["install", "sqs"].includes(verb!), command);
                     return;
                 default:
-                    assert.fail(`the README runs an unchecked command: ${text}`);
+                    assert.fail(`the docs run an unchecked command: ${command}`);
             }
         });
     }
 
-    it("links only to files that exist", () => {
-        for (const [, target] of readme.matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g)) {
-            if (!/^https?:/.test(target!)) {
-                assert.ok(existsSync(path.join(root, target!)), `${target} exists`);
-            }
+    // Every distinct program the docs name, in their sh blocks or inline (`npm run fuzz -- --replay`), answers
+    // --help in process and takes every flag the docs give it there.
+    const named = pages.flatMap((page) =>
+        [...shellCommands(page).map((c) => c.words), ...inlineCommands(page)].map((command) => ({ page, command })),
+    );
+    it("names only npm scripts that exist", () => {
+        for (const { page, command } of named.filter(({ command }) => command[0] === "npm" && command[1] === "run")) {
+            assert.ok(scripts[command[2]!], `${page}: package.json has no ${command[2]} script (${command.join(" ")})`);
         }
     });
+    const runs = new Map<string, Array<{ page: string; run: Invocation }>>();
+    for (const { page, command } of named) {
+        const run = invocation(command);
+        if (run) {
+            const key = [run.program, ...run.path].join(" ");
+            runs.set(key, [...(runs.get(key) ?? []), { page, run }]);
+        }
+    }
+    for (const [key, uses] of runs) {
+        it(`${key} --help, and the flags the docs give it`, async () => {
+            const usage = await help(uses[0]!.run.program, uses[0]!.run.path);
+            for (const { page, run } of uses) {
+                try {
+                    acceptsFlags(run, usage, false);
+                } catch (error) {
+                    assert.fail(`${page}: ${[run.program, ...run.path, ...run.args].join(" ")}: ${(error as Error).message}`);
+                }
+            }
+        });
+    }
 });

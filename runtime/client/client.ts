@@ -1,7 +1,7 @@
 /**
  * The API-side client: creates and soft-deletes resources, keeps the best-effort counter, reads
  * `max(best-effort, eventual)` and enforces limits. It raises only the errors of its contract (see
- * the per-method contracts below and the README's "The client's contract").
+ * the per-method contracts below and docs/client.md, "The client's contract").
  *
  * Two modes, fixed per counter key (every client writing a key must use the same mode). "Client-
  * counted" items are those best-effort accounts for: items carrying the client's token, or whose

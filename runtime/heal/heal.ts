@@ -23,7 +23,7 @@
  *        token) is at least Q before now;
  *   4. writes `SET count = :truth REMOVE hc_heal, hc_due_at CONDITION hc_version = :v AND hc_written_at <= now - Q`.
  *
- * Assumptions (each one is a guarantee of the README's table):
+ * Assumptions (each one is in the row "Heal assumes" of the README's Guarantees table):
  *   A1 Client deadline D (client option `deadlineMs`, default 10 s): no write of one API call is sent
  *      later than D after the call's first write (or, for a utilization create, after its token was made);
  *      a write not sent in time is abandoned.

@@ -1,5 +1,5 @@
 /**
- * What a fatal-queue message means and what to do about it, in the README's words ("Operating it").
+ * What a fatal-queue message means and what to do about it, in the words of docs/operating.md ("Operating it").
  *
  * Invariant: pure. Every message kind the pipeline sends is recognised by its `reason` (or, for a batch
  * the first DLQ gave up on, by Lambda's on-failure metadata), and mapped to the remedy that settles it.

@@ -114,7 +114,7 @@ export function createRedriveHandler(deps: RedriveHandlerDeps): (event: SQSEvent
                     `The records ${range.startSequenceNumber} to ${range.endSequenceNumber} of shard ${range.shardId} ` +
                     `could not be read from the stream (${name}): DynamoDB keeps stream records for 24 hours. ` +
                     `They were never counted, so the eventual counter of the keys they touched may be off until it is ` +
-                    `reconciled from the table (see the README, "Operating it").`,
+                    `reconciled from the table (see docs/operating.md, "Operating it").`,
                 detail: { ...range, messageId: message.messageId, onFailureRecord: safeJson(message.body) },
             });
         }

@@ -25,7 +25,7 @@
  *   idempotency window, is counted twice here: that can only loosen this last check, never tighten it.)
  *
  * In attribute histories another writer also moves items in and out of the selection. A client item it moves
- * out ends a life (as a delete does); one it moves back in is, by the README, counted by eventual alone until a
+ * out ends a life (as a delete does); one it moves back in is, by docs/limits.md, counted by eventual alone until a
  * heal, which may then count it (it carries the token). So strict mode's three checks allow `movedIn`, the
  * client items moved back in so far: it can only loosen them, and is 0 in every other history. A TTL delete
  * (client histories) is a hard delete nobody calls: another writer's, as far as the contract goes.

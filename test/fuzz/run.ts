@@ -1,6 +1,6 @@
 /**
  * Runs one history on DynamoDB Local under the deterministic scheduler and checks it against the
- * contract the README states:
+ * contract the README's Guarantees state (docs/guarantees.md lists what is checked):
  *
  * - at every observation (between two released requests), the mode's bound holds, restated over the
  *   client's own items because best-effort covers only those (others.ts says why and what it allows):
@@ -529,7 +529,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     if (!(await mapping.drained())) {
         violations.push(`the stream did not drain: ${mapping.describe()}`);
     }
-    // A fatal message needs an operator by contract: settle its keys as the README tells them to.
+    // A fatal message needs an operator by contract: settle its keys as docs/operating.md tells them to.
     const reconciledAfterDrain = fatalMessages.length > 0;
     if (reconciledAfterDrain) {
         for (const key of keys) {
