@@ -18,10 +18,10 @@ export {
     type DeleteResult,
     type HybridCounterClientOptions,
     type TryCreateResult,
-} from "./client/client";
+} from "./client";
 export * from "./stream";
 export { isLive, isSelected, liveConditionExpression, selectionConditionExpression, type ItemSelection } from "./shared/selection";
 export { METRIC_NAMES, type LineSink } from "./shared/telemetry";
-export * from "./heal/heal";
-export * from "./backfill/backfill";
+export * from "./heal";
+export * from "./backfill";
 export { tokenTime } from "./shared/tokens";
