@@ -8,25 +8,26 @@
  * does to the counter: API errors surfaced, best-effort drift (utilization undercounts) and held
  * slots (strict), lag, and the share of requests throttled.
  *
- * It compares two placements of the counter items:
- * - "tenant-partition": beside the tenant's items, as the runtime stores them today;
- * - "own-table": in a table of their own. Until the runtime can keep counters apart
- *   (`countersTableName`), this is modelled by metering the counter items on a partition of
- *   their own in the parity layer, which is the throughput effect of a separate table.
+ * It compares the component's two placements of the counter items, each deployed as every harness
+ * deploys the component (local/deployment/deployment.ts: its tables, its client config, its consumer's
+ * environment, refused when they disagree):
+ * - "tenant-partition": beside the tenant's items (`counterPlacement: "same-table"`);
+ * - "own-table": in the counters table the component creates by default (`counterPlacement: "separate"`),
+ *   whose partitions the parity layer meters apart from the tenant's.
  */
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamEvent } from "aws-lambda";
+import { assertHarnessAgrees, deployLocally, type LocalDeployment } from "../local/deployment/deployment";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import { LagMeter } from "../local/harness/lag";
 import { lambdaContext } from "../local/aws/lambda-context";
 import { MappingEmulator } from "../local/aws/mapping-emulator";
 import { snapshotKey } from "../local/harness/observe";
-import { describeParity, type ParityOptions } from "../local/engine/parity";
+import { describeParity } from "../local/engine/parity";
 import { LocalQueues } from "../local/aws/sqs";
-import type { DeployedSystem } from "../local/deployment/system";
-import { createCounterTable } from "../local/engine/table";
 import { runWorkload } from "../local/harness/workload";
-import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
-import { DEFAULT_LAYOUT } from "../runtime/shared/config";
+import { HybridCounterClient, type CounterMode, type HybridCounterClientOptions } from "../runtime/client/client";
+import { ENV, handlerConfigFromEnv, type HandlerConfig } from "../runtime/shared/config";
 import { createStreamHandler } from "../runtime/stream/consumer";
 
 export type CounterPlacement = "tenant-partition" | "own-table";
@@ -76,45 +77,62 @@ const TENANT = "hot-tenant";
 /** A limit no run reaches: strict mode is measured for its held slots, not for its refusals. */
 const STRICT_LIMIT = 1_000_000;
 
-/** The parity options of one placement: counter items apart, or beside the tenant's items. */
-export function placementParity(placement: CounterPlacement): ParityOptions {
-    if (placement === "tenant-partition") {
-        return {};
-    }
-    return {
-        partitionOf: (table, key, partition) =>
-            key[DEFAULT_LAYOUT.sortKey]?.S?.startsWith(DEFAULT_LAYOUT.counterPrefix)
-                ? `${table}#counters/${JSON.stringify(key[DEFAULT_LAYOUT.partitionKey])}`
-                : partition,
-    };
+/** The component's `counterPlacement` each placement of the scenario deploys. */
+export const COMPONENT_PLACEMENT = {
+    "tenant-partition": "same-table",
+    "own-table": "separate",
+} as const satisfies Record<CounterPlacement, "same-table" | "separate">;
+
+/** What one run starts: the component deployed in the placement, the client's options and the consumer's configuration. */
+export interface HotTenantSystem {
+    readonly deployment: LocalDeployment;
+    readonly clientOptions: HybridCounterClientOptions;
+    readonly consumerConfig: HandlerConfig;
+}
+
+/**
+ * Deploys the component in `placement` on the engine and builds the pair the run starts: the client from its
+ * `clientConfig`, the consumer from its environment (the local fatal queue's name in place of the URL). Throws
+ * HarnessMismatchError, naming the fields, when they would count in different places.
+ */
+export async function deployHotTenant(
+    admin: DynamoDBClient,
+    placement: CounterPlacement,
+    client: Pick<HybridCounterClientOptions, "dynamodb" | "mode">,
+): Promise<HotTenantSystem> {
+    const deployment = await deployLocally(admin, `hot-tenant-${placement}`, { counterPlacement: COMPONENT_PLACEMENT[placement] });
+    const clientOptions: HybridCounterClientOptions = { ...deployment.clientConfig, ...client };
+    const consumerEnvironment = { ...deployment.system.consumer.environment, [ENV.fatalQueueUrl]: "local-fatal" };
+    assertHarnessAgrees(clientOptions, { consumer: consumerEnvironment });
+    return { deployment, clientOptions, consumerConfig: handlerConfigFromEnv(consumerEnvironment) };
 }
 
 async function runOne(
     engine: LocalEngine,
-    system: DeployedSystem,
     placement: CounterPlacement,
     mode: CounterMode,
     options: HotTenantOptions,
 ): Promise<HotTenantRow> {
     const admin = engine.dynamodb();
-    const tableName = `hot-tenant-${placement}-${mode}`;
-    const { streamArn } = await createCounterTable(admin, tableName);
     const api = engine.dynamodb();
+    const { deployment, clientOptions, consumerConfig } = await deployHotTenant(admin, placement, { dynamodb: api, mode });
+    const { system, clientLayout: layout } = deployment;
+    const { tableName, countersTableName } = layout;
     const consumerDynamo = engine.dynamodb();
     const streams = engine.streams();
     const queues = new LocalQueues();
-    const lag = new LagMeter(DEFAULT_LAYOUT);
+    const lag = new LagMeter(layout);
     lag.watchCommits(consumerDynamo);
     let consumerRetries = 0;
     const handler = createStreamHandler({
-        config: { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
+        config: consumerConfig,
         dynamodb: consumerDynamo,
         sqs: queues.client(),
         sink: () => undefined,
     });
     const emulator = new MappingEmulator({
         streams,
-        streamArn,
+        streamArn: deployment.streamArn,
         settings: system.streamMapping,
         onRead: (record, at) => lag.read(record, at),
         invoke: async (event: DynamoDBStreamEvent) => {
@@ -127,7 +145,7 @@ async function runOne(
             queues.send("first-dlq", JSON.stringify(r));
         },
     });
-    const client = new HybridCounterClient({ tableName, countersTableName: tableName, dynamodb: api, mode });
+    const client = new HybridCounterClient(clientOptions);
     const payload = "x".repeat(options.itemBytes);
     // The workload's items carry a one-byte payload; a tenant's real items are larger.
     const target = {
@@ -170,7 +188,7 @@ async function runOne(
     await consuming;
     await emulator.drain({ idlePolls: 3, pollIntervalMs: 50 });
 
-    const s = await snapshotKey(admin, tableName, DEFAULT_LAYOUT, TENANT);
+    const s = await snapshotKey(admin, tableName, layout, TENANT, countersTableName);
     const after = snapshotStats(engine);
     const sumOn = (map: Map<string, number> | undefined, prefix: string) =>
         [...(map ?? new Map<string, number>())].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
@@ -198,7 +216,8 @@ async function runOne(
         tenantWcuPerSec: Math.round(sumOn(engine.parity?.stats.writeUnitsByKey, `${tableName}/`) / seconds),
         throttledShare: requests === 0 ? 0 : r3((after.throttled - before.throttled) / requests),
         throttledOnTenant: throttledOn(`${tableName}/`),
-        throttledOnCounters: throttledOn(`${tableName}#counters/`),
+        // Beside the tenant's items, the counters' throttles are the tenant's.
+        throttledOnCounters: countersTableName === tableName ? 0 : throttledOn(`${countersTableName}/`),
         consumerRetries,
         dlq: queues.sent.get("first-dlq") ?? 0,
         parity: describeParity(engine.parity),
@@ -214,17 +233,13 @@ function snapshotStats(engine: LocalEngine): { requests: number; throttled: numb
 }
 
 /** Runs every placement in both modes, each on a fresh engine. */
-export async function runHotTenant(
-    system: DeployedSystem,
-    options: HotTenantOptions,
-    log: (line: string) => void,
-): Promise<HotTenantRow[]> {
+export async function runHotTenant(options: HotTenantOptions, log: (line: string) => void): Promise<HotTenantRow[]> {
     const rows: HotTenantRow[] = [];
     for (const placement of options.placements) {
         for (const mode of ["utilization", "strict"] as const) {
-            const engine = await startEngine({ parity: options.parity ? placementParity(placement) : false });
+            const engine = await startEngine({ parity: options.parity ? undefined : false });
             try {
-                const row = await runOne(engine, system, placement, mode, options);
+                const row = await runOne(engine, placement, mode, options);
                 rows.push(row);
                 log(
                     `  hot tenant ${placement.padEnd(16)} ${mode.padEnd(11)} done: ${(row.throttledShare * 100).toFixed(1)}% of requests throttled`,
@@ -280,7 +295,7 @@ export function formatHotTenant(rows: readonly HotTenantRow[], options: HotTenan
         '"be under": best-effort below live (utilization); ' +
             '"held slots": best-effort above live (strict); "throttled": share of SDK attempts the parity layer throttled.',
         options.parity
-            ? '"own-table" meters counter items on a partition of their own (the throughput effect of a counters table).'
+            ? '"own-table" keeps the counter items in the counters table the component deploys by default, metered on its own partitions.'
             : "The parity layer was off (--no-parity): DynamoDB Local never throttles, so every row shows no throttling.",
     ];
 }

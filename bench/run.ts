@@ -14,7 +14,6 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { parseArgs } from "node:util";
-import { HybridCounterComponent } from "../components/component";
 import { attributeTo, meterWrites } from "../local/engine/capacity";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import { injectFaults, seededRandom } from "../local/engine/faults";
@@ -22,9 +21,7 @@ import { LagMeter } from "../local/harness/lag";
 import { lambdaContext } from "../local/aws/lambda-context";
 import { MappingEmulator } from "../local/aws/mapping-emulator";
 import { snapshotKey } from "../local/harness/observe";
-import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
 import { LocalQueues } from "../local/aws/sqs";
-import { describeDeployedSystem } from "../local/deployment/system";
 import { deployLocally } from "../local/deployment/deployment";
 import { createCounterTable } from "../local/engine/table";
 import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
@@ -406,8 +403,6 @@ async function main(): Promise<void> {
     // DynamoDB Local slows down as a run accumulates transactions and stream records (raw PutItem/s fell
     // from about 750 to about 100 over one shared-engine run here), which would favour whichever approach
     // runs first. So each measurement gets a fresh engine, warmed up the same way, and its own yardstick.
-    const run = await runProgramWithResult(() => new HybridCounterComponent("bench", {}));
-    const system = describeDeployedSystem(run.resources);
     const measure = async (
         approach: Approach,
         scenario: { name: string; keys: string[] },
@@ -456,7 +451,7 @@ async function main(): Promise<void> {
             streamNoise = { separate: hybridHot.stream, sameTable };
         }
         if (options.scenarios.hotTenant) {
-            hotTenant = await runHotTenant(system, { ...options, placements: options.placements }, log);
+            hotTenant = await runHotTenant({ ...options, placements: options.placements }, log);
         }
         const backfill = await benchBackfill({ items: options.backfillItems, keys: 50, segments: 4, seed: options.seed });
         const healing = await runHealBench(

@@ -2,11 +2,24 @@
  * The harnesses' one configuration: the component's outputs under Pulumi mocks, its tables created on
  * DynamoDB Local as declared, and a refusal of any harness whose client and consumer disagree.
  */
-import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
+import { DescribeTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { DEFAULT_LAYOUT, HEAL_INDEX_NAME, type CounterTableConfig } from "../runtime/shared/config";
-import { assertSameSystem, deployLocally, HarnessMismatchError } from "../local/deployment/deployment";
+import { deployHotTenant } from "../bench/hot-tenant";
+import { DEFAULT_LAYOUT, ENV, HEAL_INDEX_NAME, handlerConfigFromEnv, type CounterTableConfig } from "../runtime/shared/config";
+import { SETTLER_ENV } from "../runtime/heal/settler-config";
+import { assertHarnessAgrees, assertSameSystem, deployLocally, HarnessMismatchError } from "../local/deployment/deployment";
+import { deployTwin, SETTLER_COMPRESSION, twinFunctions } from "../local/twin/twin";
 import { useEngine } from "./support/engine";
+
+async function indexesOf(dynamodb: DynamoDBClient, tableName: string): Promise<string[] | undefined> {
+    const table = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    return table.Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName!);
+}
+
+/** Asserts that `act` throws HarnessMismatchError with exactly `message`. */
+function assertRefused(act: () => unknown, message: string): void {
+    assert.throws(act, (error: unknown) => error instanceof HarnessMismatchError && error.message === message);
+}
 
 describe("a harness's deployment on DynamoDB Local", function () {
     this.timeout(60_000);
@@ -80,5 +93,92 @@ describe("a harness's deployment on DynamoDB Local", function () {
             (error: unknown) => error instanceof HarnessMismatchError && error.fields.join(",") === "countAttribute,selection",
         );
         assert.doesNotThrow(() => assertSameSystem(consumer, { ...consumer }));
+    });
+
+    it("the twin: its tables as declared, its client and every bundle it loads from the same outputs, the flat selection included", async () => {
+        // Prepare: a selection other than the default, which resolveLayout(clientConfig) used to drop.
+        const admin = engine().dynamodb();
+
+        // Act
+        const twin = await deployTwin(admin, { countedItems: "sortKeyPrefix", countedSortKeyPrefix: "order#" });
+        const { clientOptions, environments } = twinFunctions(twin, { dynamodb: admin, mode: "strict" }, "http://127.0.0.1:1/fatal");
+
+        // Assess: the client, the consumer, the redrive and the (compressed) settler count the same items in the same tables.
+        const { clientLayout, system } = twin.deployment;
+        assert.deepEqual(clientLayout.selection, { kind: "sortKeyPrefix", prefix: "order#" });
+        assert.notEqual(clientLayout.countersTableName, clientLayout.tableName);
+        assert.equal(clientOptions.countersTableName, clientLayout.countersTableName);
+        assert.equal(clientOptions.mode, "strict");
+        assert.deepEqual(Object.keys(environments).sort(), ["consumer", "redrive", "settler"]);
+        for (const environment of Object.values(environments)) {
+            const handler = handlerConfigFromEnv(environment);
+            assert.deepEqual(
+                [handler.tableName, handler.countersTableName, handler.selection, handler.fatalQueueUrl],
+                [clientLayout.tableName, clientLayout.countersTableName, clientLayout.selection, "http://127.0.0.1:1/fatal"],
+            );
+        }
+        assert.equal(twin.settlerSpec?.quietWindowMs, 600_000 / SETTLER_COMPRESSION);
+        assert.equal(environments.settler?.[SETTLER_ENV.quietWindowMs], String(600_000 / SETTLER_COMPRESSION));
+        assert.deepEqual(await indexesOf(admin, clientLayout.countersTableName), [HEAL_INDEX_NAME]);
+        assert.equal(system.countersTableName, clientLayout.countersTableName);
+
+        // Act / Assess: a consumer on another counters table, a settler on another prefix, are refused, naming the field.
+        assertRefused(
+            () => assertHarnessAgrees(clientOptions, { consumer: { ...environments.consumer, [ENV.countersTableName]: "elsewhere" } }),
+            "the client and the consumer disagree on [countersTableName]",
+        );
+        assertRefused(
+            () => assertHarnessAgrees(clientOptions, { settler: { ...environments.settler!, [ENV.countedSortKeyPrefix]: "invoice#" } }),
+            "the client and the settler disagree on [selection]",
+        );
+        assertRefused(
+            () =>
+                twinFunctions(
+                    {
+                        ...twin,
+                        deployment: { ...twin.deployment, clientConfig: { ...twin.deployment.clientConfig, countedItems: "client" } },
+                    },
+                    { dynamodb: admin },
+                    "fatal",
+                ),
+            "the client and the consumer disagree on [selection]",
+        );
+        admin.destroy();
+    });
+
+    it("the hot-tenant scenario: each placement deployed as the component's counterPlacement, its client and consumer checked alike", async () => {
+        // Prepare
+        const admin = engine().dynamodb();
+
+        // Act
+        const beside = await deployHotTenant(admin, "tenant-partition", { dynamodb: admin, mode: "utilization" });
+        const apart = await deployHotTenant(admin, "own-table", { dynamodb: admin, mode: "strict" });
+
+        // Assess: beside the tenant's items, one table with the heal index; apart, a counters table of their own.
+        const b = beside.deployment.clientLayout;
+        assert.equal(b.countersTableName, b.tableName);
+        assert.equal(beside.clientOptions.countersTableName, b.tableName);
+        assert.equal(beside.consumerConfig.countersTableName ?? beside.consumerConfig.tableName, b.tableName);
+        assert.deepEqual(await indexesOf(admin, b.tableName), [HEAL_INDEX_NAME]);
+        const a = apart.deployment.clientLayout;
+        assert.notEqual(a.countersTableName, a.tableName);
+        assert.deepEqual(
+            [apart.clientOptions.tableName, apart.clientOptions.countersTableName, apart.clientOptions.mode],
+            [a.tableName, a.countersTableName, "strict"],
+        );
+        assert.deepEqual([apart.consumerConfig.tableName, apart.consumerConfig.countersTableName], [a.tableName, a.countersTableName]);
+        assert.deepEqual(await indexesOf(admin, a.countersTableName), [HEAL_INDEX_NAME]);
+        assert.equal(await indexesOf(admin, a.tableName), undefined);
+
+        // Act / Assess: the scenario's old client (counters beside the items) against the deployed consumer is refused.
+        assertRefused(
+            () =>
+                assertHarnessAgrees(
+                    { ...apart.clientOptions, countersTableName: a.tableName },
+                    { consumer: apart.deployment.system.consumer.environment },
+                ),
+            "the client and the consumer disagree on [countersTableName]",
+        );
+        admin.destroy();
     });
 });

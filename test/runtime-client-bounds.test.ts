@@ -573,6 +573,31 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
             fixture.close();
         });
 
+        it("selection: the flat fields of the component's clientConfig select as the object does, and selection wins over them", async () => {
+            // Prepare: a client built as the README builds it, { ...clientConfig, dynamodb }, with a sort-key prefix selection.
+            const fixture = await counterFixture(engine());
+            const clientConfig = {
+                tableName: fixture.tableName,
+                countersTableName: fixture.tableName,
+                countedItems: "sortKeyPrefix",
+                countedSortKeyPrefix: "order#",
+            };
+            const flat = new HybridCounterClient({ ...clientConfig, dynamodb: fixture.clientDynamo });
+            const both = new HybridCounterClient({ ...clientConfig, dynamodb: fixture.clientDynamo, selection: { kind: "client" } });
+
+            // Act
+            const outside = await rejection(flat.create("k", "invoice#1"));
+            const inside = await flat.create("k", "order#1");
+            const overridden = await both.create("k", "invoice#2");
+
+            // Assess
+            assert.ok(outside instanceof InvalidArgumentError);
+            assert.equal(outside.message, '[id] must start with the counted prefix "order#"');
+            assert.deepEqual(inside, { created: true });
+            assert.deepEqual(overridden, { created: true });
+            fixture.close();
+        });
+
         it("deadline: no write is sent later than deadlineMs after the call's first write", async () => {
             const fixture = await counterFixture(engine(), { mode: "strict" });
             const sent: Array<[string, number]> = [];

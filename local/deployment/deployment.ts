@@ -5,8 +5,10 @@
  *
  * Invariant: the client's configuration is the component's `clientConfig` output and the handlers' is read
  * from the consumer's environment by the function the Lambda itself runs (`handlerConfigFromEnv`); every
- * table is created as the component declares it (keys, stream, global secondary indexes), and a deployment
- * whose client and consumer disagree on a table or a layout field is refused (`assertSameSystem`).
+ * table is created as the component declares it (keys, stream, global secondary indexes), and a harness
+ * whose client, as its constructor resolves its options, and any handler, as it reads its environment,
+ * disagree on a table or a layout field is refused (`assertHarnessAgrees`), here and again where a harness
+ * builds its own pair.
  */
 import {
     CreateTableCommand,
@@ -17,7 +19,9 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import type { HybridCounterComponentArgs } from "../../components/args";
 import { HybridCounterComponent, type HybridCounterClientConfig } from "../../components/component";
-import { handlerConfigFromEnv, layoutWithDefaults, type CounterTableConfig, type HandlerConfig } from "../../runtime/shared/config";
+import type { HybridCounterClientOptions } from "../../runtime/client/client";
+import { resolveClientOptions, type ClientConfig } from "../../runtime/client/validation";
+import { handlerConfigFromEnv, type CounterTableConfig, type HandlerConfig } from "../../runtime/shared/config";
 import { outputValue, runProgramWithResult, type RecordedResource } from "./pulumi-mocks";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 
@@ -26,18 +30,22 @@ export interface LocalDeployment {
     readonly system: DeployedSystem;
     /** The component's `clientConfig` output: what an API builds its client from. */
     readonly clientConfig: HybridCounterClientConfig;
-    /** The same, as the client resolves it: the tables and the layout with its selection. */
-    readonly clientLayout: CounterTableConfig & { readonly countersTableName: string };
+    /** The same, as the client's constructor resolves it: the tables and the layout with its selection. */
+    readonly clientLayout: ClientConfig;
     /** The consumer's configuration, read from its environment as the deployed handler reads it. */
     readonly handlerConfig: HandlerConfig;
     /** The user's table's stream, on the engine. */
     readonly streamArn: string;
 }
 
-/** A harness whose client and consumer would count in different places. */
+/** A harness whose client and one of its handlers would count in different places. */
 export class HarnessMismatchError extends Error {
-    constructor(readonly fields: readonly string[]) {
-        super(`the client and the consumer disagree on ${fields.map((f) => `[${f}]`).join(", ")}`);
+    constructor(
+        readonly fields: readonly string[],
+        /** The handler that disagrees with the client: consumer, redrive, settler. */
+        readonly handler: string = "consumer",
+    ) {
+        super(`the client and the ${handler} disagree on ${fields.map((f) => `[${f}]`).join(", ")}`);
         this.name = "HarnessMismatchError";
     }
 }
@@ -53,8 +61,8 @@ const LAYOUT_FIELDS = [
     "countAttribute",
 ] as const satisfies ReadonlyArray<keyof CounterTableConfig>;
 
-/** Throws HarnessMismatchError naming every table or layout field on which the client and the consumer differ. */
-export function assertSameSystem(client: CounterTableConfig, consumer: CounterTableConfig): void {
+/** Throws HarnessMismatchError naming every table or layout field on which the client and a handler (`handler`) differ. */
+export function assertSameSystem(client: CounterTableConfig, consumer: CounterTableConfig, handler = "consumer"): void {
     const fields: string[] = LAYOUT_FIELDS.filter((field) => client[field] !== consumer[field]);
     if ((client.countersTableName ?? client.tableName) !== (consumer.countersTableName ?? consumer.tableName)) {
         fields.push("countersTableName");
@@ -63,8 +71,25 @@ export function assertSameSystem(client: CounterTableConfig, consumer: CounterTa
         fields.push("selection");
     }
     if (fields.length > 0) {
-        throw new HarnessMismatchError(fields);
+        throw new HarnessMismatchError(fields, handler);
     }
+}
+
+/**
+ * The check every harness runs on the pair it is about to start: `clientOptions` as `new HybridCounterClient`
+ * resolves them (the flat selection of `clientConfig` included), against each handler's environment as the
+ * deployed function reads it (`handlerConfigFromEnv`, which the settler's configuration builds on too).
+ * Returns the client's tables and layout; throws HarnessMismatchError naming the handler and every field.
+ */
+export function assertHarnessAgrees(
+    clientOptions: HybridCounterClientOptions,
+    handlerEnvironments: Readonly<Record<string, Readonly<Record<string, string>>>>,
+): ClientConfig {
+    const client = resolveClientOptions(clientOptions).config;
+    for (const [handler, environment] of Object.entries(handlerEnvironments)) {
+        assertSameSystem(client, handlerConfigFromEnv(environment), handler);
+    }
+    return client;
 }
 
 /**
@@ -75,13 +100,11 @@ export async function deployLocally(admin: DynamoDBClient, name: string, args: H
     const run = await runProgramWithResult(() => new HybridCounterComponent(name, args));
     const system = describeDeployedSystem(run.resources);
     const clientConfig = await outputValue(run.result.clientConfig);
-    const clientLayout = {
-        ...layoutWithDefaults(clientConfig),
-        tableName: clientConfig.tableName,
-        countersTableName: clientConfig.countersTableName,
-    };
+    const clientLayout = assertHarnessAgrees(
+        { ...clientConfig, dynamodb: admin },
+        { consumer: system.consumer.environment, redrive: system.redrive.environment },
+    );
     const handlerConfig = handlerConfigFromEnv(system.consumer.environment);
-    assertSameSystem(clientLayout, handlerConfig);
     let streamArn: string | undefined;
     for (const table of run.resources.filter((r) => r.type === "aws:dynamodb/table:Table")) {
         const arn = await createDeclaredTable(admin, table);

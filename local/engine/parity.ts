@@ -65,11 +65,6 @@ export interface ParityOptions {
     readonly bucketSeconds?: number;
     /** The clock (milliseconds), for tests. @default Date.now */
     readonly now?: () => number;
-    /**
-     * Names the partition an item's key is metered on. By default, its table and partition key
-     * value; the benchmark meters counter items apart to model counters kept in a table of their own.
-     */
-    readonly partitionOf?: (table: string, key: Item, defaultPartition: string) => string;
 }
 
 export interface ParityStats {
@@ -264,8 +259,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         if (value === undefined) {
             return undefined;
         }
-        const partition = `${table}/${JSON.stringify(value)}`;
-        return options.partitionOf ? options.partitionOf(table, item!, partition) : partition;
+        return `${table}/${JSON.stringify(value)}`;
     };
     const noteThrottle = (key: string) => stats.throttledByKey.set(key, (stats.throttledByKey.get(key) ?? 0) + 1);
 

@@ -3,9 +3,7 @@
  * and its schedule), its bundle loaded as Lambda loads it, invoked on the schedule compressed by a factor
  * (the quiet window compressed by the same factor, so the two keep their proportion).
  */
-import { UpdateTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { RecordedResource } from "../deployment/pulumi-mocks";
-import { healIndexParts } from "../engine/table";
 import type { SettleReport } from "../../runtime/heal/settle";
 import { SETTLER_ENV } from "../../runtime/heal/settler-config";
 import type { HybridCounterClient } from "../../runtime/client/client";
@@ -43,18 +41,6 @@ export function twinSettlerSpec(resources: readonly RecordedResource[], name: st
     // A compressed window cannot cover a real client deadline plus request lifetime: the settler would refuse it.
     delete environment[SETTLER_ENV.clientDeadlineMs];
     return { environment, periodMs: (rateMinutes(rule.inputs.scheduleExpression as string) * 60_000) / compression, quietWindowMs };
-}
-
-/** Adds the sparse GSI "heal-index" to a table created without it (as the component declares it). */
-export async function addHealIndex(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
-    const { AttributeDefinitions, GlobalSecondaryIndexes } = healIndexParts({ healIndex: true });
-    await dynamodb.send(
-        new UpdateTableCommand({
-            TableName: tableName,
-            AttributeDefinitions,
-            GlobalSecondaryIndexUpdates: (GlobalSecondaryIndexes ?? []).map((index) => ({ Create: index })),
-        }),
-    );
 }
 
 /** Invokes `run` every `periodMs` until `stop()`; returns every run's report. */

@@ -1,11 +1,13 @@
 /**
  * The local twin (`npm start`): runs the system HybridCounterComponent deploys on DynamoDB Local.
  *
- * The component runs under Pulumi mocks; the table, the stream mapping's settings, the consumer's
- * bundle, environment and timeout, the queues and the redrive path are all read from the resources
- * it registered. The bundled handlers (the exact files `pulumi up` uploads) are invoked by the
- * mapping emulator, which polls the table's real stream. A workload drives HybridCounterClient,
- * built from the component's `clientConfig` output, and the twin reports what it measured.
+ * The component runs under Pulumi mocks and its tables are created as declared, as every harness sets them
+ * up (local/deployment/deployment.ts); the stream mapping's settings, the consumer's bundle, environment
+ * and timeout, the queues and the redrive path are all read from the resources it registered. The bundled
+ * handlers (the exact files `pulumi up` uploads) are invoked by the mapping emulator, which polls the
+ * table's real stream. A workload drives HybridCounterClient, built from the component's `clientConfig`
+ * output, and the twin reports what it measured. A client and a handler that disagree on a table or a
+ * layout field are refused before anything runs.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
@@ -13,9 +15,10 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSE
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
+import type { HybridCounterComponentArgs } from "../../components/args";
 import { HybridCounterComponent } from "../../components/component";
-import { HybridCounterClient, type CounterMode } from "../../runtime/client/client";
-import { ENV, resolveLayout, type CounterTableLayout } from "../../runtime/shared/config";
+import { HybridCounterClient, type CounterMode, type HybridCounterClientOptions } from "../../runtime/client/client";
+import { ENV } from "../../runtime/shared/config";
 import { meterWrites, type CapacityMeter } from "../engine/capacity";
 import { chartSvg, type Panel } from "./chart";
 import { startEngine, type LocalEngine } from "../engine/engine";
@@ -24,11 +27,9 @@ import { LagMeter, type LagSplit } from "../harness/lag";
 import { describeParity } from "../engine/parity";
 import { lambdaContext } from "../aws/lambda-context";
 import { MappingEmulator } from "../aws/mapping-emulator";
-import { outputValue, runProgramWithResult } from "../deployment/pulumi-mocks";
+import { assertHarnessAgrees, deployLocally, type LocalDeployment } from "../deployment/deployment";
 import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../aws/sqs";
-import { describeDeployedSystem, type DeployedSystem } from "../deployment/system";
-import { createCounterTable, createCountersTable } from "../engine/table";
-import { addHealIndex, CallsInFlight, scheduleRuns, twinSettlerSpec } from "./settler";
+import { CallsInFlight, scheduleRuns, twinSettlerSpec, type TwinSettlerSpec } from "./settler";
 import type { SettleReport } from "../../runtime/heal/settle";
 import { runWorkload, type WorkloadResult } from "../harness/workload";
 import { snapshotKey, type KeySnapshot } from "../harness/observe";
@@ -179,6 +180,57 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
 /** The twin runs the settler's schedule and quiet window this many times faster than the component declares them. */
 export const SETTLER_COMPRESSION = 300;
 
+/** The twin's component name: its tables, functions and schedule are named after it. */
+export const TWIN_NAME = "twin";
+
+/** The system the twin runs: the component deployed on the engine as every harness deploys it, and its settler compressed. */
+export interface TwinDeployment {
+    readonly deployment: LocalDeployment;
+    /** Undefined when the component deploys no settler. */
+    readonly settlerSpec: TwinSettlerSpec | undefined;
+}
+
+/**
+ * Deploys the component on the engine (its tables as declared, the heal index where the counter items live).
+ * The twin runs the default placement and selection (`args` empty); `args` lets a test deploy another.
+ */
+export async function deployTwin(admin: DynamoDBClient, args: HybridCounterComponentArgs = {}): Promise<TwinDeployment> {
+    const deployment = await deployLocally(admin, TWIN_NAME, args);
+    return { deployment, settlerSpec: twinSettlerSpec(deployment.resources, TWIN_NAME, SETTLER_COMPRESSION) };
+}
+
+/** What the twin starts: the client's options and each bundle's environment. */
+export interface TwinFunctions {
+    readonly clientOptions: HybridCounterClientOptions;
+    readonly environments: {
+        readonly consumer: Record<string, string>;
+        readonly redrive: Record<string, string>;
+        readonly settler?: Record<string, string>;
+    };
+}
+
+/**
+ * The client's options and every bundle's environment as the twin starts them: the component's outputs, with
+ * the local fatal queue and the settler's compressed window. Throws HarnessMismatchError, naming the handler
+ * and the fields, when the client and a handler would count in different places.
+ */
+export function twinFunctions(
+    twin: TwinDeployment,
+    client: Pick<HybridCounterClientOptions, "dynamodb" | "mode">,
+    fatalQueueUrl: string,
+): TwinFunctions {
+    const { clientConfig, system } = twin.deployment;
+    const clientOptions: HybridCounterClientOptions = { ...clientConfig, ...client };
+    const fatal = { [ENV.fatalQueueUrl]: fatalQueueUrl };
+    const environments = {
+        consumer: { ...system.consumer.environment, ...fatal },
+        redrive: { ...system.redrive.environment, ...fatal },
+        ...(twin.settlerSpec === undefined ? {} : { settler: { ...twin.settlerSpec.environment, ...fatal } }),
+    };
+    assertHarnessAgrees(clientOptions, environments);
+    return { clientOptions, environments };
+}
+
 export interface TwinReport {
     ops: number;
     created: number;
@@ -283,13 +335,15 @@ export async function runTwin(
         });
 
         // 1. The component, under mocks: what `pulumi up` would create (its default placement: the counter items
-        // in a counters table of their own, so the user's table and its stream hold only the user's items).
-        const run = await runProgramWithResult(() => new HybridCounterComponent("twin", {}));
-        const system: DeployedSystem = describeDeployedSystem(run.resources);
-        const clientConfig = await outputValue(run.result.clientConfig);
-        const layout: CounterTableLayout = resolveLayout(clientConfig);
+        // in a counters table of their own, so the user's table and its stream hold only the user's items), its
+        // tables created as declared: keys, stream, and the heal index where the counter items live.
+        const admin = engine.dynamodb();
+        const twin = await deployTwin(admin);
+        const { deployment, settlerSpec } = twin;
+        const { system, clientLayout: layout } = deployment;
         log(
-            `component: ${run.resources.length} resources; table ${system.table.name} (${system.table.hashKey}, ${system.table.rangeKey}), stream ${system.table.streamViewType}`,
+            `component: ${deployment.resources.length} resources; table ${system.table.name} (${system.table.hashKey}, ${system.table.rangeKey}), stream ${system.table.streamViewType}; ` +
+                `counters table ${layout.countersTableName}`,
         );
         log(
             `stream mapping: batch ${system.streamMapping.batchSize}, window ${system.streamMapping.maximumBatchingWindowInSeconds}s, ` +
@@ -298,62 +352,32 @@ export async function runTwin(
                 `${system.streamMapping.filterPatterns.length} filter patterns`,
         );
 
-        // 2. The table, as declared.
-        const admin = engine.dynamodb();
-        const { streamArn } = await createCounterTable(
-            admin,
-            system.table.name,
-            { partitionKey: system.table.hashKey, sortKey: system.table.rangeKey },
-            system.table.streamViewType as "NEW_AND_OLD_IMAGES",
-        );
-        if (system.countersTableName !== system.table.name) {
-            await createCountersTable(admin, system.countersTableName, {
-                partitionKey: system.table.hashKey,
-                sortKey: system.table.rangeKey,
-            });
-        }
-
-        // 2b. Items written before the counter was attached, and the backfill that counts them.
+        // 2. Items written before the counter was attached, and the backfill that counts them.
         const backfillReport =
             options.seedItems > 0
-                ? await seedAndBackfill(
-                      admin,
-                      { ...clientConfig, ...layout },
-                      { items: options.seedItems, keys: options.keys, mode: options.mode },
-                      log,
-                  )
+                ? await seedAndBackfill(admin, layout, { items: options.seedItems, keys: options.keys, mode: options.mode }, log)
                 : undefined;
 
-        // The heal index lives where the counter items do.
-        await addHealIndex(admin, system.countersTableName);
-        // The settler runs on the component's schedule, compressed: 5 minutes become a second.
-        const settlerSpec = twinSettlerSpec(run.resources, "twin", SETTLER_COMPRESSION);
-
         // 3. The queues on the local SQS server, with the component's redrive policy (a short visibility
-        // timeout, so a failed redrive is retried within the run); the bundled handlers, with their
-        // environment pointing at the local fatal queue; their DynamoDB clients get the faults.
+        // timeout, so a failed redrive is retried within the run); the client's options and the bundled
+        // handlers' environment, pointing at the local fatal queue, checked to agree before anything starts;
+        // the handlers' DynamoDB clients get the faults. The settler runs on the component's schedule,
+        // compressed: 5 minutes become a second.
         const sqs = sqsServer.client();
         const fatalQueue = await sqsServer.createQueue(`${system.table.name}-fatal`);
         const firstDlq = await sqsServer.createQueue(`${system.table.name}-first`, {
             VisibilityTimeout: "2",
             RedrivePolicy: JSON.stringify({ deadLetterTargetArn: fatalQueue.arn, maxReceiveCount: system.maxReceiveCount }),
         });
-        const consumer = loadBundle<StreamHandler>(HybridCounterComponent.bundlePaths.streamConsumer, {
-            ...system.consumer.environment,
-            [ENV.fatalQueueUrl]: fatalQueue.url,
-        });
-        const redrive = loadBundle<QueueHandler>(HybridCounterComponent.bundlePaths.redrive, {
-            ...system.redrive.environment,
-            [ENV.fatalQueueUrl]: fatalQueue.url,
-        });
+        const apiDynamo = engine.dynamodb();
+        const { clientOptions, environments } = twinFunctions(twin, { dynamodb: apiDynamo, mode: options.mode }, fatalQueue.url);
+        const consumer = loadBundle<StreamHandler>(HybridCounterComponent.bundlePaths.streamConsumer, environments.consumer);
+        const redrive = loadBundle<QueueHandler>(HybridCounterComponent.bundlePaths.redrive, environments.redrive);
         const queueCounts = { first: 0, redriven: 0 };
         const settler =
-            settlerSpec === undefined
+            environments.settler === undefined
                 ? undefined
-                : loadBundle<() => Promise<SettleReport>>(HybridCounterComponent.bundlePaths.settler, {
-                      ...settlerSpec.environment,
-                      [ENV.fatalQueueUrl]: fatalQueue.url,
-                  });
+                : loadBundle<() => Promise<SettleReport>>(HybridCounterComponent.bundlePaths.settler, environments.settler);
         const settlerReports: SettleReport[] = [];
         const consumerMeter: CapacityMeter = meterWrites(consumer.clients.dynamodb);
         const redriveMeter: CapacityMeter = meterWrites(redrive.clients.dynamodb);
@@ -386,11 +410,10 @@ export async function runTwin(
             };
 
         // 4. The API side: the client from the component's clientConfig output.
-        const apiDynamo = engine.dynamodb();
         const apiMeter = meterWrites(apiDynamo);
         const apiFaults =
             options.faults > 0 ? injectFaults(apiDynamo, { rate: options.faults, random: seededRandom(options.seed * 7 + 3) }) : undefined;
-        const client = new HybridCounterClient({ ...clientConfig, dynamodb: apiDynamo, mode: options.mode });
+        const client = new HybridCounterClient(clientOptions);
 
         // Ground truth for lag: when the API call that wrote each record returned, and when its count committed.
         const lag = new LagMeter(layout);
@@ -399,7 +422,7 @@ export async function runTwin(
         const emulator = new MappingEmulator({
             onRead: (record, at) => lag.read(record, at),
             streams: engine.streams(),
-            streamArn,
+            streamArn: deployment.streamArn,
             settings: system.streamMapping,
             functionArn: `arn:aws:lambda:ddblocal:000000000000:function:${system.consumer.name}`,
             invoke: silence(async (event: DynamoDBStreamEvent) => {
@@ -461,7 +484,7 @@ export async function runTwin(
         const observing = (async () => {
             for (let i = 0; !workloadDone; i++) {
                 const key = keys[i % keys.length]!;
-                const s = await snapshotKey(admin, system.table.name, layout, key, system.countersTableName);
+                const s = await snapshotKey(admin, layout.tableName, layout, key, layout.countersTableName);
                 observations++;
                 samples.get(key)!.push({ t: Date.now() - started, s });
                 if (options.mode === "utilization" && s.bestEffort > s.live) {
@@ -563,7 +586,7 @@ export async function runTwin(
         const heldSlots: TwinReport["heldSlots"] = [];
         const drift: TwinReport["drift"] = [];
         for (const key of keys) {
-            const s = await snapshotKey(admin, system.table.name, layout, key, system.countersTableName);
+            const s = await snapshotKey(admin, layout.tableName, layout, key, layout.countersTableName);
             bestEffortByKey[key] = s.bestEffort;
             liveByKey[key] = s.live;
             samples.get(key)!.push({ t: Date.now() - started, s });

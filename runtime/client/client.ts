@@ -55,7 +55,7 @@ import {
     type ClientConfig,
     type CounterMode,
 } from "./validation";
-import { bestEffortSortKey, eventualSortKey, type CounterTableLayout } from "../shared/config";
+import { bestEffortSortKey, eventualSortKey, type CounterTableLayout, type FlatSelection } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
 import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
@@ -127,12 +127,17 @@ const FAILURE_METRIC: Record<BestEffortFailure["operation"], ClientMetricName> =
 /** A delete's claim may be taken over this long after the client deadline (requests still in flight). */
 export const CLAIM_TAKEOVER_MARGIN_MS = 5_000;
 
-export interface HybridCounterClientOptions extends Partial<CounterTableLayout> {
+/**
+ * The client's options. The selection is given as `selection`, or flat (`countedItems`, `countedSortKeyPrefix`,
+ * `countedAttributeName`, `countedAttributeValue`) as the component's `clientConfig` output carries it, so that
+ * `{ ...clientConfig, dynamodb }` counts the items the consumer counts; `selection` wins when both are given.
+ */
+export interface HybridCounterClientOptions extends Partial<CounterTableLayout>, FlatSelection {
     readonly tableName: string;
     /**
      * Which items count: those the client writes (default), every item whose sort key begins with a
      * prefix (the client then refuses other ids), or every item with an attribute equal to a value (the
-     * client sets it on every item it creates). @default { kind: "client" }
+     * client sets it on every item it creates). @default { kind: "client" }, or the flat fields' selection
      */
     readonly selection?: ItemSelection;
     /**

@@ -4,7 +4,14 @@
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
+import {
+    ConfigurationError,
+    layoutProblems,
+    layoutWithDefaults,
+    type CounterTableConfig,
+    type CounterTableLayout,
+    type FlatSelection,
+} from "../shared/config";
 import { InvalidArgumentError } from "../shared/errors";
 import {
     CLOCK_SKEW_MS,
@@ -61,16 +68,17 @@ function checkTableName(value: unknown, field: string, problems: string[]): void
  * Checks the client's constructor options; throws ConfigurationError naming every bad field.
  */
 export function resolveClientOptions(
-    options: Partial<CounterTableLayout> & {
-        tableName?: unknown;
-        countersTableName?: unknown;
-        dynamodb?: unknown;
-        mode?: unknown;
-        attempts?: unknown;
-        deadlineMs?: unknown;
-        healQuietWindowSeconds?: unknown;
-        selection?: ItemSelection;
-    },
+    options: Partial<CounterTableLayout> &
+        FlatSelection & {
+            tableName?: unknown;
+            countersTableName?: unknown;
+            dynamodb?: unknown;
+            mode?: unknown;
+            attempts?: unknown;
+            deadlineMs?: unknown;
+            healQuietWindowSeconds?: unknown;
+            selection?: ItemSelection;
+        },
 ): ResolvedClientOptions {
     const problems: string[] = [];
     const layout = layoutWithDefaults(options);
@@ -124,7 +132,8 @@ export function resolveClientOptions(
     if (names.includes(deleteTokenAttribute) || Buffer.byteLength(deleteTokenAttribute, "utf8") > 255) {
         problems.push(`[tokenAttribute] must leave "${deleteTokenAttribute}" free for the soft delete's token (at most 255 bytes)`);
     }
-    const selection = options.selection ?? { kind: "client" };
+    // The selection as an object, or flat as the component's clientConfig output carries it (layoutWithDefaults reads both).
+    const selection = layout.selection;
     const reserved = new Set([
         layout.partitionKey,
         layout.sortKey,
