@@ -193,6 +193,19 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
             });
         });
 
+        it("the removed processedAttribute, in a config and as a flag", async () => {
+            const inConfig = await cli(["status", "--config", "-"], {
+                stdin: '{"tableName": "t", "processedAttribute": "counter_processed"}',
+            });
+            const asFlag = await cli(["status", "--table", "t", "--processed-attribute", "counter_processed"]);
+            assert.deepEqual(inConfig, {
+                code: 2,
+                stdout: "",
+                stderr: "error: --config: [processedAttribute] was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers); drop it\n",
+            });
+            assert.deepEqual(asFlag, { code: 2, stdout: "", stderr: "error: unknown option '--processed-attribute'\n" });
+        });
+
         it("an unreachable endpoint: one line, and the stack with --verbose", async () => {
             const args = ["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"];
             const ran = await cli(args);

@@ -335,7 +335,6 @@ describe("the stream consumer on DynamoDB Local", () => {
             layout: {
                 partitionKey: "tenant",
                 sortKey: "resource",
-                processedAttribute: "counted",
                 deletedAttribute: "gone",
                 tokenAttribute: "writer",
                 counterPrefix: "~ctr~",

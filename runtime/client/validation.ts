@@ -4,7 +4,14 @@
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
+import {
+    ConfigurationError,
+    layoutProblems,
+    layoutWithDefaults,
+    removedFieldProblems,
+    type CounterTableConfig,
+    type CounterTableLayout,
+} from "../shared/config";
 import { InvalidArgumentError } from "../shared/errors";
 import {
     CLOCK_SKEW_MS,
@@ -72,7 +79,7 @@ export function resolveClientOptions(
         selection?: ItemSelection;
     },
 ): ResolvedClientOptions {
-    const problems: string[] = [];
+    const problems: string[] = removedFieldProblems(options);
     const layout = layoutWithDefaults(options);
     // The selection is checked below, once, under the client's own option names ([selection.*]).
     problems.push(...layoutProblems(layout).filter((p) => !p.startsWith("[counted")));
@@ -120,19 +127,12 @@ export function resolveClientOptions(
         }
     }
     const deleteTokenAttribute = `${layout.tokenAttribute}_delete`;
-    const names = [layout.partitionKey, layout.sortKey, layout.processedAttribute, layout.deletedAttribute];
+    const names = [layout.partitionKey, layout.sortKey, layout.deletedAttribute];
     if (names.includes(deleteTokenAttribute) || Buffer.byteLength(deleteTokenAttribute, "utf8") > 255) {
         problems.push(`[tokenAttribute] must leave "${deleteTokenAttribute}" free for the soft delete's token (at most 255 bytes)`);
     }
     const selection = options.selection ?? { kind: "client" };
-    const reserved = new Set([
-        layout.partitionKey,
-        layout.sortKey,
-        layout.processedAttribute,
-        layout.deletedAttribute,
-        layout.tokenAttribute,
-        deleteTokenAttribute,
-    ]);
+    const reserved = new Set([layout.partitionKey, layout.sortKey, layout.deletedAttribute, layout.tokenAttribute, deleteTokenAttribute]);
     problems.push(...selectionProblems(selection, layout, reserved));
     if (problems.length > 0) {
         throw new ConfigurationError(problems);

@@ -27,12 +27,6 @@ export interface CounterTableLayout {
     readonly partitionKey: string;
     /** Sort key attribute (type S). A resource's id is its sort key. */
     readonly sortKey: string;
-    /**
-     * @deprecated Nothing reads it: the eventual counter's idempotency lives in its markers. Kept only
-     * while the API-side client still writes the attribute on creation; not part of the component's args
-     * or the handlers' environment.
-     */
-    readonly processedAttribute: string;
     /** Soft-delete flag the API sets; the consumer hard-deletes the item when it counts the deletion. */
     readonly deletedAttribute: string;
     /** Per-write token that lets the client recognise its own write after an SDK retry. */
@@ -134,7 +128,6 @@ export function markerId(layout: Pick<CounterTableLayout, "counterPrefix">, sort
 export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
     partitionKey: "pk",
     sortKey: "sk",
-    processedAttribute: "counter_processed",
     deletedAttribute: "deleted",
     tokenAttribute: "counter_token",
     counterPrefix: "#counter#",
@@ -187,6 +180,32 @@ export interface HandlerConfig extends CounterTableConfig {
 export { ConfigurationError } from "./errors";
 
 const ATTRIBUTE_NAME_MAX_BYTES = 255;
+
+/**
+ * Layout fields the package no longer has, each with its environment variable and why it went. A config
+ * that still carries one is refused by name rather than ignored: whoever set it expects it to matter.
+ */
+export const REMOVED_LAYOUT_FIELDS = Object.freeze({
+    processedAttribute: {
+        env: "HYBRID_COUNTER_PROCESSED_ATTRIBUTE",
+        why: "nothing reads or writes it (the stream consumer keeps its idempotency in markers)",
+    },
+} as const);
+
+/** One problem per removed layout field that `source` sets, named as `source` spells it. */
+export function removedFieldProblems(source: object): string[] {
+    const given = source as Record<string, unknown>;
+    return Object.entries(REMOVED_LAYOUT_FIELDS)
+        .filter(([field]) => given[field] !== undefined)
+        .map(([field, { why }]) => `[${field}] was removed: ${why}; drop it`);
+}
+
+/** One problem per removed layout field whose environment variable `env` sets. */
+function removedEnvProblems(env: Readonly<Record<string, string | undefined>>): string[] {
+    return Object.values(REMOVED_LAYOUT_FIELDS)
+        .filter(({ env: name }) => env[name] !== undefined)
+        .map(({ env: name, why }) => `[${name}] was removed: ${why}; unset it`);
+}
 
 /**
  * Checks a layout: every name non-empty, within DynamoDB's 255-byte attribute name limit, the item
@@ -309,7 +328,6 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout> & FlatSel
     return {
         partitionKey: source.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
         sortKey: source.sortKey ?? DEFAULT_LAYOUT.sortKey,
-        processedAttribute: source.processedAttribute ?? DEFAULT_LAYOUT.processedAttribute,
         deletedAttribute: source.deletedAttribute ?? DEFAULT_LAYOUT.deletedAttribute,
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
@@ -322,7 +340,7 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout> & FlatSel
 /** Fills defaults into a partial layout and validates it; throws ConfigurationError naming each bad field. */
 export function resolveLayout(partial: Partial<CounterTableLayout> = {}): CounterTableLayout {
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
-    const problems = layoutProblems(layout);
+    const problems = [...removedFieldProblems(partial), ...layoutProblems(layout)];
     if (problems.length > 0) {
         throw new ConfigurationError(problems);
     }
@@ -411,6 +429,7 @@ function readConfig(env: Readonly<Record<string, string | undefined>>, problems:
         }
         return value;
     };
+    problems.push(...removedEnvProblems(env));
     const tableName = required(ENV.tableName);
     const countersTableName = env[ENV.countersTableName] || tableName;
     const partial: Partial<CounterTableLayout> = {
