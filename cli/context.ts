@@ -16,12 +16,12 @@ import {
     DEFAULT_LAYOUT,
     layoutProblems,
     layoutWithDefaults,
-    removedFieldProblems,
     selectionProblems,
     type CounterTableConfig,
     type CounterTableLayout,
     type FlatSelection,
 } from "../runtime/shared/config";
+import { removedFieldProblems } from "../runtime/shared/removed-fields";
 
 /** A bad flag, config or argument: exit 2. */
 export class UsageError extends Error {

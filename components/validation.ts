@@ -3,14 +3,8 @@
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import {
-    SELECTION_KINDS,
-    layoutProblems,
-    layoutWithDefaults,
-    removedFieldProblems,
-    selectionFromFlat,
-    type CounterTableLayout,
-} from "../runtime/shared/config";
+import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/shared/config";
+import { removedFieldProblems } from "../runtime/shared/removed-fields";
 import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowCovers } from "../runtime/heal/heal-window";
 import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";

@@ -4,14 +4,8 @@
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import {
-    ConfigurationError,
-    layoutProblems,
-    layoutWithDefaults,
-    removedFieldProblems,
-    type CounterTableConfig,
-    type CounterTableLayout,
-} from "../shared/config";
+import { ConfigurationError, layoutProblems, layoutWithDefaults, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
+import { removedFieldProblems } from "../shared/removed-fields";
 import { InvalidArgumentError } from "../shared/errors";
 import {
     CLOCK_SKEW_MS,

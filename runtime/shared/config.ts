@@ -6,6 +6,7 @@
  * variable names and defaults are defined exactly once.
  */
 import { ConfigurationError } from "./errors";
+import { removedEnvProblems, removedFieldProblems } from "./removed-fields";
 
 /**
  * Which items of a key are counted resources (see selection.ts, which applies it).
@@ -180,32 +181,6 @@ export interface HandlerConfig extends CounterTableConfig {
 export { ConfigurationError } from "./errors";
 
 const ATTRIBUTE_NAME_MAX_BYTES = 255;
-
-/**
- * Layout fields the package no longer has, each with its environment variable and why it went. A config
- * that still carries one is refused by name rather than ignored: whoever set it expects it to matter.
- */
-export const REMOVED_LAYOUT_FIELDS = Object.freeze({
-    processedAttribute: {
-        env: "HYBRID_COUNTER_PROCESSED_ATTRIBUTE",
-        why: "nothing reads or writes it (the stream consumer keeps its idempotency in markers)",
-    },
-} as const);
-
-/** One problem per removed layout field that `source` sets, named as `source` spells it. */
-export function removedFieldProblems(source: object): string[] {
-    const given = source as Record<string, unknown>;
-    return Object.entries(REMOVED_LAYOUT_FIELDS)
-        .filter(([field]) => given[field] !== undefined)
-        .map(([field, { why }]) => `[${field}] was removed: ${why}; drop it`);
-}
-
-/** One problem per removed layout field whose environment variable `env` sets. */
-function removedEnvProblems(env: Readonly<Record<string, string | undefined>>): string[] {
-    return Object.values(REMOVED_LAYOUT_FIELDS)
-        .filter(({ env: name }) => env[name] !== undefined)
-        .map(({ env: name, why }) => `[${name}] was removed: ${why}; unset it`);
-}
 
 /**
  * Checks a layout: every name non-empty, within DynamoDB's 255-byte attribute name limit, the item
