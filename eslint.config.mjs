@@ -1,6 +1,7 @@
 // One lint toolchain: typescript-eslint's type-aware rules, plus Pulumi's rules against Outputs in
 // template literals (an Output interpolated with `${}` becomes "Calling [toString] on an [Output<T>]...").
 import pulumi from "@pulumi/eslint-plugin";
+import { fileURLToPath } from "node:url";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
@@ -9,7 +10,8 @@ export default tseslint.config(
     {
         files: ["**/*.ts"],
         languageOptions: {
-            parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+            // import.meta.dirname would need Node.js 20.11.
+            parserOptions: { projectService: true, tsconfigRootDir: fileURLToPath(new URL(".", import.meta.url)) },
         },
         plugins: { "@pulumi": pulumi },
         rules: {

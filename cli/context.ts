@@ -21,6 +21,7 @@ import {
     type CounterTableLayout,
     type FlatSelection,
 } from "../runtime/shared/config";
+import { removedFieldProblems } from "../runtime/shared/removed-fields";
 
 /** A bad flag, config or argument: exit 2. */
 export class UsageError extends Error {
@@ -44,7 +45,6 @@ export interface GlobalFlags {
     countedAttributeValue?: string;
     partitionKey?: string;
     sortKey?: string;
-    processedAttribute?: string;
     deletedAttribute?: string;
     tokenAttribute?: string;
     counterPrefix?: string;
@@ -71,7 +71,6 @@ export function addGlobalFlags(program: Command): Command {
         .option("--counted-attribute-value <value>", "with --counted-items attribute: its value")
         .option("--partition-key <name>", `partition key attribute (default ${DEFAULT_LAYOUT.partitionKey})`)
         .option("--sort-key <name>", `sort key attribute (default ${DEFAULT_LAYOUT.sortKey})`)
-        .option("--processed-attribute <name>", `idempotency flag (default ${DEFAULT_LAYOUT.processedAttribute})`)
         .option("--deleted-attribute <name>", `soft-delete flag (default ${DEFAULT_LAYOUT.deletedAttribute})`)
         .option("--token-attribute <name>", `write token (default ${DEFAULT_LAYOUT.tokenAttribute})`)
         .option("--counter-prefix <prefix>", `counter items' sort-key prefix (default ${DEFAULT_LAYOUT.counterPrefix})`)
@@ -97,7 +96,6 @@ type StringLayoutField = Exclude<keyof CounterTableLayout, "selection">;
 const LAYOUT_FLAGS: Record<StringLayoutField | keyof FlatSelection, string> = {
     partitionKey: "--partition-key",
     sortKey: "--sort-key",
-    processedAttribute: "--processed-attribute",
     deletedAttribute: "--deleted-attribute",
     tokenAttribute: "--token-attribute",
     counterPrefix: "--counter-prefix",
@@ -147,6 +145,10 @@ export function resolveTarget(flags: GlobalFlags, readText: (source: string) => 
         }
         return value;
     };
+    const removed = removedFieldProblems(fromFile);
+    if (removed.length > 0) {
+        throw new UsageError(`--config: ${removed[0]!}`);
+    }
     const tableName = flags.table ?? text(fromFile.tableName, "tableName");
     if (tableName === undefined || tableName.length === 0) {
         throw new UsageError("--table or --config is required: which table holds the counter?");

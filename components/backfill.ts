@@ -11,7 +11,8 @@ import { backfillEnvironment } from "../runtime/backfill/env";
 import type { CounterTableLayout } from "../runtime/shared/config";
 import type { BackfillArgs } from "./args";
 import { FIXED } from "./defaults";
-import { lambdaAssumeRolePolicy, logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
+import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
+import { logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
 
 export const BACKFILL_DEFAULTS = Object.freeze({
     backfillRun: 1,
@@ -118,13 +119,8 @@ export function createBackfillResources(name: string, parent: pulumi.Resource, i
     if (enabled === undefined || enabled === false) {
         return undefined;
     }
-    const opts = { parent };
-    const logs = new aws.cloudwatch.LogGroup(`${name}-backfill-logs`, { retentionInDays: i.logRetentionInDays, tags: i.tags }, opts);
-    const role = new aws.iam.Role(
-        `${name}-backfill-role`,
-        { assumeRolePolicy: JSON.stringify(lambdaAssumeRolePolicy()), tags: i.tags },
-        opts,
-    );
+    const fnRole = { name, fn: "backfill", parent };
+    const { logs, role } = createFunctionLogsAndRole({ ...fnRole, logRetentionInDays: i.logRetentionInDays, tags: i.tags });
     const variables = pulumi
         .all([
             i.layout,
@@ -159,17 +155,15 @@ export function createBackfillResources(name: string, parent: pulumi.Resource, i
         },
         { parent, dependsOn: [logs] },
     );
-    const policy = new aws.iam.RolePolicy(
-        `${name}-backfill-policy`,
-        {
-            role: role.id,
-            policy: pulumi
-                .all([i.table.arn, i.countersTable.arn, fn.arn, logs.arn])
-                .apply(([tableArn, countersTableArn, functionArn, logGroupArn]) =>
-                    JSON.stringify(backfillPolicy({ tableArn, countersTableArn, functionArn, logGroupArn, tracing: i.tracing })),
-                ),
-        },
-        opts,
+    // After the function: the policy lets it invoke itself.
+    const policy = createFunctionRolePolicy(
+        fnRole,
+        role,
+        pulumi
+            .all([i.table.arn, i.countersTable.arn, fn.arn, logs.arn])
+            .apply(([tableArn, countersTableArn, functionArn, logGroupArn]) =>
+                backfillPolicy({ tableArn, countersTableArn, functionArn, logGroupArn, tracing: i.tracing }),
+            ),
     );
     const runId = pulumi.output(i.args.backfillRun ?? BACKFILL_DEFAULTS.backfillRun).apply((run) => `deploy-${run}`);
     const invocation = new aws.lambda.Invocation(

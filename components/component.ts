@@ -22,7 +22,8 @@ import {
     streamFilterPatterns,
     type HybridCounterAlarmName,
 } from "./defaults";
-import { apiPolicy, consumerPolicy, denyInsecureTransportPolicy, lambdaAssumeRolePolicy, redrivePolicy } from "./iam";
+import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
+import { apiPolicy, consumerPolicy, denyInsecureTransportPolicy, redrivePolicy } from "./iam";
 import { createSettler, settlerWidgets } from "./settler";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
@@ -254,39 +255,30 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             );
         }
 
-        // ------------------------------------------------------------ log groups
-        const consumerLogs = new aws.cloudwatch.LogGroup(`${name}-consumer-logs`, { retentionInDays: logRetentionInDays, tags }, parent);
-        const redriveLogs = new aws.cloudwatch.LogGroup(`${name}-redrive-logs`, { retentionInDays: logRetentionInDays, tags }, parent);
-
-        // ------------------------------------------------------------ roles
-        const assumeRolePolicy = JSON.stringify(lambdaAssumeRolePolicy());
-        const consumerRole = new aws.iam.Role(`${name}-consumer-role`, { assumeRolePolicy, tags }, parent);
-        const redriveRole = new aws.iam.Role(`${name}-redrive-role`, { assumeRolePolicy, tags }, parent);
+        // ------------------------------------------------------------ log groups and roles
+        const logsAndRole = (fn: "consumer" | "redrive") => createFunctionLogsAndRole({ name, fn, parent: this, logRetentionInDays, tags });
+        const { logs: consumerLogs, role: consumerRole } = logsAndRole("consumer");
+        const { logs: redriveLogs, role: redriveRole } = logsAndRole("redrive");
         const queueKmsKeyArn = args.queueKmsKeyArn === undefined ? pulumi.output(undefined) : pulumi.output(args.queueKmsKeyArn);
         // Both roles' documents take the same ARNs; each names only what its function touches.
         const rolePolicy = (role: "consumer" | "redrive", executionRole: aws.iam.Role, logs: aws.cloudwatch.LogGroup) =>
-            new aws.iam.RolePolicy(
-                `${name}-${role}-policy`,
-                {
-                    role: executionRole.id,
-                    policy: pulumi
-                        .all([table.arn, countersTableArn, streamArn, firstDlq.arn, fatalDlq.arn, logs.arn, queueKmsKeyArn])
-                        .apply(([tableArn, countersArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
-                            JSON.stringify(
-                                (role === "consumer" ? consumerPolicy : redrivePolicy)({
-                                    tableArn,
-                                    countersTableArn: countersArn,
-                                    streamArn: stream,
-                                    firstDlqArn,
-                                    fatalDlqArn,
-                                    logGroupArn,
-                                    queueKmsKeyArn: kmsKey,
-                                    tracing,
-                                }),
-                            ),
-                        ),
-                },
-                parent,
+            createFunctionRolePolicy(
+                { name, fn: role, parent: this },
+                executionRole,
+                pulumi
+                    .all([table.arn, countersTableArn, streamArn, firstDlq.arn, fatalDlq.arn, logs.arn, queueKmsKeyArn])
+                    .apply(([tableArn, countersArn, stream, firstDlqArn, fatalDlqArn, logGroupArn, kmsKey]) =>
+                        (role === "consumer" ? consumerPolicy : redrivePolicy)({
+                            tableArn,
+                            countersTableArn: countersArn,
+                            streamArn: stream,
+                            firstDlqArn,
+                            fatalDlqArn,
+                            logGroupArn,
+                            queueKmsKeyArn: kmsKey,
+                            tracing,
+                        }),
+                    ),
             );
         const consumerRolePolicy = rolePolicy("consumer", consumerRole, consumerLogs);
         const redriveRolePolicy = rolePolicy("redrive", redriveRole, redriveLogs);

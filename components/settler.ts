@@ -9,7 +9,8 @@ import { HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "..
 import { settlerEnvironment } from "../runtime/heal/settler-config";
 import type { HybridCounterComponentArgs } from "./args";
 import { FIXED, HYBRID_COUNTER_DEFAULTS as D } from "./defaults";
-import { lambdaAssumeRolePolicy, logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
+import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
+import { logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
 
 export interface SettlerPolicyInputs {
     /** The table the resource items live in. */
@@ -104,23 +105,20 @@ export function createSettler(s: SettlerInputs): Settler {
     const parent = { parent: s.parent };
     const tags = args.tags;
     const tracing = args.tracing ?? D.tracing;
-    const logs = new aws.cloudwatch.LogGroup(
-        `${name}-settler-logs`,
-        { retentionInDays: args.logRetentionInDays ?? D.logRetentionInDays, tags },
-        parent,
-    );
-    const role = new aws.iam.Role(`${name}-settler-role`, { assumeRolePolicy: JSON.stringify(lambdaAssumeRolePolicy()), tags }, parent);
-    const rolePolicy = new aws.iam.RolePolicy(
-        `${name}-settler-policy`,
-        {
-            role: role.id,
-            policy: pulumi
-                .all([s.table.arn, s.countersTable.arn, s.fatalDlq.arn, logs.arn, s.queueKmsKeyArn])
-                .apply(([tableArn, countersTableArn, fatalDlqArn, logGroupArn, queueKmsKeyArn]) =>
-                    JSON.stringify(settlerPolicy({ tableArn, countersTableArn, fatalDlqArn, logGroupArn, queueKmsKeyArn, tracing })),
-                ),
-        },
-        parent,
+    const fnRole = { name, fn: "settler", parent: s.parent };
+    const { logs, role } = createFunctionLogsAndRole({
+        ...fnRole,
+        logRetentionInDays: args.logRetentionInDays ?? D.logRetentionInDays,
+        tags,
+    });
+    const rolePolicy = createFunctionRolePolicy(
+        fnRole,
+        role,
+        pulumi
+            .all([s.table.arn, s.countersTable.arn, s.fatalDlq.arn, logs.arn, s.queueKmsKeyArn])
+            .apply(([tableArn, countersTableArn, fatalDlqArn, logGroupArn, queueKmsKeyArn]) =>
+                settlerPolicy({ tableArn, countersTableArn, fatalDlqArn, logGroupArn, queueKmsKeyArn, tracing }),
+            ),
     );
     const fn = new aws.lambda.Function(
         `${name}-settler`,

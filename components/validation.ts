@@ -4,6 +4,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/shared/config";
+import { removedFieldProblems } from "../runtime/shared/removed-fields";
 import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowCovers } from "../runtime/heal/heal-window";
 import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
@@ -69,7 +70,8 @@ export function validateHybridCounterArgs(args: HybridCounterComponentArgs): voi
 
 /** Every problem in the args, in a stable order; empty if the args are valid. */
 export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): string[] {
-    const problems: string[] = [];
+    // An arg the component no longer has, from a program written against an older version.
+    const problems: string[] = removedFieldProblems(args);
     const a = args as Record<string, unknown>;
 
     const integerBetween = (key: keyof HybridCounterComponentArgs, [min, max]: readonly [number, number]) => {

@@ -11,7 +11,7 @@ describe("fatal messages explained", () => {
             "a poison item names its key",
             JSON.stringify({
                 reason: "poison-item",
-                problem: "[counter_processed] must be a boolean on the stored item",
+                problem: "[item] was refused by DynamoDB (ValidationError): Item size has exceeded the maximum allowed size",
                 counterKey: "t-1",
                 id: "x",
             }),

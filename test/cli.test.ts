@@ -32,7 +32,7 @@ interface Ran {
 let bin = "";
 
 /** Runs the built bin; never blocks this process (the SQS server answers from it). */
-function cli(args: readonly string[], options: { stdin?: string } = {}): Promise<Ran> {
+function cli(args: readonly string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<Ran> {
     return new Promise((resolve, reject) => {
         const child = spawn(process.execPath, [bin, ...args], {
             env: {
@@ -41,7 +41,8 @@ function cli(args: readonly string[], options: { stdin?: string } = {}): Promise
                 AWS_REGION: "us-east-1",
                 AWS_ACCESS_KEY_ID: "hybridcounterlocal",
                 AWS_SECRET_ACCESS_KEY: "hybridcounterlocal",
-                NODE_NO_WARNINGS: "1",
+                // No NODE_NO_WARNINGS: stderr is exactly what an operator sees, warnings included.
+                ...options.env,
             },
             stdio: ["pipe", "pipe", "pipe"],
         });
@@ -193,6 +194,19 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
             });
         });
 
+        it("the removed processedAttribute, in a config and as a flag", async () => {
+            const inConfig = await cli(["status", "--config", "-"], {
+                stdin: '{"tableName": "t", "processedAttribute": "counter_processed"}',
+            });
+            const asFlag = await cli(["status", "--table", "t", "--processed-attribute", "counter_processed"]);
+            assert.deepEqual(inConfig, {
+                code: 2,
+                stdout: "",
+                stderr: "error: --config: [processedAttribute] was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers); drop it\n",
+            });
+            assert.deepEqual(asFlag, { code: 2, stdout: "", stderr: "error: unknown option '--processed-attribute'\n" });
+        });
+
         it("an unreachable endpoint: one line, and the stack with --verbose", async () => {
             const args = ["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"];
             const ran = await cli(args);
@@ -205,6 +219,30 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
             assert.equal(verbose.code, 1);
             assert.ok(verbose.stderr.startsWith(ran.stderr), verbose.stderr);
             assert.match(verbose.stderr, /\n\s+at /);
+        });
+
+        it("a failing command that builds the AWS clients prints one line, and no SDK Node.js version warning", async () => {
+            const ran = await cli(["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"]);
+
+            assert.equal(ran.code, 1);
+            assert.deepEqual(ran.stderr.split("\n"), [
+                "error: could not reach http://127.0.0.1:1 (ECONNREFUSED): check --endpoint, --sqs-endpoint and --region",
+                "",
+            ]);
+            assert.doesNotMatch(ran.stderr, /NodeVersionSupportWarning/, `on Node.js ${process.version}`);
+        });
+
+        it("turns off only the SDK's own switch: a user who sets it to false sees the warning again where the SDK warns (Node.js < 22)", async () => {
+            const args = ["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"];
+            const ran = await cli(args, { env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "false" } });
+
+            assert.equal(ran.code, 1);
+            assert.equal(/NodeVersionSupportWarning/.test(ran.stderr), Number(process.versions.node.split(".")[0]) < 22, ran.stderr);
+            assert.ok(
+                ran.stderr.endsWith(
+                    "error: could not reach http://127.0.0.1:1 (ECONNREFUSED): check --endpoint, --sqs-endpoint and --region\n",
+                ),
+            );
         });
 
         it("a table that does not exist", async () => {

@@ -28,6 +28,11 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ],
     ["too many retries", { maximumRetryAttempts: 10_001 }, ["[maximumRetryAttempts] must be between 0 and 10000"]],
     [
+        "the removed processedAttribute (a program written against an older version)",
+        { processedAttribute: "counter_processed" } as HybridCounterComponentArgs,
+        ["[processedAttribute] was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers); drop it"],
+    ],
+    [
         "infinite record age",
         { maximumRecordAgeInSeconds: -1 },
         ["[maximumRecordAgeInSeconds] must be between 60 and 604800: -1 (no limit) would block a shard for up to 24 hours"],

@@ -12,56 +12,14 @@ import {
     type ServiceInputTypes,
     type ServiceOutputTypes,
 } from "@aws-sdk/client-dynamodb";
-import {
-    DescribeStreamCommand,
-    GetRecordsCommand,
-    GetShardIteratorCommand,
-    type DynamoDBStreamsClient,
-} from "@aws-sdk/client-dynamodb-streams";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
-import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { lambdaContext } from "../local/aws/lambda-context";
 import { COUNTER_ATTRIBUTES, markerSortKey } from "../runtime/shared/config";
-import { toLambdaRecord } from "../runtime/stream/stream-reader";
 import { assertExact, counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
-
-/** Every record on the table's stream so far, as Lambda would deliver them. */
-async function readStream(streams: DynamoDBStreamsClient, streamArn: string): Promise<DynamoDBRecord[]> {
-    const description = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-    const out: DynamoDBRecord[] = [];
-    for (const shard of description.StreamDescription?.Shards ?? []) {
-        let iterator = (
-            await streams.send(
-                new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.ShardId, ShardIteratorType: "TRIM_HORIZON" }),
-            )
-        ).ShardIterator;
-        while (iterator) {
-            const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
-            out.push(...(page.Records ?? []).map((r) => toLambdaRecord(r, streamArn)));
-            if ((page.Records ?? []).length === 0) {
-                break;
-            }
-            iterator = page.NextShardIterator;
-        }
-    }
-    return out;
-}
-
-/** Counts the TransactWriteItems calls the consumer makes. */
-function countTransactions(fixture: CounterFixture): { calls: number } {
-    const seen = { calls: 0 };
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        if (context.commandName === "TransactWriteItemsCommand") {
-            seen.calls++;
-        }
-        return next(args);
-    };
-    fixture.consumerDynamo.middlewareStack.add(middleware, { step: "initialize", name: `countTransactions${Math.random()}` });
-    return seen;
-}
+import { countTransactions, readStream } from "./support/stream-records";
 
 /** A clock that moves `stepMs` forward on every request the fixture's consumer sends, and never otherwise. */
 function virtualRequestClock(fixture: CounterFixture, stepMs: number): () => number {

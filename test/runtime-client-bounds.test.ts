@@ -24,7 +24,6 @@ import { itemSize, MAX_ITEM_BYTES } from "../runtime/client/validation";
 import { COUNTER_ATTRIBUTES, ConfigurationError, DEFAULT_LAYOUT, markerSortKey, ZERO_SEQ } from "../runtime/shared/config";
 import { HybridCounterError, InvalidArgumentError } from "../runtime/shared/errors";
 import { healShard } from "../runtime/client/best-effort";
-import { LEGACY_PROCESSED_FLAG } from "../runtime/client/resource-writes";
 import { newToken, tokenTime } from "../runtime/shared/tokens";
 
 let tables = 0;
@@ -75,9 +74,9 @@ describe("HybridCounterClient at the edges of its bounds, on DynamoDB Local", ()
     });
 
     describe("item size: an item the client creates can always be deleted", () => {
-        // pk "k" (2 + 1), sk "a" (2 + 1), the processed flag (17 + 1) while it is written, the token (13 + 36),
-        // and the attribute name "blob" (4). The soft delete adds "deleted" (7 + 1) and "counter_token_delete" (20 + 36).
-        const fixed = 3 + 3 + (LEGACY_PROCESSED_FLAG ? 18 : 0) + 49 + 4;
+        // pk "k" (2 + 1), sk "a" (2 + 1), the token (13 + 36) and the attribute name "blob" (4).
+        // The soft delete adds "deleted" (7 + 1) and "counter_token_delete" (20 + 36).
+        const fixed = 3 + 3 + 49 + 4;
         const headroom = 8 + 56;
         const largest = MAX_ITEM_BYTES - headroom - fixed;
 

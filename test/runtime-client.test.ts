@@ -109,6 +109,20 @@ describe("HybridCounterClient on DynamoDB Local", () => {
         dynamodb.destroy();
     });
 
+    it("refuses the removed processedAttribute, naming it", () => {
+        const dynamodb = engine().dynamodb();
+        const options = { tableName: "orders", countersTableName: "orders-counters", dynamodb, processedAttribute: "counter_processed" };
+
+        assert.throws(
+            () => new HybridCounterClient(options as ConstructorParameters<typeof HybridCounterClient>[0]),
+            (e: unknown) =>
+                e instanceof ConfigurationError &&
+                e.problems.join(" | ") ===
+                    "[processedAttribute] was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers); drop it",
+        );
+        dynamodb.destroy();
+    });
+
     it("create: a second create of the same id answers created: false and counts once", async () => {
         const fixture = await counterFixture(engine());
         assert.deepEqual(await fixture.client.create("k", "a", { name: "first" }), { created: true });

@@ -1,13 +1,6 @@
-import { PutItemCommand, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
-import {
-    DescribeStreamCommand,
-    GetRecordsCommand,
-    GetShardIteratorCommand,
-    TrimmedDataAccessException,
-    type DynamoDBStreamsClient,
-} from "@aws-sdk/client-dynamodb-streams";
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DescribeStreamCommand, TrimmedDataAccessException } from "@aws-sdk/client-dynamodb-streams";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import type { InitializeMiddleware } from "@smithy/types";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
@@ -15,30 +8,8 @@ import { lambdaContext } from "../local/aws/lambda-context";
 import { LocalQueues } from "../local/aws/sqs";
 import { createStreamHandler } from "../runtime/stream/consumer";
 import { createRedriveHandler } from "../runtime/stream/redrive";
-import { toLambdaRecord } from "../runtime/stream/stream-reader";
-import { assertExact, counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
-
-/** Every record on the table's stream so far, as Lambda would deliver them. */
-async function readStream(streams: DynamoDBStreamsClient, streamArn: string): Promise<DynamoDBRecord[]> {
-    const description = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-    const out: DynamoDBRecord[] = [];
-    for (const shard of description.StreamDescription?.Shards ?? []) {
-        let iterator = (
-            await streams.send(
-                new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.ShardId, ShardIteratorType: "TRIM_HORIZON" }),
-            )
-        ).ShardIterator;
-        while (iterator) {
-            const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-            out.push(...(page.Records ?? []).map((r) => toLambdaRecord(r, streamArn)));
-            if ((page.Records ?? []).length === 0) {
-                break;
-            }
-            iterator = page.NextShardIterator;
-        }
-    }
-    return out;
-}
+import { assertExact, counterFixture, FATAL_QUEUE_URL } from "./support/counter-fixture";
+import { countTransactions, readStream } from "./support/stream-records";
 
 const ctx = () => lambdaContext("consumer", 10_000);
 
@@ -55,20 +26,6 @@ function metricsFrom(logs: readonly string[]): Record<string, number> {
         }
     }
     return totals;
-}
-
-/** Counts the TransactWriteItems calls a client makes and the actions they hold. */
-function countTransactions(fixture: CounterFixture): { calls: number; actions: number } {
-    const seen = { calls: 0, actions: 0 };
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        if (context.commandName === "TransactWriteItemsCommand") {
-            seen.calls++;
-            seen.actions += (args.input as { TransactItems?: unknown[] }).TransactItems?.length ?? 0;
-        }
-        return next(args);
-    };
-    fixture.consumerDynamo.middlewareStack.add(middleware, { step: "initialize", name: "countTransactions" });
-    return seen;
 }
 
 describe("the stream consumer on DynamoDB Local", () => {
@@ -335,7 +292,6 @@ describe("the stream consumer on DynamoDB Local", () => {
             layout: {
                 partitionKey: "tenant",
                 sortKey: "resource",
-                processedAttribute: "counted",
                 deletedAttribute: "gone",
                 tokenAttribute: "writer",
                 counterPrefix: "~ctr~",

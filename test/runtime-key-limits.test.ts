@@ -4,20 +4,8 @@
  * Such an id is refused by the client before anything is written; a record of one that reaches the
  * stream some other way is parked alone, and the rest of its chunk is counted.
  */
-import {
-    PutItemCommand,
-    TransactWriteItemsCommand,
-    TransactionCanceledException,
-    type ServiceInputTypes,
-    type ServiceOutputTypes,
-} from "@aws-sdk/client-dynamodb";
-import {
-    DescribeStreamCommand,
-    GetRecordsCommand,
-    GetShardIteratorCommand,
-    type DynamoDBStreamsClient,
-} from "@aws-sdk/client-dynamodb-streams";
-import type { InitializeMiddleware } from "@smithy/types";
+import { PutItemCommand, TransactWriteItemsCommand, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import { DescribeStreamCommand } from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { lambdaContext } from "../local/aws/lambda-context";
@@ -31,44 +19,9 @@ import { transactionActions, type ItemIntent } from "../runtime/stream/markers";
 import { InvalidArgumentError } from "../runtime/shared/errors";
 import { markerIdMaxBytes, markerKeyFits } from "../runtime/shared/key-limits";
 import { SORT_KEY_MAX_BYTES } from "../runtime/stream/records";
-import { toLambdaRecord } from "../runtime/stream/stream-reader";
 import { useEngine } from "./support/engine";
 import { counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
-
-/** Every record on the table's stream so far, as Lambda would deliver them. */
-async function readStream(streams: DynamoDBStreamsClient, streamArn: string): Promise<DynamoDBRecord[]> {
-    const description = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-    const out: DynamoDBRecord[] = [];
-    for (const shard of description.StreamDescription?.Shards ?? []) {
-        let iterator = (
-            await streams.send(
-                new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.ShardId, ShardIteratorType: "TRIM_HORIZON" }),
-            )
-        ).ShardIterator;
-        while (iterator) {
-            const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-            out.push(...(page.Records ?? []).map((r) => toLambdaRecord(r, streamArn)));
-            if ((page.Records ?? []).length === 0) {
-                break;
-            }
-            iterator = page.NextShardIterator;
-        }
-    }
-    return out;
-}
-
-/** Counts the consumer's TransactWriteItems calls. */
-function countTransactions(fixture: CounterFixture): { calls: number } {
-    const seen = { calls: 0 };
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        if (context.commandName === "TransactWriteItemsCommand") {
-            seen.calls++;
-        }
-        return next(args);
-    };
-    fixture.consumerDynamo.middlewareStack.add(middleware, { step: "initialize", name: "countTransactions" });
-    return seen;
-}
+import { countTransactions, readStream } from "./support/stream-records";
 
 /** The reproduction's long id: the 1,011-byte id of the issue, whose marker key is 1,011 + 15 bytes. */
 const LONG_ID = "L".repeat(1_011);

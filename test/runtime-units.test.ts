@@ -115,9 +115,10 @@ describe("parseBatchInfo", () => {
 });
 
 describe("handler configuration", () => {
+    const handlerConfig = () => ({ ...config, partitionKey: "tenant", fatalQueueUrl: "https://sqs/fatal", metricsNamespace: "Orders" });
+
     it("round-trips through the environment the component sets", () => {
-        const handlerConfig = { ...config, partitionKey: "tenant", fatalQueueUrl: "https://sqs/fatal", metricsNamespace: "Orders" };
-        assert.deepEqual(handlerConfigFromEnv(handlerEnvironment(handlerConfig)), handlerConfig);
+        assert.deepEqual(handlerConfigFromEnv(handlerEnvironment(handlerConfig())), handlerConfig());
     });
 
     it("names every missing or bad variable", () => {
@@ -127,6 +128,20 @@ describe("handler configuration", () => {
                 e instanceof ConfigurationError &&
                 e.problems.join(" | ") ===
                     `[${ENV.tableName}] must be set | [${ENV.sortKey}] must differ from [partitionKey] (both are "pk") | [${ENV.fatalQueueUrl}] must be set`,
+        );
+    });
+
+    it("refuses the removed processedAttribute by name, in a layout and in the environment", () => {
+        const why = "was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers)";
+        const legacy = { processedAttribute: "counter_processed" } as Partial<typeof DEFAULT_LAYOUT>;
+
+        assert.throws(() => resolveLayout(legacy), {
+            message: `invalid hybrid-counter configuration: [processedAttribute] ${why}; drop it`,
+        });
+        assert.throws(
+            () => handlerConfigFromEnv({ ...handlerEnvironment(handlerConfig()), HYBRID_COUNTER_PROCESSED_ATTRIBUTE: "counter_processed" }),
+            (e: unknown) =>
+                e instanceof ConfigurationError && e.problems.join(" | ") === `[HYBRID_COUNTER_PROCESSED_ATTRIBUTE] ${why}; unset it`,
         );
     });
 

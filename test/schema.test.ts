@@ -262,7 +262,7 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
         ]);
         assert.deepEqual(
             Object.keys(DEFAULT_LAYOUT)
-                .filter((k) => k !== "processedAttribute" && k !== "selection")
+                .filter((k) => k !== "selection")
                 .every((k) => k in schema.types[type("HybridCounterClientConfig")]!.properties!),
             true,
         );

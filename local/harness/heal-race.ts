@@ -4,8 +4,10 @@
  * the settler runs in a loop, and an observer checks the mode's bound on every key, one consistent Query
  * per observation (counters and items share the table). Used by the adversarial tests and the benchmark.
  */
-import { DeleteItemCommand, QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { countersTable, type CounterTableConfig } from "../../runtime/shared/config";
+import { queryPartition } from "../../runtime/heal/partition";
+import { isSoftDeleted } from "../../runtime/shared/selection";
 import { settle, type SettleReport } from "../../runtime/heal/settle";
 import { injectFaults, seededRandom, type FaultStats } from "../engine/faults";
 import { ModelClient, type ModelMode } from "./model-client";
@@ -82,18 +84,9 @@ export async function keyState(dynamodb: DynamoDBClient, config: CounterTableCon
 
 /** Hard-deletes a key's soft-deleted items, as the stream consumer does once it has counted the deletion. */
 export async function removeSoftDeleted(dynamodb: DynamoDBClient, config: CounterTableConfig, key: string): Promise<number> {
-    const page = await dynamodb.send(
-        new QueryCommand({
-            TableName: config.tableName,
-            ConsistentRead: true,
-            KeyConditionExpression: "#pk = :key",
-            FilterExpression: "#deleted = :true",
-            ExpressionAttributeNames: { "#pk": config.partitionKey, "#deleted": config.deletedAttribute },
-            ExpressionAttributeValues: { ":key": { S: key }, ":true": { BOOL: true } },
-        }),
-    );
+    const items = await queryPartition(dynamodb, { tableName: config.tableName, partitionKey: config.partitionKey, key });
     let removed = 0;
-    for (const item of page.Items ?? []) {
+    for (const item of items.filter((i) => isSoftDeleted(i, config))) {
         try {
             await dynamodb.send(
                 new DeleteItemCommand({

@@ -1,5 +1,6 @@
 /** Observes one counter key: both counters, its markers and its items. */
-import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { queryPartition } from "../../runtime/heal/partition";
 import {
     COUNTER_ATTRIBUTES,
     MARKER_STATE,
@@ -49,43 +50,34 @@ export async function snapshotKey(
     let clientLive = 0;
     let pages = 0;
     const tables = countersTableName === tableName ? [tableName] : [countersTableName, tableName];
+    // Counts the pages as they are sent.
+    const send = <T>(request: () => Promise<T>): Promise<T> => {
+        pages++;
+        return request();
+    };
     for (const table of tables) {
-        let start: Record<string, AttributeValue> | undefined;
-        do {
-            const page = await reader.send(
-                new QueryCommand({
-                    TableName: table,
-                    ConsistentRead: true,
-                    KeyConditionExpression: "#pk = :key",
-                    ExpressionAttributeNames: { "#pk": layout.partitionKey },
-                    ExpressionAttributeValues: { ":key": { S: key } },
-                    ExclusiveStartKey: start,
-                }),
-            );
-            pages++;
-            for (const item of page.Items ?? []) {
-                const sk = item[layout.sortKey]?.S ?? "";
-                if (table === countersTableName && sk.startsWith(layout.counterPrefix)) {
-                    if (sk === bestEffortSortKey(layout)) {
-                        bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
-                    } else if (sk === eventualSortKey(layout)) {
-                        eventual = Number(item[layout.countAttribute]?.N ?? 0);
-                    } else if (markerId(layout, sk) !== undefined && item[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted) {
-                        counted++;
+        const items = await queryPartition(reader, { tableName: table, partitionKey: layout.partitionKey, key }, { send });
+        for (const item of items) {
+            const sk = item[layout.sortKey]?.S ?? "";
+            if (table === countersTableName && sk.startsWith(layout.counterPrefix)) {
+                if (sk === bestEffortSortKey(layout)) {
+                    bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
+                } else if (sk === eventualSortKey(layout)) {
+                    eventual = Number(item[layout.countAttribute]?.N ?? 0);
+                } else if (markerId(layout, sk) !== undefined && item[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted) {
+                    counted++;
+                }
+            } else if (table === tableName) {
+                if (isLive(item, layout)) {
+                    live++;
+                    if (item[layout.tokenAttribute] !== undefined) {
+                        clientLive++;
                     }
-                } else if (table === tableName) {
-                    if (isLive(item, layout)) {
-                        live++;
-                        if (item[layout.tokenAttribute] !== undefined) {
-                            clientLive++;
-                        }
-                    } else if (isSelected(item, layout) && isSoftDeleted(item, layout)) {
-                        softDeleted++;
-                    }
+                } else if (isSelected(item, layout) && isSoftDeleted(item, layout)) {
+                    softDeleted++;
                 }
             }
-            start = page.LastEvaluatedKey;
-        } while (start);
+        }
     }
     return { bestEffort, eventual, live, counted, softDeleted, clientLive, pages };
 }

@@ -75,6 +75,7 @@ export function seedItems(options: SeedOptions): Seed {
             kinds.falseFlag++;
             live = true;
         } else if (roll < 0.5) {
+            // A flag the package's first versions wrote on creation (nothing reads it now), as a string.
             item = { ...base, [layout.sortKey]: { S: `${order}${i}` }, counter_processed: { S: "yes" } };
             kinds.nonBooleanFlag++;
             live = true;

@@ -44,13 +44,6 @@ import { hasBackfillUnit } from "../shared/strict-ledger";
 import { newToken, tokenTime } from "../shared/tokens";
 
 /**
- * While the stream consumer still counts creations by flipping a `processed` flag (false -> true), the
- * client writes `processed = false` on every item it creates. Under the marker model (the consumer keeps
- * its own state in markers), this is false and the flag is no longer written.
- */
-export const LEGACY_PROCESSED_FLAG = false;
-
-/**
  * How far another machine's clock may be behind ours when the client compares a marker's life token
  * with its own (both UUIDv7, stamped by the clocks of the machines that made them).
  */
@@ -95,7 +88,7 @@ export class ResourceWriter {
 
     /** Builds the item for `id` under `key` from already-marshalled caller attributes. */
     item(key: string, id: string, extra: Record<string, AttributeValue>): ResourceItem {
-        const { partitionKey, sortKey, processedAttribute, tokenAttribute, selection } = this.config;
+        const { partitionKey, sortKey, tokenAttribute, selection } = this.config;
         const token = newToken();
         return {
             key,
@@ -104,7 +97,6 @@ export class ResourceWriter {
             item: {
                 ...extra,
                 ...(selection.kind === "attribute" ? { [selection.name]: { S: selection.value } } : {}),
-                ...(LEGACY_PROCESSED_FLAG ? { [processedAttribute]: { BOOL: false } } : {}),
                 [partitionKey]: { S: key },
                 [sortKey]: { S: id },
                 [tokenAttribute]: { S: token },

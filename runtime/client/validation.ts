@@ -12,6 +12,7 @@ import {
     type CounterTableLayout,
     type FlatSelection,
 } from "../shared/config";
+import { removedFieldProblems } from "../shared/removed-fields";
 import { InvalidArgumentError } from "../shared/errors";
 import {
     CLOCK_SKEW_MS,
@@ -80,7 +81,7 @@ export function resolveClientOptions(
             selection?: ItemSelection;
         },
 ): ResolvedClientOptions {
-    const problems: string[] = [];
+    const problems: string[] = removedFieldProblems(options);
     const layout = layoutWithDefaults(options);
     // The selection is checked below, once, under the client's own option names ([selection.*]).
     problems.push(...layoutProblems(layout).filter((p) => !p.startsWith("[counted")));
@@ -128,20 +129,13 @@ export function resolveClientOptions(
         }
     }
     const deleteTokenAttribute = `${layout.tokenAttribute}_delete`;
-    const names = [layout.partitionKey, layout.sortKey, layout.processedAttribute, layout.deletedAttribute];
+    const names = [layout.partitionKey, layout.sortKey, layout.deletedAttribute];
     if (names.includes(deleteTokenAttribute) || Buffer.byteLength(deleteTokenAttribute, "utf8") > 255) {
         problems.push(`[tokenAttribute] must leave "${deleteTokenAttribute}" free for the soft delete's token (at most 255 bytes)`);
     }
     // The selection as an object, or flat as the component's clientConfig output carries it (layoutWithDefaults reads both).
     const selection = layout.selection;
-    const reserved = new Set([
-        layout.partitionKey,
-        layout.sortKey,
-        layout.processedAttribute,
-        layout.deletedAttribute,
-        layout.tokenAttribute,
-        deleteTokenAttribute,
-    ]);
+    const reserved = new Set([layout.partitionKey, layout.sortKey, layout.deletedAttribute, layout.tokenAttribute, deleteTokenAttribute]);
     problems.push(...selectionProblems(selection, layout, reserved));
     if (problems.length > 0) {
         throw new ConfigurationError(problems);

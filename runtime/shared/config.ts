@@ -6,6 +6,7 @@
  * variable names and defaults are defined exactly once.
  */
 import { ConfigurationError } from "./errors";
+import { removedEnvProblems, removedFieldProblems } from "./removed-fields";
 
 /**
  * Which items of a key are counted resources (see selection.ts, which applies it).
@@ -27,12 +28,6 @@ export interface CounterTableLayout {
     readonly partitionKey: string;
     /** Sort key attribute (type S). A resource's id is its sort key. */
     readonly sortKey: string;
-    /**
-     * @deprecated Nothing reads it: the eventual counter's idempotency lives in its markers. Kept only
-     * while the API-side client still writes the attribute on creation; not part of the component's args
-     * or the handlers' environment.
-     */
-    readonly processedAttribute: string;
     /** Soft-delete flag the API sets; the consumer hard-deletes the item when it counts the deletion. */
     readonly deletedAttribute: string;
     /** Per-write token that lets the client recognise its own write after an SDK retry. */
@@ -134,7 +129,6 @@ export function markerId(layout: Pick<CounterTableLayout, "counterPrefix">, sort
 export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
     partitionKey: "pk",
     sortKey: "sk",
-    processedAttribute: "counter_processed",
     deletedAttribute: "deleted",
     tokenAttribute: "counter_token",
     counterPrefix: "#counter#",
@@ -309,7 +303,6 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout> & FlatSel
     return {
         partitionKey: source.partitionKey ?? DEFAULT_LAYOUT.partitionKey,
         sortKey: source.sortKey ?? DEFAULT_LAYOUT.sortKey,
-        processedAttribute: source.processedAttribute ?? DEFAULT_LAYOUT.processedAttribute,
         deletedAttribute: source.deletedAttribute ?? DEFAULT_LAYOUT.deletedAttribute,
         tokenAttribute: source.tokenAttribute ?? DEFAULT_LAYOUT.tokenAttribute,
         counterPrefix: source.counterPrefix ?? DEFAULT_LAYOUT.counterPrefix,
@@ -322,7 +315,7 @@ export function layoutWithDefaults(source: Partial<CounterTableLayout> & FlatSel
 /** Fills defaults into a partial layout and validates it; throws ConfigurationError naming each bad field. */
 export function resolveLayout(partial: Partial<CounterTableLayout> = {}): CounterTableLayout {
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
-    const problems = layoutProblems(layout);
+    const problems = [...removedFieldProblems(partial), ...layoutProblems(layout)];
     if (problems.length > 0) {
         throw new ConfigurationError(problems);
     }
@@ -411,6 +404,7 @@ function readConfig(env: Readonly<Record<string, string | undefined>>, problems:
         }
         return value;
     };
+    problems.push(...removedEnvProblems(env));
     const tableName = required(ENV.tableName);
     const countersTableName = env[ENV.countersTableName] || tableName;
     const partial: Partial<CounterTableLayout> = {

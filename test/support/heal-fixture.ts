@@ -1,5 +1,6 @@
 /** Two tables (resource items, counter items) on DynamoDB Local, a model client on a fake clock, and probes. */
-import { GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { queryPartition } from "../../runtime/heal/partition";
 import {
     COUNTER_ATTRIBUTES as A,
     DEFAULT_LAYOUT,
@@ -53,22 +54,8 @@ export async function probe(dynamodb: DynamoDBClient, config: CounterTableConfig
             ConsistentRead: true,
         }),
     );
-    let live = 0;
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page = await dynamodb.send(
-            new QueryCommand({
-                TableName: config.tableName,
-                ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": config.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
-                ExclusiveStartKey: start,
-            }),
-        );
-        live += (page.Items ?? []).filter((item) => isLive(item, config)).length;
-        start = page.LastEvaluatedKey;
-    } while (start);
+    const items = await queryPartition(dynamodb, { tableName: config.tableName, partitionKey: config.partitionKey, key });
+    const live = items.filter((item) => isLive(item, config)).length;
     const version = be.Item?.[A.version]?.N;
     return {
         bestEffort: Number(be.Item?.[config.countAttribute]?.N ?? 0),
