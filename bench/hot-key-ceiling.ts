@@ -194,15 +194,26 @@ async function countReadUnits(engine: LocalEngine, deployment: LocalDeployment, 
 
 let deployments = 0;
 
-/** A slot every 1/perSecond seconds, whichever caller takes it: an offered rate, not a closed loop. */
-function slots(perSecond: number): () => Promise<void> {
-    let next = Date.now();
-    return async () => {
-        const at = Math.max(next, Date.now());
-        next = at + 1000 / perSecond;
-        if (at > Date.now()) {
-            await new Promise((r) => setTimeout(r, at - Date.now()));
-        }
+/**
+ * A slot every 1/perSecond seconds, whichever caller takes it: an offered rate, not a closed loop. A caller
+ * whose slot would fall at or after `deadline` gets none: it waits for the deadline only, and `stop` ends it.
+ */
+function offeredRate(perSecond: number, deadline: number): { pace: () => Promise<void>; stop: () => boolean } {
+    // Each slot sits in the middle of its 1/perSecond interval, so a step of T seconds holds T x perSecond slots.
+    let next = Date.now() + 500 / perSecond;
+    return {
+        pace: async () => {
+            const at = Math.max(next, Date.now());
+            const until = Math.min(at, deadline);
+            if (at < deadline) {
+                next = at + 1000 / perSecond;
+            }
+            // A timer may fire a millisecond early by the wall clock: wait until the clock says so.
+            while (Date.now() < until) {
+                await new Promise((r) => setTimeout(r, until - Date.now()));
+            }
+        },
+        stop: () => Date.now() >= deadline,
     };
 }
 
@@ -213,6 +224,8 @@ export interface MeasuredStep extends CeilingStep {
     readonly bestEffortRequests: number;
     readonly consumerRetries: number;
     readonly dlq: number;
+    /** Seconds spent deploying, offering load, draining and checking. */
+    readonly seconds: { deploy: number; load: number; drain: number; check: number };
 }
 
 /** One step: a fresh deployment of the component, `rate` creates per second on one key for `stepSeconds`, a drain, the checks. */
@@ -224,6 +237,7 @@ export async function measureStep(
     rate: number,
     options: HotKeyCeilingOptions,
 ): Promise<MeasuredStep> {
+    const t0 = Date.now();
     const admin = engine.dynamodb();
     const observer = engine.dynamodb({ direct: true });
     const deployment = await deployLocally(admin, `ceiling-${++deployments}`, componentArgs(mode, shards));
@@ -294,12 +308,13 @@ export async function measureStep(
         deleteRatio: 0,
         limit: mode === "strict" ? STRICT_LIMIT : undefined,
         seed: options.seed,
-        pace: slots(rate),
-        stop: () => Date.now() >= deadline,
+        ...offeredRate(rate, deadline),
     }).finally(() => (apiDone = true));
-    const seconds = (Date.now() - started) / 1000;
+    const loaded = Date.now();
+    const seconds = (loaded - started) / 1000;
     await Promise.all([consuming, observing]);
     await emulator.drain({ idlePolls: 3, pollIntervalMs: 50 });
+    const drained = Date.now();
 
     await observe();
     const s = await snapshotKey(observer, layout.tableName, layout, KEY, layout.countersTableName);
@@ -324,6 +339,12 @@ export async function measureStep(
         bestEffortRequests: bestEffort.requests,
         consumerRetries,
         dlq: queues.sent.get("first-dlq") ?? 0,
+        seconds: {
+            deploy: (started - t0) / 1000,
+            load: seconds,
+            drain: (drained - loaded) / 1000,
+            check: (Date.now() - drained) / 1000,
+        },
     };
 }
 
@@ -342,10 +363,12 @@ export async function runHotKeyCeiling(options: HotKeyCeilingOptions, log: (line
             try {
                 const search = await searchCeiling(
                     async (rate) => {
-                        const stepStarted = Date.now();
                         const step = await measureStep(engine, meterings, mode, shards, rate, options);
+                        const t = step.seconds;
                         log(
-                            `  ${mode} ${shards} shard(s), ${Math.round((Date.now() - stepStarted) / 1000)} s: ${rate.toFixed(2)}/s offered, ${step.sustainedOpsPerSec.toFixed(2)}/s created, ` +
+                            `  ${mode} ${shards} shard(s) ` +
+                                `(${[t.deploy, t.load, t.drain, t.check].map((n) => n.toFixed(1)).join("+")} s deploy+load+drain+check): ` +
+                                `${rate.toFixed(2)}/s offered, ${step.sustainedOpsPerSec.toFixed(2)}/s created, ` +
                                 `${step.bestEffortRequests} best-effort writes, ${(step.throttledBestEffortShare * 100).toFixed(1)}% throttled; ` +
                                 `${step.exact ? "exact" : "NOT EXACT"}, ${step.boundViolations} bound violations, ${step.apiErrors} API errors, ` +
                                 `${step.unavailable} unavailable, ${step.consumerRetries} consumer retries, ${step.dlq} to the DLQ`,

@@ -119,7 +119,7 @@ takes only --seed, --json and these:
   --partition-wcu <n>      WCU/s of each partition of the counters table, and of each item of the user's
                            table (1..1000, default 10; DynamoDB's 1,000 is beyond DynamoDB Local's reach)
   --shards <list>          comma-separated shard counts of each key's counters (default 1; only 1 is built)
-  --step-seconds <s>       seconds of offered load per step of the search (2..120, default 6)
+  --step-seconds <s>       seconds of offered load per step of the search (2..120, default 10)
   --max-steps <n>          steps per search, per mode and shard count (1..20, default 6)
 `;
 
@@ -207,7 +207,7 @@ export function parseOptions(argv: string[]): Options | "help" {
         ceiling = {
             partitionWcu: num("partition-wcu", values["partition-wcu"], 10, 1, 1_000),
             shards,
-            stepSeconds: num("step-seconds", values["step-seconds"], 6, 2, 120),
+            stepSeconds: num("step-seconds", values["step-seconds"], 10, 2, 120),
             maxSteps: Math.floor(num("max-steps", values["max-steps"], 6, 1, 20)),
             seed: num("seed", values.seed, 1, 0, 2 ** 31),
         };

@@ -223,7 +223,7 @@ describe("the hot-key ceiling: its flags and its shard counts", () => {
         assert.notEqual(defaults, "help");
         if (given === "help" || defaults === "help") return;
         assert.deepEqual(given.ceiling, { partitionWcu: 20, shards: [1], stepSeconds: 4, maxSteps: 3, seed: 1 });
-        assert.deepEqual(defaults.ceiling, { partitionWcu: 10, shards: [1], stepSeconds: 6, maxSteps: 6, seed: 1 });
+        assert.deepEqual(defaults.ceiling, { partitionWcu: 10, shards: [1], stepSeconds: 10, maxSteps: 6, seed: 1 });
         assert.deepEqual(defaults.scenarios, { approaches: false, hotTenant: false });
     });
 
