@@ -224,6 +224,8 @@ export interface MeasuredStep extends CeilingStep {
     readonly bestEffortRequests: number;
     readonly consumerRetries: number;
     readonly dlq: number;
+    /** Records per consumer invocation: what one transaction per key per batch spreads its counter update over. */
+    readonly recordsPerInvocation: number;
     /** Seconds spent deploying, offering load, draining and checking. */
     readonly seconds: { deploy: number; load: number; drain: number; check: number };
 }
@@ -339,6 +341,7 @@ export async function measureStep(
         bestEffortRequests: bestEffort.requests,
         consumerRetries,
         dlq: queues.sent.get("first-dlq") ?? 0,
+        recordsPerInvocation: emulator.stats.recordsDelivered / Math.max(1, emulator.stats.invocations),
         seconds: {
             deploy: (started - t0) / 1000,
             load: seconds,
@@ -371,7 +374,8 @@ export async function runHotKeyCeiling(options: HotKeyCeilingOptions, log: (line
                                 `${rate.toFixed(2)}/s offered, ${step.sustainedOpsPerSec.toFixed(2)}/s created, ` +
                                 `${step.bestEffortRequests} best-effort writes, ${(step.throttledBestEffortShare * 100).toFixed(1)}% throttled; ` +
                                 `${step.exact ? "exact" : "NOT EXACT"}, ${step.boundViolations} bound violations, ${step.apiErrors} API errors, ` +
-                                `${step.unavailable} unavailable, ${step.consumerRetries} consumer retries, ${step.dlq} to the DLQ`,
+                                `${step.unavailable} unavailable, ${step.recordsPerInvocation.toFixed(1)} records per invocation, ` +
+                                `${step.consumerRetries} consumer retries, ${step.dlq} to the DLQ`,
                         );
                         return step;
                     },
