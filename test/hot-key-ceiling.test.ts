@@ -16,6 +16,7 @@ import {
     type SearchResult,
 } from "../bench/hot-key-ceiling-plan";
 import { componentArgs, firstRate } from "../bench/hot-key-ceiling";
+import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
 
 /** A step whose throttled share is 0 up to `ceiling` and grows past it, as a partition's bucket does. */
 function stepAt(ceiling: number) {
@@ -270,5 +271,74 @@ describe("the hot-key ceiling: its flags and its shard counts", () => {
         // Assess
         assert.deepEqual(componentArgs("strict", 1), { counterMode: "strict" });
         assert.throws(() => componentArgs("utilization", 4), /builds no counters of 4 shards yet/);
+    });
+});
+
+describe("the hot-key ceiling: the workload's pace", () => {
+    /** A target that records its calls and answers at once. */
+    const recording = () => {
+        const calls: string[] = [];
+        const target: WorkloadTarget = {
+            create: async (_key, id) => (calls.push(id), { created: true, count: null }),
+            tryCreate: async (_key, id) => (calls.push(id), { created: true, count: null }),
+            delete: async () => ({ deleted: false }),
+        };
+        return { calls, target };
+    };
+
+    it("asks stop after each worker's slot, so a caller that waited past the end issues nothing", async () => {
+        // Prepare: slots are released by hand; the step ends after the second.
+        const { calls, target } = recording();
+        const waiting: Array<() => void> = [];
+        let released = 0;
+        const pace = () => new Promise<void>((resolve) => waiting.push(resolve));
+        const release = async () => {
+            released++;
+            waiting.shift()!();
+            await new Promise((r) => setImmediate(r));
+        };
+
+        // Act
+        const run = runWorkload(target, {
+            ops: 100,
+            keys: ["k"],
+            concurrency: 4,
+            deleteRatio: 0,
+            seed: 1,
+            pace,
+            stop: () => released > 2,
+        });
+        await new Promise((r) => setImmediate(r));
+        await release();
+        await release();
+        const waitingAtTheEnd = waiting.length;
+        while (waiting.length > 0) {
+            await release();
+        }
+        const result = await run;
+
+        // Assess: four workers waited for slots at once; only the two released before the end issued a call.
+        assert.equal(waitingAtTheEnd, 4);
+        assert.equal(result.ops, 2);
+        assert.deepEqual(calls, ["item-1-0", "item-1-1"]);
+    });
+
+    it("never issues more than ops, however many workers waited for a slot at once", async () => {
+        // Prepare
+        const { calls, target } = recording();
+
+        // Act
+        const result = await runWorkload(target, {
+            ops: 3,
+            keys: ["k"],
+            concurrency: 8,
+            deleteRatio: 0,
+            seed: 1,
+            pace: () => new Promise((r) => setImmediate(r)),
+        });
+
+        // Assess
+        assert.equal(result.ops, 3);
+        assert.equal(calls.length, 3);
     });
 });

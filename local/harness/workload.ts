@@ -73,7 +73,13 @@ export async function runWorkload(
 
     const worker = async (): Promise<void> => {
         while (issued < options.ops) {
-            await options.pace?.();
+            if (options.pace !== undefined) {
+                await options.pace();
+                // Other workers issued while this one waited for its slot.
+                if (issued >= options.ops) {
+                    break;
+                }
+            }
             if (options.stop?.() ?? false) {
                 break;
             }
