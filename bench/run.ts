@@ -34,6 +34,8 @@ import { runSweep } from "./sweep";
 import { healBenchLines, runHealBench } from "./heal";
 import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type HotTenantRow } from "./hot-tenant";
 import { describeParity } from "../local/engine/parity";
+import { formatHotKeyCeiling, runHotKeyCeiling, type HotKeyCeilingOptions } from "./hot-key-ceiling";
+import { CeilingUsageError, parseShards } from "./hot-key-ceiling-plan";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
 const APPROACHES: readonly Approach[] = ["hybrid", "hybrid-per-record", "atomic-counter", "transaction-crt"];
@@ -59,6 +61,8 @@ interface Options {
     scenarios: { approaches: boolean; hotTenant: boolean };
     itemBytes: number;
     placements: CounterPlacement[];
+    /** With --scenario hot-key-ceiling: that scenario alone, with its own flags (bench/hot-key-ceiling.ts). */
+    ceiling?: HotKeyCeilingOptions;
 }
 
 interface Row {
@@ -98,14 +102,26 @@ Options:
   --many-keys <n>          keys of the many-keys workload (2..10000, default 64)
   --backfill-items <n>     items of the backfill scenario (100..1000000, default 20000)
   --approaches <list>      comma-separated: ${APPROACHES.join(", ")}
-  --scenario <name>        all, approaches or hot-tenant (default all)
+  --scenario <name>        all, approaches, hot-tenant or hot-key-ceiling (default all; hot-key-ceiling runs alone)
   --item-bytes <n>         item size of the hot-tenant scenario (default 16384)
   --counters <list>        comma-separated placements: ${PLACEMENTS.join(", ")}
   --no-parity              DynamoDB Local without the parity layer
   --json                   one JSON document on stdout, progress on stderr
   --sweep                  the performance sweep instead (its own options)
   -h, --help               this text
+
+The hot-key-ceiling scenario: the highest steady create rate on one key at which fewer than 1% of the API's
+best-effort writes are throttled, in both modes, searched by doubling then bisecting the offered rate. It
+takes only --seed, --json and these:
+  --partition-wcu <n>      WCU/s of each partition of the counters table, and of each item of the user's
+                           table (1..1000, default 10; DynamoDB's 1,000 is beyond DynamoDB Local's reach)
+  --shards <list>          comma-separated shard counts of each key's counters (default 1; only 1 is built)
+  --step-seconds <s>       seconds of offered load per step of the search (2..120, default 10)
+  --max-steps <n>          steps per search, per mode and shard count (1..20, default 6)
 `;
+
+/** The flags the hot-key-ceiling scenario takes; any other is a usage error with it. */
+const CEILING_FLAGS = ["scenario", "partition-wcu", "shards", "step-seconds", "max-steps", "seed", "json", "help"];
 
 /** A bad flag or value: one line naming it, exit code 2. */
 export class BenchUsageError extends Error {}
@@ -129,6 +145,10 @@ export function parseOptions(argv: string[]): Options | "help" {
                 scenario: { type: "string" },
                 "item-bytes": { type: "string" },
                 counters: { type: "string" },
+                "partition-wcu": { type: "string" },
+                shards: { type: "string" },
+                "step-seconds": { type: "string" },
+                "max-steps": { type: "string" },
                 help: { type: "boolean", short: "h" },
             },
         });
@@ -141,8 +161,18 @@ export function parseOptions(argv: string[]): Options | "help" {
         return "help";
     }
     const scenario = values.scenario ?? "all";
-    if (!["all", "approaches", "hot-tenant"].includes(scenario)) {
-        throw new BenchUsageError(`--scenario takes all, approaches or hot-tenant (got "${scenario}")`);
+    if (!["all", "approaches", "hot-tenant", "hot-key-ceiling"].includes(scenario)) {
+        throw new BenchUsageError(`--scenario takes all, approaches, hot-tenant or hot-key-ceiling (got "${scenario}")`);
+    }
+    const given = Object.keys(values).filter((flag) => values[flag as keyof typeof values] !== undefined);
+    const ceilingOnly = ["partition-wcu", "shards", "step-seconds", "max-steps"];
+    for (const flag of given) {
+        if (scenario === "hot-key-ceiling" && !CEILING_FLAGS.includes(flag)) {
+            throw new BenchUsageError(`--${flag} does not apply to --scenario hot-key-ceiling`);
+        }
+        if (scenario !== "hot-key-ceiling" && ceilingOnly.includes(flag)) {
+            throw new BenchUsageError(`--${flag} applies only to --scenario hot-key-ceiling`);
+        }
     }
     const placements = (values.counters ?? PLACEMENTS.join(",")).split(",") as CounterPlacement[];
     for (const p of placements) {
@@ -163,6 +193,22 @@ export function parseOptions(argv: string[]): Options | "help" {
             throw new BenchUsageError(`--approaches takes a comma-separated list of ${APPROACHES.join(", ")} (got "${a}")`);
         }
     }
+    let ceiling: HotKeyCeilingOptions | undefined;
+    if (scenario === "hot-key-ceiling") {
+        let shards: number[];
+        try {
+            shards = parseShards(values.shards);
+        } catch (error) {
+            throw error instanceof CeilingUsageError ? new BenchUsageError(error.message) : error;
+        }
+        ceiling = {
+            partitionWcu: num("partition-wcu", values["partition-wcu"], 10, 1, 1_000),
+            shards,
+            stepSeconds: num("step-seconds", values["step-seconds"], 10, 2, 120),
+            maxSteps: Math.floor(num("max-steps", values["max-steps"], 6, 1, 20)),
+            seed: num("seed", values.seed, 1, 0, 2 ** 31),
+        };
+    }
     return {
         approaches,
         ops: num("ops", values.ops, 1_500, 10, 1_000_000),
@@ -173,9 +219,13 @@ export function parseOptions(argv: string[]): Options | "help" {
         backfillItems: num("backfill-items", values["backfill-items"], 20_000, 100, 1_000_000),
         json: values.json ?? false,
         parity: !(values["no-parity"] ?? false),
-        scenarios: { approaches: scenario !== "hot-tenant", hotTenant: scenario !== "approaches" },
+        scenarios: {
+            approaches: scenario === "all" || scenario === "approaches",
+            hotTenant: scenario === "all" || scenario === "hot-tenant",
+        },
         itemBytes: num("item-bytes", values["item-bytes"], 16_384, 1, 350_000),
         placements,
+        ...(ceiling === undefined ? {} : { ceiling }),
     };
 }
 
@@ -397,6 +447,21 @@ async function main(): Promise<void> {
     }
     const options = parsed;
     const log = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
+    if (options.ceiling !== undefined) {
+        const started = Date.now();
+        log(
+            `hot-key ceiling: ${options.ceiling.partitionWcu} WCU/s per partition, shards ${options.ceiling.shards.join(", ")}, ` +
+                `${options.ceiling.stepSeconds} s per step, at most ${options.ceiling.maxSteps} steps per search`,
+        );
+        const report = await runHotKeyCeiling(options.ceiling, log);
+        log(`hot-key ceiling done in ${Math.round((Date.now() - started) / 1000)} s`);
+        if (options.json) {
+            process.stdout.write(`${JSON.stringify(report)}\n`);
+        } else {
+            formatHotKeyCeiling(report).forEach((line) => log(line));
+        }
+        return;
+    }
     log(
         `${options.ops} operations per run, concurrency ${options.concurrency}, ${options.faults} fault rate; a fresh DynamoDB Local per run`,
     );

@@ -35,6 +35,7 @@ import { failureQueueEncryption, failureQueueRetention } from "./queue";
 import { dynamodbStreamViewType, dynamodbTableEncryption, dynamodbTablePointInTimeRecovery } from "./table";
 import { PolicyConfigError, PolicySetting } from "./config";
 import { scheduledFunctionGuarded } from "./schedule";
+import { streamMappingCounterParallelization } from "./parallelization";
 
 export { ENFORCEMENT_LEVELS, PolicyConfigError, resourceClassOf } from "./config";
 export type { ExemptionConfig, PolicyFactory, PolicySetting } from "./config";
@@ -60,6 +61,8 @@ export type { ConsumerIamConfig } from "./iam";
 export { wildcardGrants } from "./iam";
 export type { ScheduledFunctionConfig } from "./schedule";
 export { SCHEDULE_TYPES, rateMinutes } from "./schedule";
+export type { CounterParallelizationConfig } from "./parallelization";
+export { COUNTER_CONSUMER_VARIABLE, EVENTUAL_COUNTER_SHARDS, isCounterConsumer } from "./parallelization";
 
 /** Every policy factory, by policy name, in the order the pack lists them. */
 export const policyFactories = {
@@ -72,6 +75,7 @@ export const policyFactories = {
     "stream-mapping-report-batch-item-failures": streamMappingReportBatchItemFailures,
     "stream-mapping-on-failure-destination": streamMappingOnFailureDestination,
     "stream-mapping-trim-horizon": streamMappingTrimHorizon,
+    "stream-mapping-counter-parallelization": streamMappingCounterParallelization,
     "failure-queue-encryption": failureQueueEncryption,
     "failure-queue-retention": failureQueueRetention,
     "stream-consumer-alarms": streamConsumerAlarms,
@@ -137,6 +141,7 @@ export {
     streamMappingBisectOnError,
     streamMappingBoundedRecordAge,
     streamMappingBoundedRetries,
+    streamMappingCounterParallelization,
     streamMappingOnFailureDestination,
     streamMappingReportBatchItemFailures,
     streamMappingTrimHorizon,

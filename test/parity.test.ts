@@ -47,8 +47,22 @@ const flip = (table: string, pk: string, sk: string): TransactWriteItem => ({
     },
 });
 
+/** The scaled rates the bench's hot-key scenario meters with: 10 WCU/s, and DynamoDB's 3 read units per write unit. */
+const SCALED = { writeUnitsPerSecond: 10, readUnitsPerSecond: 30 };
+
 describe("the parity layer enforces DynamoDB's limits on DynamoDB Local", () => {
-    const engine = useEngine({ parity: { now: clock.now } });
+    // Tables named scaled-partition-* are metered at the scaled rates per partition key value, scaled-item-* per item.
+    const engine = useEngine({
+        parity: {
+            now: clock.now,
+            metering: (table) =>
+                table.startsWith("scaled-partition-")
+                    ? { ...SCALED, per: "partition" }
+                    : table.startsWith("scaled-item-")
+                      ? { ...SCALED, per: "item" }
+                      : undefined,
+        },
+    });
     let db: DynamoDBClient;
     let direct: DynamoDBClient;
     let tables = 0;
@@ -376,6 +390,142 @@ describe("the parity layer enforces DynamoDB's limits on DynamoDB Local", () => 
                 },
             ]);
             assert.equal(stillInDebt.name, "ThrottlingException");
+        });
+    });
+
+    describe("a table metered at a scaled rate (the bench's hot-key ceiling)", () => {
+        const put = (name: string, pk: string, sk: string) =>
+            db.send(new PutItemCommand({ TableName: name, Item: { pk: { S: pk }, sk: { S: sk } } }));
+
+        it("serves 10 one-unit writes on one key, throttles the 11th, and refills at 10 per second", async () => {
+            // Prepare
+            const name = `scaled-partition-${++tables}`;
+            await createCounterTable(db, name);
+
+            // Act
+            for (let i = 0; i < 10; i++) {
+                await put(name, "hot", `r${i}`);
+            }
+            const throttled = await rejection(put(name, "hot", "r10"));
+            const otherKey = await put(name, "cold", "r0");
+            // A tenth of a second refills one unit: one more write, and the bucket is empty again.
+            clock.advance(100);
+            const afterAUnitRefilled = await put(name, "hot", "r11");
+            const again = await rejection(put(name, "hot", "r12"));
+
+            // Assess
+            assert.equal(throttled.name, "ThrottlingException");
+            assert.equal(throttled.message, ON_DEMAND_THROTTLED);
+            assert.equal(otherKey.$metadata.httpStatusCode, 200);
+            assert.equal(afterAUnitRefilled.$metadata.httpStatusCode, 200);
+            assert.equal(again.name, "ThrottlingException");
+            assert.equal(engine().parity!.stats.throttledByKey.get(`${name}/{"S":"hot"}`), 2);
+            assert.deepEqual(engine().parity!.metered.get(name), { ...SCALED, per: "partition" });
+        });
+
+        it("sustains one key at exactly 10 write units per second, and throttles it at 11", async () => {
+            // Prepare
+            const atRate = `scaled-partition-${++tables}`;
+            const overRate = `scaled-partition-${++tables}`;
+            await createCounterTable(db, atRate);
+            await createCounterTable(db, overRate);
+            const drive = async (name: string, perSecond: number): Promise<number> => {
+                let throttled = 0;
+                for (let i = 0; i < 150; i++) {
+                    clock.advance(1000 / perSecond);
+                    await put(name, "hot", `r${i}`).catch((error: Error) => {
+                        assert.equal(error.name, "ThrottlingException");
+                        throttled++;
+                    });
+                }
+                return throttled;
+            };
+
+            // Act
+            const underOrAt = await drive(atRate, 10);
+            const over = await drive(overRate, 11);
+
+            // Assess: at 11/s the bucket loses 1/11 of a unit per write; its 10 units last about 110 writes.
+            assert.equal(underOrAt, 0);
+            assert.ok(over > 0 && over < 40, `${over} of 150 writes at 11/s throttled`);
+        });
+
+        it("serves 30 consistent read units per second on a key scaled to 10 write units, and throttles the 31st", async () => {
+            // Prepare
+            const name = `scaled-partition-${++tables}`;
+            await createCounterTable(db, name);
+            await put(name, "hot", "small");
+            clock.advance(REFILL_MS);
+            const read = () =>
+                db.send(new GetItemCommand({ TableName: name, Key: { pk: { S: "hot" }, sk: { S: "small" } }, ConsistentRead: true }));
+
+            // Act
+            for (let i = 0; i < 30; i++) {
+                await read();
+            }
+            const throttled = await rejection(read());
+
+            // Assess
+            assert.equal(throttled.name, "ThrottlingException");
+            assert.deepEqual(throttled.throttlingReasons, [
+                { reason: "TableReadKeyRangeThroughputExceeded", resource: `arn:aws:dynamodb:ddblocal:000000000000:table/${name}` },
+            ]);
+        });
+
+        it("meters a table per item: one key's items on many sort keys never share a bucket, one item still has 10 units", async () => {
+            // Prepare
+            const name = `scaled-item-${++tables}`;
+            await createCounterTable(db, name);
+            const bump = () =>
+                db.send(
+                    new UpdateItemCommand({
+                        TableName: name,
+                        Key: { pk: { S: "hot" }, sk: { S: "one" } },
+                        UpdateExpression: "ADD c :one",
+                        ExpressionAttributeValues: { ":one": { N: "1" } },
+                    }),
+                );
+
+            // Act
+            for (let i = 0; i < 30; i++) {
+                await put(name, "hot", `r${i}`);
+            }
+            for (let i = 0; i < 10; i++) {
+                await bump();
+            }
+            const throttled = await rejection(bump());
+
+            // Assess
+            assert.equal(throttled.name, "ThrottlingException");
+            assert.equal(engine().parity!.stats.throttledByKey.get(`${name}/{"S":"hot"}/{"S":"one"}`), 1);
+            assert.equal(
+                [...engine().parity!.stats.throttledByKey.keys()].filter((k) => k.startsWith(`${name}/`)).length,
+                1,
+                "only the one item was throttled",
+            );
+        });
+
+        it("leaves every other table at DynamoDB's 1,000 write units per partition key value", async () => {
+            // Prepare
+            const name = await table();
+
+            // Act: 11 one-unit writes would be throttled on a scaled table.
+            const answers = [];
+            for (let i = 0; i < 11; i++) {
+                answers.push(await put(name, "hot", `r${i}`));
+            }
+
+            // Assess
+            assert.deepEqual(
+                answers.map((a) => a.$metadata.httpStatusCode),
+                Array.from({ length: 11 }, () => 200),
+            );
+            assert.equal(engine().parity!.metered.has(name), false);
+            assert.deepEqual(engine().parity!.limits, {
+                partitionWriteUnitsPerSecond: 1_000,
+                partitionReadUnitsPerSecond: 3_000,
+                bucketSeconds: 1,
+            });
         });
     });
 

@@ -110,7 +110,7 @@ describe("policy pack: the component passes its own pack", () => {
         assert.deepEqual(run.violations, []);
         assert.deepEqual(run.unknownValueErrors, []);
         assert.deepEqual(run.notApplicable, []);
-        assert.equal(POLICY_NAMES.length, 14);
+        assert.equal(POLICY_NAMES.length, 15);
     });
 
     it("would catch a change to the component's mapping (the check is not vacuous)", async () => {
@@ -126,6 +126,20 @@ describe("policy pack: the component passes its own pack", () => {
         assert.deepEqual(
             run.violations.map((v) => [v.policy, v.resource]),
             [["stream-mapping-trim-horizon", "orders-stream-mapping"]],
+        );
+    });
+
+    it("advises against a parallelizationFactor above 1 on the component, whose eventual counters are one item per key", async () => {
+        // Prepare
+        const recorded = await runProgram(() => new HybridCounterComponent("orders", { parallelizationFactor: 4 }));
+
+        // Act
+        const run = await runPolicies(hybridCounterPolicies(), withRebuiltDependencies(recorded));
+
+        // Assess
+        assert.deepEqual(
+            run.violations.map((v) => [v.policy, v.resource, v.level]),
+            [["stream-mapping-counter-parallelization", "orders-stream-mapping", "advisory"]],
         );
     });
 

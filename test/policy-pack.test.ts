@@ -159,6 +159,7 @@ describe("policy pack: loaded the way `pulumi preview --policy-pack ./policy` lo
                 "dynamodb-table-point-in-time-recovery",
                 "dynamodb-table-encryption",
                 "stream-mapping-bisect-on-error",
+                "stream-mapping-counter-parallelization",
                 "stream-consumer-alarms",
                 "scheduled-function-guarded",
             ],

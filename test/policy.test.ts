@@ -9,6 +9,7 @@ import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/po
 import { unknownCheckingProxy, UnknownValueError } from "@pulumi/policy";
 
 import {
+    COUNTER_CONSUMER_VARIABLE,
     consumerIamNoWildcardActions,
     dynamodbTablePointInTimeRecovery,
     hybridCounterPolicies,
@@ -16,10 +17,13 @@ import {
     PolicyConfigError,
     policyFactories,
     streamMappingBoundedRetries,
+    streamMappingCounterParallelization,
+    EVENTUAL_COUNTER_SHARDS,
     TYPES,
     wildcardGrants,
 } from "../policy/index";
 import { RecordedResource, runPolicies, unknownValue, withChange, without } from "./support/policy-harness";
+import { ENV } from "../runtime/shared/config";
 
 const ACCOUNT = "123456789012";
 const REGION = "eu-west-1";
@@ -106,6 +110,7 @@ function happyStack(): RecordedResource[] {
             },
             { role: ["orders-consumer-role"], policy: ["orders-table", "orders-dlq", "orders-fatal-dlq"] },
         ),
+        // The counter's consumer (the runtime's stream handler), configured by its environment.
         resource<aws.lambda.FunctionArgs>(
             TYPES.function,
             "orders-consumer",
@@ -115,6 +120,7 @@ function happyStack(): RecordedResource[] {
                 runtime: "nodejs22.x",
                 handler: "index.handler",
                 timeout: 60,
+                environment: { variables: { [COUNTER_CONSUMER_VARIABLE]: "orders" } },
             },
             { role: ["orders-consumer-role"] },
         ),
@@ -467,6 +473,18 @@ const FAILING_CASES: FailingCase[] = [
         },
     },
     {
+        title: "batches of one shard run in parallel while each key's eventual counter is one item",
+        resource: "orders-consumer-mapping",
+        change: (i) => (i.parallelizationFactor = 2),
+        expected: {
+            policy: "stream-mapping-counter-parallelization",
+            resource: "orders-consumer-mapping",
+            message:
+                "event source mapping 'orders-consumer-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 2; " +
+                "each key's eventual counter is one item, so concurrent batches of one key conflict on it and are retried as contention (slower, never wrong): set it to 1",
+        },
+    },
+    {
         title: "an unencrypted on-failure queue",
         resource: "orders-dlq",
         change: (i) => (i.sqsManagedSseEnabled = false),
@@ -791,6 +809,10 @@ describe("policy pack: a hand-written table and mapping that break several polic
             ],
         );
         assert.deepEqual(run.notApplicable, [
+            {
+                policy: "stream-mapping-counter-parallelization",
+                reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
+            },
             { policy: "failure-queue-encryption", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
             { policy: "failure-queue-retention", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
             { policy: "scheduled-function-guarded", reason: "no EventBridge schedule in this stack invokes a Lambda function" },
@@ -1012,6 +1034,7 @@ describe("policy pack: metadata", () => {
                 ["stream-mapping-report-batch-item-failures", "mandatory"],
                 ["stream-mapping-on-failure-destination", "mandatory"],
                 ["stream-mapping-trim-horizon", "mandatory"],
+                ["stream-mapping-counter-parallelization", "advisory"],
                 ["failure-queue-encryption", "mandatory"],
                 ["failure-queue-retention", "mandatory"],
                 ["stream-consumer-alarms", "advisory"],
@@ -1034,6 +1057,7 @@ describe("policy pack: metadata", () => {
             "stream-mapping-report-batch-item-failures": { exemptResources: [] },
             "stream-mapping-on-failure-destination": { allowedDestinationServices: ["sqs", "sns", "s3"], exemptResources: [] },
             "stream-mapping-trim-horizon": { allowedStartingPositions: ["TRIM_HORIZON"], exemptResources: [] },
+            "stream-mapping-counter-parallelization": { exemptResources: [] },
             "failure-queue-encryption": { exemptResources: [] },
             "failure-queue-retention": { minimumRetentionSeconds: 1_209_600, exemptResources: [] },
             "stream-consumer-alarms": {
@@ -1077,6 +1101,68 @@ describe("policy pack: metadata", () => {
         const retries: StackValidationPolicy = streamMappingBoundedRetries();
         assert.equal(typeof retries.validateStack, "function");
         assert.equal(typeof consumerIamNoWildcardActions().validateStack, "function");
+    });
+});
+
+describe("policy pack: a counter's consumer and its parallelization", () => {
+    const consumerRun = (stack: RecordedResource[]) => runPolicies([streamMappingCounterParallelization()], stack);
+
+    it("passes Lambda's default and an explicit factor of 1", async () => {
+        // Prepare
+        const explicit = withChange(happyStack(), "orders-consumer-mapping", (i) => (i.parallelizationFactor = 1));
+
+        // Act
+        const byDefault = await consumerRun(happyStack());
+        const one = await consumerRun(explicit);
+
+        // Assess
+        assert.deepEqual([byDefault.violations, byDefault.notApplicable], [[], []]);
+        assert.deepEqual([one.violations, one.notApplicable], [[], []]);
+    });
+
+    it("leaves a stream consumer that is not a counter's alone, whatever its factor", async () => {
+        // Prepare
+        let stack = withChange(happyStack(), "orders-consumer", (i) => delete i.environment);
+        stack = withChange(stack, "orders-consumer-mapping", (i) => (i.parallelizationFactor = 10));
+
+        // Act
+        const run = await consumerRun(stack);
+
+        // Assess
+        assert.deepEqual(run.violations, []);
+        assert.deepEqual(run.notApplicable, [
+            {
+                policy: "stream-mapping-counter-parallelization",
+                reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
+            },
+        ]);
+    });
+
+    it("checks during the update a consumer whose environment, or a factor that, is unknown during preview", async () => {
+        // Prepare
+        const unknownEnvironment = withChange(
+            withChange(happyStack(), "orders-consumer", (i) => (i.environment = { variables: unknownValue.object })),
+            "orders-consumer-mapping",
+            (i) => (i.parallelizationFactor = 4),
+        );
+        const unknownFactor = withChange(happyStack(), "orders-consumer-mapping", (i) => (i.parallelizationFactor = unknownValue.number));
+
+        // Act
+        const environment = await consumerRun(unknownEnvironment);
+        const factor = await consumerRun(unknownFactor);
+
+        // Assess
+        for (const run of [environment, factor]) {
+            assert.deepEqual(run.violations, []);
+            assert.deepEqual(run.unknownValueErrors, []);
+            assert.deepEqual(run.notApplicable, []);
+        }
+    });
+
+    it("knows a counter's consumer by the variable the runtime reads its table from, and every counter as one item today", () => {
+        // Assess
+        assert.equal(COUNTER_CONSUMER_VARIABLE, ENV.tableName);
+        assert.equal(EVENTUAL_COUNTER_SHARDS, 1);
     });
 });
 
@@ -1237,6 +1323,7 @@ describe("policy pack: dependencies", () => {
                 "stream-mapping-report-batch-item-failures",
                 "stream-mapping-on-failure-destination",
                 "stream-mapping-trim-horizon",
+                "stream-mapping-counter-parallelization",
                 "failure-queue-encryption",
                 "failure-queue-retention",
                 "stream-consumer-alarms",

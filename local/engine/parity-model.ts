@@ -45,6 +45,53 @@ export const PARTITION_READ_UNITS_PER_SECOND = 3_000;
 export const PARTITION_BUCKET_SECONDS = 1;
 
 /**
+ * How the layer meters one table: the rates of each of its metered units, and what a unit is.
+ *
+ * - "partition": every item of one partition key value shares one bucket. That is the most one key can
+ *   get from DynamoDB (a real partition holds many keys), and the default for every table.
+ * - "item": each item (partition and sort key) has a bucket of its own. That is the most split for heat
+ *   can give a key whose items spread over sort keys: DynamoDB may split a hot partition's key range down
+ *   to single items, never below one, so one item is still served at most a partition's rate.
+ *
+ * A harness that cannot reach DynamoDB's rates on DynamoDB Local (a few hundred writes a second on two
+ * cores) scales them down per table, so that the ratios between the API's writes, the consumer's
+ * transactions and one partition's capacity stay DynamoDB's.
+ */
+export interface TableMetering {
+    readonly writeUnitsPerSecond: number;
+    readonly readUnitsPerSecond: number;
+    readonly per: "partition" | "item";
+}
+
+/** DynamoDB's own metering, every table's unless a harness says otherwise. */
+export const DEFAULT_METERING: TableMetering = Object.freeze({
+    writeUnitsPerSecond: PARTITION_WRITE_UNITS_PER_SECOND,
+    readUnitsPerSecond: PARTITION_READ_UNITS_PER_SECOND,
+    per: "partition",
+});
+
+/**
+ * The name of the bucket an item is metered on: `table/<partition key value>` for a table metered per
+ * partition (the layer's names since it was written), `table/<partition key value>/<sort key value>` for
+ * one metered per item. Undefined when the item lacks a key attribute the unit needs.
+ */
+export function meteredUnit(
+    table: string,
+    per: TableMetering["per"],
+    hashValue: AttributeValue | undefined,
+    rangeValue: AttributeValue | undefined,
+): string | undefined {
+    if (hashValue === undefined) {
+        return undefined;
+    }
+    const partition = `${table}/${JSON.stringify(hashValue)}`;
+    if (per === "partition") {
+        return partition;
+    }
+    return rangeValue === undefined ? partition : `${partition}/${JSON.stringify(rangeValue)}`;
+}
+
+/**
  * A token bucket in DynamoDB's manner: a request is admitted while the bucket holds any capacity,
  * and what it consumed is taken afterwards, so one large request can leave the bucket in debt and
  * the requests after it are throttled until the debt is refilled.

@@ -12,7 +12,8 @@
  *   Update, Delete and ConditionCheck (read from the engine) and the item each Update leaves.
  *   DynamoDB Local counts only the request's payload, so 12 flag flips on 390 KB items pass there.
  * - Per-partition-key throughput: 1,000 WCU/s and 3,000 RCU/s per partition key value, as token
- *   buckets (local/engine/parity-model.ts), raising ThrottlingException on an on-demand table,
+ *   buckets (local/engine/parity-model.ts); a harness may scale a table's rates down, or meter a table
+ *   per item (`metering`). Raises ThrottlingException on an on-demand table,
  *   ProvisionedThroughputExceededException on a provisioned one, and a TransactionCanceledException
  *   with a ThrottlingError reason for a transaction. The SDK retries them as it would against AWS.
  * - Transactional capacity: 2 write units per item per KB of the item's larger image, plus the writes
@@ -26,7 +27,8 @@
  * transaction actions, and the 4 MB request payload.
  *
  * A partition key value stands for its partition: real partitions hold many keys, so this is the
- * most a single key can get, never less. Scans and index queries are not metered per key.
+ * most a single key can get, never less. Scans and index queries are not metered per key, nor are
+ * Queries on a table metered per item.
  */
 import {
     createServer,
@@ -49,11 +51,13 @@ import {
     TRANSACTION_MAX_ACTIONS,
     TRANSACTION_MAX_BYTES,
     applyUpdateExpression,
+    meteredUnit,
     indexWriteUnits,
     updatedItemSize,
     writeUnits,
     type IndexSchema,
     type Item,
+    type TableMetering,
 } from "./parity-model";
 
 export interface ParityOptions {
@@ -65,6 +69,13 @@ export interface ParityOptions {
     readonly bucketSeconds?: number;
     /** The clock (milliseconds), for tests. @default Date.now */
     readonly now?: () => number;
+    /**
+     * The metering of a table, where it is not the default (the rates above, per partition key value):
+     * scaled-down rates, or a bucket per item (parity-model.ts, `TableMetering`). Asked when a table's
+     * bucket is first needed, so a harness may name its tables after the layer has started.
+     * @default every table: the rates above, per partition key value
+     */
+    readonly metering?: (table: string) => Partial<TableMetering> | undefined;
 }
 
 export interface ParityStats {
@@ -91,6 +102,8 @@ export interface ParityProxy {
     readonly endpoint: string;
     readonly stats: ParityStats;
     readonly limits: { partitionWriteUnitsPerSecond: number; partitionReadUnitsPerSecond: number; bucketSeconds: number };
+    /** The tables metered otherwise than `limits` per partition key value (`ParityOptions.metering`), as first metered. */
+    readonly metered: ReadonlyMap<string, TableMetering>;
     stop(): Promise<void>;
 }
 
@@ -127,6 +140,9 @@ export function describeParity(proxy: ParityProxy | undefined): string {
     const throttled = stats.throttled.reads + stats.throttled.writes + stats.throttled.transactions;
     return (
         `parity layer: on (${limits.partitionWriteUnitsPerSecond} WCU/s, ${limits.partitionReadUnitsPerSecond} RCU/s per partition key; ` +
+        [...proxy.metered]
+            .map(([table, m]) => `${table}: ${m.writeUnitsPerSecond} WCU/s, ${m.readUnitsPerSecond} RCU/s per ${m.per}; `)
+            .join("") +
         `4 MB / 100 actions per transaction; transactions billed 2 WCU per KB per item): ` +
         `${throttled} of ${stats.requests} requests throttled (${stats.throttled.writes} writes, ${stats.throttled.transactions} transactions, ` +
         `${stats.throttled.reads} reads), ${stats.refused.transactionTooLarge + stats.refused.tooManyActions} transactions refused`
@@ -240,26 +256,44 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         return info;
     };
 
-    const bucket = (buckets: Map<string, TokenBucket>, key: string, rate: number): TokenBucket => {
+    /** A table's metering: the layer's rates per partition key value, unless `options.metering` says otherwise. */
+    const metered = new Map<string, TableMetering>();
+    const meteringOf = (table: string): TableMetering => {
+        const own = options.metering?.(table);
+        const metering: TableMetering = {
+            writeUnitsPerSecond: limits.partitionWriteUnitsPerSecond,
+            readUnitsPerSecond: limits.partitionReadUnitsPerSecond,
+            per: "partition",
+            ...own,
+        };
+        if (own !== undefined && !metered.has(table)) {
+            metered.set(table, metering);
+        }
+        return metering;
+    };
+    const bucket = (buckets: Map<string, TokenBucket>, key: string, rate: () => number): TokenBucket => {
         let b = buckets.get(key);
         if (!b) {
-            b = new TokenBucket(rate, limits.bucketSeconds, now());
+            b = new TokenBucket(rate(), limits.bucketSeconds, now());
             buckets.set(key, b);
         }
         return b;
     };
-    const writeBucket = (key: string) => bucket(writeBuckets, key, limits.partitionWriteUnitsPerSecond);
-    const consumeWrite = (key: string, units: number) => {
-        writeBucket(key).consume(units, now());
+    /** The bucket of a metered unit (`partitionKey`'s answer) of `table`. */
+    const writeBucket = (table: string, key: string) => bucket(writeBuckets, key, () => meteringOf(table).writeUnitsPerSecond);
+    const consumeWrite = (table: string, key: string, units: number) => {
+        writeBucket(table, key).consume(units, now());
         stats.writeUnitsByKey.set(key, (stats.writeUnitsByKey.get(key) ?? 0) + units);
     };
-    const readBucket = (key: string) => bucket(readBuckets, key, limits.partitionReadUnitsPerSecond);
+    const readBucket = (table: string, key: string) => bucket(readBuckets, key, () => meteringOf(table).readUnitsPerSecond);
+    /** The unit an item is metered on: its partition key value, or the item itself on a table metered per item. */
     const partitionKey = (table: string, info: TableInfo, item: Item | undefined): string | undefined => {
-        const value = item?.[info.hashKey];
-        if (value === undefined) {
-            return undefined;
-        }
-        return `${table}/${JSON.stringify(value)}`;
+        return meteredUnit(
+            table,
+            meteringOf(table).per,
+            item?.[info.hashKey],
+            info.rangeKey === undefined ? undefined : item?.[info.rangeKey],
+        );
     };
     const noteThrottle = (key: string) => stats.throttledByKey.set(key, (stats.throttledByKey.get(key) ?? 0) + 1);
 
@@ -325,7 +359,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             key = partitionKey(table, info, (operation === "PutItem" ? input.Item : input.Key) as Item | undefined);
         }
         if (key !== undefined) {
-            const b = write ? writeBucket(key) : readBucket(key);
+            const b = write ? writeBucket(table, key) : readBucket(table, key);
             if (!b.admits(now())) {
                 stats.throttled[write ? "writes" : "reads"]++;
                 noteThrottle(key);
@@ -336,16 +370,16 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         if (response.status !== 200) {
             if (key !== undefined && write) {
                 // A refused conditional write still consumes a write unit.
-                consumeWrite(key, 1);
+                consumeWrite(table, key, 1);
             }
             return reply(res, response);
         }
         const output = JSON.parse(response.body.toString("utf8")) as Json;
         if (key !== undefined) {
             if (write) {
-                consumeWrite(key, consumedUnits(output));
+                consumeWrite(table, key, consumedUnits(output));
             } else {
-                readBucket(key).consume(consumedUnits(output), now());
+                readBucket(table, key).consume(consumedUnits(output), now());
             }
         }
         if (!asked) {
@@ -354,7 +388,11 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         reply(res, response, output);
     };
 
+    /** A Query's partition, metered as one read; none on a table metered per item (a Query reads many of its units). */
     const queryPartition = (table: string, info: TableInfo, input: Json): string | undefined => {
+        if (meteringOf(table).per === "item") {
+            return undefined;
+        }
         const expression = input.KeyConditionExpression as string | undefined;
         const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
         const values = (input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
@@ -458,7 +496,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         }
         const at = now();
         const keys = parsed.map((p) => (p.key ? partitionKey(p.table, p.info, p.key) : undefined));
-        const throttled = keys.map((k) => k !== undefined && !writeBucket(k).admits(at));
+        const throttled = keys.map((k, i) => k !== undefined && !writeBucket(parsed[i]!.table, k).admits(at));
         if (throttled.some(Boolean)) {
             stats.throttled.transactions++;
             const reasons = parsed.map((p, i) =>
@@ -494,7 +532,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             perTable.set(p.table, billed);
             const k = keys[i];
             if (k !== undefined) {
-                consumeWrite(k, units);
+                consumeWrite(p.table, k, units);
             }
         });
         stats.transactionsBilled++;
@@ -529,12 +567,12 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
     /** Multi-key reads and writes: admitted only if every key they touch has capacity. */
     const batch = async (res: ServerResponse, headers: IncomingHttpHeaders, operation: string, input: Json): Promise<void> => {
         const write = operation === "BatchWriteItem";
-        const touched: Array<{ key: string; info: TableInfo; units: number }> = [];
+        const touched: Array<{ table: string; key: string; info: TableInfo; units: number }> = [];
         if (operation === "TransactGetItems") {
             for (const { Get } of (input.TransactItems ?? []) as Array<{ Get: Json }>) {
                 const info = await tableInfo(Get.TableName as string);
                 const key = partitionKey(Get.TableName as string, info, Get.Key as Item);
-                if (key) touched.push({ key, info, units: 2 });
+                if (key) touched.push({ table: Get.TableName as string, key, info, units: 2 });
             }
         } else {
             for (const [table, request] of Object.entries((input.RequestItems ?? {}) as Record<string, unknown>)) {
@@ -547,12 +585,12 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                     : ((request as { Keys?: Item[] }).Keys ?? []).map((k) => ({ item: k, units: 0.5 }));
                 for (const e of entries) {
                     const key = partitionKey(table, info, e.item);
-                    if (key) touched.push({ key, info, units: e.units });
+                    if (key) touched.push({ table, key, info, units: e.units });
                 }
             }
         }
         const at = now();
-        const blocked = touched.find((t) => !(write ? writeBucket(t.key) : readBucket(t.key)).admits(at));
+        const blocked = touched.find((t) => !(write ? writeBucket(t.table, t.key) : readBucket(t.table, t.key)).admits(at));
         if (blocked) {
             stats.throttled[write ? "writes" : "reads"]++;
             noteThrottle(blocked.key);
@@ -575,13 +613,13 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                 const info = await tableInfo(table);
                 const key = partitionKey(table, info, item);
                 if (key)
-                    readBucket(key).consume(
+                    readBucket(table, key).consume(
                         readUnits(itemSize(item), operation === "TransactGetItems") * (operation === "TransactGetItems" ? 2 : 1),
                         now(),
                     );
             }
         } else if (response.status === 200) {
-            for (const t of touched) consumeWrite(t.key, t.units);
+            for (const t of touched) consumeWrite(t.table, t.key, t.units);
         }
         reply(res, response);
     };
@@ -652,6 +690,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         endpoint: `http://127.0.0.1:${port}`,
         stats,
         limits,
+        metered,
         async stop() {
             agent.destroy();
             server.closeAllConnections();

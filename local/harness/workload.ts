@@ -19,6 +19,11 @@ export interface WorkloadOptions {
     readonly hotKeyShare?: number;
     /** Stops issuing operations once it returns true (for runs bounded by time). */
     readonly stop?: () => boolean;
+    /**
+     * Awaited by a worker before each operation, before `stop` is asked: an offered rate (a slot per call)
+     * that ends with `stop`, without calls already waiting for their slot running past it.
+     */
+    readonly pace?: () => Promise<void>;
 }
 
 export interface WorkloadResult {
@@ -67,7 +72,17 @@ export async function runWorkload(
     };
 
     const worker = async (): Promise<void> => {
-        while (issued < options.ops && !(options.stop?.() ?? false)) {
+        while (issued < options.ops) {
+            if (options.pace !== undefined) {
+                await options.pace();
+                // Other workers issued while this one waited for its slot.
+                if (issued >= options.ops) {
+                    break;
+                }
+            }
+            if (options.stop?.() ?? false) {
+                break;
+            }
             issued++;
             const key = pickKey();
             const ids = live.get(key)!;

@@ -1,0 +1,405 @@
+/**
+ * The hot-key ceiling (`npm run bench -- --scenario hot-key-ceiling --partition-wcu 10`): how fast one
+ * counter key can take creates before its partition throttles the API's best-effort writes, per mode and
+ * per shard count of its counters.
+ *
+ * Every step runs the system the component deploys (local/deployment/deployment.ts: its tables, its
+ * clientConfig, its consumer's environment and its stream mapping, run by the mapping emulator) on a
+ * fresh deployment, offers a steady create rate on ONE key (paced, not a closed loop) with the consumer
+ * running beside the API, then drains the pipeline and checks it. The parity layer meters the counters
+ * table at `--partition-wcu` per partition key value (every counter item of a key, best-effort, eventual
+ * and markers, shares it), and the user's table per item at the same rate: the most split for heat gives a
+ * tenant whose items spread over sort keys. DynamoDB's 1,000 WCU/s is out of DynamoDB Local's reach on two
+ * cores; scaled down, the ratio of the API's 1 WCU per best-effort write, the consumer's 2 WCU per marker
+ * and 2 per counter update to one partition's capacity stays DynamoDB's.
+ *
+ * What a step checks, besides the throttled share the search runs on (hot-key-ceiling-plan.ts):
+ * - the mode's bound at observations during the step and after the drain (`boundHolds`), read in the
+ *   order that cannot raise a false alarm while creates run (`observeBound`);
+ * - after the drain, eventual == live items ("exact");
+ * - errors the client surfaced to callers;
+ * - the read capacity of one `count()`, as DynamoDB Local reports it (ReturnConsumedCapacity).
+ */
+import {
+    DeleteTableCommand,
+    GetItemCommand,
+    QueryCommand,
+    type AttributeValue,
+    type ConsumedCapacity,
+    type DynamoDBClient,
+    type ServiceInputTypes,
+    type ServiceOutputTypes,
+} from "@aws-sdk/client-dynamodb";
+import type { DeserializeMiddleware, InitializeMiddleware } from "@smithy/types";
+import type { DynamoDBStreamEvent } from "aws-lambda";
+import type { HybridCounterComponentArgs } from "../components/args";
+import { deployLocally, type LocalDeployment } from "../local/deployment/deployment";
+import { startEngine, type LocalEngine } from "../local/engine/engine";
+import type { TableMetering } from "../local/engine/parity-model";
+import { lambdaContext } from "../local/aws/lambda-context";
+import { MappingEmulator } from "../local/aws/mapping-emulator";
+import { LocalQueues } from "../local/aws/sqs";
+import { snapshotKey } from "../local/harness/observe";
+import { runWorkload } from "../local/harness/workload";
+import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
+import { bestEffortSortKey } from "../runtime/shared/config";
+import { isLive } from "../runtime/shared/selection";
+import { createStreamHandler } from "../runtime/stream/consumer";
+import {
+    BUILT_SHARD_COUNTS,
+    CEILING_MODES,
+    boundHolds,
+    ceilingRow,
+    searchCeiling,
+    type BoundObservation,
+    type CeilingReport,
+    type CeilingStep,
+} from "./hot-key-ceiling-plan";
+
+export interface HotKeyCeilingOptions {
+    /** Write units per second of each partition of the counters table (and of each item of the user's table). */
+    readonly partitionWcu: number;
+    readonly shards: readonly number[];
+    /** Seconds of offered load per step. */
+    readonly stepSeconds: number;
+    /** Steps per search (per mode and shard count). */
+    readonly maxSteps: number;
+    readonly seed: number;
+}
+
+/** The one key every step drives. */
+const KEY = "hot-key";
+/** Strict mode is measured for its throughput and its bound, never refused by its limit. */
+const STRICT_LIMIT = 1_000_000_000;
+/** Callers the paced workload may hold open at once (a create takes tens of milliseconds; throttled ones longer). */
+const PACED_CONCURRENCY = 16;
+/** How often the bound is observed while creates run. */
+const OBSERVE_EVERY_MS = 500;
+/** DynamoDB's read units per write unit of one partition (3,000 / 1,000), kept when the rate is scaled. */
+const READS_PER_WRITE_UNIT = 3;
+
+/**
+ * The component's args for a mode and a shard count: the one place a shard count reaches the system. Today a
+ * key's counters are one best-effort and one eventual item, which is shard count 1; a sharded count is
+ * measured by passing it to the component here once the component takes it.
+ */
+export function componentArgs(mode: CounterMode, shards: number): HybridCounterComponentArgs {
+    if (!BUILT_SHARD_COUNTS.includes(shards)) {
+        throw new Error(`the component builds no counters of ${shards} shards yet`);
+    }
+    return { counterMode: mode };
+}
+
+/**
+ * Counts the API's best-effort write requests, and those throttled, on a client: in the deserialize step,
+ * inside the SDK's retries and the client's single-attempt wrapper (runtime/shared/retry.ts), so that each
+ * request is counted once and its error is seen with the service's name.
+ */
+function countBestEffortWrites(client: DynamoDBClient, layout: LocalDeployment["clientLayout"]) {
+    const counts = { requests: 0, throttled: 0 };
+    const sortKey = bestEffortSortKey(layout);
+    const middleware: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        const input = args.input as { TableName?: string; Key?: Record<string, AttributeValue> };
+        if (
+            context.commandName !== "UpdateItemCommand" ||
+            input.TableName !== layout.countersTableName ||
+            input.Key?.[layout.sortKey]?.S !== sortKey
+        ) {
+            return next(args);
+        }
+        counts.requests++;
+        try {
+            return await next(args);
+        } catch (error) {
+            const name = (error as Error).name;
+            if (name === "ThrottlingException" || name === "ProvisionedThroughputExceededException") {
+                counts.throttled++;
+            }
+            throw error;
+        }
+    };
+    client.middlewareStack.add(middleware, { step: "deserialize", name: "hotKeyCeilingBestEffort", priority: "high" });
+    return counts;
+}
+
+/**
+ * Reads best-effort and the live items in the order that cannot report a violation that did not happen while
+ * creates run: utilization reads best-effort first (live only grows, so a later live is no smaller), strict
+ * reads live first (best-effort only grows: a slot is released only when a put certainly wrote nothing, and
+ * these puts, one per item of a table metered per item, are not throttled).
+ */
+export async function observeBound(
+    reader: DynamoDBClient,
+    layout: LocalDeployment["clientLayout"],
+    mode: CounterMode,
+): Promise<BoundObservation> {
+    const readBestEffort = async () => {
+        const out = await reader.send(
+            new GetItemCommand({
+                TableName: layout.countersTableName,
+                Key: { [layout.partitionKey]: { S: KEY }, [layout.sortKey]: { S: bestEffortSortKey(layout) } },
+                ConsistentRead: true,
+            }),
+        );
+        return Number(out.Item?.[layout.countAttribute]?.N ?? 0);
+    };
+    const readLive = async () => {
+        let live = 0;
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+            const page = await reader.send(
+                new QueryCommand({
+                    TableName: layout.tableName,
+                    ConsistentRead: true,
+                    KeyConditionExpression: "#pk = :key",
+                    ExpressionAttributeNames: { "#pk": layout.partitionKey },
+                    ExpressionAttributeValues: { ":key": { S: KEY } },
+                    ExclusiveStartKey: start,
+                }),
+            );
+            live += (page.Items ?? []).filter((item) => isLive(item, layout)).length;
+            start = page.LastEvaluatedKey;
+        } while (start);
+        return live;
+    };
+    if (mode === "utilization") {
+        const bestEffort = await readBestEffort();
+        return { bestEffort, live: await readLive() };
+    }
+    const live = await readLive();
+    return { bestEffort: await readBestEffort(), live };
+}
+
+/** The read capacity one `count()` of the deployed client consumes. */
+async function countReadUnits(engine: LocalEngine, deployment: LocalDeployment, mode: CounterMode): Promise<number> {
+    const dynamodb = engine.dynamodb();
+    let units = 0;
+    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        if (context.commandName !== "QueryCommand") {
+            return next(args);
+        }
+        const result = await next({ ...args, input: { ...args.input, ReturnConsumedCapacity: "TOTAL" } as ServiceInputTypes });
+        const consumed = (result.output as { ConsumedCapacity?: ConsumedCapacity }).ConsumedCapacity;
+        units += consumed?.CapacityUnits ?? 0;
+        return result;
+    };
+    dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "hotKeyCeilingCountRcu" });
+    try {
+        await new HybridCounterClient({ ...deployment.clientConfig, dynamodb, mode }).count(KEY);
+        return units;
+    } finally {
+        dynamodb.destroy();
+    }
+}
+
+let deployments = 0;
+
+/**
+ * A slot every 1/perSecond seconds, whichever caller takes it: an offered rate, not a closed loop. A caller
+ * whose slot would fall at or after `deadline` gets none: it waits for the deadline only, and `stop` ends it.
+ */
+function offeredRate(perSecond: number, deadline: number): { pace: () => Promise<void>; stop: () => boolean } {
+    // Each slot sits in the middle of its 1/perSecond interval, so a step of T seconds holds T x perSecond slots.
+    let next = Date.now() + 500 / perSecond;
+    return {
+        pace: async () => {
+            const at = Math.max(next, Date.now());
+            const until = Math.min(at, deadline);
+            if (at < deadline) {
+                next = at + 1000 / perSecond;
+            }
+            // A timer may fire a millisecond early by the wall clock: wait until the clock says so.
+            while (Date.now() < until) {
+                await new Promise((r) => setTimeout(r, until - Date.now()));
+            }
+        },
+        stop: () => Date.now() >= deadline,
+    };
+}
+
+/** What a step measured, and what the progress line shows beside it. */
+export interface MeasuredStep extends CeilingStep {
+    readonly created: number;
+    readonly unavailable: number;
+    readonly bestEffortRequests: number;
+    readonly consumerRetries: number;
+    readonly dlq: number;
+    /** Records per consumer invocation: what one transaction per key per batch spreads its counter update over. */
+    readonly recordsPerInvocation: number;
+    /** Seconds spent deploying, offering load, draining and checking. */
+    readonly seconds: { deploy: number; load: number; drain: number; check: number };
+}
+
+/** One step: a fresh deployment of the component, `rate` creates per second on one key for `stepSeconds`, a drain, the checks. */
+export async function measureStep(
+    engine: LocalEngine,
+    meterings: Map<string, TableMetering>,
+    mode: CounterMode,
+    shards: number,
+    rate: number,
+    options: HotKeyCeilingOptions,
+): Promise<MeasuredStep> {
+    const t0 = Date.now();
+    const admin = engine.dynamodb();
+    const observer = engine.dynamodb({ direct: true });
+    const deployment = await deployLocally(admin, `ceiling-${++deployments}`, componentArgs(mode, shards));
+    const layout = deployment.clientLayout;
+    if (layout.countersTableName === layout.tableName) {
+        throw new Error("the hot-key ceiling measures the counters table apart from the user's table");
+    }
+    const scaled = { writeUnitsPerSecond: options.partitionWcu, readUnitsPerSecond: options.partitionWcu * READS_PER_WRITE_UNIT };
+    meterings.set(layout.countersTableName, { ...scaled, per: "partition" });
+    meterings.set(layout.tableName, { ...scaled, per: "item" });
+
+    const api = engine.dynamodb();
+    const bestEffort = countBestEffortWrites(api, layout);
+    const consumerDynamo = engine.dynamodb();
+    const streams = engine.streams();
+    const queues = new LocalQueues();
+    let consumerRetries = 0;
+    const handler = createStreamHandler({
+        config: { ...deployment.handlerConfig, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
+        dynamodb: consumerDynamo,
+        sqs: queues.client(),
+        sink: () => undefined,
+    });
+    const emulator = new MappingEmulator({
+        streams,
+        streamArn: deployment.streamArn,
+        settings: deployment.system.streamMapping,
+        invoke: async (event: DynamoDBStreamEvent) => {
+            const response = await handler(event, lambdaContext("bench", deployment.system.consumer.timeoutSeconds * 1000));
+            consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;
+            return response;
+        },
+        onFailure: (r) => {
+            queues.send("first-dlq", JSON.stringify(r));
+        },
+    });
+    const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api, mode });
+
+    let apiDone = false;
+    const consuming = (async () => {
+        while (!apiDone) {
+            const read = await emulator.poll();
+            emulator.start();
+            if (read === 0) {
+                await new Promise((r) => setTimeout(r, 25));
+            }
+        }
+        await emulator.settled();
+    })();
+    let boundViolations = 0;
+    const observe = async () => {
+        if (!boundHolds(mode, await observeBound(observer, layout, mode), STRICT_LIMIT)) {
+            boundViolations++;
+        }
+    };
+    const observing = (async () => {
+        while (!apiDone) {
+            await observe();
+            await new Promise((r) => setTimeout(r, OBSERVE_EVERY_MS));
+        }
+    })();
+    const started = Date.now();
+    const deadline = started + options.stepSeconds * 1000;
+    const workload = await runWorkload(client, {
+        ops: Number.MAX_SAFE_INTEGER,
+        keys: [KEY],
+        concurrency: PACED_CONCURRENCY,
+        deleteRatio: 0,
+        limit: mode === "strict" ? STRICT_LIMIT : undefined,
+        seed: options.seed,
+        ...offeredRate(rate, deadline),
+    }).finally(() => (apiDone = true));
+    const loaded = Date.now();
+    const seconds = (loaded - started) / 1000;
+    await Promise.all([consuming, observing]);
+    await emulator.drain({ idlePolls: 3, pollIntervalMs: 50 });
+    const drained = Date.now();
+
+    await observe();
+    const s = await snapshotKey(observer, layout.tableName, layout, KEY, layout.countersTableName);
+    const countRcu = await countReadUnits(engine, deployment, mode);
+    for (const table of [layout.tableName, layout.countersTableName]) {
+        await admin.send(new DeleteTableCommand({ TableName: table }));
+        meterings.delete(table);
+    }
+    for (const c of [admin, observer, api, consumerDynamo, streams]) {
+        c.destroy();
+    }
+    return {
+        offeredOpsPerSec: rate,
+        sustainedOpsPerSec: workload.created / seconds,
+        throttledBestEffortShare: bestEffort.requests === 0 ? 0 : bestEffort.throttled / bestEffort.requests,
+        exact: s.eventual === s.live && s.softDeleted === 0,
+        boundViolations,
+        apiErrors: workload.apiErrors.length,
+        countRcu,
+        created: workload.created,
+        unavailable: workload.unavailable,
+        bestEffortRequests: bestEffort.requests,
+        consumerRetries,
+        dlq: queues.sent.get("first-dlq") ?? 0,
+        recordsPerInvocation: emulator.stats.recordsDelivered / Math.max(1, emulator.stats.invocations),
+        seconds: {
+            deploy: (started - t0) / 1000,
+            load: seconds,
+            drain: (drained - loaded) / 1000,
+            check: (Date.now() - drained) / 1000,
+        },
+    };
+}
+
+/** The first rate offered: a create costs at least 3 WCU on its key's counters partition (1 best-effort, 2 marker). */
+export function firstRate(partitionWcu: number): number {
+    return partitionWcu / 8;
+}
+
+/** Searches each mode and shard count on a fresh engine; one row each. */
+export async function runHotKeyCeiling(options: HotKeyCeilingOptions, log: (line: string) => void): Promise<CeilingReport> {
+    const report: CeilingReport = { partitionWcu: options.partitionWcu, rows: [] };
+    for (const mode of CEILING_MODES) {
+        for (const shards of options.shards) {
+            const meterings = new Map<string, TableMetering>();
+            const engine = await startEngine({ parity: { metering: (table) => meterings.get(table) } });
+            try {
+                const search = await searchCeiling(
+                    async (rate) => {
+                        const step = await measureStep(engine, meterings, mode, shards, rate, options);
+                        const t = step.seconds;
+                        log(
+                            `  ${mode} ${shards} shard(s) ` +
+                                `(${[t.deploy, t.load, t.drain, t.check].map((n) => n.toFixed(1)).join("+")} s deploy+load+drain+check): ` +
+                                `${rate.toFixed(2)}/s offered, ${step.sustainedOpsPerSec.toFixed(2)}/s created, ` +
+                                `${step.bestEffortRequests} best-effort writes, ${(step.throttledBestEffortShare * 100).toFixed(1)}% throttled; ` +
+                                `${step.exact ? "exact" : "NOT EXACT"}, ${step.boundViolations} bound violations, ${step.apiErrors} API errors, ` +
+                                `${step.unavailable} unavailable, ${step.recordsPerInvocation.toFixed(1)} records per invocation, ` +
+                                `${step.consumerRetries} consumer retries, ${step.dlq} to the DLQ`,
+                        );
+                        return step;
+                    },
+                    (step) => step.throttledBestEffortShare,
+                    { startRate: firstRate(options.partitionWcu), maxSteps: options.maxSteps },
+                );
+                report.rows.push(ceilingRow(mode, shards, search));
+            } finally {
+                await engine.stop();
+            }
+        }
+    }
+    return report;
+}
+
+/** The report for people: one line per row. */
+export function formatHotKeyCeiling(report: CeilingReport): string[] {
+    return [
+        `Hot-key ceiling: one key's counters partition metered at ${report.partitionWcu} WCU/s, the user's table per item at the same rate`,
+        ...report.rows.map(
+            (r) =>
+                `  ${r.mode.padEnd(11)} shards ${String(r.shards).padEnd(3)} ${r.sustainedOpsPerSec.toFixed(2)} creates/s ` +
+                `(${(r.throttledBestEffortShare * 100).toFixed(2)}% of best-effort writes throttled), ` +
+                `${r.exact ? "exact" : "NOT EXACT"}, ${r.boundViolations} bound violations, ${r.apiErrors} API errors, count() ${r.countRcu} RCU`,
+        ),
+    ];
+}

@@ -1,0 +1,344 @@
+/**
+ * The hot-key ceiling's pure parts (bench/hot-key-ceiling-plan.ts): the search over offered rates, given a
+ * function from rate to throttled share; the row it reports; the bound it checks; its flags. No engine and
+ * no clock: the measurement itself is `npm run bench -- --scenario hot-key-ceiling`.
+ */
+import { strict as assert } from "node:assert";
+import { BenchUsageError, parseOptions } from "../bench/run";
+import {
+    boundHolds,
+    ceilingRow,
+    nextRate,
+    parseShards,
+    searchCeiling,
+    THROTTLED_SHARE_LIMIT,
+    type CeilingStep,
+    type SearchResult,
+} from "../bench/hot-key-ceiling-plan";
+import { componentArgs, firstRate } from "../bench/hot-key-ceiling";
+import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
+
+/** A step whose throttled share is 0 up to `ceiling` and grows past it, as a partition's bucket does. */
+function stepAt(ceiling: number) {
+    const measured: number[] = [];
+    const measure = async (rate: number): Promise<CeilingStep> => {
+        measured.push(rate);
+        return {
+            offeredOpsPerSec: rate,
+            sustainedOpsPerSec: rate,
+            throttledBestEffortShare: rate <= ceiling ? 0 : Math.min(1, (rate - ceiling) / rate),
+            exact: true,
+            boundViolations: 0,
+            apiErrors: 0,
+            countRcu: 1,
+        };
+    };
+    return { measure, measured };
+}
+
+const share = (step: CeilingStep) => step.throttledBestEffortShare;
+
+describe("the hot-key ceiling: its search over offered rates", () => {
+    it("doubles while nothing is refused, halves while nothing is accepted, then bisects", () => {
+        // Assess
+        assert.equal(nextRate(undefined, undefined, 1.25), 2.5);
+        assert.equal(nextRate(2.5, undefined, 2.5), 5);
+        assert.equal(nextRate(undefined, 1.25, 1.25), 0.625);
+        assert.equal(nextRate(2.5, 5, 5), 3.75);
+    });
+
+    it("finds a ceiling between two doublings to within its resolution, and reports the highest rate accepted", async () => {
+        // Prepare
+        const { measure, measured } = stepAt(3.3);
+
+        // Act
+        const search = await searchCeiling(measure, share, { startRate: 1.25, maxSteps: 10, resolution: 0.1 });
+
+        // Assess: 1.25, 2.5 accepted; 5 refused; 3.75 refused; 3.125 accepted; 3.4375 refused: within 10%.
+        assert.deepEqual(measured, [1.25, 2.5, 5, 3.75, 3.125, 3.4375]);
+        assert.equal(search.best?.rate, 3.125);
+        assert.deepEqual(
+            search.steps.map((s) => s.accepted),
+            [true, true, false, false, true, false],
+        );
+    });
+
+    it("stops after maxSteps measurements, keeping the best rate so far", async () => {
+        // Prepare
+        const { measure, measured } = stepAt(1_000);
+
+        // Act
+        const search = await searchCeiling(measure, share, { startRate: 1, maxSteps: 4 });
+
+        // Assess
+        assert.deepEqual(measured, [1, 2, 4, 8]);
+        assert.equal(search.best?.rate, 8);
+    });
+
+    it("refuses a rate at a share of exactly 1% and accepts one just under it", async () => {
+        // Prepare
+        const shares = new Map([
+            [1, THROTTLED_SHARE_LIMIT - 0.0001],
+            [2, THROTTLED_SHARE_LIMIT],
+        ]);
+
+        // Act
+        const search = await searchCeiling(
+            async (rate) => rate,
+            (rate) => shares.get(rate) ?? 1,
+            { startRate: 1, maxSteps: 2 },
+        );
+
+        // Assess
+        assert.deepEqual(
+            search.steps.map((s) => [s.rate, s.accepted]),
+            [
+                [1, true],
+                [2, false],
+            ],
+        );
+    });
+
+    it("halves down to its floor when even the first rate is refused, and accepts nothing above the ceiling", async () => {
+        // Prepare
+        const { measure, measured } = stepAt(0.2);
+
+        // Act
+        const search = await searchCeiling(measure, share, { startRate: 1, maxSteps: 10, minRate: 0.25 });
+
+        // Assess
+        assert.deepEqual(measured, [1, 0.5, 0.25]);
+        assert.equal(search.best, undefined);
+    });
+
+    it("starts at an eighth of the partition's rate: a create costs at least 3 WCU on its key's partition", () => {
+        // Assess
+        assert.equal(firstRate(10), 1.25);
+        assert.equal(firstRate(1_000), 125);
+    });
+});
+
+describe("the hot-key ceiling: its rows", () => {
+    const step = (rate: number, throttled: number): CeilingStep => ({
+        offeredOpsPerSec: rate,
+        sustainedOpsPerSec: rate * 0.98765,
+        throttledBestEffortShare: throttled,
+        exact: true,
+        boundViolations: 0,
+        apiErrors: 0,
+        countRcu: 1,
+    });
+
+    it("reports the highest accepted step in the issue's shape, rounded", () => {
+        // Prepare
+        const search: SearchResult<CeilingStep> = {
+            best: { rate: 2.5, result: step(2.5, 0.004321) },
+            steps: [
+                { rate: 2.5, share: 0.004321, accepted: true, result: step(2.5, 0.004321) },
+                { rate: 5, share: 0.2, accepted: false, result: step(5, 0.2) },
+            ],
+        };
+
+        // Act
+        const row = ceilingRow("utilization", 1, search);
+
+        // Assess
+        assert.deepEqual(row, {
+            mode: "utilization",
+            shards: 1,
+            sustainedOpsPerSec: 2.47,
+            throttledBestEffortShare: 0.0043,
+            exact: true,
+            boundViolations: 0,
+            apiErrors: 0,
+            countRcu: 1,
+        });
+        assert.deepEqual(Object.keys(row), [
+            "mode",
+            "shards",
+            "sustainedOpsPerSec",
+            "throttledBestEffortShare",
+            "exact",
+            "boundViolations",
+            "apiErrors",
+            "countRcu",
+        ]);
+    });
+
+    it("reports a sustained rate of 0, with the lowest step's figures, when no rate was accepted", () => {
+        // Prepare
+        const search: SearchResult<CeilingStep> = {
+            best: undefined,
+            steps: [
+                { rate: 1, share: 0.5, accepted: false, result: step(1, 0.5) },
+                { rate: 0.5, share: 0.1, accepted: false, result: step(0.5, 0.1) },
+            ],
+        };
+
+        // Act
+        const row = ceilingRow("strict", 1, search);
+
+        // Assess
+        assert.equal(row.sustainedOpsPerSec, 0);
+        assert.equal(row.throttledBestEffortShare, 0.1);
+    });
+});
+
+describe("the hot-key ceiling: the bound it observes", () => {
+    it("utilization: best-effort never above live", () => {
+        // Assess
+        assert.equal(boundHolds("utilization", { bestEffort: 3, live: 3 }, 10), true);
+        assert.equal(boundHolds("utilization", { bestEffort: 2, live: 3 }, 10), true);
+        assert.equal(boundHolds("utilization", { bestEffort: 4, live: 3 }, 10), false);
+    });
+
+    it("strict: live never above best-effort, best-effort never above the limit", () => {
+        // Assess
+        assert.equal(boundHolds("strict", { bestEffort: 3, live: 3 }, 10), true);
+        assert.equal(boundHolds("strict", { bestEffort: 4, live: 3 }, 10), true);
+        assert.equal(boundHolds("strict", { bestEffort: 2, live: 3 }, 10), false);
+        assert.equal(boundHolds("strict", { bestEffort: 11, live: 3 }, 10), false);
+    });
+});
+
+describe("the hot-key ceiling: its flags and its shard counts", () => {
+    it("takes --partition-wcu, --shards, --step-seconds and --max-steps, with defaults", () => {
+        // Act
+        const given = parseOptions([
+            "--scenario",
+            "hot-key-ceiling",
+            "--partition-wcu",
+            "20",
+            "--shards",
+            "1",
+            "--step-seconds",
+            "4",
+            "--max-steps",
+            "3",
+            "--json",
+        ]);
+        const defaults = parseOptions(["--scenario", "hot-key-ceiling"]);
+
+        // Assess
+        assert.notEqual(given, "help");
+        assert.notEqual(defaults, "help");
+        if (given === "help" || defaults === "help") return;
+        assert.deepEqual(given.ceiling, { partitionWcu: 20, shards: [1], stepSeconds: 4, maxSteps: 3, seed: 1 });
+        assert.deepEqual(defaults.ceiling, { partitionWcu: 10, shards: [1], stepSeconds: 10, maxSteps: 6, seed: 1 });
+        assert.deepEqual(defaults.scenarios, { approaches: false, hotTenant: false });
+    });
+
+    it("refuses shard counts other than 1, naming the flag, until sharded counters are built", () => {
+        for (const shards of ["4", "16", "1,4,16"]) {
+            // Assess
+            assert.throws(
+                () => parseOptions(["--scenario", "hot-key-ceiling", "--shards", shards]),
+                (error: unknown) =>
+                    error instanceof BenchUsageError && /^--shards \d+: sharded counters are not built yet/.test(error.message),
+                shards,
+            );
+        }
+    });
+
+    it("refuses a malformed value or a flag of another scenario, naming the flag", () => {
+        for (const [args, flag] of [
+            [["--scenario", "hot-key-ceiling", "--shards", "two"], "--shards"],
+            [["--scenario", "hot-key-ceiling", "--shards", "0"], "--shards"],
+            [["--scenario", "hot-key-ceiling", "--partition-wcu", "0"], "--partition-wcu"],
+            [["--scenario", "hot-key-ceiling", "--step-seconds", "1"], "--step-seconds"],
+            [["--scenario", "hot-key-ceiling", "--max-steps", "x"], "--max-steps"],
+            [["--scenario", "hot-key-ceiling", "--ops", "100"], "--ops"],
+            [["--scenario", "hot-key-ceiling", "--no-parity"], "--no-parity"],
+            [["--partition-wcu", "10"], "--partition-wcu"],
+            [["--scenario", "hot-tenant", "--shards", "1"], "--shards"],
+        ] as const) {
+            // Assess
+            assert.throws(
+                () => parseOptions([...args]),
+                (error: unknown) => error instanceof BenchUsageError && error.message.startsWith(flag),
+                args.join(" "),
+            );
+        }
+    });
+
+    it("parses a list of shard counts once each", () => {
+        // Assess
+        assert.deepEqual(parseShards(undefined), [1]);
+        assert.deepEqual(parseShards("1,1"), [1]);
+    });
+
+    it("passes a mode to the component, and refuses a shard count the component does not build", () => {
+        // Assess
+        assert.deepEqual(componentArgs("strict", 1), { counterMode: "strict" });
+        assert.throws(() => componentArgs("utilization", 4), /builds no counters of 4 shards yet/);
+    });
+});
+
+describe("the hot-key ceiling: the workload's pace", () => {
+    /** A target that records its calls and answers at once. */
+    const recording = () => {
+        const calls: string[] = [];
+        const target: WorkloadTarget = {
+            create: async (_key, id) => (calls.push(id), { created: true, count: null }),
+            tryCreate: async (_key, id) => (calls.push(id), { created: true, count: null }),
+            delete: async () => ({ deleted: false }),
+        };
+        return { calls, target };
+    };
+
+    it("asks stop after each worker's slot, so a caller that waited past the end issues nothing", async () => {
+        // Prepare: slots are released by hand; the step ends after the second.
+        const { calls, target } = recording();
+        const waiting: Array<() => void> = [];
+        let released = 0;
+        const pace = () => new Promise<void>((resolve) => waiting.push(resolve));
+        const release = async () => {
+            released++;
+            waiting.shift()!();
+            await new Promise((r) => setImmediate(r));
+        };
+
+        // Act
+        const run = runWorkload(target, {
+            ops: 100,
+            keys: ["k"],
+            concurrency: 4,
+            deleteRatio: 0,
+            seed: 1,
+            pace,
+            stop: () => released > 2,
+        });
+        await new Promise((r) => setImmediate(r));
+        await release();
+        await release();
+        const waitingAtTheEnd = waiting.length;
+        while (waiting.length > 0) {
+            await release();
+        }
+        const result = await run;
+
+        // Assess: four workers waited for slots at once; only the two released before the end issued a call.
+        assert.equal(waitingAtTheEnd, 4);
+        assert.equal(result.ops, 2);
+        assert.deepEqual(calls, ["item-1-0", "item-1-1"]);
+    });
+
+    it("never issues more than ops, however many workers waited for a slot at once", async () => {
+        // Prepare
+        const { calls, target } = recording();
+
+        // Act
+        const result = await runWorkload(target, {
+            ops: 3,
+            keys: ["k"],
+            concurrency: 8,
+            deleteRatio: 0,
+            seed: 1,
+            pace: () => new Promise((r) => setImmediate(r)),
+        });
+
+        // Assess
+        assert.equal(result.ops, 3);
+        assert.equal(calls.length, 3);
+    });
+});
