@@ -31,9 +31,16 @@ export interface HealBenchRow {
     /** Throughput with the settler running ÷ without. */
     readonly throughputRatio: number;
     readonly keysHealed: number;
-    /** What the heals themselves consumed (best-effort read, partition read, the conditional write and its index write), per key healed. */
+    /**
+     * What a heal that healed consumed, per key healed: its best-effort read and partition read (and in strict
+     * mode the markers, when a flag can count), the conditional write and the index entry's removal.
+     */
     readonly rcuPerKeyHealed: number;
     readonly wcuPerKeyHealed: number;
+    /** Heals that found nothing to write (a key still busy, a lost race), and what they read and wrote per key healed. */
+    readonly checks: number;
+    readonly checkRcuPerKeyHealed: number;
+    readonly checkWcuPerKeyHealed: number;
     /** What the settler runs consumed in all, per key healed: the heal index, and settling the items no consumer counted here. */
     readonly runRcuPerKeyHealed: number;
     readonly runWcuPerKeyHealed: number;
@@ -104,8 +111,11 @@ async function measure(mode: ModelMode, settler: boolean, options: HealBenchOpti
             driftAtEnd,
             driftAfterWindow: await drift(),
             healed: runs.reduce((n, r) => n + r.healed, 0),
-            rcu: runs.reduce((n, r) => n + r.heal.readUnits, 0),
-            wcu: runs.reduce((n, r) => n + r.heal.writeUnits, 0),
+            rcu: runs.reduce((n, r) => n + r.heal.healed.readUnits, 0),
+            wcu: runs.reduce((n, r) => n + r.heal.healed.writeUnits, 0),
+            checks: runs.reduce((n, r) => n + r.heal.checks.count, 0),
+            checkRcu: runs.reduce((n, r) => n + r.heal.checks.readUnits, 0),
+            checkWcu: runs.reduce((n, r) => n + r.heal.checks.writeUnits, 0),
             runRcu: runs.reduce((n, r) => n + r.readUnits, 0),
             runWcu: runs.reduce((n, r) => n + r.writeUnits, 0),
         };
@@ -129,6 +139,9 @@ export async function runHealBench(options: HealBenchOptions, log: (line: string
             keysHealed: withSettler.healed,
             rcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.rcu / withSettler.healed),
             wcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.wcu / withSettler.healed),
+            checks: withSettler.checks,
+            checkRcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.checkRcu / withSettler.healed),
+            checkWcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.checkWcu / withSettler.healed),
             runRcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.runRcu / withSettler.healed),
             runWcuPerKeyHealed: withSettler.healed === 0 ? 0 : r2(withSettler.runWcu / withSettler.healed),
             driftAtEndWithout: without.driftAtEnd,
@@ -146,11 +159,11 @@ export function healBenchLines(rows: readonly HealBenchRow[], options: HealBench
     const lines = [
         `Healing: ${options.ops} operations per run, 9 keys taking traffic 3 at a time, ${(options.faults * 100).toFixed(1)}% faults,`,
         `2% of calls stalled past a ${DEADLINE_MS} ms deadline, quiet window ${QUIET_MS} ms (compressed)`,
-        "mode         ops/s with÷without settler  keys healed  RCU/key  WCU/key  drift at end without/with  after a window without/with",
+        "mode         ops/s with÷without settler  keys healed  RCU/key  WCU/key  checks (RCU/key)  drift at end without/with  after a window without/with",
     ];
     for (const r of rows) {
         lines.push(
-            `${r.mode.padEnd(12)} ${`${r.throughputRatio} (${r.opsPerSecWith}/${r.opsPerSecWithout})`.padEnd(27)} ${String(r.keysHealed).padEnd(12)} ${String(r.rcuPerKeyHealed).padEnd(8)} ${String(r.wcuPerKeyHealed).padEnd(8)} ${`${r.driftAtEndWithout}/${r.driftAtEndWith}`.padEnd(26)} ${r.driftAfterWindowWithout}/${r.driftAfterWindowWith}`,
+            `${r.mode.padEnd(12)} ${`${r.throughputRatio} (${r.opsPerSecWith}/${r.opsPerSecWithout})`.padEnd(27)} ${String(r.keysHealed).padEnd(12)} ${String(r.rcuPerKeyHealed).padEnd(8)} ${String(r.wcuPerKeyHealed).padEnd(8)} ${`${r.checks} (${r.checkRcuPerKeyHealed})`.padEnd(17)} ${`${r.driftAtEndWithout}/${r.driftAtEndWith}`.padEnd(26)} ${r.driftAfterWindowWithout}/${r.driftAfterWindowWith}`,
         );
     }
     return lines;

@@ -74,8 +74,10 @@ describe("the heal index on the hot path", function () {
         clock += 5_000;
         await client.create("k", "c", 5);
 
-        // Assess
+        // Assess: the heal read best-effort and the partition (1 RCU each) and wrote the truth and the entry's removal
         assert.equal(run.healed, 1);
+        assert.deepEqual(run.heal.healed, { readUnits: 2, writeUnits: 2 });
+        assert.deepEqual(run.heal.checks, { count: 0, readUnits: 0, writeUnits: 0 });
         assert.deepEqual(afterHeal, { due: undefined, written: T0 + 1_000, listed: false });
         assert.deepEqual(await marks(config, "k"), { due: clock, written: clock, listed: true });
     });
@@ -109,6 +111,8 @@ describe("the heal index on the hot path", function () {
 
         // Assess: the busy key took the first run's slot and was moved to its last write; the quiet key healed next.
         assert.deepEqual([first.healed, first.skipped], [0, { "quiet-window": 1 }]);
+        assert.deepEqual(first.heal.checks, { count: 1, readUnits: 1, writeUnits: 0 }, "a busy key costs its best-effort read");
+        assert.deepEqual(second.heal.healed, { readUnits: 2, writeUnits: 2 });
         assert.deepEqual(await marks(config, "busy"), { due: T0 + Q, written: T0 + Q, listed: true });
         assert.equal(second.healed, 1);
         assert.equal((await marks(config, "quiet")).listed, false);

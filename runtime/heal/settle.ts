@@ -101,8 +101,17 @@ export interface SettleReport {
     /** Capacity consumed by the whole run. */
     readonly readUnits: number;
     readonly writeUnits: number;
-    /** Of it, what the heals consumed (the rest is the heal index, the audit and the settling of stranded items). */
-    readonly heal: { readonly readUnits: number; readonly writeUnits: number };
+    /**
+     * Of it, what the heals consumed (the rest is the heal index, the audit and the settling of stranded items):
+     * all of them, and apart what the heals that healed consumed (`healed`) and what the others did (a key
+     * found still busy, a lost race, nothing to heal: `checks`).
+     */
+    readonly heal: {
+        readonly readUnits: number;
+        readonly writeUnits: number;
+        readonly healed: { readonly readUnits: number; readonly writeUnits: number };
+        readonly checks: { readonly count: number; readonly readUnits: number; readonly writeUnits: number };
+    };
     readonly audit: { readonly round: number; readonly segmentsDone: number; readonly totalSegments: number };
 }
 
@@ -177,9 +186,15 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
         heal: {
             readUnits: heals.reduce((n, h) => n + h.readUnits, 0),
             writeUnits: heals.reduce((n, h) => n + h.writeUnits, 0),
+            healed: capacityOf(healed),
+            checks: { count: heals.length - healed.length, ...capacityOf(heals.filter((h) => h.outcome !== "healed")) },
         },
         audit: { round: audit.round, segmentsDone: audit.segmentsDone, totalSegments: audit.totalSegments },
     };
+}
+
+function capacityOf(heals: readonly HealResult[]): { readUnits: number; writeUnits: number } {
+    return { readUnits: heals.reduce((n, h) => n + h.readUnits, 0), writeUnits: heals.reduce((n, h) => n + h.writeUnits, 0) };
 }
 
 /**
