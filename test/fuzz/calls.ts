@@ -13,7 +13,7 @@
  *   utilization, and in strict mode it holds no slot. A strict delete of a life reserved before a heal that
  *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
  *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts).
- * - Its only errors are DynamoDB's own for its requests, after a fault.
+ * - Its only errors are DynamoDB's own for its requests (or the SDK's TimeoutError of a held attempt), after a fault.
  */
 import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
 import { reservedInEpoch } from "../../runtime/shared/strict-ledger";
@@ -98,7 +98,9 @@ export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMi
     const problems: string[] = [];
     const explained = ledger.faults > 0 || ledger.reported > 0 || thrown !== undefined;
     if (thrown !== undefined) {
-        if (!(thrown instanceof DynamoDBServiceException)) {
+        // A timed-out attempt (a held put, run.ts) ends a call with the SDK's TimeoutError, as the API's own write would.
+        const sdkTimeout = thrown instanceof Error && thrown.name === "TimeoutError";
+        if (!(thrown instanceof DynamoDBServiceException) && !sdkTimeout) {
             problems.push(`threw ${describe(thrown)}, which is not in the contract`);
         } else if (ledger.faults === 0) {
             problems.push(`threw ${describe(thrown)} although none of its requests met a fault`);
