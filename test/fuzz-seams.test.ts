@@ -98,9 +98,10 @@ function backfillWithoutFlagOnly({ backfill }: FuzzClients): void {
 function countLatePuts({ pipeline }: FuzzClients): void {
     rewrite<BatchGetItemCommandInput>(pipeline, "BatchGetItemCommand", (input) => {
         for (const request of Object.values(input.RequestItems ?? {})) {
-            if (request.ExpressionAttributeNames?.["#life"] !== undefined) {
+            if (request.ExpressionAttributeNames?.["#lifeSeq"] !== undefined) {
                 request.ProjectionExpression = "#sk, #state, #seq";
                 delete request.ExpressionAttributeNames["#life"];
+                delete request.ExpressionAttributeNames["#lifeSeq"];
             }
         }
     });
@@ -109,7 +110,7 @@ function countLatePuts({ pipeline }: FuzzClients): void {
             const update = action.Update;
             if (update?.ConditionExpression?.includes(":insertedLife")) {
                 update.ConditionExpression = update.ConditionExpression.replace(
-                    " AND (attribute_not_exists(#life) OR #life <> :insertedLife OR #seq >= :insertedSeq)",
+                    " AND (attribute_not_exists(#lifeSeq) OR #life <> :insertedLife OR #lifeSeq >= :insertedSeq)",
                     "",
                 );
                 delete update.ExpressionAttributeValues![":insertedLife"];

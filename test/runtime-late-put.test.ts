@@ -19,6 +19,7 @@ import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import type { CounterMode } from "../runtime/client/client";
+import { backfill } from "../runtime/backfill/backfill";
 import { reconcileKey } from "../runtime/heal/reconcile";
 import type { FatalMessage } from "../runtime/stream/fatal";
 
@@ -123,6 +124,23 @@ describe("a put attempt that lands after its life was removed", () => {
         assert.equal(await itemOf(fixture, "k", "x"), undefined);
         assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
         assert.deepEqual(parked, []);
+        fixture.close();
+    });
+
+    it("a first INSERT after a backfill wrote its life on the marker is counted, not taken for a late put", async () => {
+        // Prepare: the backfill reaches x before the consumer reads its INSERT; its marker names x's life (hc_life)
+        // without a stream record behind it (no hc_life_seq, hc_seq zero).
+        const fixture = await counterFixture(engine(), { placement: "separate" });
+        await fixture.client.create("k", "x");
+        const report = await backfill({ config: fixture.config, dynamodb: fixture.consumerDynamo, runId: "early" });
+        assert.equal(report.thisCall.counted, 1);
+
+        // Act
+        await fixture.emulator.drain();
+
+        // Assess
+        assert.notEqual(await itemOf(fixture, "k", "x"), undefined);
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 1, eventual: 1, live: 1, counted: 1, softDeleted: 0 });
         fixture.close();
     });
 

@@ -10,8 +10,8 @@
  * - a "counted" marker whose item is gone, no longer selected or soft-deleted is uncounted (a tombstone
  *   that expires), on the condition that the item is still not live; a soft-deleted item is hard-deleted
  *   in the same transaction, on its token as read.
- * - a live item whose marker is "uncounted" and names the item's own life (hc_life = its client token) is a
- *   late put of a removed life (markers.ts, "A removed life stays removed"): it is removed, on its token,
+ * - a live item whose marker is "uncounted" and names the item's own life (hc_life = its client token, written
+ *   by a stream record: hc_life_seq) is a late put of a removed life (markers.ts, "A removed life stays removed"): it is removed, on its token,
  *   and never counted. Not under an attribute selection: there another writer can move a client item out
  *   of the selection and back in, which leaves the same marker beside a legitimate item. Reconcile then
  *   counts it, and if it is a late put, the consumer's INSERT record finds the life named before it and
@@ -139,7 +139,12 @@ export function planReconcile(
             continue;
         }
         const token = item[layout.tokenAttribute];
-        const lateKnown = layout.selection.kind !== "attribute" && token?.S !== undefined && marker?.[A.life]?.S === token.S;
+        // hc_life_seq: a stream record showed the life (a backfill's hc_life proves nothing; markers.ts).
+        const lateKnown =
+            layout.selection.kind !== "attribute" &&
+            token?.S !== undefined &&
+            marker?.[A.life]?.S === token.S &&
+            marker[A.lifeSeq]?.S !== undefined;
         if (isLive(item, layout) && lateKnown && state === MARKER_STATE.uncounted) {
             // Its life was counted, left the table and was uncounted: this is a late put of it, never counted.
             actions.push({ kind: "purge", id, hardDelete: { token, late: true } });

@@ -181,8 +181,14 @@ export async function readMarkers(
                     [config.sortKey]: { S: markerSortKey(config, id) },
                 })),
                 ConsistentRead: true,
-                ProjectionExpression: "#sk, #state, #seq, #life",
-                ExpressionAttributeNames: { "#sk": config.sortKey, "#state": A.state, "#seq": A.seq, "#life": A.life },
+                ProjectionExpression: "#sk, #state, #seq, #life, #lifeSeq",
+                ExpressionAttributeNames: {
+                    "#sk": config.sortKey,
+                    "#state": A.state,
+                    "#seq": A.seq,
+                    "#life": A.life,
+                    "#lifeSeq": A.lifeSeq,
+                },
             },
         };
         for (let round = 0; request !== undefined && Object.keys(request).length > 0; round++) {

@@ -16,8 +16,9 @@
  * A removed life stays removed (issue 19, item 10a). A client life is named by its creating call's token
  * (hc_life on the marker, `counter_token` on the item), and the client puts that life only with
  * `attribute_not_exists`: the id must be free. So the one legitimate INSERT of a life is its first. An
- * INSERT of life L whose marker already holds hc_life = L from an earlier record (hc_seq below the
- * INSERT's), or whose batch already showed L, comes after L was in the table and left it: a put attempt
+ * INSERT of life L whose marker holds hc_life = L written by an earlier stream record (hc_life_seq, the
+ * sequence number of the record that showed L, below the INSERT's; a backfill writes hc_life without it,
+ * and so proves nothing), or whose batch already showed L, comes after L was in the table: a put attempt
  * that DynamoDB applied after the SDK gave up on it (a timeout; a signed request lives five minutes),
  * after the call's repeat created L and a delete, the table's TTL or another writer removed it. The
  * client never repeats a put over a marker that names its life (runtime/client/resource-writes.ts), so
@@ -196,6 +197,8 @@ export interface MarkerRead {
     readonly state?: string;
     readonly seq?: string;
     readonly life?: string;
+    /** hc_life_seq: the record that wrote hc_life (absent: a backfill wrote it, or no life). */
+    readonly lifeSeq?: string;
 }
 
 /** Reads a marker's state and hc_seq from a stored counter item (undefined: no marker). */
@@ -203,7 +206,7 @@ export function markerRead(item: Record<string, AttributeValue> | undefined): Ma
     if (item === undefined) {
         return undefined;
     }
-    return { state: item[A.state]?.S, seq: item[A.seq]?.S, life: item[A.life]?.S };
+    return { state: item[A.state]?.S, seq: item[A.seq]?.S, life: item[A.life]?.S, lifeSeq: item[A.lifeSeq]?.S };
 }
 
 /** What to do with an intent once its marker is known. */
@@ -226,12 +229,13 @@ export function refineIntent(intent: ItemIntent, marker: MarkerRead | undefined)
     }
     if (marker.state === MARKER_STATE.counted || marker.state === MARKER_STATE.uncounted) {
         const inserted = intent.inserted;
-        // The marker names the inserted life from a record before its INSERT: that life was in the table before (header).
+        // A record before the INSERT showed the inserted life: that life was in the table before (header).
         const late =
             intent.target === "counted" &&
             inserted !== undefined &&
             marker.life === inserted.life &&
-            (marker.seq === undefined || marker.seq < inserted.seq);
+            marker.lifeSeq !== undefined &&
+            marker.lifeSeq < inserted.seq;
         return { action: "apply", intent: { ...(late ? resurrect(intent) : intent), expected: marker.state } };
     }
     return {
@@ -390,17 +394,19 @@ function markerUpdate(
         remove = " REMOVE #exp";
     }
     if (item.life !== undefined) {
-        set.push("#life = :life");
+        set.push("#life = :life", "#lifeSeq = :seq");
         names["#life"] = A.life;
+        names["#lifeSeq"] = A.lifeSeq;
         values[":life"] = { S: item.life };
     }
     // Counting an INSERT: only if the marker does not name its life from an earlier record (a late put; header).
     let notLate = "";
     if (item.target === "counted" && item.inserted !== undefined) {
         names["#life"] = A.life;
+        names["#lifeSeq"] = A.lifeSeq;
         values[":insertedLife"] = { S: item.inserted.life };
         values[":insertedSeq"] = { S: item.inserted.seq };
-        notLate = " AND (attribute_not_exists(#life) OR #life <> :insertedLife OR #seq >= :insertedSeq)";
+        notLate = " AND (attribute_not_exists(#lifeSeq) OR #life <> :insertedLife OR #lifeSeq >= :insertedSeq)";
     }
     let expected: string;
     switch (item.expected) {
