@@ -21,7 +21,9 @@
  *   end (the operator's step after attaching to a table that held items), eventual == live selected
  *   items for every key, whoever wrote them, and no put attempt held past its call (history.ts, `late`)
  *   that landed after its life was removed has left that life in the table (until the consumer removes
- *   such an item, the bounds leave it out: it is no one's live resource); once the settler has reconciled the keys no soft-deleted item
+ *   such an item, the bounds leave it out: it is no one's live resource), unless another life of the id was
+ *   put after its first landing (docs/limits.md: the marker names that life, so it counts as live, and
+ *   strict mode's bound allows it); once the settler has reconciled the keys no soft-deleted item
  *   is left (an item moved into the selection already soft-deleted is reconcile's); and once the keys have been
  *   quiet for the window and healed, best-effort == the live items it accounts for (heal.ts).
  *
@@ -88,6 +90,11 @@ export interface RunResult {
         /** Settler runs, and the heals they wrote (the final heal of every key not included). */
         readonly settles: number;
         readonly healed: number;
+        /** Put attempts held past their calls, and of those, the ones that landed over a removed life. */
+        readonly held: number;
+        readonly latePutsBack: number;
+        /** Of those, the ones that landed after another life of the id was put (docs/limits.md: not caught). */
+        readonly latePutsAfterAnotherLife: number;
     };
 }
 
@@ -162,9 +169,18 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     /** Calls whose first put attempt is to be held (history.ts, `late`), and held attempts landing now. */
     const lateTasks = new Set<number>();
     let landing = 0;
+    let heldTotal = 0;
     /** Client tokens whose put applied, and per key the tokens put again after that: late puts of a removed life. */
     const appliedTokens = new Set<string>();
     const lateTokens = new Map<string, Set<string>>();
+    /**
+     * Late puts the consumer does not promise to catch (docs/limits.md): another life of the id was put after the
+     * late one's first landing, so the marker names that life. They count as live items, and strict mode's bound
+     * allows them (no slot backs them) until a heal.
+     */
+    const unpromisedTokens = new Map<string, Set<string>>();
+    /** Per key and id, the token of the last client put that applied (not a late one). */
+    const lastLife = new Map<string, string>();
     const landHeld = (): Promise<void> => {
         const count = scheduler.heldCount;
         landing += count;
@@ -185,8 +201,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         if (effect.kind === "put" && effect.applied && effect.token !== undefined) {
             late = appliedTokens.has(effect.token);
             appliedTokens.add(effect.token);
-            if (late) {
+            const id = `${effect.key}\u0000${effect.id}`;
+            if (!late) {
+                lastLife.set(id, effect.token);
+            } else if (lastLife.get(id) === effect.token) {
                 lateTokens.set(effect.key, (lateTokens.get(effect.key) ?? new Set()).add(effect.token));
+            } else {
+                unpromisedTokens.set(effect.key, (unpromisedTokens.get(effect.key) ?? new Set()).add(effect.token));
             }
         }
         const ledger = ledgers.get(request.task.id);
@@ -261,13 +282,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const raw = await readTruth(reader, system, key);
         // Late items still in the table are no one's live resource: the bounds are over the rest.
         const late = await lateItems(reader, system, key, lateTokens.get(key));
+        const unpromised = await lateItems(reader, system, key, unpromisedTokens.get(key));
         const truth = { ...raw, live: raw.live - late, clientLive: raw.clientLive - late };
         observations++;
         const limit = history.limits[key] ?? Infinity;
         const bound = boundProblem(history.mode, truth, limit, {
             ended: ended.of(key),
             backfilled: backfilled.get(key) ?? 0,
-            movedIn: movedIn.get(key) ?? 0,
+            movedIn: (movedIn.get(key) ?? 0) + unpromised,
         });
         if (bound !== undefined) {
             violations.push(`${context}: ${key} ${bound}`);
@@ -546,6 +568,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         if (request.command === "PutItemCommand" && lateTasks.delete(request.task.id)) {
             // The call's first put attempt: held past the call (history.ts, `late`).
             faults++;
+            heldTotal++;
             scheduler.release(index, "late");
             continue;
         }
@@ -674,6 +697,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             livesEnded: ended.count,
             settles: settleTotals.runs,
             healed: settleTotals.healed,
+            held: heldTotal,
+            latePutsBack: [...lateTokens.values(), ...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
+            latePutsAfterAnotherLife: [...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
         },
     };
 }
