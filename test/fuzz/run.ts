@@ -170,6 +170,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const lateTasks = new Set<number>();
     let landing = 0;
     let heldTotal = 0;
+    /** The inputs of held requests: one released again is a held attempt landing. */
+    const heldInputs = new Set<Record<string, unknown>>();
     /** Client tokens whose put applied, and per key the tokens put again after that: late puts of a removed life. */
     const appliedTokens = new Set<string>();
     const lateTokens = new Map<string, Set<string>>();
@@ -213,6 +215,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const ledger = ledgers.get(request.task.id);
         if (ledger && !late) {
             recordRequest(ledger, request, effect);
+            if (effect.kind === "put" && effect.applied && heldInputs.has(request.input)) {
+                ledger.lateLanded++;
+            }
         }
         if (
             otherTasks.has(request.task.id) &&
@@ -569,6 +574,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             // The call's first put attempt: held past the call (history.ts, `late`).
             faults++;
             heldTotal++;
+            heldInputs.add(request.input);
             scheduler.release(index, "late");
             continue;
         }
