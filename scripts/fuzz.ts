@@ -147,6 +147,9 @@ async function main(): Promise<void> {
         settles: 0,
         healed: 0,
         flips: 0,
+        held: 0,
+        latePutsBack: 0,
+        latePutsAfterAnotherLife: 0,
     };
     try {
         const histories: History[] = options.replay
@@ -179,10 +182,15 @@ async function main(): Promise<void> {
             totals.backfills += result.stats.backfills;
             totals.backfillCounted += result.stats.backfillCounted;
             totals.backfillAlreadyCounted += result.stats.backfillAlreadyCounted;
+            totals.held += result.stats.held;
+            totals.latePutsBack += result.stats.latePutsBack;
+            totals.latePutsAfterAnotherLife += result.stats.latePutsAfterAnotherLife;
             const line =
                 `seed ${history.seed} ${history.mode} ${history.selection ?? "client"}: ${result.stats.events} events, ` +
                 `${result.stats.requests} requests, ${result.stats.faults} faults, ${result.stats.backfills} backfills, ` +
                 `${result.stats.settles} settler runs (${result.stats.healed} heals), ` +
+                `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +
+                `${result.stats.latePutsAfterAnotherLife} after another life), ` +
                 `${result.violations.length} violations`;
             process.stderr.write(`${line}\n`);
             if (result.violations.length === 0) {
@@ -215,7 +223,9 @@ async function main(): Promise<void> {
                   `${summary.deadLettered} batches dead-lettered, ${summary.otherWrites} other writes (${summary.otherWritesFailed} not served, ` +
                   `${summary.livesEnded} client lives ended), ${summary.backfills} backfills (${summary.backfillCounted} items counted, ` +
                   `${summary.backfillAlreadyCounted} found counted), ${summary.flips} selection moves, ` +
-                  `${summary.settles} settler runs (${summary.healed} heals): ${failed} failed\n`,
+                  `${summary.settles} settler runs (${summary.healed} heals), ${summary.held} put attempts held ` +
+                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life): ` +
+                  `${failed} failed\n`,
     );
     process.exitCode = failed > 0 ? 1 : 0;
 }

@@ -1,11 +1,12 @@
 /**
  * The checker at the seams: for each fix where two parties meet (the settler's heal and a client delete,
- * a backfill and the settler, another writer moving items), a small history that keeps the contract, and
- * the same history against a mutant that reverses the fix, which the checker must reject. The mutants
+ * a backfill and the settler, another writer moving items, a client's late put attempt and the consumer), a
+ * small history that keeps the contract, and the same history against a mutant that reverses the fix, which
+ * the checker must reject. The mutants
  * change requests on their way to DynamoDB Local (middleware on one party's client), so the system under
  * test is otherwise the one the package ships.
  */
-import type { TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
+import type { BatchGetItemCommandInput, TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { bestEffortUpdate } from "../runtime/shared/best-effort-marks";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
@@ -85,6 +86,35 @@ function backfillWithoutFlagOnly({ backfill }: FuzzClients): void {
             const n = action.Update?.ExpressionAttributeValues?.[":n"];
             if (n?.N !== undefined && action.Update?.UpdateExpression?.includes("#version")) {
                 n.N = String(Number(n.N) - flagOnly.length);
+            }
+        }
+    });
+}
+
+/**
+ * Mutant: the consumer counts a late put of a removed life (issue 19, item 10a, before its fix): it reads its
+ * markers without hc_life, and counts an INSERT without the condition that the marker does not name its life.
+ */
+function countLatePuts({ pipeline }: FuzzClients): void {
+    rewrite<BatchGetItemCommandInput>(pipeline, "BatchGetItemCommand", (input) => {
+        for (const request of Object.values(input.RequestItems ?? {})) {
+            if (request.ExpressionAttributeNames?.["#lifeSeq"] !== undefined) {
+                request.ProjectionExpression = "#sk, #state, #seq";
+                delete request.ExpressionAttributeNames["#life"];
+                delete request.ExpressionAttributeNames["#lifeSeq"];
+            }
+        }
+    });
+    rewrite<TransactWriteItemsCommandInput>(pipeline, "TransactWriteItemsCommand", (input) => {
+        for (const action of input.TransactItems ?? []) {
+            const update = action.Update;
+            if (update?.ConditionExpression?.includes(":insertedLife")) {
+                update.ConditionExpression = update.ConditionExpression.replace(
+                    " AND (attribute_not_exists(#lifeSeq) OR #life <> :insertedLife OR #lifeSeq >= :insertedSeq)",
+                    "",
+                );
+                delete update.ExpressionAttributeValues![":insertedLife"];
+                delete update.ExpressionAttributeValues![":insertedSeq"];
             }
         }
     });
@@ -180,6 +210,27 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
             /after the last backfill: k0 has 2 live items without the token and without a unit/,
         );
     });
+
+    for (const mode of ["utilization", "strict"] as const) {
+        it(`rejects a consumer that counts a late put (${mode}): a put attempt held past its call lands after the delete and the removal`, async () => {
+            // Prepare: the create's first put attempt is held (the call times out and its repeat creates the item);
+            // the item is counted, deleted and removed; then the held attempt lands and the consumer reads it.
+            const history: History = {
+                ...strictHistory("client", [
+                    { op: "tryCreate", key: "k0", id: "i0", late: true },
+                    consume,
+                    { op: "delete", key: "k0", id: "i0" },
+                    consume,
+                    { op: "land" },
+                    consume,
+                ]),
+                mode,
+            };
+
+            // Act / Assess
+            await sharpens(history, countLatePuts, /after the drain: k0 has 1 late put attempts that brought a removed life back/);
+        });
+    }
 
     it("counts an id exactly as long as a marker allows, through every party", async () => {
         // Prepare: the longest id, created, moved by another writer, healed and deleted.

@@ -57,9 +57,13 @@ describe("model-based checker", function () {
         // Assess
         assert.deepEqual(new Set(histories.map((h) => h.mode)), new Set(["utilization", "strict"]));
         assert.deepEqual(new Set(histories.map((h) => h.selection)), new Set(["client", "prefix", "attribute"]));
-        for (const op of ["otherPut", "otherDelete", "backfill", "settle", "otherFlip", "ttlDelete"] as const) {
+        for (const op of ["otherPut", "otherDelete", "backfill", "settle", "otherFlip", "ttlDelete", "land"] as const) {
             assert.ok(ops.has(op), `no seed has a ${op} event`);
         }
+        assert.ok(
+            histories.some((h) => h.events.some((e) => (e.op === "create" || e.op === "tryCreate") && e.late === true)),
+            "no seed holds a put attempt past its call",
+        );
         assert.ok(
             histories.some((h) => (h.preexisting ?? []).length > 0),
             "no seed has items from before the counter",

@@ -239,6 +239,7 @@ describe("planBatch", () => {
                         seq: paddedSequence(b.dynamodb!.SequenceNumber!),
                         sequenceNumbers: [b.dynamodb!.SequenceNumber],
                         life: "t2",
+                        inserted: { life: "t2", seq: paddedSequence(b.dynamodb!.SequenceNumber!) },
                     },
                 ],
             },
@@ -292,10 +293,16 @@ describe("transactionActions", () => {
             Update: {
                 TableName: "orders-counters",
                 Key: { pk: { S: "k" }, sk: { S: "#counter#item#a" } },
-                UpdateExpression: "SET #state = :target, #seq = :seq, #life = :life REMOVE #exp",
+                UpdateExpression: "SET #state = :target, #seq = :seq, #life = :life, #lifeSeq = :seq REMOVE #exp",
                 ConditionExpression:
                     "(attribute_not_exists(#seq) OR #seq < :seq) AND (attribute_not_exists(#state) OR #state = :uncounted)",
-                ExpressionAttributeNames: { "#state": "hc_state", "#seq": "hc_seq", "#exp": "hc_expires_at", "#life": "hc_life" },
+                ExpressionAttributeNames: {
+                    "#state": "hc_state",
+                    "#seq": "hc_seq",
+                    "#exp": "hc_expires_at",
+                    "#life": "hc_life",
+                    "#lifeSeq": "hc_life_seq",
+                },
                 ExpressionAttributeValues: {
                     ":target": { S: "counted" },
                     ":seq": { S: paddedSequence("77") },
@@ -395,6 +402,104 @@ describe("refineIntent: the cheap skip and the resolution of a failed condition"
     for (const [name, marker, expected] of cases) {
         it(name, () => assert.deepEqual(refineIntent(intent, marker), expected));
     }
+
+    describe("a late put of a removed life (an INSERT whose life the marker names from before it)", () => {
+        const inserted: ItemIntent = { ...intent, life: "t1", inserted: { life: "t1", seq: paddedSequence("50") } };
+        const late = (expected: ItemIntent["expected"]): ItemIntent => ({
+            id: "a",
+            target: "uncounted",
+            expected,
+            seq: paddedSequence("50"),
+            sequenceNumbers: ["50"],
+            life: "t1",
+            resurrected: "t1",
+        });
+        const lateCases: Array<[string, { state?: string; seq?: string; life?: string; lifeSeq?: string }, unknown]> = [
+            [
+                "removed before: remove the item, count nothing",
+                { state: "uncounted", seq: paddedSequence("40"), life: "t1", lifeSeq: paddedSequence("40") },
+                { action: "apply", intent: late("uncounted") },
+            ],
+            [
+                "counted by reconcile after its removal (hc_seq kept): remove and uncount",
+                { state: "counted", seq: paddedSequence("40"), life: "t1", lifeSeq: paddedSequence("40") },
+                { action: "apply", intent: late("counted") },
+            ],
+            [
+                "another life named: counted as before",
+                { state: "uncounted", seq: paddedSequence("40"), life: "t0", lifeSeq: paddedSequence("40") },
+                { action: "apply", intent: { ...inserted, expected: "uncounted" } },
+            ],
+            [
+                "the life written by a backfill (no hc_life_seq), tokenless records since: proves nothing, counted",
+                { state: "uncounted", seq: paddedSequence("40"), life: "t1" },
+                { action: "apply", intent: { ...inserted, expected: "uncounted" } },
+            ],
+        ];
+        for (const [name, marker, expected] of lateCases) {
+            it(name, () => assert.deepEqual(refineIntent(inserted, marker), expected));
+        }
+
+        it("a redelivery that starts at the INSERT already applied is no late put", () => {
+            // The marker names the life from the INSERT itself (hc_seq 50); the batch goes on to seq 60.
+            const longer: ItemIntent = { ...inserted, seq: paddedSequence("60"), sequenceNumbers: ["50", "60"] };
+            assert.deepEqual(
+                refineIntent(longer, { state: "counted", seq: paddedSequence("50"), life: "t1", lifeSeq: paddedSequence("50") }),
+                {
+                    action: "apply",
+                    intent: { ...longer, expected: "counted" },
+                },
+            );
+        });
+
+        it("a REMOVE and the late INSERT of one life in one batch: removed by the batch alone", () => {
+            const remove = record("REMOVE", "k1", "x", undefined, token("t9"));
+            const insert = record("INSERT", "k1", "x", token("t9"));
+            const [item] = planBatch([remove, insert], config).groups[0]!.items;
+            assert.deepEqual(item, {
+                id: "x",
+                target: "uncounted",
+                expected: "counted",
+                seq: paddedSequence(insert.dynamodb!.SequenceNumber!),
+                sequenceNumbers: [remove.dynamodb!.SequenceNumber, insert.dynamodb!.SequenceNumber],
+                life: "t9",
+                resurrected: "t9",
+            });
+        });
+
+        it("a client item moved back into an attribute selection is a MODIFY: counted, never taken for a late put", () => {
+            const layout: CounterTableConfig = { ...config, selection: { kind: "attribute", name: "status", value: "active" } };
+            const back = record(
+                "MODIFY",
+                "k1",
+                "x",
+                { ...token("t9"), status: { S: "active" } },
+                { ...token("t9"), status: { S: "archived" } },
+            );
+            const [item] = planBatch([back], layout).groups[0]!.items;
+            assert.equal(item!.inserted, undefined);
+            assert.deepEqual(
+                refineIntent(item!, { state: "uncounted", seq: paddedSequence("1"), life: "t9", lifeSeq: paddedSequence("1") }),
+                {
+                    action: "apply",
+                    intent: { ...item!, expected: "uncounted" },
+                },
+            );
+        });
+
+        it("counting an INSERT is conditional on the marker not naming its life from before it", () => {
+            const { actions } = transactionActions(config, "k1", [inserted], 0);
+            assert.match(
+                actions[1]!.Update!.ConditionExpression!,
+                /\(attribute_not_exists\(#lifeSeq\) OR #life <> :insertedLife OR #lifeSeq >= :insertedSeq\)$/,
+            );
+            const removal = transactionActions(config, "k1", [late("uncounted")], 0).actions[1]!.Delete!;
+            assert.deepEqual(
+                { table: removal.TableName, condition: removal.ConditionExpression, token: removal.ExpressionAttributeValues },
+                { table: "orders", condition: "#token = :token", token: { ":token": { S: "t1" } } },
+            );
+        });
+    });
 
     it("pads sequence numbers so that string order is numeric order", () => {
         assert.equal(paddedSequence("9") < paddedSequence("10"), true);

@@ -10,6 +10,12 @@
  * - a "counted" marker whose item is gone, no longer selected or soft-deleted is uncounted (a tombstone
  *   that expires), on the condition that the item is still not live; a soft-deleted item is hard-deleted
  *   in the same transaction, on its token as read.
+ * - a live item whose marker is "uncounted" and names the item's own life (hc_life = its client token, written
+ *   by a stream record: hc_life_seq) is a late put of a removed life (markers.ts, "A removed life stays removed"): it is removed, on its token,
+ *   and never counted. Not under an attribute selection: there another writer can move a client item out
+ *   of the selection and back in, which leaves the same marker beside a legitimate item. Reconcile then
+ *   counts it, and if it is a late put, the consumer's INSERT record finds the life named before it and
+ *   removes and uncounts it.
  * It never advances hc_seq, so any stream record not applied yet still applies after it, from the state
  * it finds. Safe to run while the consumer runs; running it twice changes nothing.
  */
@@ -74,8 +80,11 @@ export interface ReconcileAction {
     /** The marker's state and hc_seq as read (undefined: no marker). */
     readonly markerState?: string;
     readonly markerSeq?: string;
-    /** Uncount of a soft-deleted item: hard-delete it, if it still holds this token (undefined: it had none). */
-    readonly hardDelete?: { readonly token: AttributeValue | undefined };
+    /**
+     * Uncount of a soft-deleted item: hard-delete it, if it still holds this token (undefined: it had none).
+     * `late`: the purge of a live late put of a removed life, on its token alone.
+     */
+    readonly hardDelete?: { readonly token: AttributeValue | undefined; readonly late?: true };
 }
 
 export interface ReconcilePlan {
@@ -129,7 +138,17 @@ export function planReconcile(
         if (badIds.has(id) || state === MARKER_STATE.counted) {
             continue;
         }
-        if (isLive(item, layout)) {
+        const token = item[layout.tokenAttribute];
+        // hc_life_seq: a stream record showed the life (a backfill's hc_life proves nothing; markers.ts).
+        const lateKnown =
+            layout.selection.kind !== "attribute" &&
+            token?.S !== undefined &&
+            marker?.[A.life]?.S === token.S &&
+            marker[A.lifeSeq]?.S !== undefined;
+        if (isLive(item, layout) && lateKnown && state === MARKER_STATE.uncounted) {
+            // Its life was counted, left the table and was uncounted: this is a late put of it, never counted.
+            actions.push({ kind: "purge", id, hardDelete: { token, late: true } });
+        } else if (isLive(item, layout)) {
             actions.push({ kind: "count", id, markerState: state, markerSeq: marker?.[A.seq]?.S });
         } else if (isSelected(item, layout) && isSoftDeleted(item, layout)) {
             // Soft-deleted and not counted: only the hard delete the consumer would have made is left.
@@ -190,10 +209,20 @@ export function reconcileTransaction(
                 Delete: {
                     TableName: config.tableName,
                     Key: keyOf(a.id),
-                    ConditionExpression:
-                        token === undefined ? "#deleted = :true AND attribute_not_exists(#token)" : "#deleted = :true AND #token = :token",
-                    ExpressionAttributeNames: { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute },
-                    ExpressionAttributeValues: { ":true": { BOOL: true }, ...(token === undefined ? {} : { ":token": token }) },
+                    ...(a.hardDelete.late
+                        ? {
+                              ConditionExpression: "#token = :token",
+                              ExpressionAttributeNames: { "#token": config.tokenAttribute },
+                              ExpressionAttributeValues: { ":token": token! },
+                          }
+                        : {
+                              ConditionExpression:
+                                  token === undefined
+                                      ? "#deleted = :true AND attribute_not_exists(#token)"
+                                      : "#deleted = :true AND #token = :token",
+                              ExpressionAttributeNames: { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute },
+                              ExpressionAttributeValues: { ":true": { BOOL: true }, ...(token === undefined ? {} : { ":token": token }) },
+                          }),
                 },
             });
         } else {

@@ -90,6 +90,11 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
     dueAt: "hc_due_at",
     /** marker: the client token of the item life the last applied image showed, when it had one */
     life: "hc_life",
+    /**
+     * marker: hc_seq of the stream record that wrote hc_life (absent when a backfill wrote it): a record before
+     * an INSERT of that life showed it in the table already, so the INSERT is a late put (runtime/stream/markers.ts)
+     */
+    lifeSeq: "hc_life_seq",
 } as const);
 
 /** Marker states. */

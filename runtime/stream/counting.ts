@@ -31,7 +31,9 @@ import {
     markerRead,
     planBatch,
     refineIntent,
+    removesItem,
     transactionActions,
+    unresurrect,
     type BatchPlan,
     type GroupPlan,
     type ItemIntent,
@@ -179,8 +181,14 @@ export async function readMarkers(
                     [config.sortKey]: { S: markerSortKey(config, id) },
                 })),
                 ConsistentRead: true,
-                ProjectionExpression: "#sk, #state, #seq",
-                ExpressionAttributeNames: { "#sk": config.sortKey, "#state": A.state, "#seq": A.seq },
+                ProjectionExpression: "#sk, #state, #seq, #life, #lifeSeq",
+                ExpressionAttributeNames: {
+                    "#sk": config.sortKey,
+                    "#state": A.state,
+                    "#seq": A.seq,
+                    "#life": A.life,
+                    "#lifeSeq": A.lifeSeq,
+                },
             },
         };
         for (let round = 0; request !== undefined && Object.keys(request).length > 0; round++) {
@@ -227,7 +235,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
 
     // Chunks are bounded by size as well as by count: a hard delete's item weighs what its largest stream image does.
     const sizeOf = (item: ItemIntent): number => Math.max(0, ...item.sequenceNumbers.map((s) => recordImageSize(bySequence.get(s))));
-    const { fitting, tooLarge } = separateTooLarge(group.items, (item) => (item.softDelete ? sizeOf(item) : 0));
+    const { fitting, tooLarge } = separateTooLarge(group.items, (item) => (removesItem(item) ? sizeOf(item) : 0));
     for (const item of tooLarge) {
         const parked = await deps.fatal.park({
             reason: ITEM_TOO_LARGE,
@@ -373,7 +381,11 @@ export async function resolveCancellation(
             continue;
         }
         let next: ItemIntent = intent;
-        if (deleteReason?.Code === "ConditionalCheckFailed") {
+        if (deleteReason?.Code === "ConditionalCheckFailed" && next.resurrected !== undefined) {
+            // The late put's item no longer holds its life: gone stays uncounted, a replacement counts (markers.ts).
+            conditionFailures++;
+            next = unresurrect(next, deleteReason.Item !== undefined);
+        } else if (deleteReason?.Code === "ConditionalCheckFailed") {
             // The soft-deleted life is gone (hard-deleted already, or the id was created again): only the marker is left to write.
             conditionFailures++;
             const { softDelete: _dropped, ...rest } = next;

@@ -12,6 +12,32 @@
  * neither count twice nor undo a later one. A removal that finds no marker leaves an "uncounted"
  * tombstone that expires after 48 hours (the stream keeps records 24), so an older record of the same
  * item, redelivered later, cannot count it again.
+ *
+ * A removed life stays removed (issue 19, item 10a). A client life is named by its creating call's token
+ * (hc_life on the marker, `counter_token` on the item), and the client puts that life only with
+ * `attribute_not_exists`: the id must be free. So the one legitimate INSERT of a life is its first. An
+ * INSERT of life L whose marker holds hc_life = L written by an earlier stream record (hc_life_seq, the
+ * sequence number of the record that showed L, below the INSERT's; a backfill writes hc_life without it,
+ * and so proves nothing), or whose batch already showed L, comes after L was in the table: a put attempt
+ * that DynamoDB applied after the SDK gave up on it (a timeout; a signed request lives five minutes),
+ * after the call's repeat created L and a delete, the table's TTL or another writer removed it. The
+ * client never repeats a put over a marker that names its life (runtime/client/resource-writes.ts), so
+ * no call is waiting for that item. The consumer therefore removes it (a Delete conditional on the item
+ * still holding L) in the transaction that writes the marker "uncounted", instead of counting it. Each
+ * party:
+ * - client: its best-effort write for L was made once for the life that was removed (an increment, or a
+ *   strict reservation that the delete released); the late item is no life of it, and nothing moves it;
+ * - consumer and redrive: this planner. A counted intent that carries its INSERT is also conditional on
+ *   the marker not naming L from before that INSERT, so planning from the records (markers unreadable)
+ *   cannot count it either; when the removal's condition fails, the item was replaced or is gone: a
+ *   replacement counts as the INSERT said (its later records move it), a gone item stays uncounted;
+ * - reconcile (runtime/heal/reconcile.ts): a live item whose marker is "uncounted" with hc_life equal to
+ *   its token is removed the same way, never counted;
+ * - other writers: an item without the client's token has no life, so their puts count as they always
+ *   did; a client item they move back into a selection is a MODIFY, not an INSERT, and counts.
+ * What it does not see: a late attempt of L that lands after another life of the same id was also
+ *   created and removed (the marker then names that later life), and a late item is live from its landing
+ *   to the consumer's removal of it (docs/limits.md).
  */
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
@@ -50,6 +76,13 @@ export interface ItemIntent {
     readonly softDelete?: { readonly token: AttributeValue | undefined };
     /** hc_life to write. */
     readonly life?: string;
+    /**
+     * The INSERT that put the life the intent counts (every later change of the batch kept that life): its
+     * token and padded sequence number. A marker naming that life from before it makes the INSERT a late put.
+     */
+    readonly inserted?: { readonly life: string; readonly seq: string };
+    /** A late put of this removed life: remove the item if it still holds it, and leave the marker "uncounted". */
+    readonly resurrected?: string;
 }
 
 /** All the work a batch holds for one counter key. */
@@ -78,7 +111,9 @@ export interface BatchPlan {
  * checks it.
  */
 export function planBatch(records: readonly DynamoDBRecord[], config: CounterTableConfig): BatchPlan {
-    const groups = new Map<string, Map<string, ItemIntent>>();
+    const groups = new Map<string, Map<string, ItemIntent & { again?: boolean }>>();
+    /** Per item, the lives the batch's earlier changes of it showed. */
+    const lives = new Map<string, Set<string>>();
     const poison: PoisonRecord[] = [];
     let ignored = 0;
     for (const record of records) {
@@ -98,28 +133,72 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
             groups.set(change.counterKey, items);
         }
         const earlier = items.get(change.id);
+        const seq = paddedSequence(change.sequenceNumber);
+        let seenLives = lives.get(`${change.counterKey}\u0000${change.id}`);
+        if (seenLives === undefined) {
+            seenLives = new Set();
+            lives.set(`${change.counterKey}\u0000${change.id}`, seenLives);
+        }
+        // The INSERT of the life the item holds now, while every later change keeps that life.
+        let inserted: ItemIntent["inserted"];
+        let again = false;
+        if (change.insert && change.life !== undefined) {
+            inserted = { life: change.life, seq };
+            again = seenLives.has(change.life);
+        } else if (earlier?.inserted !== undefined && change.life === earlier.inserted.life && change.after) {
+            inserted = earlier.inserted;
+            again = earlier.again === true;
+        }
+        if (change.life !== undefined) {
+            seenLives.add(change.life);
+        }
         // Keep the item at its first position: its earliest record is what a failure must report.
-        items.set(change.id, {
+        const intent: ItemIntent & { again?: boolean } = {
             id: change.id,
             target: change.after ? "counted" : "uncounted",
             expected: earlier?.expected ?? (change.before ? "counted" : "notCounted"),
-            seq: paddedSequence(change.sequenceNumber),
+            seq,
             sequenceNumbers: [...(earlier?.sequenceNumbers ?? []), change.sequenceNumber],
             ...(change.softDelete ? { softDelete: change.softDelete } : {}),
             ...(change.life !== undefined ? { life: change.life } : {}),
-        });
+            ...(inserted !== undefined ? { inserted, again } : {}),
+        };
+        items.set(change.id, intent);
     }
     return {
         ignored,
         poison,
-        groups: [...groups].map(([counterKey, items]) => ({ counterKey, items: [...items.values()] })),
+        groups: [...groups].map(([counterKey, items]) => ({
+            counterKey,
+            // The batch itself showed the life before its INSERT (a REMOVE of it, say): a late put.
+            items: [...items.values()].map(({ again, ...intent }) => (again && intent.target === "counted" ? resurrect(intent) : intent)),
+        })),
     };
+}
+
+/** The intent of a late put of a removed life: remove the item if it still holds the life; count nothing. */
+export function resurrect(intent: ItemIntent): ItemIntent {
+    const { inserted, softDelete: _none, ...rest } = intent;
+    return { ...rest, target: "uncounted", resurrected: inserted!.life, life: inserted!.life };
+}
+
+/**
+ * The intent again after the removal of a late put found the item no longer holding the life: gone (removed
+ * since; its records, if any, find it uncounted) stays uncounted; replaced by another item counts as the
+ * INSERT said, since later records move the replacement.
+ */
+export function unresurrect(intent: ItemIntent, itemPresent: boolean): ItemIntent {
+    const { resurrected: _late, ...rest } = intent;
+    return itemPresent ? { ...rest, target: "counted" } : rest;
 }
 
 /** A marker as read (the attributes the planner needs). */
 export interface MarkerRead {
     readonly state?: string;
     readonly seq?: string;
+    readonly life?: string;
+    /** hc_life_seq: the record that wrote hc_life (absent: a backfill wrote it, or no life). */
+    readonly lifeSeq?: string;
 }
 
 /** Reads a marker's state and hc_seq from a stored counter item (undefined: no marker). */
@@ -127,7 +206,7 @@ export function markerRead(item: Record<string, AttributeValue> | undefined): Ma
     if (item === undefined) {
         return undefined;
     }
-    return { state: item[A.state]?.S, seq: item[A.seq]?.S };
+    return { state: item[A.state]?.S, seq: item[A.seq]?.S, life: item[A.life]?.S, lifeSeq: item[A.lifeSeq]?.S };
 }
 
 /** What to do with an intent once its marker is known. */
@@ -149,7 +228,15 @@ export function refineIntent(intent: ItemIntent, marker: MarkerRead | undefined)
         return { action: "done", why: "a record as new or newer was applied" };
     }
     if (marker.state === MARKER_STATE.counted || marker.state === MARKER_STATE.uncounted) {
-        return { action: "apply", intent: { ...intent, expected: marker.state } };
+        const inserted = intent.inserted;
+        // A record before the INSERT showed the inserted life: that life was in the table before (header).
+        const late =
+            intent.target === "counted" &&
+            inserted !== undefined &&
+            marker.life === inserted.life &&
+            marker.lifeSeq !== undefined &&
+            marker.lifeSeq < inserted.seq;
+        return { action: "apply", intent: { ...(late ? resurrect(intent) : intent), expected: marker.state } };
     }
     return {
         action: "poison",
@@ -169,7 +256,12 @@ export function intentDelta(intent: ItemIntent): number {
 
 /** Actions an intent takes in a transaction: its marker, and the hard delete of a soft-deleted item. */
 export function actionsPerIntent(intent: ItemIntent): number {
-    return intent.softDelete ? 2 : 1;
+    return removesItem(intent) ? 2 : 1;
+}
+
+/** The intent also deletes the user's item: a soft-deleted one, or a late put of a removed life. */
+export function removesItem(intent: ItemIntent): boolean {
+    return intent.softDelete !== undefined || intent.resurrected !== undefined;
 }
 
 /**
@@ -195,7 +287,7 @@ export function chunkIntents(
     let bytes = 0;
     for (const item of items) {
         const cost = actionsPerIntent(item);
-        const size = withMargin(MARKER_MAX_BYTES + (item.softDelete ? sizeOf(item) : 0), limits);
+        const size = withMargin(MARKER_MAX_BYTES + (removesItem(item) ? sizeOf(item) : 0), limits);
         if (current.length > 0 && (actions + cost > limits.maxActions || bytes + size > budget)) {
             chunks.push(current);
             current = [];
@@ -215,6 +307,7 @@ export function chunkIntents(
 /** Where each intent's actions sit in a transaction (to read its cancellation reasons). */
 export interface ActionIndex {
     readonly marker: number;
+    /** The delete of the user's item (a soft-deleted item, or a late put's). */
     readonly softDelete?: number;
 }
 
@@ -251,7 +344,19 @@ export function transactionActions(
         const marker = actions.length;
         actions.push({ Update: markerUpdate(counters, key(markerSortKey(config, item.id)), item, nowMs) });
         let softDelete: number | undefined;
-        if (item.softDelete) {
+        if (item.resurrected !== undefined) {
+            softDelete = actions.length;
+            actions.push({
+                Delete: {
+                    TableName: config.tableName,
+                    Key: key(item.id),
+                    ConditionExpression: "#token = :token",
+                    ExpressionAttributeNames: { "#token": config.tokenAttribute },
+                    ExpressionAttributeValues: { ":token": { S: item.resurrected } },
+                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                },
+            });
+        } else if (item.softDelete) {
             softDelete = actions.length;
             const token = item.softDelete.token;
             actions.push({
@@ -289,9 +394,19 @@ function markerUpdate(
         remove = " REMOVE #exp";
     }
     if (item.life !== undefined) {
-        set.push("#life = :life");
+        set.push("#life = :life", "#lifeSeq = :seq");
         names["#life"] = A.life;
+        names["#lifeSeq"] = A.lifeSeq;
         values[":life"] = { S: item.life };
+    }
+    // Counting an INSERT: only if the marker does not name its life from an earlier record (a late put; header).
+    let notLate = "";
+    if (item.target === "counted" && item.inserted !== undefined) {
+        names["#life"] = A.life;
+        names["#lifeSeq"] = A.lifeSeq;
+        values[":insertedLife"] = { S: item.inserted.life };
+        values[":insertedSeq"] = { S: item.inserted.seq };
+        notLate = " AND (attribute_not_exists(#lifeSeq) OR #life <> :insertedLife OR #lifeSeq >= :insertedSeq)";
     }
     let expected: string;
     switch (item.expected) {
@@ -315,7 +430,7 @@ function markerUpdate(
         TableName: counters,
         Key: key,
         UpdateExpression: `SET ${set.join(", ")}${remove}`,
-        ConditionExpression: `(attribute_not_exists(#seq) OR #seq < :seq) AND ${expected}`,
+        ConditionExpression: `(attribute_not_exists(#seq) OR #seq < :seq) AND ${expected}${notLate}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",

@@ -37,6 +37,8 @@ export interface MembershipChange {
     readonly softDelete?: { readonly token: SdkAttributeValue | undefined };
     /** The client token (S) of the image the record leaves the item in, when it has one. */
     readonly life?: string;
+    /** An INSERT: the record put the item into a table that did not hold it (a put, never an update). */
+    readonly insert?: true;
     /** Seconds since the epoch, from the stream record, when present. */
     readonly approximateCreationTime?: number;
 }
@@ -142,6 +144,7 @@ export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayou
             after,
             ...(softDelete ? { softDelete: { token: newImage![layout.tokenAttribute] as SdkAttributeValue | undefined } } : {}),
             ...(typeof token?.S === "string" ? { life: token.S } : {}),
+            ...(record.eventName === "INSERT" ? { insert: true as const } : {}),
             approximateCreationTime,
         },
     };

@@ -3,7 +3,7 @@
  * and whether its answer and its moves of best-effort are ones the contract allows.
  *
  * - `created: true` means the call wrote the item; `created: false` and `deleted: false` mean it wrote
- *   nothing. Another writer can end a life the call wrote before the call sees it (a repeated put then
+ *   nothing, but for a put attempt held past a timeout that landed after the call's read decided. Another writer can end a life the call wrote before the call sees it (a repeated put then
  *   finds the id free, or an answer "exists" finds the other writer's item): each life so ended may
  *   stand for one more write.
  * - A call moves best-effort by the client-counted lives it writes (carrying its token, or in strict
@@ -13,7 +13,7 @@
  *   utilization, and in strict mode it holds no slot. A strict delete of a life reserved before a heal that
  *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
  *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts).
- * - Its only errors are DynamoDB's own for its requests, after a fault.
+ * - Its only errors are DynamoDB's own for its requests (or the SDK's TimeoutError of a held attempt), after a fault.
  */
 import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
 import { reservedInEpoch } from "../../runtime/shared/strict-ledger";
@@ -35,6 +35,8 @@ export interface CallLedger {
     endedBefore: number;
     faults: number;
     reported: number;
+    /** Its put attempts that were held past a timeout and landed (run.ts), which it could not see when it answered. */
+    lateLanded: number;
     /** The heal epoch its last best-effort write answered with. */
     epoch?: EpochSeen;
     /** Lives it soft-deleted that were reserved before that epoch opened: their slots are held by design. */
@@ -45,7 +47,7 @@ export interface CallLedger {
 }
 
 export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
-    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0, heldByEpoch: 0 };
+    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0, heldByEpoch: 0, lateLanded: 0 };
 }
 
 /** Records what one of the call's requests did, as it finishes (before the call goes on). */
@@ -98,7 +100,9 @@ export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMi
     const problems: string[] = [];
     const explained = ledger.faults > 0 || ledger.reported > 0 || thrown !== undefined;
     if (thrown !== undefined) {
-        if (!(thrown instanceof DynamoDBServiceException)) {
+        // A timed-out attempt (a held put, run.ts) ends a call with the SDK's TimeoutError, as the API's own write would.
+        const sdkTimeout = thrown instanceof Error && thrown.name === "TimeoutError";
+        if (!(thrown instanceof DynamoDBServiceException) && !sdkTimeout) {
             problems.push(`threw ${describe(thrown)}, which is not in the contract`);
         } else if (ledger.faults === 0) {
             problems.push(`threw ${describe(thrown)} although none of its requests met a fault`);
@@ -110,7 +114,8 @@ export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMi
     if (created === true && (ledger.live < 1 || ledger.live > 1 + endedMine)) {
         problems.push(`answered created but its writes changed live items by ${ledger.live} ${ends}`);
     }
-    if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine)) {
+    // A held attempt may land after the read that decided "exists" (in doubt): that item is the attempt's, not the answer's.
+    if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine + ledger.lateLanded)) {
         problems.push(`answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live} ${ends}`);
     }
     // `high` counts every client-counted life the call wrote, `low` leaves out those other writers ended.

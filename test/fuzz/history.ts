@@ -23,8 +23,16 @@ export type Mode = "utilization" | "strict";
 export type ClientCall = "create" | "tryCreate" | "delete" | "count";
 
 export type FuzzEvent =
-    | { readonly op: "create"; readonly key: string; readonly id: string }
-    | { readonly op: "tryCreate"; readonly key: string; readonly id: string }
+    /**
+     * `late`: the call's first put attempt is held: the call hears a timeout (as when the SDK gives up on an
+     * attempt) and goes on, while the very request waits to land at the next `land` event (a signed request
+     * lives five minutes), before the next settler run, or at the drain: after the call's repeat, a delete
+     * and the consumer's removal may all have happened.
+     */
+    | { readonly op: "create"; readonly key: string; readonly id: string; readonly late?: true }
+    | { readonly op: "tryCreate"; readonly key: string; readonly id: string; readonly late?: true }
+    /** Every held put attempt reaches DynamoDB now (see `late`). */
+    | { readonly op: "land" }
     | { readonly op: "delete"; readonly key: string; readonly id: string }
     | { readonly op: "count"; readonly key: string }
     /** A call with one bad argument: it must throw InvalidArgumentError naming `field`, and write nothing. */
@@ -194,6 +202,17 @@ export function generateHistory(options: GenerateOptions): History {
             if ("id" in event) {
                 events[i] = { ...event, id: LONGEST_ID };
             }
+        }
+    }
+    // Late put attempts come from a fourth source, so that the histories above keep their shape but for them.
+    const late = seededRandom((options.seed ^ 0x1b873593) >>> 0);
+    for (let i = 0; i < events.length; i++) {
+        const event = events[i]!;
+        const r = late();
+        if ((event.op === "create" || event.op === "tryCreate") && r < 0.15) {
+            events[i] = { ...event, late: true };
+        } else if (r > 0.97 && event.op !== "settle") {
+            events[i] = { op: "land" };
         }
     }
     const preexisting: Array<{ key: string; id: string }> = [];

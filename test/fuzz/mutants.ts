@@ -13,5 +13,5 @@ export function rewrite<I>(client: DynamoDBClient, command: string, change: (inp
         }
         return next(args);
     };
-    client.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant" });
+    client.middlewareStack.add(middleware, { step: "initialize", name: `fuzzMutant:${command}` });
 }

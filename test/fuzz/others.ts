@@ -156,7 +156,10 @@ export interface BoundAllowance {
     readonly ended: number;
     /** Units strict-mode backfill transactions added to the key's best-effort. */
     readonly backfilled: number;
-    /** Client items another writer moved back into the selection (strict; see the top of this module). */
+    /**
+     * Client items another writer moved back into the selection (strict; see the top of this module), and late
+     * puts the consumer does not promise to catch (run.ts): items no slot backs, until a heal.
+     */
     readonly movedIn: number;
 }
 

@@ -19,7 +19,11 @@
  *   requests; the bounds above hold through its heals;
  * - once the stream, the retries and the dead-letter queue have drained and a backfill has run to the
  *   end (the operator's step after attaching to a table that held items), eventual == live selected
- *   items for every key, whoever wrote them; once the settler has reconciled the keys no soft-deleted item
+ *   items for every key, whoever wrote them, and no put attempt held past its call (history.ts, `late`)
+ *   that landed after its life was removed has left that life in the table (until the consumer removes
+ *   such an item, the bounds leave it out: it is no one's live resource), unless another life of the id was
+ *   put after its first landing (docs/limits.md: the marker names that life, so it counts as live, and
+ *   strict mode's bound allows it); once the settler has reconciled the keys no soft-deleted item
  *   is left (an item moved into the selection already soft-deleted is reconcile's); and once the keys have been
  *   quiet for the window and healed, best-effort == the live items it accounts for (heal.ts).
  *
@@ -34,6 +38,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { backfill, BackfillError } from "../../runtime/backfill/backfill";
 import { HybridCounterClient } from "../../runtime/client/client";
 import { healKey } from "../../runtime/heal/heal";
+import { queryPartition } from "../../runtime/heal/partition";
 import { isLive } from "../../runtime/shared/selection";
 import { settle } from "../../runtime/heal/settle";
 import { createStreamHandler } from "../../runtime/stream/consumer";
@@ -85,6 +90,11 @@ export interface RunResult {
         /** Settler runs, and the heals they wrote (the final heal of every key not included). */
         readonly settles: number;
         readonly healed: number;
+        /** Put attempts held past their calls, and of those, the ones that landed over a removed life. */
+        readonly held: number;
+        readonly latePutsBack: number;
+        /** Of those, the ones that landed after another life of the id was put (docs/limits.md: not caught). */
+        readonly latePutsAfterAnotherLife: number;
     };
 }
 
@@ -156,6 +166,28 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const movedIn = new Map<string, number>();
     let callsInFlight = 0;
     let otherWritesFailed = 0;
+    /** Calls whose first put attempt is to be held (history.ts, `late`), and held attempts landing now. */
+    const lateTasks = new Set<number>();
+    let landing = 0;
+    let heldTotal = 0;
+    /** The inputs of held requests: one released again is a held attempt landing. */
+    const heldInputs = new Set<Record<string, unknown>>();
+    /** Client tokens whose put applied, and per key the tokens put again after that: late puts of a removed life. */
+    const appliedTokens = new Set<string>();
+    const lateTokens = new Map<string, Set<string>>();
+    /**
+     * Late puts the consumer does not promise to catch (docs/limits.md): another life of the id was put after the
+     * late one's first landing, so the marker names that life. They count as live items, and strict mode's bound
+     * allows them (no slot backs them) until a heal.
+     */
+    const unpromisedTokens = new Map<string, Set<string>>();
+    /** Per key and id, the token of the last client put that applied (not a late one). */
+    const lastLife = new Map<string, string>();
+    const landHeld = (): Promise<void> => {
+        const count = scheduler.heldCount;
+        landing += count;
+        return scheduler.land().finally(() => (landing -= count));
+    };
 
     // Runs as each request finishes, before its task goes on: the call's ledger is current when it answers.
     const onOutcome = (request: Released): void => {
@@ -165,9 +197,27 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
         }
         const effect = classifyRequest(system, request);
+        // A second put of one token is a late attempt over a removed life: no life of its call, and no item the
+        // counters account for (markers.ts); the consumer removes it.
+        let late = false;
+        if (effect.kind === "put" && effect.applied && effect.token !== undefined) {
+            late = appliedTokens.has(effect.token);
+            appliedTokens.add(effect.token);
+            const id = `${effect.key}\u0000${effect.id}`;
+            if (!late) {
+                lastLife.set(id, effect.token);
+            } else if (lastLife.get(id) === effect.token) {
+                lateTokens.set(effect.key, (lateTokens.get(effect.key) ?? new Set()).add(effect.token));
+            } else {
+                unpromisedTokens.set(effect.key, (unpromisedTokens.get(effect.key) ?? new Set()).add(effect.token));
+            }
+        }
         const ledger = ledgers.get(request.task.id);
-        if (ledger) {
+        if (ledger && !late) {
             recordRequest(ledger, request, effect);
+            if (effect.kind === "put" && effect.applied && heldInputs.has(request.input)) {
+                ledger.lateLanded++;
+            }
         }
         if (
             otherTasks.has(request.task.id) &&
@@ -233,14 +283,18 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     // Attached to a table in use: the mapping starts after the records of the items already there.
     await mapping.startAfterExisting();
 
-    const observe = async (key: string, context: string): Promise<Truth> => {
-        const truth = await readTruth(reader, system, key);
+    const observe = async (key: string, context: string): Promise<Truth & { late: number }> => {
+        const raw = await readTruth(reader, system, key);
+        // Late items still in the table are no one's live resource: the bounds are over the rest.
+        const late = await lateItems(reader, system, key, lateTokens.get(key));
+        const unpromised = await lateItems(reader, system, key, unpromisedTokens.get(key));
+        const truth = { ...raw, live: raw.live - late, clientLive: raw.clientLive - late };
         observations++;
         const limit = history.limits[key] ?? Infinity;
         const bound = boundProblem(history.mode, truth, limit, {
             ended: ended.of(key),
             backfilled: backfilled.get(key) ?? 0,
-            movedIn: movedIn.get(key) ?? 0,
+            movedIn: (movedIn.get(key) ?? 0) + unpromised,
         });
         if (bound !== undefined) {
             violations.push(`${context}: ${key} ${bound}`);
@@ -248,7 +302,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         if (truth.counted !== truth.eventual) {
             violations.push(`${context}: ${key} eventual ${truth.eventual} != ${truth.counted} items counted`);
         }
-        return truth;
+        return { ...raw, late };
     };
 
     const runEvent = async (event: FuzzEvent, index: number): Promise<void> => {
@@ -276,6 +330,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
             case "backfill":
                 return runBackfill(event.runId, event.pageSize, label);
+            case "land":
+                // Not awaited: the held attempts are tasks of their own calls, released by the schedule.
+                void landHeld();
+                return;
             case "settle":
                 return runSettle(event, label);
             default:
@@ -288,6 +346,18 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const runSettle = async (event: Extract<FuzzEvent, { op: "settle" }>, label: string): Promise<void> => {
         const task = scheduler.current()!;
         settleTotals.runs++;
+        // A heal counts a late put's item as live until the consumer has read its record and removed it (docs/limits.md):
+        // the consumer reads first, as it does within its lag, far inside the window the clock moves by.
+        for (let round = 0; round < 10; round++) {
+            let late = 0;
+            for (const key of keys) {
+                late += await lateItems(reader, system, key, lateTokens.get(key));
+            }
+            if (late === 0) {
+                break;
+            }
+            await mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, consumer);
+        }
         // No API call is in flight (the schedule waits for that): every write they sent has landed or never will.
         time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
         try {
@@ -370,6 +440,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const task = scheduler.current()!;
         const ledger = newLedger(event, ended.count);
         ledgers.set(task.id, ledger);
+        if ((event.op === "create" || event.op === "tryCreate") && event.late) {
+            lateTasks.add(task.id);
+        }
         let answer: unknown;
         let thrown: unknown;
         try {
@@ -421,13 +494,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 }
                 putsApplied.set(effect.key, (putsApplied.get(effect.key) ?? 0) + 1);
                 const truth = await observe(effect.key, context);
+                const live = truth.live - truth.late;
                 if (ledger?.read && ledger.event.op === "tryCreate" && history.mode === "utilization") {
                     const limit = history.limits[effect.key]!;
                     const raced = putsApplied.get(effect.key)! - 1 - ledger.read.putsBefore;
                     const undercount = Math.max(0, ledger.read.live - ledger.read.value);
-                    if (truth.live > limit + raced + undercount) {
+                    if (live > limit + raced + undercount) {
                         violations.push(
-                            `${context}: tryCreate passed limit ${limit} to ${truth.live} live; it read ${ledger.read.value} with ` +
+                            `${context}: tryCreate passed limit ${limit} to ${live} live; it read ${ledger.read.value} with ` +
                                 `${ledger.read.live} live (undercount ${undercount}) and ${raced} creates raced it`,
                         );
                     }
@@ -437,7 +511,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             case "counter-read": {
                 const truth = await observe(effect.key, context);
                 if (ledger && effect.value !== undefined) {
-                    ledger.read = { value: effect.value, live: truth.live, putsBefore: putsApplied.get(effect.key) ?? 0 };
+                    ledger.read = { value: effect.value, live: truth.live - truth.late, putsBefore: putsApplied.get(effect.key) ?? 0 };
                 }
                 return;
             }
@@ -458,8 +532,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             await account(request);
         }
         const pending = scheduler.pending;
-        // A settler run waits until no API call is in flight (see "Time" at the top).
-        const waits = history.events[next]?.op === "settle" && callsInFlight > 0;
+        // A settler run waits until no API call is in flight (see "Time" at the top), held put attempts included:
+        // they land first (within a request's lifetime, shorter than the window the run moves the clock by).
+        const settling = history.events[next]?.op === "settle";
+        if (settling && scheduler.heldCount > 0) {
+            void landHeld();
+        }
+        const waits = settling && (callsInFlight > 0 || landing > 0);
         const canStart = next < history.events.length && running.size < history.concurrency && !waits;
         if (canStart && (pending.length === 0 || random() < 0.3)) {
             const index = next++;
@@ -491,6 +570,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         if (otherTasks.has(request.task.id)) {
             replacing.set(request.task.id, await EndedLives.before(reader, system, request));
         }
+        if (request.command === "PutItemCommand" && lateTasks.delete(request.task.id)) {
+            // The call's first put attempt: held past the call (history.ts, `late`).
+            faults++;
+            heldTotal++;
+            heldInputs.add(request.input);
+            scheduler.release(index, "late");
+            continue;
+        }
         let fault: FaultKind | undefined;
         if (random() < faultRate) {
             const eligible = READS.has(request.command) ? FAULT_KINDS.filter((k) => k === "throttle" || k === "500-before") : FAULT_KINDS;
@@ -505,8 +592,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
 
     // Drain: no more faults; deliver everything, retry and redrive until nothing is left.
     faultRate = 0;
-    const drain = async (work: () => Promise<void>) => {
-        const done = scheduler.spawn("drain", work);
+    const drain = async (work: () => Promise<void>, asTask = true) => {
+        const done = asTask ? scheduler.spawn("drain", work) : work();
         for (;;) {
             await scheduler.quiescent();
             for (const request of released.splice(0)) {
@@ -519,6 +606,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
         await done;
     };
+    // Every attempt still held lands now, within its lifetime (outside any task: they are their calls' own).
+    await drain(landHeld, false);
     // The operator's step after attaching to a table in use: a backfill run to the end. It must count
     // the items that were there before (their records were never delivered) and nothing twice.
     await drain(() => runBackfill("after-drain", 25, "the backfill after the events"));
@@ -542,6 +631,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const truth = await observe(key, "after the drain");
         if (truth.eventual !== truth.live) {
             violations.push(`after the drain: ${key} eventual ${truth.eventual} != live ${truth.live}`);
+        }
+        // A removed life stays removed: the consumer has read every late put's record and removed its item.
+        if (truth.late !== 0) {
+            violations.push(`after the drain: ${key} has ${truth.late} late put attempts that brought a removed life back`);
         }
     }
     // The settler's reconcile of every key (it runs on a schedule): an item that entered the selection already
@@ -610,11 +703,29 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             livesEnded: ended.count,
             settles: settleTotals.runs,
             healed: settleTotals.healed,
+            held: heldTotal,
+            latePutsBack: [...lateTokens.values(), ...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
+            latePutsAfterAnotherLife: [...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
         },
     };
 }
 
 /** Writes the items the table held before the counter was attached: plain items, no client token. */
+/** Live items of `key` carrying one of `tokens`: late puts the consumer has not removed yet. */
+async function lateItems(
+    reader: DynamoDBClient,
+    system: FuzzSystem,
+    key: string,
+    tokens: ReadonlySet<string> | undefined,
+): Promise<number> {
+    if (tokens === undefined || tokens.size === 0) {
+        return 0;
+    }
+    const { config } = system;
+    const items = await queryPartition(reader, { tableName: config.tableName, partitionKey: config.partitionKey, key });
+    return items.filter((item) => isLive(item, config) && tokens.has(item[config.tokenAttribute]?.S ?? "")).length;
+}
+
 /** Run "b" scans in 3 segments, every other run in 1: a run keeps its segment count, as backfill requires. */
 function segmentsOf(runId: string): number {
     return runId === "b" ? 3 : 1;

@@ -14,6 +14,10 @@
  * the engine serves one released request at a time and between two releases the table is still: an
  * observation made then is exact. (Counting tasks alone let a parallel section open a window in which two
  * released requests ran at once, and a read taken "between" them saw one and not the other.)
+ *
+ * A request can also be *held* (`hold`): its task hears a timeout at once, as when the SDK gives up on an
+ * attempt, while the very request (signed, as sent) waits; `land` puts every held request back at the gate
+ * under its own task, so that DynamoDB applies it late, when the schedule releases it.
  */
 import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from "@smithy/types";
@@ -36,20 +40,36 @@ export interface GatedRequest {
 /** What happened to a released request, for the checker. */
 export interface Released extends GatedRequest {
     /** The fault injected, if it took effect (a 500 after a request the engine refused is just the refusal). */
-    fault: FaultKind | undefined;
+    fault: GateFault | undefined;
     /** True when the engine served the request successfully (even if a 500 after it was then injected). */
     served: boolean;
     /** Set once the request has run: its output, or the error the engine (or the fault) gave. */
     outcome?: { output?: unknown; error?: unknown };
 }
 
+/** What a released request meets: a fault, or "late" (held: the caller times out, the request waits for `land`). */
+export type GateFault = FaultKind | "late";
+
 interface Waiting extends GatedRequest {
-    readonly resume: (fault: FaultKind | undefined) => void;
+    readonly resume: (fault: GateFault | undefined) => void;
+}
+
+/** A held request: the attempt its task gave up on, still to reach DynamoDB. */
+interface Held extends GatedRequest {
+    readonly send: () => Promise<unknown>;
+}
+
+/** What the SDK's HTTP handler throws when an attempt's socket times out (`@smithy/node-http-handler`). */
+export function timeoutError(): Error {
+    return Object.assign(new Error("the request socket timed out (injected: the attempt is held and lands later)"), {
+        name: "TimeoutError",
+    });
 }
 
 export class Scheduler {
     private readonly context = new AsyncLocalStorage<Task>();
     private readonly waiting: Waiting[] = [];
+    private readonly held: Held[] = [];
     private running = 0;
     /** Released requests whose answer has not reached their task yet. */
     private inFlight = 0;
@@ -57,8 +77,7 @@ export class Scheduler {
     private nextTaskId = 1;
 
     /** Runs `work` as a task: its DynamoDB requests wait for the scheduler. */
-    spawn<T>(label: string, work: () => Promise<T>): Promise<T> {
-        const task: Task = { id: this.nextTaskId++, label };
+    spawn<T>(label: string, work: () => Promise<T>, task: Task = { id: this.nextTaskId++, label }): Promise<T> {
         this.running++;
         return this.context.run(task, async () => {
             try {
@@ -87,8 +106,32 @@ export class Scheduler {
         }
     }
 
-    /** Lets the waiting request at `index` run, with `fault` injected. */
-    release(index: number, fault: FaultKind | undefined): GatedRequest {
+    /** Requests held past their caller, not yet landed. */
+    get heldCount(): number {
+        return this.held.length;
+    }
+
+    /**
+     * Puts every held request back at the gate, each under the task that sent it: the schedule then releases
+     * it like any other, and DynamoDB applies it (or refuses it on its condition). Resolves when all have run.
+     */
+    land(): Promise<void> {
+        const landing = this.held.splice(0).map((h) =>
+            this.spawn(
+                h.task.label,
+                () =>
+                    this.pass(h.command, h.input, h.send).then(
+                        () => undefined,
+                        () => undefined,
+                    ),
+                h.task,
+            ),
+        );
+        return Promise.all(landing).then(() => undefined);
+    }
+
+    /** Lets the waiting request at `index` run, with `fault` injected ("late": held, see the top). */
+    release(index: number, fault: GateFault | undefined): GatedRequest {
         const [request] = this.waiting.splice(index, 1);
         if (!request) {
             throw new Error(`no waiting request at ${index}`);
@@ -104,45 +147,56 @@ export class Scheduler {
      * straight through. `onOutcome` hears of every released request once it has run.
      */
     gate(client: DynamoDBClient, onOutcome: (released: Released) => void): void {
+        this.onOutcome = onOutcome;
         const middleware: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> =
             (next, context: HandlerExecutionContext) => async (args) => {
-                const task = this.context.getStore();
-                if (task === undefined) {
+                if (this.context.getStore() === undefined) {
                     return next(args);
                 }
-                const command = context.commandName ?? "unknown";
-                const input = args.input as Record<string, unknown>;
-                this.running--;
-                this.wake();
-                const fault = await new Promise<FaultKind | undefined>((resume) => this.waiting.push({ task, command, input, resume }));
-                const released: Released = { task, command, input, fault, served: false };
-                try {
-                    if (fault === "conflict" || fault === "throttle" || fault === "500-before") {
-                        throw faultError(fault, command, input);
-                    }
-                    let output;
-                    try {
-                        output = await next(args);
-                    } catch (error) {
-                        released.fault = undefined;
-                        throw error;
-                    }
-                    released.served = true;
-                    if (fault === "500-after") {
-                        throw faultError(fault, command, input);
-                    }
-                    released.outcome = { output: output.output };
-                    return output;
-                } catch (error) {
-                    released.outcome = { error };
-                    throw error;
-                } finally {
-                    onOutcome(released);
-                    this.inFlight--;
-                    this.wake();
-                }
+                const output = await this.pass(context.commandName ?? "unknown", args.input as Record<string, unknown>, () => next(args));
+                return output as Awaited<ReturnType<typeof next>>;
             };
         client.middlewareStack.add(middleware, { step: "deserialize", name: "fuzzGate", priority: "high" });
+    }
+
+    private onOutcome: (released: Released) => void = () => undefined;
+
+    /** One request of the current task through the gate: it waits to be released, then meets its fault. */
+    private async pass(command: string, input: Record<string, unknown>, send: () => Promise<unknown>): Promise<unknown> {
+        const task = this.context.getStore()!;
+        this.running--;
+        this.wake();
+        const fault = await new Promise<GateFault | undefined>((resume) => this.waiting.push({ task, command, input, resume }));
+        const released: Released = { task, command, input, fault, served: false };
+        try {
+            if (fault === "late") {
+                this.held.push({ task, command, input, send });
+                throw timeoutError();
+            }
+            if (fault === "conflict" || fault === "throttle" || fault === "500-before") {
+                throw faultError(fault, command, input);
+            }
+            let output: unknown;
+            try {
+                output = await send();
+            } catch (error) {
+                released.fault = undefined;
+                throw error;
+            }
+            released.served = true;
+            if (fault === "500-after") {
+                throw faultError(fault, command, input);
+            }
+            released.outcome = { output: (output as { output?: unknown }).output };
+            return output;
+        } catch (error) {
+            released.outcome = { error };
+            throw error;
+        } finally {
+            this.onOutcome(released);
+            this.inFlight--;
+            this.wake();
+        }
     }
 
     private wake(): void {
