@@ -275,7 +275,7 @@ describe("the npm package, packed and installed into a new project outside the r
                 "dist/index.js",
                 "dist/index.d.ts",
                 "dist/runtime/index.js",
-                "dist/runtime/client.d.ts",
+                "dist/runtime/client/index.d.ts",
                 "dist/policy/index.js",
                 "dist/policy/pack.js",
                 "dist/policy/package.json",
