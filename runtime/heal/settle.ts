@@ -184,8 +184,7 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
         readUnits: meter.read,
         writeUnits: meter.write,
         heal: {
-            readUnits: heals.reduce((n, h) => n + h.readUnits, 0),
-            writeUnits: heals.reduce((n, h) => n + h.writeUnits, 0),
+            ...capacityOf(heals),
             healed: capacityOf(healed),
             checks: { count: heals.length - healed.length, ...capacityOf(heals.filter((h) => h.outcome !== "healed")) },
         },
