@@ -6,7 +6,12 @@
  * change requests on their way to DynamoDB Local (middleware on one party's client), so the system under
  * test is otherwise the one the package ships.
  */
-import type { BatchGetItemCommandInput, TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
+import type {
+    BatchGetItemCommandInput,
+    GetItemCommandInput,
+    TransactWriteItemsCommandInput,
+    UpdateItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { bestEffortUpdate } from "../runtime/shared/best-effort-marks";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
@@ -116,6 +121,20 @@ function countLatePuts({ pipeline }: FuzzClients): void {
                 delete update.ExpressionAttributeValues![":insertedLife"];
                 delete update.ExpressionAttributeValues![":insertedSeq"];
             }
+        }
+    });
+}
+
+/**
+ * Mutant: a strict delete does not read whether its life's put was repeated (issue 19, seed 160, before its fix), so
+ * a delete of a late attempt that landed after the life was removed gives the life's slot back a second time.
+ */
+function releaseRepeatedLifeTwice({ api }: FuzzClients): void {
+    rewrite<GetItemCommandInput>(api, "GetItemCommand", (input) => {
+        const names = input.ExpressionAttributeNames;
+        if (names?.["#repeated"] !== undefined) {
+            delete names["#repeated"];
+            input.ProjectionExpression = "#be";
         }
     });
 }
@@ -231,6 +250,30 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
             await sharpens(history, countLatePuts, /after the drain: k0 has 1 late put attempts that brought a removed life back/);
         });
     }
+
+    it("rejects a strict delete that releases a repeated life twice: its late attempt lands after TTL removed it", async () => {
+        // Prepare (seed 160, shrunk): the create's first put attempt is held and its repeat creates the life; a delete
+        // releases its slot and TTL hard-deletes the soft-deleted item before the consumer reads it; the held attempt
+        // lands (the same life again) and is deleted; then two creates at limit 2 and a count.
+        const history = strictHistory(
+            "client",
+            [
+                { op: "tryCreate", key: "k0", id: "i0", late: true },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "ttlDelete", key: "k0", id: "i0" },
+                { op: "land" },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "count", key: "k0" },
+                consume,
+            ],
+            2,
+        );
+
+        // Act / Assess
+        await sharpens(history, releaseRepeatedLifeTwice, /k0 strict bound broken: \d client-written live items/);
+    });
 
     it("counts an id exactly as long as a marker allows, through every party", async () => {
         // Prepare: the longest id, created, moved by another writer, healed and deleted.

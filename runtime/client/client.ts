@@ -37,7 +37,9 @@
  *   a slot still in use); for an item without the client's token, only by the delete that removes its
  *   marker's hc_be (conditionally), so a strict backfill's unit is given back once, whatever lives the id
  *   has after. The put is never repeated over a life of the same call that was already
- *   deleted (runtime/client/resource-writes.ts), so one reservation never backs two lives. Failures only keep
+ *   deleted (runtime/client/resource-writes.ts), so one reservation never backs two lives; and a life whose put
+ *   was repeated gives its slot back once, through its marker, even when a late attempt of it lands again after
+ *   its removal (runtime/shared/strict-ledger.ts). Failures only keep
  *   slots (a reservation whose put is in doubt, a release not sent): both keep live <= bestEffort.
  *
  * Every write of one call is sent within `deadlineMs` of the call's first write (runtime/shared/retry.ts):
@@ -62,7 +64,7 @@ import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource
 import { CallDeadline, withRetries } from "../shared/retry";
 import type { ItemSelection } from "../shared/selection";
 import { Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
-import { reservedInEpoch } from "../shared/strict-ledger";
+import { REPEATED, reservedInEpoch } from "../shared/strict-ledger";
 import { newToken, tokenTime } from "../shared/tokens";
 
 export type { BestEffortFailure } from "./best-effort";
@@ -204,7 +206,7 @@ export class HybridCounterClient {
             this.metrics?.add(FAILURE_METRIC[failure.operation]);
             report(failure);
         };
-        this.resources = new ResourceWriter(this.config, this.dynamodb, this.attempts, resolved.deleteTokenAttribute, this.onFailure);
+        this.resources = new ResourceWriter(this.config, this.mode, this.dynamodb, this.attempts, resolved.deleteTokenAttribute, this.onFailure);
         this.bestEffort = new BestEffortCounter(this.config, this.dynamodb, this.attempts, this.onFailure);
     }
 
@@ -307,6 +309,13 @@ export class HybridCounterClient {
             }
             if (this.mode === "strict") {
                 const epoch = await this.bestEffort.repeatable(key, 0, deadline);
+                // A life whose put was repeated gives its slot back once, taken on its marker before the soft delete:
+                // an attempt of it that lands again after its removal is then deleted without a release (strict-ledger.ts).
+                const mayRelease =
+                    live.createToken === null || live.repeated === undefined
+                        ? true
+                        : live.repeated === REPEATED.pending &&
+                          (await this.resources.takeRepeatedRelease(key, id, live.createToken, deadline));
                 const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
                 // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
                 // consumer already removed the item before a retry could see it, or a concurrent delete did
@@ -314,7 +323,7 @@ export class HybridCounterClient {
                 // A unit a strict backfill added (hc_be) is given back once: by the delete that takes the flag
                 // off the marker. The flag outlives the life it was set for (the marker is per id), so a later
                 // life of the id, written by another writer, would otherwise release it a second time.
-                if (outcome === "mine" && live.clientCounted) {
+                if (outcome === "mine" && live.clientCounted && mayRelease) {
                     const owned =
                         live.createToken !== null
                             ? reservedInEpoch(live.createToken, epoch)

@@ -22,6 +22,9 @@
  *     another life came and went while my attempt was in doubt, so whether mine committed cannot be
  *     told: nothing is written ("taken", in doubt);
  *   - otherwise no life of mine can have been removed: the put is sent again.
+ * In strict mode, before the first such repeat the client marks the life on its marker ("pending"), so that a
+ * delete of it gives its slot back once even if an attempt lands again after its removal
+ * (runtime/shared/strict-ledger.ts); when that mark cannot be written, the put is not repeated (the slot is held).
  * This adds no new answer and no new error: every outcome is one an SDK retry could already give
  * ("mine" after a lost response, "taken" when another item holds the id), and a failed read ends the
  * call with the put's own last error, as an exhausted retry did.
@@ -35,12 +38,12 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { BestEffortFailure } from "./best-effort";
-import type { ClientConfig } from "./validation";
+import type { ClientConfig, CounterMode } from "./validation";
 import { COUNTER_ATTRIBUTES, markerSortKey } from "../shared/config";
 import { DeadlineExceededError } from "../shared/errors";
 import { isRetryable } from "../shared/aws-errors";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
-import { hasBackfillUnit } from "../shared/strict-ledger";
+import { REPEATED, hasBackfillUnit, repeatedAttribute } from "../shared/strict-ledger";
 import { newToken, tokenTime } from "../shared/tokens";
 
 /**
@@ -56,6 +59,9 @@ export interface ResourceItem {
     readonly item: Record<string, AttributeValue>;
     readonly token: string;
 }
+
+/** A marker that could not be read: the delete treats the life's release as not its own to take. */
+const UNREAD = "unread";
 
 /** "mine": this call's write committed. "taken": another write owns the item. "gone": no such item (life). */
 export type WriteOutcome = "mine" | "taken" | "gone";
@@ -75,11 +81,14 @@ export interface LiveItem {
     readonly createToken: string | null;
     /** Best-effort accounts for it: it carries the client's token, or its marker says hc_be = true. */
     readonly clientCounted: boolean;
+    /** Strict mode: the marker's `hc_repeated_<createToken>` (the life's put was repeated), if any. */
+    readonly repeated?: string;
 }
 
 export class ResourceWriter {
     constructor(
         private readonly config: ClientConfig,
+        private readonly mode: CounterMode,
         private readonly dynamodb: DynamoDBClient,
         private readonly attempts: number,
         private readonly deleteTokenAttribute: string,
@@ -109,9 +118,18 @@ export class ResourceWriter {
         const { tableName, partitionKey, tokenAttribute } = this.config;
         let doubt = false;
         let stop = false;
+        let marked = false;
         let lastError: unknown;
         for (let attempt = 1; ; attempt++) {
-            const mayRepeat = !stop && attempt <= this.attempts && (attempt === 1 || (await backoff(attempt - 1, deadline)));
+            let mayRepeat = !stop && attempt <= this.attempts && (attempt === 1 || (await backoff(attempt - 1, deadline)));
+            if (doubt && mayRepeat && !marked && this.mode === "strict") {
+                // Before the inspection that may lead to a repeat (strict-ledger.ts): no repeat without the mark.
+                marked = await this.markRepeated(resource, deadline).then(
+                    () => true,
+                    () => false,
+                );
+                mayRepeat = marked;
+            }
             if (doubt) {
                 // An earlier attempt may have committed: look before sending again (or before giving up).
                 const seen = await this.inspect(resource).catch(() => "unreadable" as const);
@@ -153,6 +171,62 @@ export class ResourceWriter {
         return { outcome: "failed", error: lastError ?? new DeadlineExceededError("put", deadline.ms), doubt };
     }
 
+    /** Strict mode: marks the life `resource` creates as one whose put is about to be repeated (strict-ledger.ts). */
+    private async markRepeated({ key, id, token }: ResourceItem, deadline: CallDeadline): Promise<void> {
+        await withRetries(
+            () =>
+                sendOnce(
+                    this.dynamodb,
+                    new UpdateItemCommand({
+                        TableName: this.config.countersTableName,
+                        Key: this.key(key, markerSortKey(this.config, id)),
+                        UpdateExpression: "SET #repeated = if_not_exists(#repeated, :pending)",
+                        ExpressionAttributeNames: { "#repeated": repeatedAttribute(token) },
+                        ExpressionAttributeValues: { ":pending": { S: REPEATED.pending } },
+                    }),
+                ),
+            isRetryable,
+            this.attempts,
+            deadline,
+            "mark",
+        );
+    }
+
+    /**
+     * Strict mode: takes the one release of a life whose put was repeated, by moving its marker's
+     * `hc_repeated_<createToken>` from "pending" to "released". True when this call moved it; false when it was
+     * released already (by the delete that ended this life: this item is a late attempt of it), lost to a
+     * concurrent delete, or the write failed (reported): the slot is then held, never freed twice.
+     */
+    async takeRepeatedRelease(key: string, id: string, createToken: string, deadline: CallDeadline): Promise<boolean> {
+        try {
+            await withRetries(
+                () =>
+                    sendOnce(
+                        this.dynamodb,
+                        new UpdateItemCommand({
+                            TableName: this.config.countersTableName,
+                            Key: this.key(key, markerSortKey(this.config, id)),
+                            UpdateExpression: "SET #repeated = :released",
+                            ConditionExpression: "#repeated = :pending",
+                            ExpressionAttributeNames: { "#repeated": repeatedAttribute(createToken) },
+                            ExpressionAttributeValues: { ":pending": { S: REPEATED.pending }, ":released": { S: REPEATED.released } },
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+                deadline,
+                "release",
+            );
+            return true;
+        } catch (error) {
+            if (!(error instanceof ConditionalCheckFailedException)) {
+                this.onFailure({ key, operation: "release", error });
+            }
+            return false;
+        }
+    }
+
     /** Reads the item, then its marker: whether a life of mine exists or existed (see the header). */
     private async inspect({ key, id, token }: ResourceItem): Promise<"mine" | "taken" | "unknown" | "absent"> {
         const { tableName, countersTableName, tokenAttribute } = this.config;
@@ -192,12 +266,13 @@ export class ResourceWriter {
     }
 
     /**
-     * Reads the item before a delete (and, when asked, its marker beside it, for hc_be). Undefined when
+     * Reads the item before a delete and, when asked (strict mode), its marker after it: hc_be, and whether the
+     * put of the life read was repeated (strict-ledger.ts: the marker must be read after the item). Undefined when
      * the item is missing or already deleted.
      */
     async liveItem(key: string, id: string, readMarker: boolean): Promise<LiveItem | undefined> {
-        const { tableName, countersTableName, deletedAttribute, tokenAttribute } = this.config;
-        const itemRead = withRetries(
+        const { tableName, deletedAttribute, tokenAttribute } = this.config;
+        const response = await withRetries(
             () =>
                 this.dynamodb.send(
                     new GetItemCommand({
@@ -211,32 +286,56 @@ export class ResourceWriter {
             isRetryable,
             this.attempts,
         );
-        const markerRead = readMarker
-            ? this.dynamodb
-                  .send(
-                      new GetItemCommand({
-                          TableName: countersTableName,
-                          Key: this.key(key, markerSortKey(this.config, id)),
-                          ConsistentRead: true,
-                          ProjectionExpression: "#be",
-                          ExpressionAttributeNames: { "#be": COUNTER_ATTRIBUTES.beCounted },
-                      }),
-                  )
-                  .then(
-                      (response) => hasBackfillUnit(response.Item),
-                      (error: unknown) => {
-                          // Not knowing that best-effort accounts for the item only holds a strict slot back.
-                          this.onFailure({ key, operation: "read", error });
-                          return false;
-                      },
-                  )
-            : Promise.resolve(false);
-        const [response, beCounted] = await Promise.all([itemRead, markerRead]);
         if (response.Item === undefined || response.Item[deletedAttribute]?.BOOL === true) {
             return undefined;
         }
         const createToken = response.Item[tokenAttribute]?.S ?? null;
-        return { createToken, clientCounted: createToken !== null || beCounted };
+        if (!readMarker) {
+            return { createToken, clientCounted: createToken !== null };
+        }
+        const marker = await this.readMarker(key, id, createToken);
+        return {
+            createToken,
+            clientCounted: createToken !== null || marker.beCounted,
+            ...(marker.repeated !== undefined ? { repeated: marker.repeated } : {}),
+        };
+    }
+
+    /**
+     * The marker's hc_be and `hc_repeated_<createToken>`. A failed read is reported and taken as "repeated, state
+     * unknown": the delete then holds the slot (not knowing that best-effort accounts for the item, or that the
+     * life's release was not taken already, only holds a slot back).
+     */
+    private async readMarker(
+        key: string,
+        id: string,
+        createToken: string | null,
+    ): Promise<{ readonly beCounted: boolean; readonly repeated?: string }> {
+        const names: Record<string, string> = { "#be": COUNTER_ATTRIBUTES.beCounted };
+        if (createToken !== null) {
+            names["#repeated"] = repeatedAttribute(createToken);
+        }
+        try {
+            const response = await withRetries(
+                () =>
+                    this.dynamodb.send(
+                        new GetItemCommand({
+                            TableName: this.config.countersTableName,
+                            Key: this.key(key, markerSortKey(this.config, id)),
+                            ConsistentRead: true,
+                            ProjectionExpression: Object.keys(names).join(", "),
+                            ExpressionAttributeNames: names,
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+            );
+            const repeated = createToken === null ? undefined : response.Item?.[repeatedAttribute(createToken)]?.S;
+            return { beCounted: hasBackfillUnit(response.Item), ...(repeated !== undefined ? { repeated } : {}) };
+        } catch (error) {
+            this.onFailure({ key, operation: "read", error });
+            return { beCounted: false, repeated: UNREAD };
+        }
     }
 
     /**

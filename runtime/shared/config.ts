@@ -95,6 +95,12 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
      * an INSERT of that life showed it in the table already, so the INSERT is a late put (runtime/stream/markers.ts)
      */
     lifeSeq: "hc_life_seq",
+    /**
+     * marker, strict mode: the prefix of `hc_repeated_<token>`, "pending" once the call that created life <token>
+     * is about to repeat a put that may have committed (a late attempt of that life may land after it is removed),
+     * "released" once a delete gave back that life's slot (runtime/shared/strict-ledger.ts)
+     */
+    repeatedPrefix: "hc_repeated_",
 } as const);
 
 /** Marker states. */

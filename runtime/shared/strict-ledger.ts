@@ -26,6 +26,19 @@
  *     `hc_be = E` (the unit was added in this epoch and not taken before). No heal can commit between the touch
  *     and the release (the touch bumps the version, and the quiet window outlasts the call: heal.ts, A1-A4), so
  *     the epoch read at the touch is the epoch at the release.
+ *   - client, a life whose put was repeated: a put attempt the SDK gave up on may still be applied later, and when
+ *     the life its call created was deleted and removed before that, it lands as a second item of the same life
+ *     (same token) until the consumer removes it (runtime/stream/markers.ts). A delete of that item must not give
+ *     the life's unit back a second time. So before a strict create repeats a put that may have committed, it sets
+ *     its marker's `hc_repeated_<token>` to "pending" (no repeat when that write fails: the slot is held), and a
+ *     strict delete of a life whose marker says "pending" first sets it to "released", on the condition that it is
+ *     still "pending", and releases only when that write succeeded. Why a second item of the life always meets
+ *     "released": a late attempt exists only when the call sent a second attempt, which it does only after the
+ *     mark and after reading that no item holds the id (resource-writes.ts), so whichever attempt created the
+ *     life landed after the mark; the delete that ended the life read the item, then the marker, and saw
+ *     "pending"; it wrote "released" before its soft delete, hence before the removal and the late landing; and
+ *     a delete of the late item reads its marker after reading that item. A delete that finds "released" (or
+ *     loses the condition to a concurrent delete of the same life) soft-deletes and holds the slot.
  *   - backfill (strict): adds one unit, and flags the marker with the epoch it read, only for a live item that
  *     carries no client token (a client item's reserve already holds its unit) and has no marker yet; the
  *     best-effort update is conditional on that epoch, in the same transaction as the flags. It writes
@@ -48,7 +61,6 @@ import { tokenTime } from "./tokens";
 /** How far the clocks of API hosts and the healer may differ (the heal's assumption A3). */
 export const LEDGER_CLOCK_SKEW_MS = 60_000;
 
-/** Whether a marker says best-effort holds a backfill's unit for its item (hc_be: an epoch, or true before epochs). */
 /**
  * Strict delete of an item carrying the client's token: whether its reservation is a unit of the current epoch.
  * True in epoch 0 (no heal ever lowered the key), or when the creating call began after the epoch opened, by more
@@ -63,6 +75,15 @@ export function reservedInEpoch(createToken: string, epoch: { readonly epoch: nu
     return created !== undefined && created > epoch.openedAt + LEDGER_CLOCK_SKEW_MS;
 }
 
+/** The values of a marker's `hc_repeated_<token>` (see the header). */
+export const REPEATED = Object.freeze({ pending: "pending", released: "released" } as const);
+
+/** The marker attribute that says whether the put of the life `token` names was repeated, and whether its slot was given back. */
+export function repeatedAttribute(token: string): string {
+    return `${COUNTER_ATTRIBUTES.repeatedPrefix}${token}`;
+}
+
+/** Whether a marker says best-effort holds a backfill's unit for its item (hc_be: an epoch, or true before epochs). */
 export function hasBackfillUnit(marker: Record<string, AttributeValue> | undefined): boolean {
     const flag = marker?.[COUNTER_ATTRIBUTES.beCounted];
     return flag?.BOOL === true || flag?.N !== undefined;

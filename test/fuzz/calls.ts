@@ -12,7 +12,8 @@
  *   away from them. A life another writer ended while the call ran may be left out: its unit stays in
  *   utilization, and in strict mode it holds no slot. A strict delete of a life reserved before a heal that
  *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
- *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts).
+ *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts); so does a
+ *   strict delete of a late put attempt of a life a delete already ended (that delete gave the slot back).
  * - Its only errors are DynamoDB's own for its requests (or the SDK's TimeoutError of a held attempt), after a fault.
  */
 import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
@@ -41,13 +42,18 @@ export interface CallLedger {
     epoch?: EpochSeen;
     /** Lives it soft-deleted that were reserved before that epoch opened: their slots are held by design. */
     heldByEpoch: number;
+    /**
+     * Late put attempts it soft-deleted (run.ts): the same life as one a delete already ended, so in strict mode
+     * the slot was given back then and this delete sends no release (runtime/shared/strict-ledger.ts).
+     */
+    lateDeleted: number;
     /** Utilization tryCreate: what it read, and the truth then. */
     read?: { value: number; live: number; putsBefore: number };
     /** Utilization tryCreate: the allowance, checked when its put applied. */
 }
 
 export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
-    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0, heldByEpoch: 0, lateLanded: 0 };
+    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0, heldByEpoch: 0, lateLanded: 0, lateDeleted: 0 };
 }
 
 /** Records what one of the call's requests did, as it finishes (before the call goes on). */
@@ -128,8 +134,9 @@ export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMi
     if (mode === "strict" && low > 0) {
         problems.push(`${moved}: below the live count`);
     }
-    // Slots held by design (strict): the delete soft-deleted a life of an earlier epoch and sent no release.
-    const held = mode === "strict" ? ledger.heldByEpoch : 0;
+    // Slots held by design (strict): the delete soft-deleted a life of an earlier epoch, or a late attempt of a life
+    // whose slot was given back already, and sent no release.
+    const held = mode === "strict" ? ledger.heldByEpoch + ledger.lateDeleted : 0;
     if ((low > 0 || high + held < 0) && !explained) {
         problems.push(`${moved} ${ends} with no fault, no reported failure and no error`);
     }

@@ -218,6 +218,15 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             if (effect.kind === "put" && effect.applied && heldInputs.has(request.input)) {
                 ledger.lateLanded++;
             }
+            // The item a soft delete of a late token ends is the late attempt's: that life's slot was given back already.
+            if (
+                effect.kind === "soft-delete" &&
+                effect.applied &&
+                effect.createToken !== undefined &&
+                (lateTokens.get(effect.key)?.has(effect.createToken) || unpromisedTokens.get(effect.key)?.has(effect.createToken))
+            ) {
+                ledger.lateDeleted++;
+            }
         }
         if (
             otherTasks.has(request.task.id) &&
