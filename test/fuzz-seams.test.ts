@@ -65,7 +65,7 @@ function backfillWithoutHealMarks({ backfill }: FuzzClients): void {
     rewrite<TransactWriteItemsCommandInput>(backfill, "TransactWriteItemsCommand", (input) => {
         for (const action of input.TransactItems ?? []) {
             const update = action.Update;
-            if (update?.UpdateExpression === bestEffortUpdate(":n")) {
+            if (update?.UpdateExpression === bestEffortUpdate(":n", true)) {
                 update.UpdateExpression = "ADD #count :n";
                 for (const name of ["#version", "#writtenAt", "#heal", "#due"]) {
                     delete update.ExpressionAttributeNames![name];

@@ -1,7 +1,9 @@
 /**
  * A client that makes exactly the writes of the counting model's API calls, in the model's order, one
- * step at a time: every best-effort write bumps `hc_version`, sets `hc_written_at` and `hc_heal`; tokens are
- * UUIDv7; a call abandons a write it could not send within its deadline. Tests and the benchmark use it to
+ * step at a time: every best-effort write bumps `hc_version` and sets `hc_written_at` (and in strict mode puts the
+ * key on the heal index); tokens are UUIDv7; a call abandons a write it could not send within its deadline, and in
+ * utilization mode a call that abandoned one (or failed where a write may have committed) puts its key on the heal
+ * index when it ends, as the client does (runtime/shared/best-effort-marks.ts). Tests and the benchmark use it to
  * hold a call between two of its writes (`pause`) and to race healing against traffic.
  *
  *   strict create:       reserve -> put -> (release if "exists")
@@ -18,7 +20,14 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { FinalizeRequestMiddleware } from "@smithy/types";
-import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../../runtime/shared/best-effort-marks";
+import {
+    bestEffortMarkNames,
+    bestEffortMarkValues,
+    bestEffortUpdate,
+    dueMarkNames,
+    dueMarkValues,
+    dueUpdate,
+} from "../../runtime/shared/best-effort-marks";
 import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/shared/config";
 import { isRetryable } from "../../runtime/shared/aws-errors";
 import { withRetries } from "../../runtime/shared/retry";
@@ -82,6 +91,37 @@ export class ModelClient {
 
     /** Creates `id` under `key`, below `limit` when given. */
     async create(key: string, id: string, limit?: number): Promise<CallResult> {
+        return this.marking(key, await this.createCall(key, id, limit));
+    }
+
+    /** Soft-deletes `id` under `key`. */
+    async delete(key: string, id: string): Promise<CallResult> {
+        return this.marking(key, await this.deleteCall(key, id));
+    }
+
+    /** A call that may have left best-effort off its items puts the key on the heal index (not bound by its deadline). */
+    private async marking(key: string, result: CallResult): Promise<CallResult> {
+        if (this.mode === "utilization" && (result.abandoned > 0 || result.reason === "unavailable")) {
+            const { config, dynamodb } = this.options;
+            await withRetries(
+                () =>
+                    dynamodb.send(
+                        new UpdateItemCommand({
+                            TableName: countersTable(config),
+                            Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+                            UpdateExpression: dueUpdate(),
+                            ExpressionAttributeNames: dueMarkNames(),
+                            ExpressionAttributeValues: dueMarkValues(key, this.now()),
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+            ).catch(() => undefined);
+        }
+        return result;
+    }
+
+    private async createCall(key: string, id: string, limit?: number): Promise<CallResult> {
         const start = this.now();
         const deadlineAt = start + this.deadlineMs;
         const token = uuidv7(start);
@@ -121,8 +161,7 @@ export class ModelClient {
         return { created: true, abandoned: incremented ? 0 : 1 };
     }
 
-    /** Soft-deletes `id` under `key`. */
-    async delete(key: string, id: string): Promise<CallResult> {
+    private async deleteCall(key: string, id: string): Promise<CallResult> {
         const { config, dynamodb } = this.options;
         const read = await withRetries(
             () => dynamodb.send(new GetItemCommand({ TableName: config.tableName, Key: this.itemKey(key, id), ConsistentRead: true })),
@@ -198,12 +237,12 @@ export class ModelClient {
         const command = new UpdateItemCommand({
             TableName: countersTable(config),
             Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
-            UpdateExpression: bestEffortUpdate(":delta"),
+            UpdateExpression: bestEffortUpdate(":delta", this.mode === "strict"),
             ConditionExpression: limit === undefined ? undefined : "attribute_not_exists(#count) OR #count < :limit",
-            ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames() },
+            ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(this.mode === "strict") },
             ExpressionAttributeValues: {
                 ":delta": { N: String(delta) },
-                ...bestEffortMarkValues(key, this.now()),
+                ...bestEffortMarkValues(key, this.now(), this.mode === "strict"),
                 ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
             },
         });

@@ -170,20 +170,21 @@ export function backfillActions(
     ];
     if (mode === "strict") {
         // Best-effort already holds a unit for every item carrying the client's token (its reserve came first):
-        // only the others are added. The write is a best-effort write like a client's: it bumps the version and
-        // sets the last-write time and the heal shard, so the heal index lists the key and a heal can prove it quiet.
+        // only the others are added. The write is a best-effort write like a client's (it bumps the version and sets
+        // the last-write time, so a heal can prove the key quiet), and it puts the key on the heal index: the units
+        // it adds can double-count items the consumer has not reached yet (best-effort-marks.ts).
         const units = items.filter((item) => item.life === undefined).length;
         actions.push({
             Update: {
                 TableName: table,
                 Key: counterItem(bestEffortSortKey(config)),
-                UpdateExpression: bestEffortUpdate(":n"),
+                UpdateExpression: bestEffortUpdate(":n", true),
                 // The flags below name the epoch read before: a heal that absorbed units since makes this fail.
                 ConditionExpression: epoch === 0 ? "attribute_not_exists(#epoch)" : "#epoch = :epoch",
-                ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(), "#epoch": A.epoch },
+                ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(true), "#epoch": A.epoch },
                 ExpressionAttributeValues: {
                     ":n": { N: String(units) },
-                    ...bestEffortMarkValues(counterKey, now),
+                    ...bestEffortMarkValues(counterKey, now, true),
                     ...(epoch === 0 ? {} : { ":epoch": { N: String(epoch) } }),
                 },
             },

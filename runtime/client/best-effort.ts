@@ -4,10 +4,12 @@
  * that meets that transaction fails with TransactionConflictException: it is treated as any retryable error,
  * repeated where a repeat is safe and absorbed where the write is sent once, so the caller never sees it.
  *
- * Every write is `ADD count :delta, hc_version :one SET hc_written_at = :now, hc_heal = :shard`: the
- * version and the time tell a heal that a client write happened since it read the counter (its
- * conditional write then changes nothing), and hc_heal puts the key on the sparse "heal-index".
- * A "touch" is the same write with delta 0.
+ * Every write is `ADD count :delta, hc_version :one SET hc_written_at = :now`: the version and the time tell a
+ * heal that a client write happened since it read the counter (its conditional write then changes nothing). A
+ * "touch" is the same write with delta 0. In strict mode every write also puts the key on the heal index (a slot
+ * reserved or touched may be held by a call that never ends); in utilization mode none does, and a call whose writes
+ * may have left best-effort off its items marks the key once, at its end (`markDue`,
+ * runtime/shared/best-effort-marks.ts).
  *
  * Each write is retried only in its mode's safe direction. A write whose repetition could break the
  * mode's bound (an increment in utilization mode, a release in strict mode: applied twice after a
@@ -16,19 +18,27 @@
  */
 import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { ClientConfig } from "./validation";
-import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
+import {
+    bestEffortMarkNames,
+    bestEffortMarkValues,
+    bestEffortUpdate,
+    dueMarkNames,
+    dueMarkValues,
+    dueUpdate,
+} from "../shared/best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
-import { sendOnce, withRetries, type CallDeadline } from "../shared/retry";
+import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 
 /** A failure the client absorbed (the count stays on its safe side, or the call answered "unavailable"). */
 export interface BestEffortFailure {
     readonly key: string;
     /**
      * "read": a counter or marker read; "unclaim": giving back a utilization delete's claim; "put": a
-     * tryCreate whose deadline passed before its put could be sent (answered "unavailable").
+     * tryCreate whose deadline passed before its put could be sent (answered "unavailable"); "due": putting a key
+     * on the heal index.
      */
-    readonly operation: "increment" | "decrement" | "reserve" | "release" | "touch" | "read" | "unclaim" | "put";
+    readonly operation: "increment" | "decrement" | "reserve" | "release" | "touch" | "read" | "unclaim" | "put" | "due";
     readonly error: unknown;
 }
 
@@ -39,7 +49,25 @@ export interface HealEpoch {
     readonly openedAt: number;
 }
 
-export type Reservation = { outcome: "reserved"; value: number } | { outcome: "limit"; value: number } | { outcome: "failed" };
+/** Watches the attempts of one repeated write: `repeated` once an attempt followed one that may have committed. */
+class Doubt {
+    private inDoubt = false;
+    repeated = false;
+
+    async watch<T>(attempt: Promise<T>): Promise<T> {
+        this.repeated ||= this.inDoubt;
+        try {
+            return await attempt;
+        } catch (error) {
+            this.inDoubt ||= mayHaveCommitted(error);
+            throw error;
+        }
+    }
+}
+
+/** `repeated`: the reservation was sent again after an attempt that may have committed (a slot may be held twice). */
+export type Reservation =
+    { outcome: "reserved"; value: number; repeated: boolean } | { outcome: "limit"; value: number } | { outcome: "failed" };
 
 /** The heal-index shard of a counter key: one definition, shared with the settler (config.ts). */
 export { healShard };
@@ -47,6 +75,8 @@ export { healShard };
 export class BestEffortCounter {
     constructor(
         private readonly config: ClientConfig,
+        /** Strict mode: every write puts the key on the heal index (see the header). */
+        private readonly due: boolean,
         private readonly dynamodb: DynamoDBClient,
         private readonly attempts: number,
         private readonly onFailure: (failure: BestEffortFailure) => void,
@@ -54,9 +84,10 @@ export class BestEffortCounter {
 
     /** Strict mode: reserves one slot, below `limit` when given. Retries are safe: an extra slot is held back. */
     async reserve(key: string, limit: number | undefined, deadline: CallDeadline): Promise<Reservation> {
+        const doubt = new Doubt();
         try {
-            const value = await withRetries(() => this.write(key, 1, limit), isRetryable, this.attempts, deadline, "reserve");
-            return { outcome: "reserved", value };
+            const value = await withRetries(() => doubt.watch(this.write(key, 1, limit)), isRetryable, this.attempts, deadline, "reserve");
+            return { outcome: "reserved", value, repeated: doubt.repeated };
         } catch (error) {
             if (error instanceof ConditionalCheckFailedException) {
                 return { outcome: "limit", value: Number(error.Item?.[this.config.countAttribute]?.N ?? "0") };
@@ -71,9 +102,10 @@ export class BestEffortCounter {
      * undercounts; strict's touch: no count change). Returns the key's heal epoch as the write left it.
      * Throws its last error.
      */
-    async repeatable(key: string, delta: -1 | 0, deadline: CallDeadline): Promise<HealEpoch> {
+    async repeatable(key: string, delta: -1 | 0, deadline: CallDeadline): Promise<HealEpoch & { readonly repeated: boolean }> {
+        const doubt = new Doubt();
         const written = await withRetries(
-            () => this.writeItem(key, delta),
+            () => doubt.watch(this.writeItem(key, delta)),
             isRetryable,
             this.attempts,
             deadline,
@@ -82,11 +114,12 @@ export class BestEffortCounter {
         return {
             epoch: Number(written[COUNTER_ATTRIBUTES.epoch]?.N ?? "0"),
             openedAt: Number(written[COUNTER_ATTRIBUTES.epochAt]?.N ?? "0"),
+            repeated: doubt.repeated,
         };
     }
 
-    /** A write sent at most once; failures (and a deadline that passed) are absorbed and reported. */
-    async once(key: string, delta: 1 | -1, operation: "increment" | "release", deadline: CallDeadline): Promise<void> {
+    /** A write sent at most once; failures (and a deadline that passed) are absorbed and reported. True when it committed. */
+    async once(key: string, delta: 1 | -1, operation: "increment" | "release", deadline: CallDeadline): Promise<boolean> {
         try {
             await withRetries(
                 () => this.write(key, delta),
@@ -95,8 +128,37 @@ export class BestEffortCounter {
                 deadline,
                 operation,
             );
+            return true;
         } catch (error) {
             this.onFailure({ key, operation, error });
+            return false;
+        }
+    }
+
+    /**
+     * Puts the key on the heal index (best-effort-marks.ts). It moves no count and bumps no version, so it is not
+     * bound by the call's deadline: a heal it races either saw the writes it follows or is proven stale by them.
+     * Repeated while retryable; a failure is absorbed and reported (the settler's audit still reaches the key).
+     */
+    async markDue(key: string): Promise<void> {
+        try {
+            await withRetries(
+                () =>
+                    sendOnce(
+                        this.dynamodb,
+                        new UpdateItemCommand({
+                            TableName: this.config.countersTableName,
+                            Key: this.key(key),
+                            UpdateExpression: dueUpdate(),
+                            ExpressionAttributeNames: dueMarkNames(),
+                            ExpressionAttributeValues: dueMarkValues(key, Date.now()),
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+            );
+        } catch (error) {
+            this.onFailure({ key, operation: "due", error });
         }
     }
 
@@ -116,12 +178,12 @@ export class BestEffortCounter {
             new UpdateItemCommand({
                 TableName: countersTableName,
                 Key: this.key(key),
-                UpdateExpression: bestEffortUpdate(":delta"),
+                UpdateExpression: bestEffortUpdate(":delta", this.due),
                 ConditionExpression: condition,
-                ExpressionAttributeNames: { "#count": countAttribute, ...bestEffortMarkNames() },
+                ExpressionAttributeNames: { "#count": countAttribute, ...bestEffortMarkNames(this.due) },
                 ExpressionAttributeValues: {
                     ":delta": { N: String(delta) },
-                    ...bestEffortMarkValues(key, Date.now()),
+                    ...bestEffortMarkValues(key, Date.now(), this.due),
                     ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
                 },
                 ReturnValues: "ALL_NEW",

@@ -42,8 +42,10 @@
  *   its removal (runtime/shared/strict-ledger.ts). Failures only keep
  *   slots (a reservation whose put is in doubt, a release not sent): both keep live <= bestEffort.
  *
- * Every write of one call is sent within `deadlineMs` of the call's first write (runtime/shared/retry.ts):
- * healing's quiet window and a delete claim's takeover both rest on it.
+ * Every write of one call that moves a count or an item is sent within `deadlineMs` of the call's first write
+ * (runtime/shared/retry.ts): healing's quiet window and a delete claim's takeover both rest on it. The one write
+ * that may come later, putting the key on the heal index when the call may have left best-effort off its items
+ * (`call`), moves neither.
  */
 import { QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { BestEffortCounter, type BestEffortFailure } from "./best-effort";
@@ -110,6 +112,7 @@ export const CLIENT_METRIC_NAMES = [
     "ReadFailures",
     "UnclaimFailures",
     "PutFailures",
+    "DueFailures",
     "Unavailable",
 ] as const;
 
@@ -124,7 +127,11 @@ const FAILURE_METRIC: Record<BestEffortFailure["operation"], ClientMetricName> =
     read: "ReadFailures",
     unclaim: "UnclaimFailures",
     put: "PutFailures",
+    due: "DueFailures",
 };
+
+/** What a call says where its best-effort may have moved away from its items (true) (HybridCounterClient.call). */
+type Drifted = (drift: boolean) => void;
 
 /** A delete's claim may be taken over this long after the client deadline (requests still in flight). */
 export const CLAIM_TAKEOVER_MARGIN_MS = 5_000;
@@ -206,8 +213,15 @@ export class HybridCounterClient {
             this.metrics?.add(FAILURE_METRIC[failure.operation]);
             report(failure);
         };
-        this.resources = new ResourceWriter(this.config, this.mode, this.dynamodb, this.attempts, resolved.deleteTokenAttribute, this.onFailure);
-        this.bestEffort = new BestEffortCounter(this.config, this.dynamodb, this.attempts, this.onFailure);
+        this.resources = new ResourceWriter(
+            this.config,
+            this.mode,
+            this.dynamodb,
+            this.attempts,
+            resolved.deleteTokenAttribute,
+            this.onFailure,
+        );
+        this.bestEffort = new BestEffortCounter(this.config, this.mode === "strict", this.dynamodb, this.attempts, this.onFailure);
     }
 
     /**
@@ -227,26 +241,28 @@ export class HybridCounterClient {
     async create(key: string, id: string, attributes?: Record<string, unknown>): Promise<CreateResult> {
         const resource = this.resourceItem(key, id, attributes);
         const deadline = new CallDeadline(this.deadlineMs, tokenTime(resource.token));
-        try {
+        return this.call(key, async (drifted) => {
             if (this.mode === "strict") {
                 const reservation = await this.bestEffort.reserve(key, undefined, deadline);
                 if (reservation.outcome !== "reserved") {
-                    // Without a reservation the upper bound would break: nothing is written.
+                    // Without a reservation the upper bound would break: nothing is written. A failed one may have committed.
+                    drifted(reservation.outcome === "failed");
                     return { created: false };
                 }
-                return { created: await this.putReserved(resource, deadline) };
+                drifted(reservation.repeated);
+                return { created: await this.putReserved(resource, deadline, drifted) };
             }
             const put = await this.resources.put(resource, deadline);
+            // A put in doubt that answered no life of its own may have committed one that no increment counts.
+            drifted(put.outcome !== "mine" && put.doubt);
             if (put.outcome === "failed") {
                 throw put.error;
             }
             if (put.outcome === "mine") {
-                await this.bestEffort.once(key, 1, "increment", deadline);
+                drifted(!(await this.bestEffort.once(key, 1, "increment", deadline)));
             }
             return { created: put.outcome === "mine" };
-        } finally {
-            this.metrics?.flush();
-        }
+        });
     }
 
     /**
@@ -267,19 +283,17 @@ export class HybridCounterClient {
         // The call began when its token was made: a utilization heal trusts the token's time (heal.ts, A1), so
         // the count read before the put spends the same deadline.
         const deadline = new CallDeadline(this.deadlineMs, tokenTime(resource.token));
-        try {
-            return this.mode === "strict"
-                ? await this.tryCreateStrict(resource, limit, deadline)
-                : await this.tryCreateUtilization(resource, limit, deadline);
-        } finally {
-            this.metrics?.flush();
-        }
+        return this.call(key, (drifted) =>
+            this.mode === "strict"
+                ? this.tryCreateStrict(resource, limit, deadline, drifted)
+                : this.tryCreateUtilization(resource, limit, deadline, drifted),
+        );
     }
 
     /**
      * Soft-deletes the item (`deleted = true`); the consumer counts the deletion and removes it.
      *
-     * Both modes first read the item (1 RCU; strict mode also reads its marker beside it, in parallel),
+     * Both modes first read the item (1 RCU; strict mode then reads its marker, after the item: strict-ledger.ts),
      * so deleting a missing id never touches the counter, and only client-counted items move
      * best-effort.
      * utilization: claims the delete on the item, decrements best-effort, then soft-deletes under the
@@ -302,7 +316,7 @@ export class HybridCounterClient {
         checkKey(key);
         checkId(id, this.config.counterPrefix, this.config.selection);
         const deadline = new CallDeadline(this.deadlineMs);
-        try {
+        return this.call(key, async (drifted) => {
             const live = await this.resources.liveItem(key, id, this.mode === "strict");
             if (live === undefined) {
                 return { deleted: false };
@@ -323,15 +337,16 @@ export class HybridCounterClient {
                 // A unit a strict backfill added (hc_be) is given back once: by the delete that takes the flag
                 // off the marker. The flag outlives the life it was set for (the marker is per id), so a later
                 // life of the id, written by another writer, would otherwise release it a second time.
-                if (outcome === "mine" && live.clientCounted && mayRelease) {
+                if (outcome === "mine" && live.clientCounted) {
                     const owned =
-                        live.createToken !== null
+                        mayRelease &&
+                        (live.createToken !== null
                             ? reservedInEpoch(live.createToken, epoch)
-                            : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline);
-                    if (owned) {
-                        await this.bestEffort.once(key, -1, "release", deadline);
-                    }
+                            : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
+                    // A slot not given back is held until a heal: the key is due for one.
+                    drifted(!(owned && (await this.bestEffort.once(key, -1, "release", deadline))));
                 }
+                drifted(outcome === "gone" && live.clientCounted);
                 return { deleted: outcome !== "taken" };
             }
             if (!live.clientCounted) {
@@ -352,21 +367,21 @@ export class HybridCounterClient {
                 if (claimed !== "mine") {
                     return { deleted: false };
                 }
-                await this.bestEffort.repeatable(key, -1, deadline);
+                drifted((await this.bestEffort.repeatable(key, -1, deadline)).repeated);
                 outcome = await this.resources.softDelete(key, id, live.createToken, claim, deadline);
             } catch (error) {
                 // The item may be left live with this call's claim (and best-effort one low): give the claim
                 // back so that a retried delete proceeds at once. A decrement already sent only undercounts.
+                drifted(true);
                 await this.resources.unclaim(key, id, claim, deadline);
                 throw error;
             }
             // "gone": this call's soft delete committed and the consumer removed the item before a retry
             // could see it. "taken": the claim was taken over (this call outlived its deadline); the
             // decrement already sent only undercounts.
+            drifted(outcome === "taken");
             return { deleted: outcome !== "taken" };
-        } finally {
-            this.metrics?.flush();
-        }
+        });
     }
 
     /**
@@ -406,21 +421,26 @@ export class HybridCounterClient {
 
     // --- helpers ---------------------------------------------------------------------------------
 
-    private async tryCreateStrict(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<TryCreateResult> {
+    private async tryCreateStrict(
+        resource: ResourceItem,
+        limit: number,
+        deadline: CallDeadline,
+        drifted: Drifted,
+    ): Promise<TryCreateResult> {
         const reservation = await this.bestEffort.reserve(resource.key, limit, deadline);
         if (reservation.outcome === "limit") {
             return { created: false, count: reservation.value, reason: "limit" };
         }
         if (reservation.outcome === "failed") {
+            drifted(true);
             return this.unavailable();
         }
+        drifted(reservation.repeated);
         const put = await this.resources.put(resource, deadline);
         if (put.outcome === "mine") {
             return { created: true, count: reservation.value };
         }
-        if (!put.doubt) {
-            await this.bestEffort.once(resource.key, -1, "release", deadline);
-        }
+        drifted(put.doubt || !(await this.bestEffort.once(resource.key, -1, "release", deadline)));
         if (put.outcome === "taken") {
             return { created: false, count: put.doubt ? reservation.value : reservation.value - 1, reason: "exists" };
         }
@@ -431,7 +451,12 @@ export class HybridCounterClient {
         throw put.error;
     }
 
-    private async tryCreateUtilization(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<TryCreateResult> {
+    private async tryCreateUtilization(
+        resource: ResourceItem,
+        limit: number,
+        deadline: CallDeadline,
+        drifted: Drifted,
+    ): Promise<TryCreateResult> {
         let current: CounterValue;
         try {
             current = await withRetries(() => this.count(resource.key), isRetryable, this.attempts);
@@ -443,6 +468,7 @@ export class HybridCounterClient {
             return { created: false, count: current.value, reason: "limit" };
         }
         const put = await this.resources.put(resource, deadline);
+        drifted(put.outcome !== "mine" && put.doubt);
         if (put.outcome === "taken") {
             return { created: false, count: current.value, reason: "exists" };
         }
@@ -453,8 +479,29 @@ export class HybridCounterClient {
             }
             throw put.error;
         }
-        await this.bestEffort.once(resource.key, 1, "increment", deadline);
+        drifted(!(await this.bestEffort.once(resource.key, 1, "increment", deadline)));
         return { created: true, count: current.value + 1 };
+    }
+
+    /**
+     * Runs one call on `key`. The call says `drifted(true)` where its best-effort writes may not match the item
+     * writes it committed (a held slot, an absorbed failure, a decrement without its soft delete, a write repeated
+     * after an attempt that may have committed). In utilization mode the key is then put on the heal index once,
+     * when the call ends, thrown or not; a call that keeps best-effort exact writes no entry. In strict mode every
+     * best-effort write already carries the entry (runtime/shared/best-effort-marks.ts).
+     */
+    private async call<T>(key: string, body: (drifted: Drifted) => Promise<T>): Promise<T> {
+        let due = false;
+        try {
+            return await body((drift) => {
+                due ||= drift;
+            });
+        } finally {
+            if (due && this.mode === "utilization") {
+                await this.bestEffort.markDue(key);
+            }
+            this.metrics?.flush();
+        }
     }
 
     private unavailable(): TryCreateResult {
@@ -476,14 +523,12 @@ export class HybridCounterClient {
      * a missing table). A put in doubt (a 5xx or a timeout on some attempt, and no way to tell) keeps its
      * slot, which can only hold capacity back.
      */
-    private async putReserved(resource: ResourceItem, deadline: CallDeadline): Promise<boolean> {
+    private async putReserved(resource: ResourceItem, deadline: CallDeadline, drifted: Drifted): Promise<boolean> {
         const put = await this.resources.put(resource, deadline);
         if (put.outcome === "mine") {
             return true;
         }
-        if (!put.doubt) {
-            await this.bestEffort.once(resource.key, -1, "release", deadline);
-        }
+        drifted(put.doubt || !(await this.bestEffort.once(resource.key, -1, "release", deadline)));
         if (put.outcome === "failed") {
             throw put.error;
         }

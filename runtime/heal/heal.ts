@@ -37,7 +37,7 @@
  *      hosts stay within a second; the default budget is a minute).
  *   A4 Q > D + L + S. The component's default Q is 600 s > 10 s + 300 s (+ processing) + 60 s.
  *   A5 Every client write of the best-effort item bumps `hc_version` and sets `hc_written_at` (its own
- *      clock) and `hc_heal`; the client orders its writes as the counting model says (every call writes
+ *      clock); the client orders its writes as the counting model says (every call writes
  *      best-effort BEFORE its resource write, except a utilization create: put, then increment). Any other
  *      writer of the best-effort count (strict backfill) bumps `hc_version` too.
  *
@@ -72,8 +72,8 @@
  *   counter.
  *
  * Why a heal that loses changes nothing: its only write is conditional; if a client wrote best-effort in
- * between, the condition fails and the item is untouched (the client's write stands, `hc_heal` stays set,
- * so the key is healed on a later run). Two heals racing each other both pass only if no client wrote in
+ * between, the condition fails and the item is untouched (the client's write stands, and the key's heal-index
+ * entry stays, so the key is healed on a later run). Two heals racing each other both pass only if no client wrote in
  * between, and then each truth is a valid value by the argument above (they can differ only by utilization
  * items crossing the age threshold, either value a lower bound). A heal is never on the request path: it
  * adds no latency and no error to an API call; the client's best-effort writes are unconditional ADDs (or
@@ -341,7 +341,8 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                         Key: keyOf(config, key, bestEffortSortKey(config)),
                         // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
                         // set before it can give its unit back a second time (runtime/shared/strict-ledger.ts).
-                        // The key leaves the heal index (both its keys go): the next client write adds it again.
+                        // The key leaves the heal index (both its keys go): the next mark adds it again
+                        // (runtime/shared/best-effort-marks.ts).
                         UpdateExpression: absorbs
                             ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"
                             : "SET #count = :truth REMOVE #heal, #due",

@@ -6,13 +6,16 @@
  * invariant those keep (each of their writes is conditional; a write that loses a race changes nothing).
  * What the settler adds is coverage within a bounded cost:
  *
- *   - Pending heals: every client write sets `hc_heal` on the best-effort item and a heal removes it, so the
- *     sparse GSI "heal-index" (pk `hc_heal` = one of HEAL_SHARDS shards, sk `hc_written_at`) lists exactly
- *     the keys written since their last heal. A run queries it shard by shard, only entries older than the
- *     quiet window (`hc_written_at <= now - Q`, the others would be skipped), the oldest first across all
- *     shards, up to `keyBudget` keys, and heals and settles each: a backlog of B due keys heals within
- *     ceil(B / keyBudget) runs (see dueKeys).
- *   - Keys no client writes (other writers of the user table): a bounded audit walks the user table with a
+ *   - Pending heals: the parties that know a key's best-effort may be off its items set `hc_heal` and
+ *     `hc_due_at` on its best-effort item (runtime/shared/best-effort-marks.ts: every strict client write, a
+ *     utilization call that ended off its items, the consumer for changes other writers made, a strict
+ *     backfill) and a heal removes them, so the sparse GSI "heal-index" (pk `hc_heal` = one of HEAL_SHARDS
+ *     shards, sk `hc_due_at`) lists the keys due since their last heal. A run queries it shard by shard, only
+ *     entries older than the quiet window (`hc_due_at <= now - Q`, the others would be skipped), the oldest
+ *     first across all shards, up to `keyBudget` keys, and heals and settles each: a backlog of B due keys
+ *     heals within ceil(B / keyBudget) runs (see dueKeys).
+ *   - Keys nobody marked (other writers of the user table, a utilization call that died between its writes,
+ *     a mark that could not be written): a bounded audit walks the user table with a
  *     parallel Scan, one page of at most `auditPageSize` items per segment per run, and heals and settles
  *     the keys it meets. When the counters live in a table of their own it walks that one too, for the keys
  *     whose counters outlived their items (the last item deleted by another writer or by TTL after a heal

@@ -1,31 +1,66 @@
 /**
- * The marks every writer of best-effort leaves (the client, and a strict backfill), in one place: the heal's
- * proof and the heal index depend on all of them writing alike.
+ * The marks writers of best-effort leave, in one place: the heal's proof and the heal index depend on all of them
+ * writing alike.
  *
- * Invariant: every write of the best-effort count
- *   - bumps `hc_version` and sets `hc_written_at` (its own clock): the heal's condition proves from them that no
- *     write landed since its read, and that the key has been quiet for the window (runtime/heal/heal.ts, A5);
- *   - sets `hc_heal` (the key's shard) and, only when absent, `hc_due_at`: the sparse heal index is keyed on
- *     those two, so the entry is written once per heal cycle (when the first write after a heal adds it) and
- *     not moved by the writes after it. A write that sets an index key attribute to the value it already holds
- *     writes nothing to the index; moving its sort key would cost a delete and a put on every call.
- * A heal removes `hc_heal` and `hc_due_at` together; the settler moves `hc_due_at` forward for a key it found
- * still busy (runtime/heal/settle.ts), so that keys written for longer than the window do not hold its budget.
+ * Invariant: every write of the best-effort count bumps `hc_version` and sets `hc_written_at` (its own clock): the
+ * heal's condition proves from them that no write landed since its read, and that the key has been quiet for the
+ * window (runtime/heal/heal.ts, A5).
+ *
+ * The heal index lists the keys whose best-effort may be off the live items it accounts for. An entry is `hc_heal`
+ * (the key's shard) and `hc_due_at` (set only when absent), written by the party that knows the key may have moved
+ * away from its items:
+ *   - the client, strict mode: every best-effort write (a reservation or a touch may be followed by nothing, when
+ *     the call's process dies, and the slot it holds must heal within a cycle, not wait for the audit);
+ *   - the client, utilization mode: none of its writes; at the end of a call whose best-effort writes do not match
+ *     the item writes it committed (an absorbed failure, a decrement without its soft delete, a put in doubt, a
+ *     write repeated after an attempt that may have committed), one mark (runtime/client/client.ts). A call that
+ *     dies between its writes leaves best-effort below the items (utilization's safe side): the audit reaches it,
+ *     and `max(best-effort, eventual)` covers it meanwhile;
+ *   - the consumer, for a record the client's writes did not account for: a live item removed (TTL, another writer),
+ *     moved across the selection or overwritten by another writer, and a late put attempt it removes
+ *     (runtime/stream/heal-due.ts);
+ *   - a strict backfill, with the units it adds.
+ * Keys nobody marks (a crash between two writes of a call, a mark whose write failed) are the audit's
+ * (runtime/heal/settle.ts). An entry is written once per heal cycle: the first mark after a heal adds it and the
+ * marks after it change nothing in the index (a write that sets an index key attribute to the value it already holds
+ * writes nothing to the index). A heal removes `hc_heal` and `hc_due_at` together; the settler moves `hc_due_at`
+ * forward for a key it found still busy, so that keys written for longer than the window do not hold its budget.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { COUNTER_ATTRIBUTES as A, healShard } from "./config";
 
-/** The UpdateExpression of a best-effort write that ADDs `amount` (a value placeholder) to `#count`. */
-export function bestEffortUpdate(amount: string): string {
-    return `ADD #count ${amount}, #version :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)`;
+/** The heal-index entry's part of an UpdateExpression's SET clause. */
+const DUE = "#heal = :shard, #due = if_not_exists(#due, :now)";
+
+/**
+ * The UpdateExpression of a best-effort write that ADDs `amount` (a value placeholder) to `#count`; with `due`, it
+ * also puts the key on the heal index.
+ */
+export function bestEffortUpdate(amount: string, due = false): string {
+    return `ADD #count ${amount}, #version :one SET #writtenAt = :now${due ? `, ${DUE}` : ""}`;
 }
 
-/** The attribute names the marks use (with `#count`, which the caller names). */
-export function bestEffortMarkNames(): Record<string, string> {
-    return { "#version": A.version, "#writtenAt": A.writtenAt, "#heal": A.healShard, "#due": A.dueAt };
+/** The UpdateExpression that only puts a key on the heal index (it moves no count, bumps no version). */
+export function dueUpdate(): string {
+    return `SET ${DUE}`;
 }
 
-/** The values the marks use: the writer's clock and the key's heal shard. */
-export function bestEffortMarkValues(key: string, now: number): Record<string, AttributeValue> {
-    return { ":one": { N: "1" }, ":now": { N: String(now) }, ":shard": { S: healShard(key) } };
+/** The attribute names the marks use (with `#count`, which the caller names); `due` adds the index entry's. */
+export function bestEffortMarkNames(due = false): Record<string, string> {
+    return { "#version": A.version, "#writtenAt": A.writtenAt, ...(due ? dueMarkNames() : {}) };
+}
+
+/** The values the marks use: the writer's clock and, with `due`, the key's heal shard. */
+export function bestEffortMarkValues(key: string, now: number, due = false): Record<string, AttributeValue> {
+    return { ":one": { N: "1" }, ":now": { N: String(now) }, ...(due ? { ":shard": { S: healShard(key) } } : {}) };
+}
+
+/** The attribute names of the heal-index entry alone. */
+export function dueMarkNames(): Record<string, string> {
+    return { "#heal": A.healShard, "#due": A.dueAt };
+}
+
+/** The values of the heal-index entry alone. */
+export function dueMarkValues(key: string, now: number): Record<string, AttributeValue> {
+    return { ":now": { N: String(now) }, ":shard": { S: healShard(key) } };
 }

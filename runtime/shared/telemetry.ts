@@ -34,6 +34,8 @@ export const METRIC_NAMES = [
     "BatchItemFailures",
     "BatchesRedriven",
     "BatchesExpired",
+    "KeysMarkedDue",
+    "HealDueFailures",
 ] as const;
 
 export type MetricName = (typeof METRIC_NAMES)[number];

@@ -53,7 +53,19 @@ export interface CallLedger {
 }
 
 export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
-    return { event, bestEffort: 0, live: 0, counted: 0, tokens: [], endedBefore, faults: 0, reported: 0, heldByEpoch: 0, lateLanded: 0, lateDeleted: 0 };
+    return {
+        event,
+        bestEffort: 0,
+        live: 0,
+        counted: 0,
+        tokens: [],
+        endedBefore,
+        faults: 0,
+        reported: 0,
+        heldByEpoch: 0,
+        lateLanded: 0,
+        lateDeleted: 0,
+    };
 }
 
 /** Records what one of the call's requests did, as it finishes (before the call goes on). */

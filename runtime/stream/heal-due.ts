@@ -1,0 +1,102 @@
+/**
+ * The consumer's part of the heal index: it puts on the index the keys whose best-effort a record shows may have
+ * moved away from the live items, where no client call knew it (runtime/shared/best-effort-marks.ts).
+ *
+ * The client's own writes keep best-effort exact, or the call itself marks the key: a put with its token (INSERT),
+ * a soft delete (MODIFY to deleted = true, same token), the removal of a soft-deleted item (REMOVE) and updates that
+ * change no membership need no heal. Every other change of a live item does, whoever made it:
+ *   - REMOVE of a live item: TTL or another writer deleted it (a client life's unit, or a strict backfill's, is held
+ *     in strict mode and above the live items in utilization mode);
+ *   - MODIFY that changes membership other than by a soft delete (another writer moved it across the selection), or
+ *     that changes the client token (another writer replaced a client item, or put a client life over its item);
+ *   - a late put attempt of a removed life, which the consumer removes (runtime/stream/markers.ts): a heal may have
+ *     counted it while it was in the table.
+ * A drifted key's mark is one conditional write per key per batch (`attribute_exists(count)`: a key no client or
+ * backfill ever wrote has no best-effort to heal), after the batch's transactions. It never fails the batch: a mark
+ * that cannot be written is logged and counted (`HealDueFailures`), and the settler's audit still reaches the key.
+ */
+import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBRecord } from "aws-lambda";
+import { describeError, isRetryable } from "../shared/aws-errors";
+import { dueMarkNames, dueMarkValues, dueUpdate } from "../shared/best-effort-marks";
+import { bestEffortSortKey, countersTable, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
+import { withRetries } from "../shared/retry";
+import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
+import type { Logger, Metrics } from "../shared/telemetry";
+
+/** Attempts of one key's mark (retryable errors only). */
+const MARK_ATTEMPTS = 3;
+
+/** The counter key whose best-effort the record may have moved away from its items, if any (see the header). */
+export function driftedKey(record: DynamoDBRecord, layout: CounterTableLayout): string | undefined {
+    const stream = record?.dynamodb;
+    const key = (stream?.Keys?.[layout.partitionKey] as { S?: unknown } | undefined)?.S;
+    const id = (stream?.Keys?.[layout.sortKey] as { S?: unknown } | undefined)?.S;
+    if (typeof key !== "string" || typeof id !== "string" || id.startsWith(layout.counterPrefix)) {
+        return undefined;
+    }
+    const before = image(stream?.OldImage);
+    const after = image(stream?.NewImage);
+    if (record.eventName === "REMOVE") {
+        return isLive(before, layout) ? key : undefined;
+    }
+    if (record.eventName !== "MODIFY" || before === undefined || after === undefined) {
+        return undefined;
+    }
+    const token = (item: ItemImage): unknown => (item[layout.tokenAttribute] as { S?: unknown } | undefined)?.S;
+    if (token(before) !== token(after)) {
+        return key;
+    }
+    const softDelete = isLive(before, layout) && isSelected(after, layout) && isSoftDeleted(after, layout);
+    return isLive(before, layout) !== isLive(after, layout) && !softDelete ? key : undefined;
+}
+
+/** Puts each of `keys` that has a best-effort item on the heal index; never throws (see the header). */
+export async function markKeysDue(
+    keys: ReadonlySet<string>,
+    deps: {
+        readonly config: CounterTableConfig;
+        readonly dynamodb: DynamoDBClient;
+        readonly logger: Logger;
+        readonly metrics: Metrics;
+        readonly now?: () => number;
+    },
+): Promise<void> {
+    const now = deps.now ?? Date.now;
+    for (const key of keys) {
+        try {
+            await withRetries(
+                () =>
+                    deps.dynamodb.send(
+                        new UpdateItemCommand({
+                            TableName: countersTable(deps.config),
+                            Key: {
+                                [deps.config.partitionKey]: { S: key },
+                                [deps.config.sortKey]: { S: bestEffortSortKey(deps.config) },
+                            },
+                            UpdateExpression: dueUpdate(),
+                            ConditionExpression: "attribute_exists(#count)",
+                            ExpressionAttributeNames: { "#count": deps.config.countAttribute, ...dueMarkNames() },
+                            ExpressionAttributeValues: dueMarkValues(key, now()),
+                        }),
+                    ),
+                isRetryable,
+                MARK_ATTEMPTS,
+            );
+            deps.metrics.add("KeysMarkedDue");
+        } catch (error) {
+            if (error instanceof ConditionalCheckFailedException) {
+                continue;
+            }
+            deps.metrics.add("HealDueFailures");
+            deps.logger.log("warn", "could not put the key on the heal index; the settler's audit will reach it", {
+                counterKey: key,
+                error: describeError(error),
+            });
+        }
+    }
+}
+
+function image(value: unknown): ItemImage | undefined {
+    return value !== null && typeof value === "object" ? (value as ItemImage) : undefined;
+}
