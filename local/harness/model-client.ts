@@ -81,6 +81,8 @@ export class ModelClient {
     private readonly deadlineMs: number;
     private readonly now: () => number;
     private readonly attempts: number;
+    /** Keys of calls that ended off their items without abandoning a write (marked when the call ends). */
+    private readonly drifted = new Set<string>();
 
     constructor(private readonly options: ModelClientOptions) {
         this.mode = options.mode;
@@ -101,7 +103,8 @@ export class ModelClient {
 
     /** A call that may have left best-effort off its items puts the key on the heal index (not bound by its deadline). */
     private async marking(key: string, result: CallResult): Promise<CallResult> {
-        if (this.mode === "utilization" && (result.abandoned > 0 || result.reason === "unavailable")) {
+        const drifted = this.drifted.delete(key);
+        if (this.mode === "utilization" && (drifted || result.abandoned > 0 || result.reason === "unavailable")) {
             const { config, dynamodb } = this.options;
             await withRetries(
                 () =>
@@ -200,6 +203,10 @@ export class ModelClient {
             await this.hold("soft-delete", key, id);
             const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt));
             return { deleted: true, abandoned: released ? 0 : 1 };
+        }
+        if (this.mode === "utilization" && outcome !== "mine") {
+            // Decremented, and another delete's soft delete won: best-effort is one low.
+            this.drifted.add(key);
         }
         return { deleted: outcome === "mine", abandoned: 0 };
     }
