@@ -199,32 +199,15 @@ export class ResourceWriter {
      * concurrent delete, or the write failed (reported): the slot is then held, never freed twice.
      */
     async takeRepeatedRelease(key: string, id: string, createToken: string, deadline: CallDeadline): Promise<boolean> {
-        try {
-            await withRetries(
-                () =>
-                    sendOnce(
-                        this.dynamodb,
-                        new UpdateItemCommand({
-                            TableName: this.config.countersTableName,
-                            Key: this.key(key, markerSortKey(this.config, id)),
-                            UpdateExpression: "SET #repeated = :released",
-                            ConditionExpression: "#repeated = :pending",
-                            ExpressionAttributeNames: { "#repeated": repeatedAttribute(createToken) },
-                            ExpressionAttributeValues: { ":pending": { S: REPEATED.pending }, ":released": { S: REPEATED.released } },
-                        }),
-                    ),
-                isRetryable,
-                this.attempts,
-                deadline,
-                "release",
-            );
-            return true;
-        } catch (error) {
-            if (!(error instanceof ConditionalCheckFailedException)) {
-                this.onFailure({ key, operation: "release", error });
-            }
-            return false;
-        }
+        return this.takeOnMarker(
+            key,
+            id,
+            "SET #repeated = :released",
+            "#repeated = :pending",
+            { "#repeated": repeatedAttribute(createToken) },
+            { ":pending": { S: REPEATED.pending }, ":released": { S: REPEATED.released } },
+            deadline,
+        );
     }
 
     /** Reads the item, then its marker: whether a life of mine exists or existed (see the header). */
@@ -350,6 +333,23 @@ export class ResourceWriter {
         const condition = epoch === 0 ? "#be = :epoch OR #be = :true" : "#be = :epoch";
         const values: Record<string, AttributeValue> =
             epoch === 0 ? { ":epoch": { N: "0" }, ":true": { BOOL: true } } : { ":epoch": { N: String(epoch) } };
+        return this.takeOnMarker(key, id, "REMOVE #be", condition, { "#be": COUNTER_ATTRIBUTES.beCounted }, values, deadline);
+    }
+
+    /**
+     * A conditional update of the marker of `id` that takes a strict release's right: true when this call's
+     * update committed; false when its condition failed (the right was taken already) or the write failed
+     * (reported; a lost response after a commit also ends here): the slot is then held, never freed twice.
+     */
+    private async takeOnMarker(
+        key: string,
+        id: string,
+        update: string,
+        condition: string,
+        names: Record<string, string>,
+        values: Record<string, AttributeValue>,
+        deadline: CallDeadline,
+    ): Promise<boolean> {
         try {
             await withRetries(
                 () =>
@@ -358,9 +358,9 @@ export class ResourceWriter {
                         new UpdateItemCommand({
                             TableName: this.config.countersTableName,
                             Key: this.key(key, markerSortKey(this.config, id)),
-                            UpdateExpression: "REMOVE #be",
+                            UpdateExpression: update,
                             ConditionExpression: condition,
-                            ExpressionAttributeNames: { "#be": COUNTER_ATTRIBUTES.beCounted },
+                            ExpressionAttributeNames: names,
                             ExpressionAttributeValues: values,
                         }),
                     ),
