@@ -57,6 +57,24 @@ describe("the stream consumer on DynamoDB Local", () => {
         fixture.close();
     });
 
+    it("a batch that holds its records twice counts each once and removes no live item (fuzz seed 319)", async () => {
+        // Prepare: two creates, their records listed twice in one delivery.
+        const fixture = await counterFixture(engine());
+        await fixture.client.create("k", "a");
+        await fixture.client.create("k", "b");
+        const records = (await readStream(engine().streams(), fixture.streamArn)).filter(
+            (r) => !r.dynamodb!.Keys!.sk!.S!.startsWith("#counter#"),
+        );
+
+        // Act
+        const result = await fixture.consumer({ Records: [...records, ...records.map((r) => structuredClone(r))] }, ctx());
+
+        // Assess: both items stay, each counted once.
+        assert.deepEqual(result, { batchItemFailures: [] });
+        assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 2, eventual: 2, live: 2, counted: 2, softDeleted: 0 });
+        fixture.close();
+    });
+
     it("two invocations processing overlapping batches at the same time count each record once", async () => {
         const fixture = await counterFixture(engine());
         const keys = ["o1", "o2", "o3"];

@@ -452,6 +452,28 @@ describe("refineIntent: the cheap skip and the resolution of a failed condition"
             );
         });
 
+        it("a delivery that holds one INSERT twice counts it once and removes nothing (fuzz seed 319)", () => {
+            // Prepare: the same record twice, as a reader that lists a page twice would deliver it.
+            const insert = record("INSERT", "k1", "x", token("t9"));
+
+            // Act
+            const plan = planBatch([insert, structuredClone(insert)], config);
+
+            // Assess: one counted intent, no late put, the copy ignored.
+            assert.equal(plan.ignored, 1);
+            assert.deepEqual(plan.groups[0]!.items, [
+                {
+                    id: "x",
+                    target: "counted",
+                    expected: "notCounted",
+                    seq: paddedSequence(insert.dynamodb!.SequenceNumber!),
+                    sequenceNumbers: [insert.dynamodb!.SequenceNumber],
+                    life: "t9",
+                    inserted: { life: "t9", seq: paddedSequence(insert.dynamodb!.SequenceNumber!) },
+                },
+            ]);
+        });
+
         it("a REMOVE and the late INSERT of one life in one batch: removed by the batch alone", () => {
             const remove = record("REMOVE", "k1", "x", undefined, token("t9"));
             const insert = record("INSERT", "k1", "x", token("t9"));

@@ -116,7 +116,19 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
     const lives = new Map<string, Set<string>>();
     const poison: PoisonRecord[] = [];
     let ignored = 0;
+    /** Sequence numbers planned: a record is one change, however many times a delivery holds it. */
+    const planned = new Set<string>();
     for (const record of records) {
+        const sequenceNumber = record?.dynamodb?.SequenceNumber;
+        if (typeof sequenceNumber === "string") {
+            // A second copy of a record is no second change: taken for one, the copy of an INSERT would
+            // look like a life shown before its INSERT (a late put), and the live item would be removed.
+            if (planned.has(sequenceNumber)) {
+                ignored++;
+                continue;
+            }
+            planned.add(sequenceNumber);
+        }
         const classified = classifyRecord(record, config);
         if (classified.type === "ignored") {
             ignored++;

@@ -28,6 +28,8 @@ export class StreamMapping {
     private readonly iterators = new Map<string, string | undefined>();
     private checkpoint = 0;
     private attempts = 0;
+    /** The refresh in progress (refresh). */
+    private reading: Promise<void> = Promise.resolve();
     private readonly firstDlq: Array<{ body: string; receives: number }> = [];
     deadLettered = 0;
 
@@ -46,8 +48,18 @@ export class StreamMapping {
         this.checkpoint = this.records.length;
     }
 
-    /** Reads every record the stream holds that this mapping has not seen (DynamoDB Local shows them at once). */
-    async refresh(): Promise<void> {
+    /**
+     * Reads every record the stream holds that this mapping has not seen (DynamoDB Local shows them at once).
+     * One read at a time: two consumes refreshing at once would read the same page from the same iterator and
+     * list its records twice, a delivery no mapping makes.
+     */
+    refresh(): Promise<void> {
+        const read = this.reading.then(() => this.readNew());
+        this.reading = read.catch(() => undefined);
+        return read;
+    }
+
+    private async readNew(): Promise<void> {
         const description = await this.streams.send(new DescribeStreamCommand({ StreamArn: this.streamArn }));
         const shards = [...(description.StreamDescription?.Shards ?? [])].sort((a, b) =>
             compareSequence(a.SequenceNumberRange?.StartingSequenceNumber ?? "0", b.SequenceNumberRange?.StartingSequenceNumber ?? "0"),
