@@ -13,7 +13,7 @@ import type {
     UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { bestEffortUpdate } from "../runtime/shared/best-effort-marks";
+import { bestEffortUpdate, dueUpdate } from "../runtime/shared/best-effort-marks";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
 import { runHistory, type FuzzClients } from "./fuzz/run";
 import { rewrite } from "./fuzz/mutants";
@@ -135,6 +135,18 @@ function releaseRepeatedLifeTwice({ api }: FuzzClients): void {
         if (names?.["#repeated"] !== undefined) {
             delete names["#repeated"];
             input.ProjectionExpression = "#be";
+        }
+    });
+}
+
+/**
+ * Mutant: the consumer never puts a key on the heal index (issue 20, before the consumer marked the keys of changes
+ * the client did not make): its mark's condition can never hold.
+ */
+function consumerNeverMarks({ pipeline }: FuzzClients): void {
+    rewrite<UpdateItemCommandInput>(pipeline, "UpdateItemCommand", (input) => {
+        if (input.UpdateExpression === dueUpdate()) {
+            input.ConditionExpression = "attribute_exists(#count) AND attribute_not_exists(#count)";
         }
     });
 }
@@ -273,6 +285,23 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
 
         // Act / Assess
         await sharpens(history, releaseRepeatedLifeTwice, /k0 strict bound broken: \d client-written live items/);
+    });
+
+    it("rejects a consumer that leaves the heal index alone: another writer deletes a client item (utilization)", async () => {
+        // Prepare: a client item, counted; another writer hard-deletes it; the consumer reads the removal. Best-effort
+        // is then above the live items until a heal, and only the consumer saw why.
+        const history: History = {
+            ...strictHistory("client", [
+                { op: "create", key: "k0", id: "i0" },
+                consume,
+                { op: "otherDelete", key: "k0", id: "i0" },
+                consume,
+            ]),
+            mode: "utilization",
+        };
+
+        // Act / Assess
+        await sharpens(history, consumerNeverMarks, /before the final heal: k0 best-effort 1 != 0, and the heal index does not list it/);
     });
 
     it("counts an id exactly as long as a marker allows, through every party", async () => {

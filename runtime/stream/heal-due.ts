@@ -24,6 +24,9 @@ import { withRetries } from "../shared/retry";
 import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
 import type { Logger, Metrics } from "../shared/telemetry";
 
+/** The consumer's log message for a mark it could not write (the key is then the audit's). */
+export const HEAL_DUE_FAILED = "could not put the key on the heal index; the settler's audit will reach it";
+
 /** Attempts of one key's mark (retryable errors only). */
 const MARK_ATTEMPTS = 3;
 
@@ -89,7 +92,7 @@ export async function markKeysDue(
                 continue;
             }
             deps.metrics.add("HealDueFailures");
-            deps.logger.log("warn", "could not put the key on the heal index; the settler's audit will reach it", {
+            deps.logger.log("warn", HEAL_DUE_FAILED, {
                 counterKey: key,
                 error: describeError(error),
             });

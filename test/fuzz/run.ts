@@ -33,7 +33,7 @@
  * began before it have ended, so no write older than Q can still land, and the calls that begin while it
  * runs are within the window and race its heals as they would on AWS.
  */
-import { PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { backfill, BackfillError } from "../../runtime/backfill/backfill";
 import { HybridCounterClient } from "../../runtime/client/client";
@@ -42,6 +42,8 @@ import { queryPartition } from "../../runtime/heal/partition";
 import { isLive } from "../../runtime/shared/selection";
 import { settle } from "../../runtime/heal/settle";
 import { createStreamHandler } from "../../runtime/stream/consumer";
+import { HEAL_DUE_FAILED } from "../../runtime/stream/heal-due";
+import { COUNTER_ATTRIBUTES, bestEffortSortKey, countersTable } from "../../runtime/shared/config";
 import { InvalidArgumentError } from "../../runtime/shared/errors";
 import { markerIdMaxBytes } from "../../runtime/shared/key-limits";
 import type { FatalMessage } from "../../runtime/stream/fatal";
@@ -273,14 +275,26 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         endpoint: "http://127.0.0.1:9",
         credentials: { accessKeyId: "x", secretAccessKey: "x" },
     });
-    const sink = () => undefined;
+    /** Keys whose heal-index mark could not be written (the client's `due` failures, the consumer's log): the audit's. */
+    const unmarked = new Set<string>();
+    const sink = (line: string) => {
+        if (line.includes(HEAL_DUE_FAILED)) {
+            const key = (JSON.parse(line) as { counterKey?: string }).counterKey;
+            if (key !== undefined) {
+                unmarked.add(key);
+            }
+        }
+    };
     const consumer = createStreamHandler({ config: system.config, dynamodb: pipelineDynamo, sqs: noSqs, sink, fatal });
     const redrive = createRedriveHandler({ config: system.config, dynamodb: pipelineDynamo, streams, sqs: noSqs, sink, fatal });
     const client = new HybridCounterClient({
         ...system.config,
         dynamodb: clientDynamo,
         mode: history.mode,
-        onBestEffortFailure: () => {
+        onBestEffortFailure: (failure) => {
+            if (failure.operation === "due") {
+                unmarked.add(failure.key);
+            }
             const task = scheduler.current();
             const ledger = task ? ledgers.get(task.id) : undefined;
             if (ledger) {
@@ -675,8 +689,19 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
         }
     }
-    // Every key quiet for the window, then healed (the operator's heal --key): best-effort is exact.
+    // Every key quiet for the window, then healed (the operator's heal --key): best-effort is exact. Before it, the
+    // heal index lists every key a heal would change, unless its mark could not be written (the audit reaches
+    // those): whoever moved best-effort away from the items marked the key (runtime/shared/best-effort-marks.ts).
     time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
+    for (const key of keys) {
+        const truth = await readTruth(reader, system, key);
+        const target = healTarget(await liveByUnit(reader, system, key), history.mode);
+        if (truth.bestEffort !== target && !unmarked.has(key) && !(await listedForHeal(reader, system, key))) {
+            violations.push(
+                `before the final heal: ${key} best-effort ${truth.bestEffort} != ${target}, and the heal index does not list it`,
+            );
+        }
+    }
     for (const key of keys) {
         let outcome = "";
         await drain(async () => {
@@ -720,6 +745,19 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
 }
 
 /** Writes the items the table held before the counter was attached: plain items, no client token. */
+/** Whether the heal index lists `key` (its best-effort item carries the entry). */
+async function listedForHeal(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<boolean> {
+    const { config } = system;
+    const read = await reader.send(
+        new GetItemCommand({
+            TableName: countersTable(config),
+            Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+            ConsistentRead: true,
+        }),
+    );
+    return read.Item?.[COUNTER_ATTRIBUTES.healShard] !== undefined && read.Item?.[COUNTER_ATTRIBUTES.dueAt] !== undefined;
+}
+
 /** Live items of `key` carrying one of `tokens`: late puts the consumer has not removed yet. */
 async function lateItems(
     reader: DynamoDBClient,
