@@ -31,20 +31,16 @@ import {
     type ServiceOutputTypes,
 } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware, InitializeMiddleware } from "@smithy/types";
-import type { DynamoDBStreamEvent } from "aws-lambda";
 import type { HybridCounterComponentArgs } from "../components/args";
 import { deployLocally, type LocalDeployment } from "../local/deployment/deployment";
+import { LOCAL_FIRST_DLQ, startPipeline } from "../local/deployment/pipeline";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import type { TableMetering } from "../local/engine/parity-model";
-import { lambdaContext } from "../local/aws/lambda-context";
-import { MappingEmulator } from "../local/aws/mapping-emulator";
-import { LocalQueues } from "../local/aws/sqs";
 import { snapshotKey } from "../local/harness/observe";
 import { runWorkload } from "../local/harness/workload";
 import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
 import { bestEffortSortKey } from "../runtime/shared/config";
 import { isLive } from "../runtime/shared/selection";
-import { createStreamHandler } from "../runtime/stream/consumer";
 import {
     BUILT_SHARD_COUNTS,
     CEILING_MODES,
@@ -255,27 +251,18 @@ export async function measureStep(
     const bestEffort = countBestEffortWrites(api, layout);
     const consumerDynamo = engine.dynamodb();
     const streams = engine.streams();
-    const queues = new LocalQueues();
     let consumerRetries = 0;
-    const handler = createStreamHandler({
-        config: { ...deployment.handlerConfig, fatalQueueUrl: "local-fatal", metricsNamespace: "Bench" },
-        dynamodb: consumerDynamo,
-        sqs: queues.client(),
-        sink: () => undefined,
-    });
-    const emulator = new MappingEmulator({
-        streams,
-        streamArn: deployment.streamArn,
-        settings: deployment.system.streamMapping,
-        invoke: async (event: DynamoDBStreamEvent) => {
-            const response = await handler(event, lambdaContext("bench", deployment.system.consumer.timeoutSeconds * 1000));
-            consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;
-            return response;
+    const { emulator, queues } = startPipeline(
+        deployment,
+        { dynamodb: consumerDynamo, streams },
+        {
+            functionName: "bench",
+            metricsNamespace: "Bench",
+            onInvoked: (_event, response) => {
+                consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;
+            },
         },
-        onFailure: (r) => {
-            queues.send("first-dlq", JSON.stringify(r));
-        },
-    });
+    );
     const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api, mode });
 
     let apiDone = false;
@@ -340,7 +327,7 @@ export async function measureStep(
         unavailable: workload.unavailable,
         bestEffortRequests: bestEffort.requests,
         consumerRetries,
-        dlq: queues.sent.get("first-dlq") ?? 0,
+        dlq: queues.sent.get(LOCAL_FIRST_DLQ) ?? 0,
         recordsPerInvocation: emulator.stats.recordsDelivered / Math.max(1, emulator.stats.invocations),
         seconds: {
             deploy: (started - t0) / 1000,

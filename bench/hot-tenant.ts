@@ -16,19 +16,15 @@
  *   whose partitions the parity layer meters apart from the tenant's.
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBStreamEvent } from "aws-lambda";
 import { assertHarnessAgrees, deployLocally, type LocalDeployment } from "../local/deployment/deployment";
+import { LOCAL_FIRST_DLQ, localConsumerEnvironment, startPipeline } from "../local/deployment/pipeline";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import { LagMeter } from "../local/harness/lag";
-import { lambdaContext } from "../local/aws/lambda-context";
-import { MappingEmulator } from "../local/aws/mapping-emulator";
 import { snapshotKey } from "../local/harness/observe";
 import { describeParity } from "../local/engine/parity";
-import { LocalQueues } from "../local/aws/sqs";
 import { runWorkload } from "../local/harness/workload";
 import { HybridCounterClient, type CounterMode, type HybridCounterClientOptions } from "../runtime/client/client";
-import { ENV, handlerConfigFromEnv, type HandlerConfig } from "../runtime/shared/config";
-import { createStreamHandler } from "../runtime/stream/consumer";
+import { handlerConfigFromEnv, type HandlerConfig } from "../runtime/shared/config";
 
 export type CounterPlacement = "tenant-partition" | "own-table";
 export const PLACEMENTS: readonly CounterPlacement[] = ["tenant-partition", "own-table"];
@@ -92,8 +88,9 @@ export interface HotTenantSystem {
 
 /**
  * Deploys the component in `placement` on the engine and builds the pair the run starts: the client from its
- * `clientConfig`, the consumer from its environment (the local fatal queue's name in place of the URL). Throws
- * HarnessMismatchError, naming the fields, when they would count in different places.
+ * `clientConfig`, the consumer from its environment as the pipeline runs it (`localConsumerEnvironment`: the
+ * local fatal queue's name in place of the URL). Throws HarnessMismatchError, naming the fields, when they
+ * would count in different places.
  */
 export async function deployHotTenant(
     admin: DynamoDBClient,
@@ -102,7 +99,7 @@ export async function deployHotTenant(
 ): Promise<HotTenantSystem> {
     const deployment = await deployLocally(admin, `hot-tenant-${placement}`, { counterPlacement: COMPONENT_PLACEMENT[placement] });
     const clientOptions: HybridCounterClientOptions = { ...deployment.clientConfig, ...client };
-    const consumerEnvironment = { ...deployment.system.consumer.environment, [ENV.fatalQueueUrl]: "local-fatal" };
+    const consumerEnvironment = localConsumerEnvironment(deployment);
     assertHarnessAgrees(clientOptions, { consumer: consumerEnvironment });
     return { deployment, clientOptions, consumerConfig: handlerConfigFromEnv(consumerEnvironment) };
 }
@@ -115,36 +112,26 @@ async function runOne(
 ): Promise<HotTenantRow> {
     const admin = engine.dynamodb();
     const api = engine.dynamodb();
-    const { deployment, clientOptions, consumerConfig } = await deployHotTenant(admin, placement, { dynamodb: api, mode });
-    const { system, clientLayout: layout } = deployment;
+    const { deployment, clientOptions } = await deployHotTenant(admin, placement, { dynamodb: api, mode });
+    const { clientLayout: layout } = deployment;
     const { tableName, countersTableName } = layout;
     const consumerDynamo = engine.dynamodb();
     const streams = engine.streams();
-    const queues = new LocalQueues();
     const lag = new LagMeter(layout);
     lag.watchCommits(consumerDynamo);
     let consumerRetries = 0;
-    const handler = createStreamHandler({
-        config: consumerConfig,
-        dynamodb: consumerDynamo,
-        sqs: queues.client(),
-        sink: () => undefined,
-    });
-    const emulator = new MappingEmulator({
-        streams,
-        streamArn: deployment.streamArn,
-        settings: system.streamMapping,
-        onRead: (record, at) => lag.read(record, at),
-        invoke: async (event: DynamoDBStreamEvent) => {
-            const response = await handler(event, lambdaContext("bench", system.consumer.timeoutSeconds * 1000));
-            consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;
-            lag.invoked(event, response);
-            return response;
+    const { emulator, queues } = startPipeline(
+        deployment,
+        { dynamodb: consumerDynamo, streams },
+        {
+            functionName: "bench",
+            onRead: (record, at) => lag.read(record, at),
+            onInvoked: (event, response) => {
+                consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;
+                lag.invoked(event, response);
+            },
         },
-        onFailure: (r) => {
-            queues.send("first-dlq", JSON.stringify(r));
-        },
-    });
+    );
     const client = new HybridCounterClient(clientOptions);
     const payload = "x".repeat(options.itemBytes);
     // The workload's items carry a one-byte payload; a tenant's real items are larger.
@@ -219,7 +206,7 @@ async function runOne(
         // Beside the tenant's items, the counters' throttles are the tenant's.
         throttledOnCounters: countersTableName === tableName ? 0 : throttledOn(`${countersTableName}/`),
         consumerRetries,
-        dlq: queues.sent.get("first-dlq") ?? 0,
+        dlq: queues.sent.get(LOCAL_FIRST_DLQ) ?? 0,
         parity: describeParity(engine.parity),
     };
 }

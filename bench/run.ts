@@ -12,22 +12,19 @@ import {
     type DynamoDBClient,
     type QueryCommandOutput,
 } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBStreamEvent } from "aws-lambda";
 import { parseArgs } from "node:util";
 import { attributeTo, meterWrites } from "../local/engine/capacity";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import { injectFaults, seededRandom } from "../local/engine/faults";
 import { LagMeter } from "../local/harness/lag";
-import { lambdaContext } from "../local/aws/lambda-context";
-import { MappingEmulator } from "../local/aws/mapping-emulator";
+import type { MappingEmulator } from "../local/aws/mapping-emulator";
 import { snapshotKey } from "../local/harness/observe";
-import { LocalQueues } from "../local/aws/sqs";
 import { deployLocally } from "../local/deployment/deployment";
+import { startPipeline } from "../local/deployment/pipeline";
 import { createCounterTable } from "../local/engine/table";
 import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
 import { HybridCounterClient } from "../runtime/client/client";
 import { DEFAULT_LAYOUT } from "../runtime/shared/config";
-import { createStreamHandler } from "../runtime/stream/consumer";
 import { benchBackfill, describeBackfillRow } from "./backfill";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 import { runSweep } from "./sweep";
@@ -315,29 +312,16 @@ async function runApproach(
         consumerMeter = meterWrites(consumerDynamo);
         lag.watchCommits(consumerDynamo);
         injectFaults(consumerDynamo, { rate: options.faults, random: seededRandom(options.seed + 2) });
-        const queues = new LocalQueues();
-        const sqs = queues.client();
-        const handler = createStreamHandler({
-            config: { ...deployment.handlerConfig, fatalQueueUrl: "local-fatal" },
-            dynamodb: consumerDynamo,
-            sqs,
-            sink: () => undefined,
-            aggregate: approach === "hybrid",
-        });
-        emulator = new MappingEmulator({
-            streams,
-            streamArn: deployment.streamArn,
-            settings: deployment.system.streamMapping,
-            onRead: (record, at) => lag.read(record, at),
-            invoke: async (event: DynamoDBStreamEvent) => {
-                const response = await handler(event, lambdaContext("bench", deployment.system.consumer.timeoutSeconds * 1000));
-                lag.invoked(event, response);
-                return response;
+        emulator = startPipeline(
+            deployment,
+            { dynamodb: consumerDynamo, streams },
+            {
+                functionName: "bench",
+                aggregate: approach === "hybrid",
+                onRead: (record, at) => lag.read(record, at),
+                onInvoked: (event, response) => lag.invoked(event, response),
             },
-            onFailure: (r) => {
-                queues.send("first-dlq", JSON.stringify(r));
-            },
-        });
+        ).emulator;
     } else {
         target = approach === "atomic-counter" ? atomicCounter(api, tableName) : transactionWithToken(api, tableName);
     }

@@ -6,7 +6,6 @@
  * figure reads as a ratio within one run. Writes sweep.json and SVG charts to `--out`.
  */
 import { DeleteTableCommand, PutItemCommand, TransactWriteItemsCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBStreamEvent } from "aws-lambda";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { HybridCounterComponent } from "../components/component";
@@ -14,19 +13,16 @@ import { meterWrites } from "../local/engine/capacity";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import { injectFaults, seededRandom } from "../local/engine/faults";
 import { LagMeter } from "../local/harness/lag";
-import { lambdaContext } from "../local/aws/lambda-context";
-import { MappingEmulator } from "../local/aws/mapping-emulator";
 import { snapshotKey } from "../local/harness/observe";
 import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
-import { LocalQueues } from "../local/aws/sqs";
-import { describeDeployedSystem, type DeployedSystem } from "../local/deployment/system";
+import { describeDeployedSystem } from "../local/deployment/system";
 import { deployLocally } from "../local/deployment/deployment";
+import { startPipeline } from "../local/deployment/pipeline";
 import { execFileSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { createCounterTable } from "../local/engine/table";
 import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
 import { HybridCounterClient } from "../runtime/client/client";
-import { createStreamHandler } from "../runtime/stream/consumer";
 import {
     parseSweepArgs,
     planSweep,
@@ -101,7 +97,6 @@ export function paced(target: WorkloadTarget, perSecond: number): WorkloadTarget
 /** Measures one point on a fresh table, beside its own yardstick of `yardstickOps` operations. */
 export async function measurePoint(
     engine: LocalEngine,
-    system: DeployedSystem,
     point: SweepPoint,
     options: SweepOptions,
     yardstickOps = YARDSTICK_OPS,
@@ -110,9 +105,10 @@ export async function measurePoint(
     const rawPutPerSec = await rawPut(admin, yardstickOps);
     const rawTransactPerSec = point.kind === "throughput" ? await rawTransact(admin, yardstickOps) : null;
 
-    // The system the component deploys (tables, heal index, client and consumer configuration), from its outputs.
+    // The system the component deploys (tables, heal index, client, consumer and stream mapping), from its outputs;
+    // the point replaces the mapping's batch size and batching window, nothing else.
     const deployment = await deployLocally(admin, `sweep-${++tables}`);
-    const { clientLayout: layout, streamArn } = deployment;
+    const { clientLayout: layout } = deployment;
     const tableName = layout.tableName;
     const api = engine.dynamodb();
     const consumerDynamo = engine.dynamodb();
@@ -124,27 +120,17 @@ export async function measurePoint(
     }
     const lag = new LagMeter(layout);
     lag.watchCommits(consumerDynamo);
-    const queues = new LocalQueues();
-    const handler = createStreamHandler({
-        config: { ...deployment.handlerConfig, fatalQueueUrl: "local-fatal", metricsNamespace: "Sweep" },
-        dynamodb: consumerDynamo,
-        sqs: queues.client(),
-        sink: () => undefined,
-    });
-    const emulator = new MappingEmulator({
-        streams,
-        streamArn,
-        settings: { ...system.streamMapping, batchSize: point.batchSize, maximumBatchingWindowInSeconds: point.windowSeconds },
-        onRead: (record, at) => lag.read(record, at),
-        invoke: async (event: DynamoDBStreamEvent) => {
-            const response = await handler(event, lambdaContext("sweep", system.consumer.timeoutSeconds * 1000));
-            lag.invoked(event, response);
-            return response;
+    const { emulator } = startPipeline(
+        deployment,
+        { dynamodb: consumerDynamo, streams },
+        {
+            functionName: "sweep",
+            metricsNamespace: "Sweep",
+            batching: { batchSize: point.batchSize, maximumBatchingWindowInSeconds: point.windowSeconds },
+            onRead: (record, at) => lag.read(record, at),
+            onInvoked: (event, response) => lag.invoked(event, response),
         },
-        onFailure: (r) => {
-            queues.send("first-dlq", JSON.stringify(r));
-        },
-    });
+    );
     const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api });
     const keys = Array.from({ length: point.keys }, (_, i) => `k${String(i).padStart(4, "0")}`);
     const onProgress = (r: { events: Array<{ key: string; id: string; at: number; delta: 1 | -1 }> }) => {
@@ -304,7 +290,7 @@ export async function runSweep(argv: readonly string[]): Promise<void> {
         const engine = await startEngine();
         try {
             for (const point of points.filter((p) => p.kind === kind)) {
-                const result = await measurePoint(engine, system, point, options);
+                const result = await measurePoint(engine, point, options);
                 results.push(result);
                 log(
                     `  ${describePoint(point).padEnd(48)} ${result.achievedRatio.toFixed(3)} x raw put (${result.rawPutPerSec}/s), ` +

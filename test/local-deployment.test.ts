@@ -8,6 +8,9 @@ import { deployHotTenant } from "../bench/hot-tenant";
 import { DEFAULT_LAYOUT, ENV, HEAL_INDEX_NAME, handlerConfigFromEnv, type CounterTableConfig } from "../runtime/shared/config";
 import { SETTLER_ENV } from "../runtime/heal/settler-config";
 import { assertHarnessAgrees, assertSameSystem, deployLocally, HarnessMismatchError } from "../local/deployment/deployment";
+import { LOCAL_FATAL_QUEUE, startPipeline } from "../local/deployment/pipeline";
+import { snapshotKey } from "../local/harness/observe";
+import { HybridCounterClient } from "../runtime/client/client";
 import { deployTwin, SETTLER_COMPRESSION, twinFunctions } from "../local/twin/twin";
 import { useEngine } from "./support/engine";
 
@@ -180,5 +183,48 @@ describe("a harness's deployment on DynamoDB Local", function () {
             "the client and the consumer disagree on [countersTableName]",
         );
         admin.destroy();
+    });
+
+    it("the benches' stream pipeline: the consumer and the mapping the component deploys, changed only where an option says", async () => {
+        // Prepare
+        const admin = engine().dynamodb();
+        const deployment = await deployLocally(admin, "harness-pipeline");
+        const clients = { dynamodb: engine().dynamodb(), streams: engine().streams() };
+        const read: string[] = [];
+        const responses: unknown[] = [];
+
+        // Act
+        const deployed = startPipeline(deployment, clients, {
+            functionName: "bench",
+            onRead: (record) => read.push(record.eventName ?? ""),
+            onInvoked: (_event, response) => responses.push(response),
+        });
+        const swept = startPipeline(deployment, clients, {
+            functionName: "sweep",
+            metricsNamespace: "Sweep",
+            batching: { batchSize: 7, maximumBatchingWindowInSeconds: 2 },
+        });
+
+        // Assess: the deployed consumer's configuration and mapping, the local fatal queue's name in place of its URL.
+        assert.deepEqual(deployed.config, { ...deployment.handlerConfig, fatalQueueUrl: LOCAL_FATAL_QUEUE });
+        assert.deepEqual(deployed.settings, deployment.system.streamMapping);
+        assert.deepEqual(swept.config, { ...deployment.handlerConfig, fatalQueueUrl: LOCAL_FATAL_QUEUE, metricsNamespace: "Sweep" });
+        assert.deepEqual(swept.settings, { ...deployment.system.streamMapping, batchSize: 7, maximumBatchingWindowInSeconds: 2 });
+
+        // Act: a create through the client built from clientConfig, then the deployed pipeline drained.
+        const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: admin });
+        await client.create("tenant-1", "r1");
+        await deployed.emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
+
+        // Assess: the record read, one invocation that reported no failure, and the key counted exactly.
+        const layout = deployment.clientLayout;
+        const s = await snapshotKey(admin, layout.tableName, layout, "tenant-1", layout.countersTableName);
+        assert.deepEqual(read, ["INSERT"]);
+        assert.deepEqual(responses, [{ batchItemFailures: [] }]);
+        assert.deepEqual([s.eventual, s.live], [1, 1]);
+        assert.equal(deployed.queues.sent.size, 0);
+        for (const c of [admin, clients.dynamodb, clients.streams]) {
+            c.destroy();
+        }
     });
 });

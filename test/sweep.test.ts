@@ -1,7 +1,4 @@
 import { strict as assert } from "node:assert";
-import { HybridCounterComponent } from "../components/component";
-import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
-import { describeDeployedSystem } from "../local/deployment/system";
 import { measurePoint, paced } from "../bench/sweep";
 import {
     LOAD_KEYS,
@@ -239,11 +236,9 @@ describe("a sweep point on DynamoDB Local", () => {
     it("measures a throughput point beside its yardsticks, ends exact, and counts every write it made", async function () {
         // Two yardsticks, a backlog and its drain on a shared 2-core machine: slow, never timed.
         this.timeout(300_000);
-        const run = await runProgramWithResult(() => new HybridCounterComponent("sweep-test", {}));
-        const system = describeDeployedSystem(run.resources);
         const options = { ...SWEEP_DEFAULTS, backlog: 20 };
 
-        const drain = await measurePoint(engine(), system, { kind: "throughput", keys: 2, batchSize: 1000, windowSeconds: 0 }, options, 20);
+        const drain = await measurePoint(engine(), { kind: "throughput", keys: 2, batchSize: 1000, windowSeconds: 0 }, options, 20);
 
         assert.equal(drain.exact, true);
         assert.equal(drain.ops, 20);

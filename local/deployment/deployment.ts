@@ -1,7 +1,8 @@
 /**
  * One configuration for every harness: the system a HybridCounterComponent deploys, set up on DynamoDB
  * Local from the component's own outputs under Pulumi mocks. The twin, the bench and the sweep build their
- * tables, their client and their handlers here, so that none of them measures a system nobody deploys.
+ * tables, their client and their handlers here, so that none of them measures a system nobody deploys; the
+ * benches' stream consumer and its mapping are built from a deployment in pipeline.ts.
  *
  * Invariant: the client's configuration is the component's `clientConfig` output and the handlers' is read
  * from the consumer's environment by the function the Lambda itself runs (`handlerConfigFromEnv`); every
