@@ -126,15 +126,21 @@ function countLatePuts({ pipeline }: FuzzClients): void {
 }
 
 /**
- * Mutant: a strict delete does not read whether its life's put was repeated (issue 19, seed 160, before its fix), so
- * a delete of a late attempt that landed after the life was removed gives the life's slot back a second time.
+ * Mutant: a strict delete takes a repeated life's release whatever its marker says (issue 19, seed 160, before its
+ * fix), so a delete of a late attempt that landed after the life was removed gives the life's slot back a second time.
  */
 function releaseRepeatedLifeTwice({ api }: FuzzClients): void {
     rewrite<GetItemCommandInput>(api, "GetItemCommand", (input) => {
         const names = input.ExpressionAttributeNames;
-        if (names?.["#repeated"] !== undefined) {
+        if (names?.["#repeated"] !== undefined && names["#be"] !== undefined) {
             delete names["#repeated"];
             input.ProjectionExpression = "#be";
+        }
+    });
+    rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
+        if (input.UpdateExpression === "SET #repeated = :released") {
+            input.ConditionExpression = "attribute_not_exists(#repeated) OR attribute_exists(#repeated)";
+            delete input.ExpressionAttributeValues![":pending"];
         }
     });
 }

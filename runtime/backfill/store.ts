@@ -145,6 +145,10 @@ export class BackfillStore {
                 );
                 readUnits += units(response.ConsumedCapacity);
                 for (const marker of response.Responses?.[countersTableName] ?? []) {
+                    // A marker no record has reached holds only a client's mark (strict-ledger.ts): no marker yet.
+                    if (marker[COUNTER_ATTRIBUTES.state] === undefined) {
+                        continue;
+                    }
                     const id = `${marker[partitionKey]?.S}\u0000${marker[sortKey]?.S}`;
                     marked.add(id);
                     if (marker[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted && !hasBackfillUnit(marker)) {

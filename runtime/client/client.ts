@@ -62,7 +62,7 @@ import {
 import { bestEffortSortKey, eventualSortKey, type CounterTableLayout, type FlatSelection } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
-import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
+import { mayStillBeRepeated, ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
 import { CallDeadline, withRetries } from "../shared/retry";
 import type { ItemSelection } from "../shared/selection";
 import { Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
@@ -323,13 +323,15 @@ export class HybridCounterClient {
             }
             if (this.mode === "strict") {
                 const epoch = await this.bestEffort.repeatable(key, 0, deadline);
-                // A life whose put was repeated gives its slot back once, taken on its marker before the soft delete:
-                // an attempt of it that lands again after its removal is then deleted without a release (strict-ledger.ts).
+                // A life that may have a second item (its put was repeated, or its creating call may still repeat it)
+                // gives its slot back once, taken on its marker before the soft delete: another item of the life is
+                // then deleted without a release, and the creating call does not repeat (strict-ledger.ts).
+                const token = live.createToken;
                 const mayRelease =
-                    live.createToken === null || live.repeated === undefined
-                        ? true
-                        : live.repeated === REPEATED.pending &&
-                          (await this.resources.takeRepeatedRelease(key, id, live.createToken, deadline));
+                    token === null ||
+                    (live.repeated === undefined && !mayStillBeRepeated(token, Date.now())) ||
+                    ((live.repeated === undefined || live.repeated === REPEATED.pending) &&
+                        (await this.resources.takeRepeatedRelease(key, id, token, deadline)));
                 const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
                 // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
                 // consumer already removed the item before a retry could see it, or a concurrent delete did

@@ -45,12 +45,23 @@ import { isRetryable } from "../shared/aws-errors";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 import { REPEATED, hasBackfillUnit, repeatedAttribute } from "../shared/strict-ledger";
 import { newToken, tokenTime } from "../shared/tokens";
+import { CLOCK_SKEW_MS, MAX_CLIENT_DEADLINE_MS } from "../heal/heal-window";
 
 /**
  * How far another machine's clock may be behind ours when the client compares a marker's life token
  * with its own (both UUIDv7, stamped by the clocks of the machines that made them).
  */
 export const MAX_CLOCK_SKEW_MS = 60_000;
+
+/**
+ * Strict mode: whether the call that created the life `token` names may still send a put attempt of it (a repeat
+ * is sent within its deadline, at most MAX_CLIENT_DEADLINE_MS from the token's time, on a clock up to
+ * CLOCK_SKEW_MS from ours). A delete of such a young life takes its release on the marker (strict-ledger.ts).
+ */
+export function mayStillBeRepeated(token: string, now: number): boolean {
+    const created = tokenTime(token);
+    return created === undefined || now <= created + MAX_CLIENT_DEADLINE_MS + CLOCK_SKEW_MS;
+}
 
 /** A resource item ready to put, with the token that marks this call's write. */
 export interface ResourceItem {
@@ -124,10 +135,12 @@ export class ResourceWriter {
             let mayRepeat = !stop && attempt <= this.attempts && (attempt === 1 || (await backoff(attempt - 1, deadline)));
             if (doubt && mayRepeat && !marked && this.mode === "strict") {
                 // Before the inspection that may lead to a repeat (strict-ledger.ts): no repeat without the mark.
-                marked = await this.markRepeated(resource, deadline).then(
-                    () => true,
-                    () => false,
-                );
+                const mark = await this.markRepeated(resource, deadline).catch(() => "failed" as const);
+                if (mark === "released") {
+                    // A delete read an item of this life and gave its slot back: the life existed, and has ended.
+                    return { outcome: "mine" };
+                }
+                marked = mark === "marked";
                 mayRepeat = marked;
             }
             if (doubt) {
@@ -171,39 +184,53 @@ export class ResourceWriter {
         return { outcome: "failed", error: lastError ?? new DeadlineExceededError("put", deadline.ms), doubt };
     }
 
-    /** Strict mode: marks the life `resource` creates as one whose put is about to be repeated (strict-ledger.ts). */
-    private async markRepeated({ key, id, token }: ResourceItem, deadline: CallDeadline): Promise<void> {
-        await withRetries(
-            () =>
-                sendOnce(
-                    this.dynamodb,
-                    new UpdateItemCommand({
-                        TableName: this.config.countersTableName,
-                        Key: this.key(key, markerSortKey(this.config, id)),
-                        UpdateExpression: "SET #repeated = if_not_exists(#repeated, :pending)",
-                        ExpressionAttributeNames: { "#repeated": repeatedAttribute(token) },
-                        ExpressionAttributeValues: { ":pending": { S: REPEATED.pending } },
-                    }),
-                ),
-            isRetryable,
-            this.attempts,
-            deadline,
-            "mark",
-        );
+    /**
+     * Strict mode: marks the life `resource` creates as one whose put is about to be repeated (strict-ledger.ts).
+     * "released": a delete of this life already gave its slot back (the put is then not repeated). The mark takes
+     * a tombstone's expiry off the marker, so that it outlives every attempt of the life.
+     */
+    private async markRepeated({ key, id, token }: ResourceItem, deadline: CallDeadline): Promise<"marked" | "released"> {
+        try {
+            await withRetries(
+                () =>
+                    sendOnce(
+                        this.dynamodb,
+                        new UpdateItemCommand({
+                            TableName: this.config.countersTableName,
+                            Key: this.key(key, markerSortKey(this.config, id)),
+                            UpdateExpression: "SET #repeated = :pending REMOVE #expires",
+                            ConditionExpression: "attribute_not_exists(#repeated) OR #repeated = :pending",
+                            ExpressionAttributeNames: { "#repeated": repeatedAttribute(token), "#expires": COUNTER_ATTRIBUTES.expiresAt },
+                            ExpressionAttributeValues: { ":pending": { S: REPEATED.pending } },
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+                deadline,
+                "mark",
+            );
+            return "marked";
+        } catch (error) {
+            if (error instanceof ConditionalCheckFailedException) {
+                return "released";
+            }
+            throw error;
+        }
     }
 
     /**
-     * Strict mode: takes the one release of a life whose put was repeated, by moving its marker's
-     * `hc_repeated_<createToken>` from "pending" to "released". True when this call moved it; false when it was
-     * released already (by the delete that ended this life: this item is a late attempt of it), lost to a
-     * concurrent delete, or the write failed (reported): the slot is then held, never freed twice.
+     * Strict mode: takes the one release of a life that may have a second item (its put was repeated, or its
+     * creating call may still repeat it), by moving its marker's `hc_repeated_<createToken>` from absent or
+     * "pending" to "released", before the soft delete. True when this call moved it; false when it was released
+     * already (by the delete that ended this life: this item is a late attempt of it), lost to a concurrent
+     * delete, or the write failed (reported): the slot is then held, never freed twice.
      */
     async takeRepeatedRelease(key: string, id: string, createToken: string, deadline: CallDeadline): Promise<boolean> {
         return this.takeOnMarker(
             key,
             id,
             "SET #repeated = :released",
-            "#repeated = :pending",
+            "attribute_not_exists(#repeated) OR #repeated = :pending",
             { "#repeated": repeatedAttribute(createToken) },
             { ":pending": { S: REPEATED.pending }, ":released": { S: REPEATED.released } },
             deadline,
@@ -232,10 +259,14 @@ export class ResourceWriter {
                 TableName: countersTableName,
                 Key: this.key(key, markerSortKey(this.config, id)),
                 ConsistentRead: true,
-                ProjectionExpression: "#life",
-                ExpressionAttributeNames: { "#life": COUNTER_ATTRIBUTES.life },
+                ProjectionExpression: "#life, #repeated",
+                ExpressionAttributeNames: { "#life": COUNTER_ATTRIBUTES.life, "#repeated": repeatedAttribute(token) },
             }),
         );
+        // A delete of my life gave its slot back before its soft delete (strict-ledger.ts): my life existed and ended.
+        if (marker.Item?.[repeatedAttribute(token)]?.S === REPEATED.released) {
+            return "mine";
+        }
         const life = marker.Item?.[COUNTER_ATTRIBUTES.life]?.S;
         if (life === undefined) {
             return "absent";

@@ -124,6 +124,10 @@ export function planReconcile(
             continue;
         }
         const state = marker[A.state]?.S;
+        // A marker no record has reached holds only a client's mark (strict-ledger.ts): it is no marker yet.
+        if (marker[A.state] === undefined && marker[A.seq] === undefined) {
+            continue;
+        }
         if (state !== MARKER_STATE.counted && state !== MARKER_STATE.uncounted) {
             badMarkers.push(marker);
             continue;

@@ -26,19 +26,28 @@
  *     `hc_be = E` (the unit was added in this epoch and not taken before). No heal can commit between the touch
  *     and the release (the touch bumps the version, and the quiet window outlasts the call: heal.ts, A1-A4), so
  *     the epoch read at the touch is the epoch at the release.
- *   - client, a life whose put was repeated: a put attempt the SDK gave up on may still be applied later, and when
- *     the life its call created was deleted and removed before that, it lands as a second item of the same life
- *     (same token) until the consumer removes it (runtime/stream/markers.ts). A delete of that item must not give
- *     the life's unit back a second time. So before a strict create repeats a put that may have committed, it sets
- *     its marker's `hc_repeated_<token>` to "pending" (no repeat when that write fails: the slot is held), and a
- *     strict delete of a life whose marker says "pending" first sets it to "released", on the condition that it is
- *     still "pending", and releases only when that write succeeded. Why a second item of the life always meets
- *     "released": a late attempt exists only when the call sent a second attempt, which it does only after the
- *     mark and after reading that no item holds the id (resource-writes.ts), so whichever attempt created the
- *     life landed after the mark; the delete that ended the life read the item, then the marker, and saw
- *     "pending"; it wrote "released" before its soft delete, hence before the removal and the late landing; and
- *     a delete of the late item reads its marker after reading that item. A delete that finds "released" (or
- *     loses the condition to a concurrent delete of the same life) soft-deletes and holds the slot.
+ *   - client, a life that may have two items: a put attempt the SDK gave up on may still be applied later, and a
+ *     call repeats a put that may have committed; so one life (one token) can put its item twice, when the first
+ *     item was deleted and removed (by the consumer, reconcile, TTL or another writer) before the second landed.
+ *     Its slot must be given back once. The marker's `hc_repeated_<token>` says so:
+ *       - the creating call, before the inspection that precedes any repeat, sets it to "pending", on the
+ *         condition that it is absent or "pending" (no repeat when the write fails; when it finds "released", a
+ *         delete saw an item of the life, so the life existed and ended: the call answers "mine" and stops), and
+ *         its inspection answers "mine" when it reads "released";
+ *       - a strict delete of a life whose marker says "pending", or whose creating call may still send an
+ *         attempt (the token is younger than the longest client deadline plus the clock skew:
+ *         resource-writes.ts, `mayStillBeRepeated`), sets it to "released" before its soft delete, on the
+ *         condition that it is absent or "pending", and releases only when that write succeeded; a delete that
+ *         finds "released" (or loses the condition) soft-deletes and holds the slot.
+ *     Why one release: a second item of the life needs a second attempt, sent only after "pending" was written
+ *     and after an inspection that found no item and no "released". The delete that ended the first item read
+ *     that item, then the marker. If it read before "pending" existed, the life was young (a repeat can come
+ *     only within the creating call's deadline), so it wrote "released" before its soft delete, hence before
+ *     the item's removal; the creating call then either finds "released" when it marks, or, having marked
+ *     first, finds the item or "released" when it inspects (item first, then marker), and does not repeat. If it
+ *     read after, it saw "pending" and wrote "released" the same way. A late attempt (sent before the mark)
+ *     lands as a second item only when a repeat was sent, so after "pending", and its delete reads "released"
+ *     after reading that item. An old life without the mark has one item for good: its delete releases as any.
  *   - backfill (strict): adds one unit, and flags the marker with the epoch it read, only for a live item that
  *     carries no client token (a client item's reserve already holds its unit) and has no marker yet; the
  *     best-effort update is conditional on that epoch, in the same transaction as the flags. It writes
