@@ -136,7 +136,7 @@ describe("backfill planner (pure)", () => {
                     TableName: "orders-counters",
                     Key: { pk: { S: "acme" }, sk: { S: "#counter#best-effort" } },
                     UpdateExpression:
-                        "ADD #count :n, #version :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)",
+                        "ADD #count :n, #version :one, #marks :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)",
                     ConditionExpression: "#epoch = :epoch",
                     ExpressionAttributeNames: {
                         "#count": "count",
@@ -144,6 +144,7 @@ describe("backfill planner (pure)", () => {
                         "#writtenAt": "hc_written_at",
                         "#heal": "hc_heal",
                         "#due": "hc_due_at",
+                        "#marks": "hc_marks",
                         "#epoch": "hc_epoch",
                     },
                     ExpressionAttributeValues: {

@@ -67,7 +67,7 @@ function backfillWithoutHealMarks({ backfill }: FuzzClients): void {
             const update = action.Update;
             if (update?.UpdateExpression === bestEffortUpdate(":n", true)) {
                 update.UpdateExpression = "ADD #count :n";
-                for (const name of ["#version", "#writtenAt", "#heal", "#due"]) {
+                for (const name of ["#version", "#writtenAt", "#heal", "#due", "#marks"]) {
                     delete update.ExpressionAttributeNames![name];
                 }
                 for (const name of [":one", ":now", ":shard"]) {

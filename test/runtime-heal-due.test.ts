@@ -17,6 +17,7 @@ import {
 import type { InitializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/shared/config";
+import { healKey, readForHeal, writeHeal } from "../runtime/heal/heal";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 
@@ -134,6 +135,33 @@ describe("who puts a key on the heal index", () => {
         // Assess
         assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: true });
         assert.deepEqual(await fixture.snapshot("k"), { bestEffort: 0, eventual: 0, live: 0, counted: 0, softDeleted: 0 });
+        fixture.close();
+    });
+
+    it("a mark that lands between a heal's read and its write makes the heal lose its race, and stays", async () => {
+        // Prepare: a counted client item; a heal reads the key (its truth counts the item) and waits.
+        const fixture = await counterFixture(engine(), { placement: "separate" });
+        await fixture.client.create("k", "a");
+        await fixture.emulator.drain();
+        const options = {
+            config: fixture.config,
+            dynamodb: fixture.reader,
+            mode: "utilization" as const,
+            quietWindowMs: 1_000,
+            now: () => Date.now() + 60_000,
+        };
+        const read = await readForHeal("k", options);
+        assert.equal(read.plan.action, "heal");
+
+        // Act: another writer deletes the item and the consumer marks the key; then the heal writes.
+        await fixture.reader.send(new DeleteItemCommand({ TableName: fixture.tableName, Key: { pk: { S: "k" }, sk: { S: "a" } } }));
+        await fixture.emulator.drain();
+        const written = await writeHeal(read, options);
+
+        // Assess: the heal changed nothing, and the key is still due (a later heal sets best-effort to 0).
+        assert.equal(written.outcome, "raced");
+        assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: true });
+        assert.equal((await healKey("k", options)).after, 0);
         fixture.close();
     });
 

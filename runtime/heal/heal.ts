@@ -21,7 +21,8 @@
  *      - strict: every live client-counted item of k;
  *      - utilization: every live client-counted item of k whose creation (the time inside its UUIDv7
  *        token) is at least Q before now;
- *   4. writes `SET count = :truth REMOVE hc_heal, hc_due_at CONDITION hc_version = :v AND hc_written_at <= now - Q`.
+ *   4. writes `SET count = :truth REMOVE hc_heal, hc_due_at CONDITION hc_version = :v AND hc_written_at <= now - Q
+ *      AND hc_marks = :m` (the heal-index marks read in step 1: a mark landing after the read outlives the heal).
  *
  * Assumptions (each one is in the row "Heal assumes" of the README's Guarantees table):
  *   A1 Client deadline D (client option `deadlineMs`, default 10 s): no write of one API call is sent
@@ -115,6 +116,8 @@ export type HealPlan =
           readonly current: number;
           /** The version read: the write's condition. */
           readonly version: number;
+          /** The heal-index marks read (undefined: none yet): the write's condition too. */
+          readonly marks?: number;
           /** now - quiet window: the write's condition on `hc_written_at`. */
           readonly cutoff: number;
       }
@@ -131,6 +134,8 @@ export interface BestEffortState {
     readonly count: number;
     readonly version: number | undefined;
     readonly writtenAt: number | undefined;
+    /** `hc_marks`: the heal-index marks so far (runtime/shared/best-effort-marks.ts). */
+    readonly marks: number | undefined;
 }
 
 export function bestEffortState(item: Record<string, AttributeValue>, countAttribute: string): BestEffortState {
@@ -139,6 +144,7 @@ export function bestEffortState(item: Record<string, AttributeValue>, countAttri
         count: number(item[countAttribute]) ?? 0,
         version: number(item[A.version]),
         writtenAt: number(item[A.writtenAt]),
+        marks: number(item[A.marks]),
     };
 }
 
@@ -226,6 +232,7 @@ export function planHeal(
         truth: healTruth(items, markers, now, mode, quietWindowMs, layout),
         current: state.count,
         version: state.version!,
+        ...(state.marks !== undefined ? { marks: state.marks } : {}),
         cutoff: now - quietWindowMs,
     };
 }
@@ -346,18 +353,23 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                         UpdateExpression: absorbs
                             ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"
                             : "SET #count = :truth REMOVE #heal, #due",
-                        ConditionExpression: "#version = :version AND #writtenAt <= :cutoff",
+                        // No mark since the read either: a mark that lands after it must outlive this heal.
+                        ConditionExpression:
+                            "#version = :version AND #writtenAt <= :cutoff AND " +
+                            (plan.marks === undefined ? "attribute_not_exists(#marks)" : "#marks = :marks"),
                         ExpressionAttributeNames: {
                             "#count": config.countAttribute,
                             "#heal": A.healShard,
                             "#due": A.dueAt,
                             "#version": A.version,
                             "#writtenAt": A.writtenAt,
+                            "#marks": A.marks,
                             ...(absorbs ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),
                         },
                         ExpressionAttributeValues: {
                             ":truth": { N: String(plan.truth) },
                             ":version": { N: String(plan.version) },
+                            ...(plan.marks === undefined ? {} : { ":marks": { N: String(plan.marks) } }),
                             ":cutoff": { N: String(plan.cutoff) },
                             ...(absorbs
                                 ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":now": { N: String(plan.cutoff + options.quietWindowMs) } }

@@ -23,7 +23,9 @@
  * Keys nobody marks (a crash between two writes of a call, a mark whose write failed) are the audit's
  * (runtime/heal/settle.ts). An entry is written once per heal cycle: the first mark after a heal adds it and the
  * marks after it change nothing in the index (a write that sets an index key attribute to the value it already holds
- * writes nothing to the index). A heal removes `hc_heal` and `hc_due_at` together; the settler moves `hc_due_at`
+ * writes nothing to the index). Every mark also bumps `hc_marks`, and a heal's write is conditional on the value it
+ * read, so a mark that lands between a heal's read and its write (the consumer removing a late put the heal counted,
+ * say) makes that heal lose its race instead of being wiped. A heal removes `hc_heal` and `hc_due_at` together; the settler moves `hc_due_at`
  * forward for a key it found still busy, so that keys written for longer than the window do not hold its budget.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
@@ -34,15 +36,18 @@ const DUE = "#heal = :shard, #due = if_not_exists(#due, :now)";
 
 /**
  * The UpdateExpression of a best-effort write that ADDs `amount` (a value placeholder) to `#count`; with `due`, it
- * also puts the key on the heal index.
+ * also puts the key on the heal index (and counts the mark in `hc_marks`).
  */
 export function bestEffortUpdate(amount: string, due = false): string {
-    return `ADD #count ${amount}, #version :one SET #writtenAt = :now${due ? `, ${DUE}` : ""}`;
+    return `ADD #count ${amount}, #version :one${due ? ", #marks :one" : ""} SET #writtenAt = :now${due ? `, ${DUE}` : ""}`;
 }
 
-/** The UpdateExpression that only puts a key on the heal index (it moves no count, bumps no version). */
+/**
+ * The UpdateExpression that only puts a key on the heal index. It moves no count and bumps no version; it bumps
+ * `hc_marks`, on which a heal's write is conditional, so a heal that read the key before the mark cannot remove it.
+ */
 export function dueUpdate(): string {
-    return `SET ${DUE}`;
+    return `SET ${DUE} ADD #marks :one`;
 }
 
 /** The attribute names the marks use (with `#count`, which the caller names); `due` adds the index entry's. */
@@ -57,10 +62,10 @@ export function bestEffortMarkValues(key: string, now: number, due = false): Rec
 
 /** The attribute names of the heal-index entry alone. */
 export function dueMarkNames(): Record<string, string> {
-    return { "#heal": A.healShard, "#due": A.dueAt };
+    return { "#heal": A.healShard, "#due": A.dueAt, "#marks": A.marks };
 }
 
 /** The values of the heal-index entry alone. */
 export function dueMarkValues(key: string, now: number): Record<string, AttributeValue> {
-    return { ":now": { N: String(now) }, ":shard": { S: healShard(key) } };
+    return { ":now": { N: String(now) }, ":shard": { S: healShard(key) }, ":one": { N: "1" } };
 }

@@ -88,6 +88,8 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
     healShard: "hc_heal",
     /** best-effort: N, epoch ms of the first client write since the last heal (the heal index's sort key; best-effort-marks.ts) */
     dueAt: "hc_due_at",
+    /** best-effort: N, +1 on every heal-index mark: a heal's write is conditional on it, so no heal wipes a mark it did not read */
+    marks: "hc_marks",
     /** marker: the client token of the item life the last applied image showed, when it had one */
     life: "hc_life",
     /**
