@@ -9,6 +9,7 @@ import {
     GetItemCommand,
     PutItemCommand,
     ProvisionedThroughputExceededException,
+    UpdateItemCommand,
     type PutItemCommandInput,
     type ServiceInputTypes,
     type ServiceOutputTypes,
@@ -160,6 +161,44 @@ describe("who puts a key on the heal index", () => {
 
         // Assess: the heal changed nothing, and the key is still due (a later heal sets best-effort to 0).
         assert.equal(written.outcome, "raced");
+        assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: true });
+        assert.equal((await healKey("k", options)).after, 0);
+        fixture.close();
+    });
+
+    it("utilization: a delete of a client item another writer moved out of the selection marks the key", async () => {
+        // Prepare: x created under an attribute selection; another writer archives it; the consumer marks the key and a
+        // heal takes x's unit out of best-effort (0).
+        const fixture = await counterFixture(engine(), {
+            placement: "separate",
+            layout: { selection: { kind: "attribute", name: "type", value: "order" } },
+        });
+        await fixture.client.create("k", "x");
+        await fixture.reader.send(
+            new UpdateItemCommand({
+                TableName: fixture.tableName,
+                Key: { pk: { S: "k" }, sk: { S: "x" } },
+                UpdateExpression: "SET #type = :archived",
+                ExpressionAttributeNames: { "#type": "type" },
+                ExpressionAttributeValues: { ":archived": { S: "archived" } },
+            }),
+        );
+        await fixture.emulator.drain();
+        const options = {
+            config: fixture.config,
+            dynamodb: fixture.reader,
+            mode: "utilization" as const,
+            quietWindowMs: 1_000,
+            now: () => Date.now() + 60_000,
+        };
+        assert.equal((await healKey("k", options)).after, 0);
+        assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: false });
+
+        // Act: the client deletes x (its decrement is for a unit the heal already took).
+        assert.deepEqual(await fixture.client.delete("k", "x"), { deleted: true });
+
+        // Assess: best-effort is one below the items, and the key is due for the heal that restores it.
+        assert.deepEqual(await fixture.client.count("k"), { bestEffort: -1, eventual: 0, value: 0 });
         assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: true });
         assert.equal((await healKey("k", options)).after, 0);
         fixture.close();

@@ -321,6 +321,9 @@ export class HybridCounterClient {
             if (live === undefined) {
                 return { deleted: false };
             }
+            // An item another writer moved out of the selection: a heal since may have taken its unit, so what this
+            // delete moves may leave best-effort off its items (the consumer marked the move; a heal may have run since).
+            drifted(live.clientCounted && !live.selected);
             if (this.mode === "strict") {
                 const epoch = await this.bestEffort.repeatable(key, 0, deadline);
                 // A life that may have a second item (its put was repeated, or its creating call may still repeat it)

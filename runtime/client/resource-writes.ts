@@ -94,6 +94,11 @@ export interface LiveItem {
     readonly clientCounted: boolean;
     /** Strict mode: the marker's `hc_repeated_<createToken>` (the life's put was repeated), if any. */
     readonly repeated?: string;
+    /**
+     * False when an attribute selection leaves the item out (another writer moved it): a heal since may have taken
+     * its unit out of best-effort, so a delete of it may leave best-effort off its items.
+     */
+    readonly selected: boolean;
 }
 
 export class ResourceWriter {
@@ -285,7 +290,11 @@ export class ResourceWriter {
      * the item is missing or already deleted.
      */
     async liveItem(key: string, id: string, readMarker: boolean): Promise<LiveItem | undefined> {
-        const { tableName, deletedAttribute, tokenAttribute } = this.config;
+        const { tableName, deletedAttribute, tokenAttribute, selection } = this.config;
+        const names: Record<string, string> = { "#deleted": deletedAttribute, "#token": tokenAttribute };
+        if (selection.kind === "attribute") {
+            names["#selection"] = selection.name;
+        }
         const response = await withRetries(
             () =>
                 this.dynamodb.send(
@@ -293,8 +302,8 @@ export class ResourceWriter {
                         TableName: tableName,
                         Key: this.key(key, id),
                         ConsistentRead: true,
-                        ProjectionExpression: "#deleted, #token",
-                        ExpressionAttributeNames: { "#deleted": deletedAttribute, "#token": tokenAttribute },
+                        ProjectionExpression: Object.keys(names).join(", "),
+                        ExpressionAttributeNames: names,
                     }),
                 ),
             isRetryable,
@@ -304,13 +313,15 @@ export class ResourceWriter {
             return undefined;
         }
         const createToken = response.Item[tokenAttribute]?.S ?? null;
+        const selected = selection.kind !== "attribute" || response.Item[selection.name]?.S === selection.value;
         if (!readMarker) {
-            return { createToken, clientCounted: createToken !== null };
+            return { createToken, clientCounted: createToken !== null, selected };
         }
         const marker = await this.readMarker(key, id, createToken);
         return {
             createToken,
             clientCounted: createToken !== null || marker.beCounted,
+            selected,
             ...(marker.repeated !== undefined ? { repeated: marker.repeated } : {}),
         };
     }
