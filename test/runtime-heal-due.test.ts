@@ -139,6 +139,32 @@ describe("who puts a key on the heal index", () => {
         fixture.close();
     });
 
+    it("utilization: the consumer marks the key of a late put attempt the client deleted before the consumer read it", async () => {
+        // Prepare: x created, deleted and removed; the create's first attempt is recorded as sent.
+        const fixture = await counterFixture(engine(), { placement: "separate" });
+        const puts: PutItemCommandInput[] = [];
+        const record: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+            if (context.commandName === "PutItemCommand") {
+                puts.push(structuredClone(args.input as PutItemCommandInput));
+            }
+            return next(args);
+        };
+        fixture.clientDynamo.middlewareStack.add(record, { step: "initialize", name: "recordPuts" });
+        await fixture.client.create("k", "x");
+        await fixture.client.delete("k", "x");
+        await fixture.emulator.drain();
+
+        // Act: the attempt lands again, the client deletes it (a second decrement for the life), then the consumer reads.
+        await fixture.reader.send(new PutItemCommand(structuredClone(puts[0]!)));
+        assert.deepEqual(await fixture.client.delete("k", "x"), { deleted: true });
+        await fixture.emulator.drain();
+
+        // Assess: best-effort one below the items, and the key due for the heal that restores it.
+        assert.deepEqual(await fixture.client.count("k"), { bestEffort: -1, eventual: 0, value: 0 });
+        assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: true });
+        fixture.close();
+    });
+
     it("a mark that lands between a heal's read and its write makes the heal lose its race, and stays", async () => {
         // Prepare: a counted client item; a heal reads the key (its truth counts the item) and waits.
         const fixture = await counterFixture(engine(), { placement: "separate" });

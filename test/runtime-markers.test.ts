@@ -231,6 +231,8 @@ describe("planBatch", () => {
                         sequenceNumbers: [a1.dynamodb!.SequenceNumber, a2.dynamodb!.SequenceNumber],
                         softDelete: { token: { S: "t1" } },
                         life: "t1",
+                        // The INSERT the soft delete ended, kept to ask the marker whether it was a late put.
+                        insertedBefore: { life: "t1", seq: paddedSequence(a1.dynamodb!.SequenceNumber!) },
                     },
                     {
                         id: "b",
@@ -452,6 +454,25 @@ describe("refineIntent: the cheap skip and the resolution of a failed condition"
             );
         });
 
+        it("a late INSERT a soft delete of the batch ended: nothing to remove, and the key is due for a heal", () => {
+            // Prepare: the marker names t9 from an earlier record; the batch holds t9's INSERT again, then its soft delete.
+            const insert = record("INSERT", "k1", "x", token("t9"));
+            const softDelete = record("MODIFY", "k1", "x", del("t9"), token("t9"));
+            const [item] = planBatch([insert, softDelete], config).groups[0]!.items;
+            const marker = { state: "uncounted", seq: paddedSequence("5"), life: "t9", lifeSeq: paddedSequence("5") };
+
+            // Act
+            const refined = refineIntent(item!, marker);
+
+            // Assess: the soft delete is applied as any (the item is removed), and the late put is seen.
+            assert.equal(refined.action, "apply");
+            assert.equal(refined.action === "apply" && refined.intent.lateSeen, true);
+            assert.equal(refined.action === "apply" && refined.intent.target, "uncounted");
+            // The same batch against a marker of an older life: no late put.
+            const older = refineIntent(item!, { ...marker, life: "t1" });
+            assert.equal(older.action === "apply" && older.intent.lateSeen, undefined);
+        });
+
         it("a delivery that holds one INSERT twice counts it once and removes nothing (fuzz seed 319)", () => {
             // Prepare: the same record twice, as a reader that lists a page twice would deliver it.
             const insert = record("INSERT", "k1", "x", token("t9"));
@@ -486,6 +507,7 @@ describe("refineIntent: the cheap skip and the resolution of a failed condition"
                 sequenceNumbers: [remove.dynamodb!.SequenceNumber, insert.dynamodb!.SequenceNumber],
                 life: "t9",
                 resurrected: "t9",
+                lateSeen: true,
             });
         });
 

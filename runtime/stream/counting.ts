@@ -313,7 +313,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
             }
             deps.metrics.add("GroupsCommitted");
             result.counted += chunk.length;
-            result.drifted ||= chunk.some((intent) => intent.resurrected !== undefined);
+            result.drifted ||= chunk.some((intent) => intent.resurrected !== undefined || intent.lateSeen === true);
             pending = rest;
             attempt = 0;
             rounds = 0;

@@ -83,6 +83,13 @@ export interface ItemIntent {
     readonly inserted?: { readonly life: string; readonly seq: string };
     /** A late put of this removed life: remove the item if it still holds it, and leave the marker "uncounted". */
     readonly resurrected?: string;
+    /**
+     * An INSERT of the batch whose life a later change of the batch ended (a soft delete): when the marker showed
+     * that life before it, it was a late put another party moved best-effort for (runtime/stream/heal-due.ts).
+     */
+    readonly insertedBefore?: { readonly life: string; readonly seq: string };
+    /** A late put of the item was seen, whatever the intent's target: its key is due for a heal (heal-due.ts). */
+    readonly lateSeen?: true;
 }
 
 /** All the work a batch holds for one counter key. */
@@ -164,6 +171,10 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
         if (change.life !== undefined) {
             seenLives.add(change.life);
         }
+        // An INSERT of a life the batch showed before is a late put, whatever the item's later changes do with it.
+        const lateSeen = earlier?.lateSeen === true || (change.insert === true && again);
+        // The INSERT a later change ended: kept to ask the marker whether it was late (refineIntent).
+        const insertedBefore = inserted === undefined ? (earlier?.inserted ?? earlier?.insertedBefore) : undefined;
         // Keep the item at its first position: its earliest record is what a failure must report.
         const intent: ItemIntent & { again?: boolean } = {
             id: change.id,
@@ -174,6 +185,8 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
             ...(change.softDelete ? { softDelete: change.softDelete } : {}),
             ...(change.life !== undefined ? { life: change.life } : {}),
             ...(inserted !== undefined ? { inserted, again } : {}),
+            ...(insertedBefore !== undefined ? { insertedBefore } : {}),
+            ...(lateSeen ? { lateSeen: true as const } : {}),
         };
         items.set(change.id, intent);
     }
@@ -248,7 +261,12 @@ export function refineIntent(intent: ItemIntent, marker: MarkerRead | undefined)
             marker.life === inserted.life &&
             marker.lifeSeq !== undefined &&
             marker.lifeSeq < inserted.seq;
-        return { action: "apply", intent: { ...(late ? resurrect(intent) : intent), expected: marker.state } };
+        // A late put that a later change of the batch already ended: nothing to remove, but its key is due for a heal.
+        const before = intent.insertedBefore;
+        const endedLate =
+            before !== undefined && marker.life === before.life && marker.lifeSeq !== undefined && marker.lifeSeq < before.seq;
+        const applied = { ...(late ? resurrect(intent) : intent), expected: marker.state };
+        return { action: "apply", intent: endedLate ? { ...applied, lateSeen: true } : applied };
     }
     return {
         action: "poison",
