@@ -64,7 +64,11 @@
  *         adds it. So utilization's truth never counts an item whose increment is still to come, and
  *         in strict mode (where every call writes best-effort first) nothing is left out.
  *   (d) The stream consumer, reconcile and the settler change markers and hard-delete soft-deleted items, which
- *       are not live: they change no term of the truth. Backfill in strict mode adds to best-effort and sets
+ *       are not live: they change no term of the truth. The one live item they remove is a late put attempt of a
+ *       removed life (runtime/stream/markers.ts), which the truth may count while it is in the table: the consumer
+ *       marks the key when it removes one (runtime/stream/heal-due.ts), and a mark between step 1 and the write
+ *       makes the condition fail (`hc_marks`); one removed after the write leaves best-effort one above the live
+ *       items until the heal that mark asks for (docs/limits.md). Backfill in strict mode adds to best-effort and sets
  *       `hc_be` in one transaction and bumps the version (A5): seen by step 3, or the condition fails.
  *   Hence at the heal's write, truth equals the count the key would hold had no best-effort write ever been
  *   lost, repeated or abandoned, restricted (utilization) to items whose increment is settled. In strict mode
