@@ -138,7 +138,7 @@ function releaseRepeatedLifeTwice({ api }: FuzzClients): void {
         }
     });
     rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
-        if (input.UpdateExpression === "SET #repeated = :released") {
+        if (input.UpdateExpression === "SET #repeated = :released REMOVE #expires") {
             input.ConditionExpression = "attribute_not_exists(#repeated) OR attribute_exists(#repeated)";
             delete input.ExpressionAttributeValues![":pending"];
         }

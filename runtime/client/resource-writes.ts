@@ -231,12 +231,13 @@ export class ResourceWriter {
      * delete, or the write failed (reported): the slot is then held, never freed twice.
      */
     async takeRepeatedRelease(key: string, id: string, createToken: string, deadline: CallDeadline): Promise<boolean> {
+        // The trace takes a tombstone's expiry off the marker (an earlier life's): it must outlive this life's items.
         return this.takeOnMarker(
             key,
             id,
-            "SET #repeated = :released",
+            "SET #repeated = :released REMOVE #expires",
             "attribute_not_exists(#repeated) OR #repeated = :pending",
-            { "#repeated": repeatedAttribute(createToken) },
+            { "#repeated": repeatedAttribute(createToken), "#expires": COUNTER_ATTRIBUTES.expiresAt },
             { ":pending": { S: REPEATED.pending }, ":released": { S: REPEATED.released } },
             deadline,
         );
