@@ -10,7 +10,6 @@ import {
     PutItemCommand,
     ProvisionedThroughputExceededException,
     UpdateItemCommand,
-    type PutItemCommandInput,
     type ServiceInputTypes,
     type ServiceOutputTypes,
     type UpdateItemCommandInput,
@@ -21,6 +20,7 @@ import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/shared/co
 import { healKey, readForHeal, writeHeal } from "../runtime/heal/heal";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
+import { landAgain, recordPuts } from "./support/put-attempts";
 
 /** Whether the key's best-effort item exists, and whether it is on the heal index. */
 async function listing(fixture: CounterFixture, key: string): Promise<{ bestEffort: boolean; listed: boolean }> {
@@ -116,21 +116,14 @@ describe("who puts a key on the heal index", () => {
     it("utilization: the consumer marks the key of a late put attempt it removes", async () => {
         // Prepare: x created, deleted and removed; the create's first attempt is recorded as sent.
         const fixture = await counterFixture(engine(), { placement: "separate" });
-        const puts: PutItemCommandInput[] = [];
-        const record: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-            if (context.commandName === "PutItemCommand") {
-                puts.push(structuredClone(args.input as PutItemCommandInput));
-            }
-            return next(args);
-        };
-        fixture.clientDynamo.middlewareStack.add(record, { step: "initialize", name: "recordPuts" });
+        const puts = recordPuts(fixture.clientDynamo);
         await fixture.client.create("k", "x");
         await fixture.client.delete("k", "x");
         await fixture.emulator.drain();
         assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: false });
 
         // Act: the attempt lands again, and the consumer reads it.
-        await fixture.reader.send(new PutItemCommand(structuredClone(puts[0]!)));
+        await landAgain(fixture.reader, puts[0]!);
         await fixture.emulator.drain();
 
         // Assess
@@ -142,20 +135,13 @@ describe("who puts a key on the heal index", () => {
     it("utilization: the consumer marks the key of a late put attempt the client deleted before the consumer read it", async () => {
         // Prepare: x created, deleted and removed; the create's first attempt is recorded as sent.
         const fixture = await counterFixture(engine(), { placement: "separate" });
-        const puts: PutItemCommandInput[] = [];
-        const record: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-            if (context.commandName === "PutItemCommand") {
-                puts.push(structuredClone(args.input as PutItemCommandInput));
-            }
-            return next(args);
-        };
-        fixture.clientDynamo.middlewareStack.add(record, { step: "initialize", name: "recordPuts" });
+        const puts = recordPuts(fixture.clientDynamo);
         await fixture.client.create("k", "x");
         await fixture.client.delete("k", "x");
         await fixture.emulator.drain();
 
         // Act: the attempt lands again, the client deletes it (a second decrement for the life), then the consumer reads.
-        await fixture.reader.send(new PutItemCommand(structuredClone(puts[0]!)));
+        await landAgain(fixture.reader, puts[0]!);
         assert.deepEqual(await fixture.client.delete("k", "x"), { deleted: true });
         await fixture.emulator.drain();
 

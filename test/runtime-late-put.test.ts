@@ -5,40 +5,19 @@
  * would apply an attempt the SDK had given up on. The consumer must remove that item, not count it, and
  * neither counter may move.
  */
-import {
-    DeleteItemCommand,
-    GetItemCommand,
-    PutItemCommand,
-    type DynamoDBClient,
-    type PutItemCommandInput,
-    type ServiceInputTypes,
-    type ServiceOutputTypes,
-} from "@aws-sdk/client-dynamodb";
-import type { InitializeMiddleware } from "@smithy/types";
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, type PutItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
+import { landAgain, recordPuts } from "./support/put-attempts";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import type { CounterMode } from "../runtime/client/client";
 import { backfill } from "../runtime/backfill/backfill";
 import { reconcileKey } from "../runtime/heal/reconcile";
 import type { FatalMessage } from "../runtime/stream/fatal";
 
-/** Records the input of every PutItem the client sends, as it sends it. */
-function recordPuts(dynamodb: DynamoDBClient): PutItemCommandInput[] {
-    const puts: PutItemCommandInput[] = [];
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        if (context.commandName === "PutItemCommand") {
-            puts.push(structuredClone(args.input as PutItemCommandInput));
-        }
-        return next(args);
-    };
-    dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "recordPuts" });
-    return puts;
-}
-
 /** The late attempt: the exact request the client sent first, applied by DynamoDB now. */
 async function land(fixture: CounterFixture, attempt: PutItemCommandInput): Promise<void> {
-    await fixture.reader.send(new PutItemCommand(structuredClone(attempt)));
+    await landAgain(fixture.reader, attempt);
 }
 
 async function itemOf(fixture: CounterFixture, key: string, id: string) {
