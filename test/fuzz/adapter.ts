@@ -172,6 +172,8 @@ export type RequestEffect =
     | { readonly kind: "hard-delete"; readonly key: string; readonly id: string; readonly applied: boolean }
     /** A strict delete's take of a backfill's unit: its conditional removal of the marker's hc_be. */
     | { readonly kind: "backfill-unit-taken"; readonly key: string; readonly applied: boolean }
+    /** A strict delete's take of a young or repeated life's release right on its marker (strict-ledger.ts). */
+    | { readonly kind: "release-right"; readonly key: string; readonly applied: boolean }
     /** A client write conditional on a life (claim, unclaim): the life's client token. */
     | { readonly kind: "life-write"; readonly key: string; readonly createToken?: string }
     | { readonly kind: "counter-read"; readonly key: string; readonly value?: number }
@@ -230,6 +232,15 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
         input.UpdateExpression === "REMOVE #be"
     ) {
         return { kind: "backfill-unit-taken", key, applied: applied(released) };
+    }
+    if (
+        released.command === "UpdateItemCommand" &&
+        key !== undefined &&
+        sk !== undefined &&
+        markerId(system.config, sk) !== undefined &&
+        input.UpdateExpression?.startsWith("SET #repeated = :released") === true
+    ) {
+        return { kind: "release-right", key, applied: applied(released) };
     }
     if (released.command === "TransactWriteItemsCommand") {
         const actions =

@@ -13,7 +13,8 @@
  *   utilization, and in strict mode it holds no slot. A strict delete of a life reserved before a heal that
  *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
  *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts); so does a
- *   strict delete of a late put attempt of a life a delete already ended (that delete gave the slot back).
+ *   strict delete of a late put attempt of a life a delete already ended (that delete gave the slot back), and a
+ *   strict delete that lost a young life's release right to a concurrent delete of it (strict-ledger.ts).
  * - Its only errors are DynamoDB's own for its requests (or the SDK's TimeoutError of a held attempt), after a fault.
  */
 import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
@@ -47,6 +48,8 @@ export interface CallLedger {
      * the slot was given back then and this delete sends no release (runtime/shared/strict-ledger.ts).
      */
     lateDeleted: number;
+    /** Strict deletes' takes of a life's release right that another delete of the life won (its slot is held). */
+    releaseRightLost: number;
     /** Utilization tryCreate: what it read, and the truth then. */
     read?: { value: number; live: number; putsBefore: number };
     /** Utilization tryCreate: the allowance, checked when its put applied. */
@@ -65,6 +68,7 @@ export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
         heldByEpoch: 0,
         lateLanded: 0,
         lateDeleted: 0,
+        releaseRightLost: 0,
     };
 }
 
@@ -97,6 +101,9 @@ export function recordRequest(ledger: CallLedger, request: Released, effect: Req
                 }
             }
         }
+    } else if (effect.kind === "release-right" && !effect.applied && request.fault === undefined) {
+        // Another delete of the same life took its release right first: this one holds the slot by design.
+        ledger.releaseRightLost++;
     } else if (effect.kind === "backfill-unit-taken" && effect.applied) {
         // An item without the client's token is client-counted for the delete that took its backfill unit.
         ledger.counted--;
@@ -148,7 +155,7 @@ export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMi
     }
     // Slots held by design (strict): the delete soft-deleted a life of an earlier epoch, or a late attempt of a life
     // whose slot was given back already, and sent no release.
-    const held = mode === "strict" ? ledger.heldByEpoch + ledger.lateDeleted : 0;
+    const held = mode === "strict" ? ledger.heldByEpoch + ledger.lateDeleted + ledger.releaseRightLost : 0;
     if ((low > 0 || high + held < 0) && !explained) {
         problems.push(`${moved} ${ends} with no fault, no reported failure and no error`);
     }
