@@ -221,12 +221,16 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 ledger.lateLanded++;
             }
             // The item a soft delete of a late token ends is the late attempt's: that life's slot was given back already.
-            if (
-                effect.kind === "soft-delete" &&
-                effect.applied &&
+            const lateToken =
+                (effect.kind === "soft-delete" || effect.kind === "life-write") &&
                 effect.createToken !== undefined &&
-                (lateTokens.get(effect.key)?.has(effect.createToken) || unpromisedTokens.get(effect.key)?.has(effect.createToken))
-            ) {
+                (lateTokens.get(effect.key)?.has(effect.createToken) === true ||
+                    unpromisedTokens.get(effect.key)?.has(effect.createToken) === true);
+            if (lateToken) {
+                // The call deletes a late put attempt: in utilization mode its decrement is a second one for the life.
+                ledger.lateTarget = true;
+            }
+            if (lateToken && effect.kind === "soft-delete" && effect.applied) {
                 ledger.lateDeleted++;
             }
         }
