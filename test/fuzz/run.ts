@@ -214,6 +214,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 unpromisedTokens.set(effect.key, (unpromisedTokens.get(effect.key) ?? new Set()).add(effect.token));
             }
         }
+        if (effect.kind === "put" && effect.applied && heldInputs.has(request.input) && settleTotals.runs > 0) {
+            landedAfterSettle.add(effect.key);
+        }
         const ledger = ledgers.get(request.task.id);
         if (ledger && !late) {
             recordRequest(ledger, request, effect);
@@ -281,6 +284,11 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     });
     /** Keys whose heal-index mark could not be written (the client's `due` failures, the consumer's log): the audit's. */
     const unmarked = new Set<string>();
+    /**
+     * Keys where a held put attempt landed after a settler run: later than a request lives on DynamoDB (the heal's
+     * assumption A2), so a heal may have read the key before it and consumed the mark its call left (heal.ts).
+     */
+    const landedAfterSettle = new Set<string>();
     const sink = (line: string) => {
         if (line.includes(HEAL_DUE_FAILED)) {
             const key = (JSON.parse(line) as { counterKey?: string }).counterKey;
@@ -700,7 +708,12 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     for (const key of keys) {
         const truth = await readTruth(reader, system, key);
         const target = healTarget(await liveByUnit(reader, system, key), history.mode);
-        if (truth.bestEffort !== target && !unmarked.has(key) && !(await listedForHeal(reader, system, key))) {
+        if (
+            truth.bestEffort !== target &&
+            !unmarked.has(key) &&
+            !landedAfterSettle.has(key) &&
+            !(await listedForHeal(reader, system, key))
+        ) {
             violations.push(
                 `before the final heal: ${key} best-effort ${truth.bestEffort} != ${target}, and the heal index does not list it`,
             );
