@@ -30,7 +30,7 @@ import {
 } from "../../runtime/shared/best-effort-marks";
 import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/shared/config";
 import { isRetryable } from "../../runtime/shared/aws-errors";
-import { withRetries } from "../../runtime/shared/retry";
+import { mayHaveCommitted, withRetries } from "../../runtime/shared/retry";
 import { uuidv7 } from "../../runtime/shared/tokens";
 
 export type ModelMode = "strict" | "utilization";
@@ -180,9 +180,21 @@ export class ModelClient {
         const first = this.mode === "strict" ? "touch" : "decrement";
         // The first write of a delete is safe to repeat in both modes (a touch changes no count; an extra
         // decrement only undercounts).
+        // A decrement repeated after an attempt that may have committed may have landed twice: the call ends off its items.
+        let inDoubt = false;
         try {
             await withRetries(
-                () => this.bestEffortWrite(key, this.mode === "strict" ? 0 : -1, deadlineAt, false),
+                async () => {
+                    if (inDoubt && this.mode === "utilization") {
+                        this.drifted.add(key);
+                    }
+                    try {
+                        await this.bestEffortWrite(key, this.mode === "strict" ? 0 : -1, deadlineAt, false);
+                    } catch (error) {
+                        inDoubt ||= mayHaveCommitted(error);
+                        throw error;
+                    }
+                },
                 isRetryable,
                 this.attempts,
             );
@@ -253,7 +265,7 @@ export class ModelClient {
                 ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
             },
         });
-        this.guard(command, deadlineAt, single);
+        this.guard(command, deadlineAt, single, this.mode === "utilization" && delta < 0 ? key : undefined);
         await this.options.dynamodb.send(command);
     }
 
@@ -265,15 +277,22 @@ export class ModelClient {
         command: { middlewareStack: UpdateItemCommand["middlewareStack"] | PutItemCommand["middlewareStack"] },
         deadlineAt: number,
         single: boolean,
+        /** Utilization decrement: an attempt after one that may have committed leaves the call off its items. */
+        driftKey?: string,
     ): void {
+        let inDoubt = false;
         const perAttempt: FinalizeRequestMiddleware<object, object> = (next) => async (args) => {
             if (this.now() > deadlineAt) {
                 throw new DeadlineExceeded();
+            }
+            if (inDoubt && driftKey !== undefined) {
+                this.drifted.add(driftKey);
             }
             const started = Date.now();
             try {
                 return await next(args);
             } catch (error) {
+                inDoubt ||= mayHaveCommitted(error);
                 throw single ? new SingleAttemptError(error) : error;
             } finally {
                 this.longestWriteMs = Math.max(this.longestWriteMs, Date.now() - started);
