@@ -20,14 +20,7 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { FinalizeRequestMiddleware } from "@smithy/types";
-import {
-    bestEffortMarkNames,
-    bestEffortMarkValues,
-    bestEffortUpdate,
-    dueMarkNames,
-    dueMarkValues,
-    dueUpdate,
-} from "../../runtime/shared/best-effort-marks";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../../runtime/shared/best-effort-marks";
 import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/shared/config";
 import { isRetryable } from "../../runtime/shared/aws-errors";
 import { mayHaveCommitted, withRetries } from "../../runtime/shared/retry";
@@ -107,16 +100,7 @@ export class ModelClient {
         if (this.mode === "utilization" && (drifted || result.abandoned > 0 || result.reason === "unavailable")) {
             const { config, dynamodb } = this.options;
             await withRetries(
-                () =>
-                    dynamodb.send(
-                        new UpdateItemCommand({
-                            TableName: countersTable(config),
-                            Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
-                            UpdateExpression: dueUpdate(),
-                            ExpressionAttributeNames: dueMarkNames(),
-                            ExpressionAttributeValues: dueMarkValues(key, this.now()),
-                        }),
-                    ),
+                () => dynamodb.send(new UpdateItemCommand(dueMarkInput(config, key, this.now()))),
                 isRetryable,
                 this.attempts,
             ).catch(() => undefined);

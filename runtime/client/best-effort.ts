@@ -18,14 +18,7 @@
  */
 import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { ClientConfig } from "./validation";
-import {
-    bestEffortMarkNames,
-    bestEffortMarkValues,
-    bestEffortUpdate,
-    dueMarkNames,
-    dueMarkValues,
-    dueUpdate,
-} from "../shared/best-effort-marks";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../shared/best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
@@ -143,17 +136,7 @@ export class BestEffortCounter {
     async markDue(key: string): Promise<void> {
         try {
             await withRetries(
-                () =>
-                    sendOnce(
-                        this.dynamodb,
-                        new UpdateItemCommand({
-                            TableName: this.config.countersTableName,
-                            Key: this.key(key),
-                            UpdateExpression: dueUpdate(),
-                            ExpressionAttributeNames: dueMarkNames(),
-                            ExpressionAttributeValues: dueMarkValues(key, Date.now()),
-                        }),
-                    ),
+                () => sendOnce(this.dynamodb, new UpdateItemCommand(dueMarkInput(this.config, key, Date.now()))),
                 isRetryable,
                 this.attempts,
             );

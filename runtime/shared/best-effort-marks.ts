@@ -28,8 +28,8 @@
  * say) makes that heal lose its race instead of being wiped. A heal removes `hc_heal` and `hc_due_at` together; the settler moves `hc_due_at`
  * forward for a key it found still busy, so that keys written for longer than the window do not hold its budget.
  */
-import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES as A, healShard } from "./config";
+import type { AttributeValue, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, healShard, type CounterTableConfig } from "./config";
 
 /** The heal-index entry's part of an UpdateExpression's SET clause. */
 const DUE = "#heal = :shard, #due = if_not_exists(#due, :now)";
@@ -68,4 +68,25 @@ export function dueMarkNames(): Record<string, string> {
 /** The values of the heal-index entry alone. */
 export function dueMarkValues(key: string, now: number): Record<string, AttributeValue> {
     return { ":now": { N: String(now) }, ":shard": { S: healShard(key) }, ":one": { N: "1" } };
+}
+
+/**
+ * The write that only puts `key` on the heal index, as every party sends it (the client at a call's end, the
+ * consumer, the model client). `onlyIfCounted`: only a key that has a best-effort item (the consumer's mark, for
+ * keys a client or backfill wrote).
+ */
+export function dueMarkInput(
+    config: CounterTableConfig,
+    key: string,
+    now: number,
+    options: { readonly onlyIfCounted?: boolean } = {},
+): UpdateItemCommandInput {
+    return {
+        TableName: countersTable(config),
+        Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+        UpdateExpression: dueUpdate(),
+        ...(options.onlyIfCounted ? { ConditionExpression: "attribute_exists(#count)" } : {}),
+        ExpressionAttributeNames: { ...(options.onlyIfCounted ? { "#count": config.countAttribute } : {}), ...dueMarkNames() },
+        ExpressionAttributeValues: dueMarkValues(key, now),
+    };
 }

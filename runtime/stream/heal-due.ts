@@ -18,8 +18,8 @@
 import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import { describeError, isRetryable } from "../shared/aws-errors";
-import { dueMarkNames, dueMarkValues, dueUpdate } from "../shared/best-effort-marks";
-import { bestEffortSortKey, countersTable, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
+import { dueMarkInput } from "../shared/best-effort-marks";
+import type { CounterTableConfig, CounterTableLayout } from "../shared/config";
 import { withRetries } from "../shared/retry";
 import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
 import type { Logger, Metrics } from "../shared/telemetry";
@@ -69,20 +69,7 @@ export async function markKeysDue(
     for (const key of keys) {
         try {
             await withRetries(
-                () =>
-                    deps.dynamodb.send(
-                        new UpdateItemCommand({
-                            TableName: countersTable(deps.config),
-                            Key: {
-                                [deps.config.partitionKey]: { S: key },
-                                [deps.config.sortKey]: { S: bestEffortSortKey(deps.config) },
-                            },
-                            UpdateExpression: dueUpdate(),
-                            ConditionExpression: "attribute_exists(#count)",
-                            ExpressionAttributeNames: { "#count": deps.config.countAttribute, ...dueMarkNames() },
-                            ExpressionAttributeValues: dueMarkValues(key, now()),
-                        }),
-                    ),
+                () => deps.dynamodb.send(new UpdateItemCommand(dueMarkInput(deps.config, key, now(), { onlyIfCounted: true }))),
                 isRetryable,
                 MARK_ATTEMPTS,
             );
