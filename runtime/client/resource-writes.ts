@@ -195,32 +195,19 @@ export class ResourceWriter {
      * a tombstone's expiry off the marker, so that it outlives every attempt of the life.
      */
     private async markRepeated({ key, id, token }: ResourceItem, deadline: CallDeadline): Promise<"marked" | "released"> {
-        try {
-            await withRetries(
-                () =>
-                    sendOnce(
-                        this.dynamodb,
-                        new UpdateItemCommand({
-                            TableName: this.config.countersTableName,
-                            Key: this.key(key, markerSortKey(this.config, id)),
-                            UpdateExpression: "SET #repeated = :pending REMOVE #expires",
-                            ConditionExpression: "attribute_not_exists(#repeated) OR #repeated = :pending",
-                            ExpressionAttributeNames: { "#repeated": repeatedAttribute(token), "#expires": COUNTER_ATTRIBUTES.expiresAt },
-                            ExpressionAttributeValues: { ":pending": { S: REPEATED.pending } },
-                        }),
-                    ),
-                isRetryable,
-                this.attempts,
-                deadline,
-                "mark",
-            );
-            return "marked";
-        } catch (error) {
-            if (error instanceof ConditionalCheckFailedException) {
-                return "released";
-            }
-            throw error;
-        }
+        const written = await this.updateMarker(
+            key,
+            id,
+            {
+                update: "SET #repeated = :pending REMOVE #expires",
+                condition: "attribute_not_exists(#repeated) OR #repeated = :pending",
+                names: { "#repeated": repeatedAttribute(token), "#expires": COUNTER_ATTRIBUTES.expiresAt },
+                values: { ":pending": { S: REPEATED.pending } },
+            },
+            deadline,
+            "mark",
+        );
+        return written === "done" ? "marked" : "released";
     }
 
     /**
@@ -394,6 +381,30 @@ export class ResourceWriter {
         deadline: CallDeadline,
     ): Promise<boolean> {
         try {
+            return (await this.updateMarker(key, id, { update, condition, names, values }, deadline, "release")) === "done";
+        } catch (error) {
+            this.onFailure({ key, operation: "release", error });
+            return false;
+        }
+    }
+
+    /**
+     * One conditional update of the marker of `id`, retried while retryable under the call's deadline. "refused":
+     * its condition failed (a repeat after a lost response also ends here). Throws any other last error.
+     */
+    private async updateMarker(
+        key: string,
+        id: string,
+        write: {
+            readonly update: string;
+            readonly condition: string;
+            readonly names: Record<string, string>;
+            readonly values: Record<string, AttributeValue>;
+        },
+        deadline: CallDeadline,
+        operation: string,
+    ): Promise<"done" | "refused"> {
+        try {
             await withRetries(
                 () =>
                     sendOnce(
@@ -401,23 +412,23 @@ export class ResourceWriter {
                         new UpdateItemCommand({
                             TableName: this.config.countersTableName,
                             Key: this.key(key, markerSortKey(this.config, id)),
-                            UpdateExpression: update,
-                            ConditionExpression: condition,
-                            ExpressionAttributeNames: names,
-                            ExpressionAttributeValues: values,
+                            UpdateExpression: write.update,
+                            ConditionExpression: write.condition,
+                            ExpressionAttributeNames: write.names,
+                            ExpressionAttributeValues: write.values,
                         }),
                     ),
                 isRetryable,
                 this.attempts,
                 deadline,
-                "release",
+                operation,
             );
-            return true;
+            return "done";
         } catch (error) {
-            if (!(error instanceof ConditionalCheckFailedException)) {
-                this.onFailure({ key, operation: "release", error });
+            if (error instanceof ConditionalCheckFailedException) {
+                return "refused";
             }
-            return false;
+            throw error;
         }
     }
 
