@@ -51,7 +51,7 @@ import { CLOCK_SKEW_MS, MAX_CLIENT_DEADLINE_MS } from "../heal/heal-window";
  * How far another machine's clock may be behind ours when the client compares a marker's life token
  * with its own (both UUIDv7, stamped by the clocks of the machines that made them).
  */
-export const MAX_CLOCK_SKEW_MS = 60_000;
+export const MAX_CLOCK_SKEW_MS = CLOCK_SKEW_MS;
 
 /**
  * Strict mode: whether the call that created the life `token` names may still send a put attempt of it (a repeat
