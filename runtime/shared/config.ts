@@ -53,6 +53,11 @@ export interface CounterTableConfig extends CounterTableLayout {
      * Absent means the user's table.
      */
     readonly countersTableName?: string;
+    /**
+     * How many partitions of the counters table each key's counting spreads over (runtime/shards/layout.ts).
+     * @default 1 (one best-effort item, one eventual item and the markers under the key itself)
+     */
+    readonly counterShards?: number;
 }
 
 /** The table the counter items of `config` live in. */
@@ -176,6 +181,8 @@ export const ENV = Object.freeze({
     countedAttributeValue: "HYBRID_COUNTER_COUNTED_ATTRIBUTE_VALUE",
     /** The settler's quiet window (s), when the component deploys one: the client checks its deadline against it. */
     healQuietWindowSeconds: "HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS",
+    /** The shard count of every key's counting, when above 1 (runtime/shards/layout.ts). */
+    counterShards: "HYBRID_COUNTER_COUNTER_SHARDS",
     /** URL of the fatal queue: poison records and unrecoverable batches go there, in full. */
     fatalQueueUrl: "HYBRID_COUNTER_FATAL_QUEUE_URL",
     /** Namespace of the CloudWatch EMF metrics. */
@@ -228,6 +235,26 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
     }
     problems.push(...selectionProblems(layout));
     return problems;
+}
+
+/** The most shards a key's counting may spread over (runtime/shards/layout.ts re-exports it). */
+export const COUNTER_SHARDS_MAX = 16;
+
+/**
+ * Problems with a shard count, named `[counterShards]`: an integer from 1 to COUNTER_SHARDS_MAX, above 1 only
+ * with a counters table of its own (a shard's partition key is not the user's to share).
+ */
+export function counterShardsProblems(counterShards: unknown, tableName?: string, countersTableName?: string): string[] {
+    if (counterShards === undefined) {
+        return [];
+    }
+    if (typeof counterShards !== "number" || !Number.isInteger(counterShards) || counterShards < 1 || counterShards > COUNTER_SHARDS_MAX) {
+        return [`[counterShards] must be an integer from 1 to ${COUNTER_SHARDS_MAX} (got ${JSON.stringify(counterShards)})`];
+    }
+    if (counterShards > 1 && tableName !== undefined && (countersTableName === undefined || countersTableName === tableName)) {
+        return ["[counterShards] above 1 needs a counters table of its own: a key's shards are partition keys of the counters table"];
+    }
+    return [];
 }
 
 /** Problems with the layout's selection, named by the component's flat args. */
@@ -361,6 +388,9 @@ export function clientEnvironment(config: CounterTableConfig): Record<string, st
     if (selection.countedAttributeValue !== undefined) {
         env[ENV.countedAttributeValue] = selection.countedAttributeValue;
     }
+    if ((config.counterShards ?? 1) !== 1) {
+        env[ENV.counterShards] = String(config.counterShards);
+    }
     return env;
 }
 
@@ -435,12 +465,14 @@ function readConfig(env: Readonly<Record<string, string | undefined>>, problems:
         }),
     };
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
-    for (const problem of layoutProblems(layout)) {
+    const shardsText = env[ENV.counterShards];
+    const counterShards = shardsText === undefined || shardsText.length === 0 ? 1 : Number(shardsText);
+    for (const problem of [...layoutProblems(layout), ...counterShardsProblems(counterShards, tableName, countersTableName)]) {
         problems.push(
             problem.replace(/\[(\w+)\]/, (whole, field: string) => (field in ENV ? `[${ENV[field as keyof typeof ENV]}]` : whole)),
         );
     }
-    return { ...layout, tableName, countersTableName };
+    return { ...layout, tableName, countersTableName, ...(counterShards === 1 ? {} : { counterShards }) };
 }
 
 function stripUndefined<T extends object>(value: Partial<T>): Partial<T> {
