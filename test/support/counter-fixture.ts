@@ -16,6 +16,7 @@ import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureR
 import { lambdaContext } from "../../local/aws/lambda-context";
 import { snapshotKey, type KeyObservation, type KeySnapshot } from "../../local/harness/observe";
 import { LocalQueues, sqsEvent } from "../../local/aws/sqs";
+import { shardOfPartitionKey } from "../../runtime/shards/layout";
 import { createCounterTable, createCountersTable } from "../../local/engine/table";
 
 let tableCounter = 0;
@@ -41,6 +42,8 @@ export interface FixtureOptions {
      */
     readonly placement?: "separate" | "same-table";
     readonly layout?: Partial<CounterTableLayout>;
+    /** Shards of every key's counting (runtime/shards/layout.ts); above 1 needs placement "separate". @default 1 */
+    readonly counterShards?: number;
     readonly mode?: CounterMode;
     readonly settings?: Partial<MappingSettings>;
     /** Faults in the API-side client's DynamoDB calls. */
@@ -99,6 +102,7 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         ...layout,
         tableName,
         countersTableName,
+        ...(options.counterShards === undefined || options.counterShards === 1 ? {} : { counterShards: options.counterShards }),
         fatalQueueUrl: FATAL_QUEUE_URL,
         metricsNamespace: "HybridCounterTest",
     };
@@ -138,6 +142,7 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         ...layout,
         tableName,
         countersTableName,
+        ...(config.counterShards === undefined ? {} : { counterShards: config.counterShards }),
         dynamodb: clientDynamo,
         mode: options.mode,
         deadlineMs: 60_000,
@@ -177,10 +182,10 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
             return messages.length - failedMessages.length;
         },
         async snapshot(key) {
-            return snapshot(reader, tableName, layout, key, countersTableName);
+            return snapshot(reader, tableName, layout, key, countersTableName, config.counterShards);
         },
         async observe(key) {
-            return observe(reader, tableName, layout, key, countersTableName);
+            return observe(reader, tableName, layout, key, countersTableName, config.counterShards);
         },
         async keys() {
             const keys = new Set<string>();
@@ -189,7 +194,7 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
                 do {
                     const page = await reader.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start, ConsistentRead: true }));
                     for (const item of page.Items ?? []) {
-                        keys.add(item[layout.partitionKey]!.S!);
+                        keys.add(shardOfPartitionKey(item[layout.partitionKey]!.S!, config.counterShards ?? 1).key);
                     }
                     start = page.LastEvaluatedKey;
                 } while (start);
@@ -212,8 +217,9 @@ export async function snapshot(
     layout: CounterTableLayout,
     key: string,
     countersTableName: string = tableName,
+    counterShards = 1,
 ): Promise<Snapshot> {
-    const { clientLive: _, ...s } = await observe(reader, tableName, layout, key, countersTableName);
+    const { clientLive: _, shards: _shards, ...s } = await observe(reader, tableName, layout, key, countersTableName, counterShards);
     return s;
 }
 
@@ -223,9 +229,10 @@ async function observe(
     layout: CounterTableLayout,
     key: string,
     countersTableName: string,
+    counterShards = 1,
 ): Promise<Observation> {
-    const { pages, ...s } = await snapshotKey(reader, tableName, layout, key, countersTableName);
-    const expected = countersTableName === tableName ? 1 : 2;
+    const { pages, ...s } = await snapshotKey(reader, tableName, layout, key, countersTableName, counterShards);
+    const expected = countersTableName === tableName ? 1 : 1 + counterShards;
     assert.equal(pages, expected, `key ${key} spans ${pages} pages: the snapshot would not be one observation per table`);
     return s;
 }
