@@ -16,12 +16,19 @@
  * "500 after commit" they would overcount or free a slot still in use) is sent exactly once, and its
  * failure is absorbed: it only loosens the bound. Every absorbed failure reaches `onFailure`.
  */
-import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+    ConditionalCheckFailedException,
+    TransactGetItemsCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
 import type { ClientConfig } from "./validation";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../shared/best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
+import { shardPartitionKey } from "../shards/layout";
 
 /** A failure the client absorbed (the count stays on its safe side, or the call answered "unavailable"). */
 export interface BestEffortFailure {
@@ -75,11 +82,20 @@ export class BestEffortCounter {
         private readonly onFailure: (failure: BestEffortFailure) => void,
     ) {}
 
-    /** Strict mode: reserves one slot, below `limit` when given. Retries are safe: an extra slot is held back. */
-    async reserve(key: string, limit: number | undefined, deadline: CallDeadline): Promise<Reservation> {
+    /**
+     * Strict mode: reserves one slot in shard `shard` of the key, below `limit` when given (the shard's quota when
+     * the key is sharded: runtime/shards/reservation.ts). Retries are safe: an extra slot is held back.
+     */
+    async reserve(key: string, shard: number, limit: number | undefined, deadline: CallDeadline): Promise<Reservation> {
         const doubt = new Doubt();
         try {
-            const value = await withRetries(() => doubt.watch(this.write(key, 1, limit)), isRetryable, this.attempts, deadline, "reserve");
+            const value = await withRetries(
+                () => doubt.watch(this.write(key, shard, 1, limit)),
+                isRetryable,
+                this.attempts,
+                deadline,
+                "reserve",
+            );
             return { outcome: "reserved", value, repeated: doubt.repeated };
         } catch (error) {
             if (error instanceof ConditionalCheckFailedException) {
@@ -95,10 +111,10 @@ export class BestEffortCounter {
      * undercounts; strict's touch: no count change). Returns the key's heal epoch as the write left it.
      * Throws its last error.
      */
-    async repeatable(key: string, delta: -1 | 0, deadline: CallDeadline): Promise<HealEpoch & { readonly repeated: boolean }> {
+    async repeatable(key: string, shard: number, delta: -1 | 0, deadline: CallDeadline): Promise<HealEpoch & { readonly repeated: boolean }> {
         const doubt = new Doubt();
         const written = await withRetries(
-            () => doubt.watch(this.writeItem(key, delta)),
+            () => doubt.watch(this.writeItem(key, shard, delta)),
             isRetryable,
             this.attempts,
             deadline,
@@ -112,10 +128,10 @@ export class BestEffortCounter {
     }
 
     /** A write sent at most once; failures (and a deadline that passed) are absorbed and reported. True when it committed. */
-    async once(key: string, delta: 1 | -1, operation: "increment" | "release", deadline: CallDeadline): Promise<boolean> {
+    async once(key: string, shard: number, delta: 1 | -1, operation: "increment" | "release", deadline: CallDeadline): Promise<boolean> {
         try {
             await withRetries(
-                () => this.write(key, delta),
+                () => this.write(key, shard, delta),
                 () => false,
                 1,
                 deadline,
@@ -125,6 +141,39 @@ export class BestEffortCounter {
         } catch (error) {
             this.onFailure({ key, operation, error });
             return false;
+        }
+    }
+
+    /**
+     * Every shard's count of `key` in one TransactGetItems: a serializable snapshot (runtime/shards/reservation.ts).
+     * Retried while retryable within the call's deadline; undefined when it could not be read (absorbed and reported).
+     */
+    async snapshot(key: string, shards: number, deadline: CallDeadline): Promise<number[] | undefined> {
+        const { countersTableName, countAttribute } = this.config;
+        try {
+            const response = await withRetries(
+                () =>
+                    this.dynamodb.send(
+                        new TransactGetItemsCommand({
+                            TransactItems: Array.from({ length: shards }, (_, shard) => ({
+                                Get: {
+                                    TableName: countersTableName,
+                                    Key: this.key(shardPartitionKey(key, shard)),
+                                    ProjectionExpression: "#count",
+                                    ExpressionAttributeNames: { "#count": countAttribute },
+                                },
+                            })),
+                        }),
+                    ),
+                isRetryable,
+                this.attempts,
+                deadline,
+                "read",
+            );
+            return (response.Responses ?? []).map((item) => Number(item.Item?.[countAttribute]?.N ?? "0"));
+        } catch (error) {
+            this.onFailure({ key, operation: "read", error });
+            return undefined;
         }
     }
 
@@ -145,13 +194,13 @@ export class BestEffortCounter {
         }
     }
 
-    /** One attempt: ADDs `delta`, optionally only while the count is below `limit`. Returns the new count. */
-    private async write(key: string, delta: number, limit?: number): Promise<number> {
-        return Number((await this.writeItem(key, delta, limit))[this.config.countAttribute]?.N ?? "0");
+    /** One attempt: ADDs `delta` to shard `shard`'s item, optionally only while its count is below `limit`. Returns the new count. */
+    private async write(key: string, shard: number, delta: number, limit?: number): Promise<number> {
+        return Number((await this.writeItem(key, shard, delta, limit))[this.config.countAttribute]?.N ?? "0");
     }
 
     /** One attempt, returning the item as the write left it (ALL_NEW costs no more than UPDATED_NEW). */
-    private async writeItem(key: string, delta: number, limit?: number): Promise<Record<string, AttributeValue>> {
+    private async writeItem(key: string, shard: number, delta: number, limit?: number): Promise<Record<string, AttributeValue>> {
         const { countersTableName, countAttribute } = this.config;
         // A first reservation meets no item: it may pass only when the limit leaves room for one.
         const condition =
@@ -160,7 +209,7 @@ export class BestEffortCounter {
             this.dynamodb,
             new UpdateItemCommand({
                 TableName: countersTableName,
-                Key: this.key(key),
+                Key: this.key(shardPartitionKey(key, shard)),
                 UpdateExpression: bestEffortUpdate(":delta", this.due),
                 ConditionExpression: condition,
                 ExpressionAttributeNames: { "#count": countAttribute, ...bestEffortMarkNames(this.due) },
@@ -176,7 +225,7 @@ export class BestEffortCounter {
         return response.Attributes ?? {};
     }
 
-    private key(key: string): Record<string, AttributeValue> {
-        return { [this.config.partitionKey]: { S: key }, [this.config.sortKey]: { S: bestEffortSortKey(this.config) } };
+    private key(partitionKey: string): Record<string, AttributeValue> {
+        return { [this.config.partitionKey]: { S: partitionKey }, [this.config.sortKey]: { S: bestEffortSortKey(this.config) } };
     }
 }

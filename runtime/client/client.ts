@@ -47,7 +47,7 @@
  * that may come later, putting the key on the heal index when the call may have left best-effort off its items
  * (`call`), moves neither.
  */
-import { QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { BestEffortCounter, type BestEffortFailure } from "./best-effort";
 import {
     checkId,
@@ -59,7 +59,7 @@ import {
     type ClientConfig,
     type CounterMode,
 } from "./validation";
-import { bestEffortSortKey, eventualSortKey, type CounterTableLayout, type FlatSelection } from "../shared/config";
+import type { CounterTableLayout, FlatSelection } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
 import { mayStillBeRepeated, ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
@@ -68,6 +68,9 @@ import type { ItemSelection } from "../shared/selection";
 import { Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
 import { REPEATED, reservedInEpoch } from "../shared/strict-ledger";
 import { newToken, tokenTime } from "../shared/tokens";
+import { homeShard, lifeShard, shardCount } from "../shards/layout";
+import { readKeyCounters } from "../shards/read";
+import { reserveAcrossShards, type ShardReservation } from "../shards/reservation";
 
 export type { BestEffortFailure } from "./best-effort";
 export type { CounterMode } from "./validation";
@@ -159,6 +162,11 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout>,
      * a `deadlineMs` the window does not cover is refused (runtime/heal/heal-window.ts).
      */
     readonly healQuietWindowSeconds?: number;
+    /**
+     * Shards of every key's counting (the component's clientConfig `counterShards`; runtime/shards/layout.ts): must
+     * be the value the consumer runs with. Above 1 a key must not hold U+0000. @default 1
+     */
+    readonly counterShards?: number;
     /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */
     readonly dynamodb: DynamoDBClient;
     /** @default "utilization" */
@@ -194,11 +202,14 @@ export class HybridCounterClient {
     private readonly bestEffort: BestEffortCounter;
     private readonly onFailure: (failure: BestEffortFailure) => void;
     private readonly metrics: Metrics<ClientMetricName> | undefined;
+    /** Shards of every key's counting (runtime/shards/layout.ts): 1 unless the deployment spreads a hot key. */
+    private readonly shards: number;
 
     /** Throws ConfigurationError naming every bad option. */
     constructor(options: HybridCounterClientOptions) {
         const resolved = resolveClientOptions(options);
         this.config = resolved.config;
+        this.shards = shardCount(this.config);
         this.mode = resolved.mode;
         this.attempts = resolved.attempts;
         this.deadlineMs = resolved.deadlineMs;
@@ -243,7 +254,7 @@ export class HybridCounterClient {
         const deadline = new CallDeadline(this.deadlineMs, tokenTime(resource.token));
         return this.call(key, async (drifted) => {
             if (this.mode === "strict") {
-                const reservation = await this.bestEffort.reserve(key, undefined, deadline);
+                const reservation = await this.bestEffort.reserve(key, this.home(resource), undefined, deadline);
                 if (reservation.outcome !== "reserved") {
                     // Without a reservation the upper bound would break: nothing is written. A failed one may have committed.
                     drifted(reservation.outcome === "failed");
@@ -259,7 +270,7 @@ export class HybridCounterClient {
                 throw put.error;
             }
             if (put.outcome === "mine") {
-                drifted(!(await this.bestEffort.once(key, 1, "increment", deadline)));
+                drifted(!(await this.bestEffort.once(key, this.home(resource), 1, "increment", deadline)));
             }
             return { created: put.outcome === "mine" };
         });
@@ -313,7 +324,7 @@ export class HybridCounterClient {
      * TransactionConflictException has been retried.
      */
     async delete(key: string, id: string): Promise<DeleteResult> {
-        checkKey(key);
+        checkKey(key, this.shards);
         checkId(id, this.config.counterPrefix, this.config.selection);
         const deadline = new CallDeadline(this.deadlineMs);
         return this.call(key, async (drifted) => {
@@ -324,8 +335,10 @@ export class HybridCounterClient {
             // An item another writer moved out of the selection: a heal since may have taken its unit, so what this
             // delete moves may leave best-effort off its items (the consumer marked the move; a heal may have run since).
             drifted(live.clientCounted && !live.selected);
+            // The shard that holds the life's unit (runtime/shards/layout.ts): its token's, else its id's.
+            const home = homeShard(id, live.createToken ?? undefined, this.shards);
             if (this.mode === "strict") {
-                const epoch = await this.bestEffort.repeatable(key, 0, deadline);
+                const epoch = await this.bestEffort.repeatable(key, home, 0, deadline);
                 // A life that may have a second item (its put was repeated, or its creating call may still repeat it)
                 // gives its slot back once, taken on its marker before the soft delete: another item of the life is
                 // then deleted without a release, and the creating call does not repeat (strict-ledger.ts).
@@ -349,7 +362,7 @@ export class HybridCounterClient {
                             ? reservedInEpoch(live.createToken, epoch)
                             : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
                     // A slot not given back is held until a heal: the key is due for one.
-                    drifted(!(owned && (await this.bestEffort.once(key, -1, "release", deadline))));
+                    drifted(!(owned && (await this.bestEffort.once(key, home, -1, "release", deadline))));
                 }
                 drifted(outcome === "gone" && live.clientCounted);
                 return { deleted: outcome !== "taken" };
@@ -372,7 +385,7 @@ export class HybridCounterClient {
                 if (claimed !== "mine") {
                     return { deleted: false };
                 }
-                drifted((await this.bestEffort.repeatable(key, -1, deadline)).repeated);
+                drifted((await this.bestEffort.repeatable(key, home, -1, deadline)).repeated);
                 outcome = await this.resources.softDelete(key, id, live.createToken, claim, deadline);
             } catch (error) {
                 // The item may be left live with this call's claim (and best-effort one low): give the claim
@@ -390,37 +403,13 @@ export class HybridCounterClient {
     }
 
     /**
-     * Reads both counters in one strongly consistent Query.
+     * Reads both counters: one strongly consistent Query per shard of the key (one when unsharded), sent at once,
+     * 1 RCU each (runtime/shards/read.ts).
      * Throws: InvalidArgumentError; the read's DynamoDB error, unchanged (this is a read the caller adds).
      */
     async count(key: string): Promise<CounterValue> {
-        checkKey(key);
-        const { partitionKey, sortKey, countAttribute } = this.config;
-        const response = await this.dynamodb.send(
-            new QueryCommand({
-                TableName: this.config.countersTableName,
-                ConsistentRead: true,
-                // best-effort < eventual < item#... in sort-key order: exactly the two counter items.
-                KeyConditionExpression: "#pk = :key AND #sk BETWEEN :be AND :ev",
-                ExpressionAttributeNames: { "#pk": partitionKey, "#sk": sortKey, "#count": countAttribute },
-                ExpressionAttributeValues: {
-                    ":key": { S: key },
-                    ":be": { S: bestEffortSortKey(this.config) },
-                    ":ev": { S: eventualSortKey(this.config) },
-                },
-                ProjectionExpression: "#sk, #count",
-            }),
-        );
-        let bestEffort = 0;
-        let eventual = 0;
-        for (const item of response.Items ?? []) {
-            const value = Number(item[countAttribute]?.N ?? "0");
-            if (item[sortKey]?.S === bestEffortSortKey(this.config)) {
-                bestEffort = value;
-            } else if (item[sortKey]?.S === eventualSortKey(this.config)) {
-                eventual = value;
-            }
-        }
+        checkKey(key, this.shards);
+        const { bestEffort, eventual } = await readKeyCounters(this.dynamodb, this.config, key, [this.config.countAttribute]);
         return { bestEffort, eventual, value: Math.max(bestEffort, eventual) };
     }
 
@@ -432,7 +421,7 @@ export class HybridCounterClient {
         deadline: CallDeadline,
         drifted: Drifted,
     ): Promise<TryCreateResult> {
-        const reservation = await this.bestEffort.reserve(resource.key, limit, deadline);
+        const reservation = await this.reserveUnder(resource, limit, deadline);
         if (reservation.outcome === "limit") {
             return { created: false, count: reservation.value, reason: "limit" };
         }
@@ -441,11 +430,15 @@ export class HybridCounterClient {
             return this.unavailable();
         }
         drifted(reservation.repeated);
+        // A reservation taken in another shard than the token's home: the life takes a token homed there.
+        if (reservation.shard !== this.home(resource)) {
+            resource = this.resources.rehome(resource, reservation.shard);
+        }
         const put = await this.resources.put(resource, deadline);
         if (put.outcome === "mine") {
             return { created: true, count: reservation.value };
         }
-        drifted(put.doubt || !(await this.bestEffort.once(resource.key, -1, "release", deadline)));
+        drifted(put.doubt || !(await this.bestEffort.once(resource.key, reservation.shard, -1, "release", deadline)));
         if (put.outcome === "taken") {
             return { created: false, count: put.doubt ? reservation.value : reservation.value - 1, reason: "exists" };
         }
@@ -484,8 +477,32 @@ export class HybridCounterClient {
             }
             throw put.error;
         }
-        drifted(!(await this.bestEffort.once(resource.key, 1, "increment", deadline)));
+        drifted(!(await this.bestEffort.once(resource.key, this.home(resource), 1, "increment", deadline)));
         return { created: true, count: current.value + 1 };
+    }
+
+    /** The shard a new life's unit goes to: its token's (runtime/shards/layout.ts). */
+    private home(resource: ResourceItem): number {
+        return lifeShard(resource.token, this.shards);
+    }
+
+    /**
+     * Strict mode: reserves a slot under `limit`. Unsharded, today's one conditional write; sharded, within the
+     * shards' quotas, the token's home first (runtime/shards/reservation.ts).
+     */
+    private async reserveUnder(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<ShardReservation> {
+        const { key } = resource;
+        if (this.shards === 1) {
+            const reservation = await this.bestEffort.reserve(key, 0, limit, deadline);
+            return reservation.outcome === "reserved" ? { ...reservation, shard: 0 } : reservation;
+        }
+        return reserveAcrossShards({
+            shards: this.shards,
+            limit,
+            first: this.home(resource),
+            reserveIn: (shard, quota) => this.bestEffort.reserve(key, shard, quota, deadline),
+            snapshot: () => this.bestEffort.snapshot(key, this.shards, deadline),
+        });
     }
 
     /**
@@ -515,7 +532,7 @@ export class HybridCounterClient {
     }
 
     private resourceItem(key: string, id: string, attributes: Record<string, unknown> | undefined): ResourceItem {
-        checkKey(key);
+        checkKey(key, this.shards);
         checkId(id, this.config.counterPrefix, this.config.selection);
         const resource = this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
         checkItemSize(resource.item, this.headroom);
@@ -533,7 +550,7 @@ export class HybridCounterClient {
         if (put.outcome === "mine") {
             return true;
         }
-        drifted(put.doubt || !(await this.bestEffort.once(resource.key, -1, "release", deadline)));
+        drifted(put.doubt || !(await this.bestEffort.once(resource.key, this.home(resource), -1, "release", deadline)));
         if (put.outcome === "failed") {
             throw put.error;
         }

@@ -40,6 +40,7 @@ import {
 import type { BestEffortFailure } from "./best-effort";
 import type { ClientConfig, CounterMode } from "./validation";
 import { COUNTER_ATTRIBUTES, markerSortKey } from "../shared/config";
+import { lifeShard, markerShard, shardCount, shardPartitionKey } from "../shards/layout";
 import { DeadlineExceededError } from "../shared/errors";
 import { isRetryable } from "../shared/aws-errors";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
@@ -127,6 +128,20 @@ export class ResourceWriter {
                 [tokenAttribute]: { S: token },
             },
         };
+    }
+
+    /**
+     * The item again with a token homed in shard `shard` (runtime/shards/layout.ts): a strict reservation taken in
+     * another shard than its token's home. Tokens are drawn until one is (1 in N draws on average); nothing was
+     * written with the old one.
+     */
+    rehome(resource: ResourceItem, shard: number): ResourceItem {
+        const shards = shardCount(this.config);
+        let token = resource.token;
+        while (lifeShard(token, shards) !== shard) {
+            token = newToken(tokenTime(resource.token));
+        }
+        return { ...resource, token, item: { ...resource.item, [this.config.tokenAttribute]: { S: token } } };
     }
 
     /** Puts the item if absent; see the module's header for how a repeat is decided. */
@@ -250,7 +265,7 @@ export class ResourceWriter {
         const marker = await this.dynamodb.send(
             new GetItemCommand({
                 TableName: countersTableName,
-                Key: this.key(key, markerSortKey(this.config, id)),
+                Key: this.markerKey(key, id),
                 ConsistentRead: true,
                 ProjectionExpression: "#life, #repeated",
                 ExpressionAttributeNames: { "#life": COUNTER_ATTRIBUTES.life, "#repeated": repeatedAttribute(token) },
@@ -334,7 +349,7 @@ export class ResourceWriter {
                     this.dynamodb.send(
                         new GetItemCommand({
                             TableName: this.config.countersTableName,
-                            Key: this.key(key, markerSortKey(this.config, id)),
+                            Key: this.markerKey(key, id),
                             ConsistentRead: true,
                             ProjectionExpression: Object.keys(names).join(", "),
                             ExpressionAttributeNames: names,
@@ -411,7 +426,7 @@ export class ResourceWriter {
                         this.dynamodb,
                         new UpdateItemCommand({
                             TableName: this.config.countersTableName,
-                            Key: this.key(key, markerSortKey(this.config, id)),
+                            Key: this.markerKey(key, id),
                             UpdateExpression: write.update,
                             ConditionExpression: write.condition,
                             ExpressionAttributeNames: write.names,
@@ -603,6 +618,11 @@ export class ResourceWriter {
             }
         };
         return withRetries(attempt, isRetryable, this.attempts, deadline, operation);
+    }
+
+    /** The key of `id`'s marker: in its shard of the counters table (runtime/shards/layout.ts). */
+    private markerKey(key: string, id: string): Record<string, AttributeValue> {
+        return this.key(shardPartitionKey(key, markerShard(id, shardCount(this.config))), markerSortKey(this.config, id));
     }
 
     private key(key: string, sk: string): Record<string, AttributeValue> {

@@ -6,6 +6,7 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import {
     ConfigurationError,
+    counterShardsProblems,
     layoutProblems,
     layoutWithDefaults,
     type CounterTableConfig,
@@ -24,6 +25,7 @@ import {
 } from "../heal/heal-window";
 import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
 import type { ItemSelection } from "../shared/selection";
+import { shardedKeyProblem } from "../shards/layout";
 
 export type CounterMode = "utilization" | "strict";
 
@@ -78,6 +80,7 @@ export function resolveClientOptions(
             attempts?: unknown;
             deadlineMs?: unknown;
             healQuietWindowSeconds?: unknown;
+            counterShards?: unknown;
             selection?: ItemSelection;
         },
 ): ResolvedClientOptions {
@@ -95,6 +98,13 @@ export function resolveClientOptions(
     } else {
         checkTableName(options.countersTableName, "countersTableName", problems);
     }
+    problems.push(
+        ...counterShardsProblems(
+            options.counterShards,
+            typeof options.tableName === "string" ? options.tableName : undefined,
+            typeof options.countersTableName === "string" ? options.countersTableName : undefined,
+        ),
+    );
     const dynamodb = options.dynamodb as { send?: unknown } | undefined;
     if (!dynamodb || typeof dynamodb.send !== "function") {
         problems.push("[dynamodb] must be a DynamoDBClient");
@@ -150,6 +160,7 @@ export function resolveClientOptions(
             selection,
             tableName,
             countersTableName: options.countersTableName as string,
+            ...(options.counterShards === undefined || options.counterShards === 1 ? {} : { counterShards: options.counterShards as number }),
         },
         mode: mode as CounterMode,
         attempts: attempts as number,
@@ -190,12 +201,16 @@ function selectionProblems(selection: unknown, layout: CounterTableLayout, reser
     }
 }
 
-export function checkKey(key: unknown): asserts key is string {
+export function checkKey(key: unknown, counterShards = 1): asserts key is string {
     if (typeof key !== "string" || key.length === 0) {
         throw new InvalidArgumentError("key", "must be a non-empty string");
     }
     if (Buffer.byteLength(key, "utf8") > PARTITION_KEY_MAX_BYTES) {
         throw new InvalidArgumentError("key", `must be at most ${PARTITION_KEY_MAX_BYTES} bytes`);
+    }
+    const problem = shardedKeyProblem(key, counterShards);
+    if (problem !== undefined) {
+        throw new InvalidArgumentError("key", problem);
     }
 }
 
