@@ -9,12 +9,13 @@
  * stops after `maxSteps` steps or once the two are within `resolution` of each other.
  */
 import type { CounterMode } from "../runtime/client/client";
+import { MAX_COUNTER_SHARDS } from "../runtime/shards/layout";
 
 /** A best-effort share at or above this refuses a rate. */
 export const THROTTLED_SHARE_LIMIT = 0.01;
 
-/** Shard counts the component builds today: one eventual counter item per key. */
-export const BUILT_SHARD_COUNTS: readonly number[] = [1];
+/** The shard counts measured when `--shards` is not given: the unsharded key, and two spreads of it. */
+export const DEFAULT_SHARD_COUNTS: readonly number[] = [1, 4, 16];
 
 /** The modes measured, each with its own bound. */
 export const CEILING_MODES: readonly CounterMode[] = ["utilization", "strict"];
@@ -23,21 +24,19 @@ export const CEILING_MODES: readonly CounterMode[] = ["utilization", "strict"];
 export class CeilingUsageError extends Error {}
 
 /**
- * `--shards <list>`: comma-separated shard counts. Any count but 1 is refused until sharded counters are
- * built; measuring them is then a matter of passing the count to the component (hot-key-ceiling.ts).
+ * `--shards <list>`: comma-separated shard counts of each key's counting, each from 1 to the component's
+ * most (runtime/shards/layout.ts), passed to the component as `counterShards` (hot-key-ceiling.ts).
  */
 export function parseShards(raw: string | undefined): number[] {
-    const shards = (raw ?? "1").split(",").map((s) => s.trim());
+    const shards = raw === undefined ? DEFAULT_SHARD_COUNTS.map(String) : raw.split(",").map((s) => s.trim());
     const counts: number[] = [];
     for (const s of shards) {
         const n = Number(s);
         if (!/^\d+$/.test(s) || n < 1) {
             throw new CeilingUsageError(`--shards takes a comma-separated list of shard counts (got "${s}")`);
         }
-        if (!BUILT_SHARD_COUNTS.includes(n)) {
-            throw new CeilingUsageError(
-                `--shards ${n}: sharded counters are not built yet; only ${BUILT_SHARD_COUNTS.join(", ")} can be measured`,
-            );
+        if (n > MAX_COUNTER_SHARDS) {
+            throw new CeilingUsageError(`--shards ${n}: a key's counting spreads over at most ${MAX_COUNTER_SHARDS} shards`);
         }
         if (!counts.includes(n)) {
             counts.push(n);

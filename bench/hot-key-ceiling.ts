@@ -41,8 +41,8 @@ import { runWorkload } from "../local/harness/workload";
 import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
 import { bestEffortSortKey } from "../runtime/shared/config";
 import { isLive } from "../runtime/shared/selection";
+import { shardCount, shardPartitionKeys } from "../runtime/shards/layout";
 import {
-    BUILT_SHARD_COUNTS,
     CEILING_MODES,
     boundHolds,
     ceilingRow,
@@ -74,16 +74,9 @@ const OBSERVE_EVERY_MS = 500;
 /** DynamoDB's read units per write unit of one partition (3,000 / 1,000), kept when the rate is scaled. */
 const READS_PER_WRITE_UNIT = 3;
 
-/**
- * The component's args for a mode and a shard count: the one place a shard count reaches the system. Today a
- * key's counters are one best-effort and one eventual item, which is shard count 1; a sharded count is
- * measured by passing it to the component here once the component takes it.
- */
+/** The component's args for a mode and a shard count: the one place a shard count reaches the system. */
 export function componentArgs(mode: CounterMode, shards: number): HybridCounterComponentArgs {
-    if (!BUILT_SHARD_COUNTS.includes(shards)) {
-        throw new Error(`the component builds no counters of ${shards} shards yet`);
-    }
-    return { counterMode: mode };
+    return { counterMode: mode, ...(shards === 1 ? {} : { counterShards: shards }) };
 }
 
 /**
@@ -129,15 +122,21 @@ export async function observeBound(
     layout: LocalDeployment["clientLayout"],
     mode: CounterMode,
 ): Promise<BoundObservation> {
+    // Shard by shard: each shard only grows in strict mode (read after live) and only moves with live items in
+    // utilization mode (read before live), so the order argument holds for the sum.
     const readBestEffort = async () => {
-        const out = await reader.send(
-            new GetItemCommand({
-                TableName: layout.countersTableName,
-                Key: { [layout.partitionKey]: { S: KEY }, [layout.sortKey]: { S: bestEffortSortKey(layout) } },
-                ConsistentRead: true,
-            }),
-        );
-        return Number(out.Item?.[layout.countAttribute]?.N ?? 0);
+        let sum = 0;
+        for (const partitionKey of shardPartitionKeys(KEY, shardCount(layout))) {
+            const out = await reader.send(
+                new GetItemCommand({
+                    TableName: layout.countersTableName,
+                    Key: { [layout.partitionKey]: { S: partitionKey }, [layout.sortKey]: { S: bestEffortSortKey(layout) } },
+                    ConsistentRead: true,
+                }),
+            );
+            sum += Number(out.Item?.[layout.countAttribute]?.N ?? 0);
+        }
+        return sum;
     };
     const readLive = async () => {
         let live = 0;
@@ -306,7 +305,7 @@ export async function measureStep(
     const drained = Date.now();
 
     await observe();
-    const s = await snapshotKey(observer, layout.tableName, layout, KEY, layout.countersTableName);
+    const s = await snapshotKey(observer, layout.tableName, layout, KEY, layout.countersTableName, shardCount(layout));
     const countRcu = await countReadUnits(engine, deployment, mode);
     for (const table of [layout.tableName, layout.countersTableName]) {
         await admin.send(new DeleteTableCommand({ TableName: table }));
@@ -338,9 +337,12 @@ export async function measureStep(
     };
 }
 
-/** The first rate offered: a create costs at least 3 WCU on its key's counters partition (1 best-effort, 2 marker). */
-export function firstRate(partitionWcu: number): number {
-    return partitionWcu / 8;
+/**
+ * The first rate offered: a create costs at least 3 WCU on its key's counters partitions (1 best-effort, 2 marker),
+ * spread over the key's shards.
+ */
+export function firstRate(partitionWcu: number, shards = 1): number {
+    return (partitionWcu * shards) / 8;
 }
 
 /** Searches each mode and shard count on a fresh engine; one row each. */
@@ -367,7 +369,7 @@ export async function runHotKeyCeiling(options: HotKeyCeilingOptions, log: (line
                         return step;
                     },
                     (step) => step.throttledBestEffortShare,
-                    { startRate: firstRate(options.partitionWcu), maxSteps: options.maxSteps },
+                    { startRate: firstRate(options.partitionWcu, shards), maxSteps: options.maxSteps },
                 );
                 report.rows.push(ceilingRow(mode, shards, search));
             } finally {

@@ -112,7 +112,7 @@ best-effort writes are throttled, in both modes, searched by doubling then bisec
 takes only --seed, --json and these:
   --partition-wcu <n>      WCU/s of each partition of the counters table, and of each item of the user's
                            table (1..1000, default 10; DynamoDB's 1,000 is beyond DynamoDB Local's reach)
-  --shards <list>          comma-separated shard counts of each key's counters (default 1; only 1 is built)
+  --shards <list>          comma-separated shard counts of each key's counters (default 1,4,16; at most 16)
   --step-seconds <s>       seconds of offered load per step of the search (2..120, default 10)
   --max-steps <n>          steps per search, per mode and shard count (1..20, default 6)
 `;

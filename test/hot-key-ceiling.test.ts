@@ -115,6 +115,7 @@ describe("the hot-key ceiling: its search over offered rates", () => {
         // Assess
         assert.equal(firstRate(10), 1.25);
         assert.equal(firstRate(1_000), 125);
+        assert.equal(firstRate(10, 16), 20);
     });
 });
 
@@ -224,17 +225,16 @@ describe("the hot-key ceiling: its flags and its shard counts", () => {
         assert.notEqual(defaults, "help");
         if (given === "help" || defaults === "help") return;
         assert.deepEqual(given.ceiling, { partitionWcu: 20, shards: [1], stepSeconds: 4, maxSteps: 3, seed: 1 });
-        assert.deepEqual(defaults.ceiling, { partitionWcu: 10, shards: [1], stepSeconds: 10, maxSteps: 6, seed: 1 });
+        assert.deepEqual(defaults.ceiling, { partitionWcu: 10, shards: [1, 4, 16], stepSeconds: 10, maxSteps: 6, seed: 1 });
         assert.deepEqual(defaults.scenarios, { approaches: false, hotTenant: false });
     });
 
-    it("refuses shard counts other than 1, naming the flag, until sharded counters are built", () => {
-        for (const shards of ["4", "16", "1,4,16"]) {
+    it("refuses a shard count above the component's most, naming the flag", () => {
+        for (const shards of ["17", "1,4,32"]) {
             // Assess
             assert.throws(
                 () => parseOptions(["--scenario", "hot-key-ceiling", "--shards", shards]),
-                (error: unknown) =>
-                    error instanceof BenchUsageError && /^--shards \d+: sharded counters are not built yet/.test(error.message),
+                (error: unknown) => error instanceof BenchUsageError && /^--shards \d+: a key's counting spreads over at most 16 shards/.test(error.message),
                 shards,
             );
         }
@@ -263,14 +263,15 @@ describe("the hot-key ceiling: its flags and its shard counts", () => {
 
     it("parses a list of shard counts once each", () => {
         // Assess
-        assert.deepEqual(parseShards(undefined), [1]);
+        assert.deepEqual(parseShards(undefined), [1, 4, 16]);
         assert.deepEqual(parseShards("1,1"), [1]);
+        assert.deepEqual(parseShards("16, 3,16"), [16, 3]);
     });
 
-    it("passes a mode to the component, and refuses a shard count the component does not build", () => {
+    it("passes a mode and a shard count to the component (1 shard: today's args)", () => {
         // Assess
         assert.deepEqual(componentArgs("strict", 1), { counterMode: "strict" });
-        assert.throws(() => componentArgs("utilization", 4), /builds no counters of 4 shards yet/);
+        assert.deepEqual(componentArgs("utilization", 4), { counterMode: "utilization", counterShards: 4 });
     });
 });
 
