@@ -9,6 +9,12 @@
  * from the marker or item DynamoDB returns with it. Every committed chunk is progress a redelivery keeps:
  * when the invocation's time runs out, the lowest record not yet applied is reported and everything
  * before it stays applied.
+ *
+ * A sharded key (runtime/shards/layout.ts) is planned as one group per (key, marker shard): each group reads
+ * its markers and commits its transactions in its own shard's partition of the counters table, so the
+ * groups of one key run side by side like the groups of two keys, and a conflict between two invocations
+ * can only be on ids of one shard (retried as any other). Logs and parked messages name the user's key (a
+ * log adds the shard when the key is sharded); the key due for a heal is the user's key (heal-due.ts).
  */
 import {
     BatchGetItemCommand,
@@ -25,9 +31,11 @@ import type { DynamoDBRecord } from "aws-lambda";
 import { describeError, isRetryable, VALIDATION_ERROR } from "../shared/aws-errors";
 import { recordImageSize, separateTooLarge } from "./chunking";
 import { COUNTER_ATTRIBUTES as A, countersTable, markerSortKey, type CounterTableConfig } from "../shared/config";
+import { markerShard, shardCount, shardPartitionKey } from "../shards/layout";
 import { ITEM_TOO_LARGE, type FatalQueue } from "./fatal";
 import {
     chunkIntents,
+    groupShard,
     markerRead,
     planBatch,
     refineIntent,
@@ -83,7 +91,7 @@ const BACKOFF_BASE_MS = 20;
 const BACKOFF_CAP_MS = 1_000;
 /** A chunk whose conditions keep failing in new ways is given up on after this many resolutions in a row. */
 const MAX_RESOLUTION_ROUNDS = 10;
-/** Groups committed at the same time. Different keys never touch the same item. */
+/** Groups committed at the same time. Different keys, or different shards of one key, never touch the same item. */
 const GROUP_CONCURRENCY = 8;
 /** BatchGetItem reads at most 100 keys per call. */
 const BATCH_GET_KEYS = 100;
@@ -92,7 +100,7 @@ const BATCH_GET_KEYS = 100;
 function unaggregated(plan: BatchPlan): BatchPlan {
     return {
         ...plan,
-        groups: plan.groups.flatMap((g) => g.items.map((item) => ({ counterKey: g.counterKey, items: [item] }))),
+        groups: plan.groups.flatMap((g) => g.items.map((item) => ({ ...g, items: [item] }))),
     };
 }
 
@@ -178,7 +186,10 @@ interface GroupResult {
     failedSequenceNumbers: string[];
 }
 
-/** Reads the markers of `ids` under `counterKey` (consistent), keyed by id; retries unprocessed keys. */
+/**
+ * Reads the markers of `ids` of `counterKey` (consistent), keyed by id, each in its shard's partition
+ * (`markerShard`; the key itself when unsharded); retries unprocessed keys.
+ */
 export async function readMarkers(
     config: CounterTableConfig,
     dynamodb: DynamoDBClient,
@@ -188,11 +199,12 @@ export async function readMarkers(
     const table = countersTable(config);
     const found = new Map<string, MarkerRead>();
     const prefixLength = markerSortKey(config, "").length;
+    const shards = shardCount(config);
     for (let i = 0; i < ids.length; i += BATCH_GET_KEYS) {
         let request: Record<string, KeysAndAttributes> | undefined = {
             [table]: {
                 Keys: ids.slice(i, i + BATCH_GET_KEYS).map((id) => ({
-                    [config.partitionKey]: { S: counterKey },
+                    [config.partitionKey]: { S: shardPartitionKey(counterKey, markerShard(id, shards)) },
                     [config.sortKey]: { S: markerSortKey(config, id) },
                 })),
                 ConsistentRead: true,
@@ -228,9 +240,12 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     const random = deps.random ?? Math.random;
     const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
     const now = deps.now ?? Date.now;
+    const shard = groupShard(group);
+    /** The shard a log line names beside the user's key, when the key is sharded. */
+    const where = group.shard === undefined ? {} : { shard };
     const giveUp = (pending: readonly ItemIntent[], why: string): GroupResult => {
         result.failedSequenceNumbers.push(...pending.flatMap((item) => item.sequenceNumbers));
-        deps.logger.log("warn", "group left for redelivery", { counterKey: group.counterKey, items: pending.length, why });
+        deps.logger.log("warn", "group left for redelivery", { counterKey: group.counterKey, ...where, items: pending.length, why });
         return result;
     };
     const park = async (intent: ItemIntent, field: string, problem: string, item?: Record<string, AttributeValue>): Promise<boolean> => {
@@ -288,6 +303,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     } catch (error) {
         deps.logger.log(isRetryable(error) ? "warn" : "error", "could not read markers; planning from the records", {
             counterKey: group.counterKey,
+            ...where,
             error: describeError(error),
         });
         pending = [...fitting];
@@ -302,7 +318,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
         }
         const chunk = chunkIntents(pending, sizeOf)[0]!;
         const rest = pending.slice(chunk.length);
-        const { actions, index } = transactionActions(deps.config, group.counterKey, chunk, now());
+        const { actions, index } = transactionActions(deps.config, group.counterKey, chunk, now(), shard);
         let retryable = false;
         try {
             const response = await deps.dynamodb.send(
@@ -326,6 +342,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
                 if (outcome.refused) {
                     deps.logger.log("error", "transaction refused by DynamoDB", {
                         counterKey: group.counterKey,
+                        ...where,
                         error: describeError(error),
                     });
                     return giveUp(pending, "refused (ValidationError)");
@@ -336,12 +353,13 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
                     if (rounds <= MAX_RESOLUTION_ROUNDS) {
                         continue;
                     }
-                    deps.logger.log("error", "condition failures did not settle", { counterKey: group.counterKey });
+                    deps.logger.log("error", "condition failures did not settle", { counterKey: group.counterKey, ...where });
                 }
             } else {
                 retryable = isRetryable(error);
                 deps.logger.log(retryable ? "warn" : "error", "transaction failed", {
                     counterKey: group.counterKey,
+                    ...where,
                     error: describeError(error),
                 });
             }

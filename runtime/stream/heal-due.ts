@@ -14,12 +14,24 @@
  * A drifted key's mark is one conditional write per key per batch (`attribute_exists(count)`: a key no client or
  * backfill ever wrote has no best-effort to heal), after the batch's transactions. It never fails the batch: a mark
  * that cannot be written is logged and counted (`HealDueFailures`), and the settler's audit still reaches the key.
+ *
+ * A sharded key (runtime/shards/layout.ts) is marked the same way, on shard 0's best-effort item (the key's own
+ * partition key, the item the heal index maps back to the key). Its units may all be homed in other shards, so
+ * shard 0 may have no best-effort item while the key has best-effort to heal: when the conditional mark finds
+ * none and the key has more than one shard, the key's counters are read (every shard, runtime/shards/read.ts),
+ * and if any shard holds a best-effort count the mark is written without the condition (it then creates shard
+ * 0's item with the mark alone, as the client's own mark does). A key no client or backfill wrote in any shard
+ * is still left alone. A key the shard count refuses (`shardedKeyProblem`) is never marked: its records are
+ * parked (records.ts), and its partition key could name another key's shard.
  */
 import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import { describeError, isRetryable } from "../shared/aws-errors";
 import { dueMarkInput } from "../shared/best-effort-marks";
-import type { CounterTableConfig, CounterTableLayout } from "../shared/config";
+import type { CounterTableConfig } from "../shared/config";
+import { readKeyCounters } from "../shards/read";
+import { shardCount, shardedKeyProblem } from "../shards/layout";
+import type { ClassifyingLayout } from "./records";
 import { withRetries } from "../shared/retry";
 import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
 import type { Logger, Metrics } from "../shared/telemetry";
@@ -31,11 +43,14 @@ export const HEAL_DUE_FAILED = "could not put the key on the heal index; the set
 const MARK_ATTEMPTS = 3;
 
 /** The counter key whose best-effort the record may have moved away from its items, if any (see the header). */
-export function driftedKey(record: DynamoDBRecord, layout: CounterTableLayout): string | undefined {
+export function driftedKey(record: DynamoDBRecord, layout: ClassifyingLayout): string | undefined {
     const stream = record?.dynamodb;
     const key = (stream?.Keys?.[layout.partitionKey] as { S?: unknown } | undefined)?.S;
     const id = (stream?.Keys?.[layout.sortKey] as { S?: unknown } | undefined)?.S;
     if (typeof key !== "string" || typeof id !== "string" || id.startsWith(layout.counterPrefix)) {
+        return undefined;
+    }
+    if (shardedKeyProblem(key, shardCount(layout)) !== undefined) {
         return undefined;
     }
     const before = image(stream?.OldImage);
@@ -66,13 +81,31 @@ export async function markKeysDue(
     },
 ): Promise<void> {
     const now = deps.now ?? Date.now;
+    const mark = (key: string, onlyIfCounted: boolean) =>
+        withRetries(
+            () => deps.dynamodb.send(new UpdateItemCommand(dueMarkInput(deps.config, key, now(), { onlyIfCounted }))),
+            isRetryable,
+            MARK_ATTEMPTS,
+        );
     for (const key of keys) {
         try {
-            await withRetries(
-                () => deps.dynamodb.send(new UpdateItemCommand(dueMarkInput(deps.config, key, now(), { onlyIfCounted: true }))),
-                isRetryable,
-                MARK_ATTEMPTS,
-            );
+            try {
+                await mark(key, true);
+            } catch (error) {
+                if (!(error instanceof ConditionalCheckFailedException) || shardCount(deps.config) === 1) {
+                    throw error;
+                }
+                // Shard 0 holds no best-effort: mark it still when another shard does (see the header).
+                const counters = await withRetries(
+                    () => readKeyCounters(deps.dynamodb, deps.config, key, [deps.config.countAttribute]),
+                    isRetryable,
+                    MARK_ATTEMPTS,
+                );
+                if (!counters.shards.some((shard) => shard.bestEffort?.[deps.config.countAttribute] !== undefined)) {
+                    throw error;
+                }
+                await mark(key, false);
+            }
             deps.metrics.add("KeysMarkedDue");
         } catch (error) {
             if (error instanceof ConditionalCheckFailedException) {

@@ -38,6 +38,20 @@
  * What it does not see: a late attempt of L that lands after another life of the same id was also
  *   created and removed (the marker then names that later life), and a late item is live from its landing
  *   to the consumer's removal of it (docs/limits.md).
+ *
+ * Sharded counting (runtime/shards/layout.ts). Under `counterShards` N, an id's marker and the eventual
+ * partial its records move live in shard `markerShard(id, N)` of its key, under the counters-table partition
+ * key `shardPartitionKey(key, shard)`. A batch is grouped by (key, shard): every intent of a group has its
+ * marker in the group's shard, and a group's transactions write only that shard's markers and partial (the
+ * hard deletes of user items stay under the user's key, in the user's table). So the invariant above holds
+ * per shard, which is what every transaction keeps:
+ *
+ *     partial(key, s) == number of markers of key in shard s whose hc_state is "counted"
+ *
+ * and eventual(key), the sum of the partials, is the number of counted markers of the key. Every record of
+ * an id goes to the same shard whatever its batch, so the markers' conditions order an id's records exactly
+ * as before, and two groups of one key (two batches at once) conflict only on ids of one shard. N = 1 puts
+ * every id in shard 0, whose partition key is the key itself: today's items, action for action.
  */
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
@@ -51,6 +65,7 @@ import {
     paddedSequence,
     type CounterTableConfig,
 } from "../shared/config";
+import { markerShard, shardCount, shardPartitionKey } from "../shards/layout";
 import { COUNTER_CHUNK_LIMITS, withMargin, type ChunkLimits } from "./chunking";
 import { classifyRecord } from "./records";
 
@@ -92,10 +107,21 @@ export interface ItemIntent {
     readonly lateSeen?: true;
 }
 
-/** All the work a batch holds for one counter key. */
+/** All the work a batch holds for one shard of one counter key. */
 export interface GroupPlan {
+    /** The user's key (the partition key of its items in the user's table). */
     readonly counterKey: string;
+    /**
+     * The shard of the key whose markers (and eventual partial) the group writes: every item's `markerShard`.
+     * Absent under one shard (an unsharded key's plan is today's): shard 0.
+     */
+    readonly shard?: number;
     readonly items: readonly ItemIntent[];
+}
+
+/** The shard a group writes (0 for an unsharded plan). */
+export function groupShard(group: Pick<GroupPlan, "shard">): number {
+    return group.shard ?? 0;
 }
 
 export interface PoisonRecord {
@@ -112,13 +138,16 @@ export interface BatchPlan {
 }
 
 /**
- * Groups a batch's membership changes by counter key and collapses each item's changes to one intent:
+ * Groups a batch's membership changes by counter key and marker shard (one group per key when unsharded)
+ * and collapses each item's changes to one intent:
  * the last change decides the target (and whether the item must be hard-deleted), the first change's
  * OldImage is the guess of the marker's state. The guess only sets the delta; the marker's condition
  * checks it.
  */
 export function planBatch(records: readonly DynamoDBRecord[], config: CounterTableConfig): BatchPlan {
-    const groups = new Map<string, Map<string, ItemIntent & { again?: boolean }>>();
+    const shards = shardCount(config);
+    /** Per (key, shard), in the order the batch first shows them: the intents by id. */
+    const groups = new Map<string, { counterKey: string; shard: number; items: Map<string, ItemIntent & { again?: boolean }> }>();
     /** Per item, the lives the batch's earlier changes of it showed. */
     const lives = new Map<string, Set<string>>();
     const poison: PoisonRecord[] = [];
@@ -146,11 +175,15 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
             continue;
         }
         const change = classified.change;
-        let items = groups.get(change.counterKey);
-        if (!items) {
-            items = new Map();
-            groups.set(change.counterKey, items);
+        const shard = markerShard(change.id, shards);
+        // Keys holding U+0000 are refused above one shard (records.ts), so this names one (key, shard).
+        const groupKey = shards === 1 ? change.counterKey : shardPartitionKey(change.counterKey, shard);
+        let group = groups.get(groupKey);
+        if (!group) {
+            group = { counterKey: change.counterKey, shard, items: new Map() };
+            groups.set(groupKey, group);
         }
+        const items = group.items;
         const earlier = items.get(change.id);
         const seq = paddedSequence(change.sequenceNumber);
         let seenLives = lives.get(`${change.counterKey}\u0000${change.id}`);
@@ -193,8 +226,9 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
     return {
         ignored,
         poison,
-        groups: [...groups].map(([counterKey, items]) => ({
+        groups: [...groups.values()].map(({ counterKey, shard, items }) => ({
             counterKey,
+            ...(shards === 1 ? {} : { shard }),
             // The batch itself showed the life before its INSERT (a REMOVE of it, say): a late put.
             items: [...items.values()].map(({ again, ...intent }) => (again && intent.target === "counted" ? resurrect(intent) : intent)),
         })),
@@ -296,7 +330,9 @@ export function removesItem(intent: ItemIntent): boolean {
 
 /**
  * Upper bound of a marker item's size: the largest keys DynamoDB allows (2 KB partition key, 1 KB sort
- * key under the prefix) and the marker's few attributes.
+ * key under the prefix) and the marker's few attributes. A sharded key's partition key carries its shard's
+ * suffix, and stays within the same 2 KB: a key whose suffix would pass it is refused (`shardedKeyProblem`,
+ * records.ts), so the bound holds for every shard, and so does the counter item's in COUNTER_CHUNK_LIMITS.
  */
 export const MARKER_MAX_BYTES = 4 * 1024;
 
@@ -344,15 +380,36 @@ export interface ActionIndex {
 /**
  * Builds the TransactWriteItems actions of one chunk: the counter's delta first (when not zero), then
  * per intent its marker and, for a soft delete, the hard delete of the user's item.
+ *
+ * The delta goes to the eventual partial of `shard` and the markers to that shard's partition of the counters
+ * table; the user's items are deleted under `counterKey` itself. Every intent's marker must live in `shard`
+ * (its `markerShard`): a chunk touches one shard's partition, never two. `shard` defaults to the intents'
+ * own (0 when unsharded); intents of two shards, or of another shard than the one named, throw a RangeError.
  */
 export function transactionActions(
     config: CounterTableConfig,
     counterKey: string,
     items: readonly ItemIntent[],
     nowMs: number,
+    shard?: number,
 ): { actions: TransactWriteItem[]; index: ActionIndex[] } {
     const counters = countersTable(config);
-    const key = (sk: string): Record<string, AttributeValue> => ({
+    const shards = shardCount(config);
+    const at = shard ?? (items.length > 0 ? markerShard(items[0]!.id, shards) : 0);
+    const strays = items.filter((item) => markerShard(item.id, shards) !== at).map((item) => item.id);
+    if (strays.length > 0 || !Number.isInteger(at) || at < 0 || at >= shards) {
+        throw new RangeError(
+            `a chunk of key ${JSON.stringify(counterKey)} writes shard ${at} of ${shards}: the markers of ${JSON.stringify(strays)} live in other shards`,
+        );
+    }
+    const partitionKey = shardPartitionKey(counterKey, at);
+    /** A counter item of the chunk's shard. */
+    const counterItem = (sk: string): Record<string, AttributeValue> => ({
+        [config.partitionKey]: { S: partitionKey },
+        [config.sortKey]: { S: sk },
+    });
+    /** A user's item: under the user's own key. */
+    const userItem = (sk: string): Record<string, AttributeValue> => ({
         [config.partitionKey]: { S: counterKey },
         [config.sortKey]: { S: sk },
     });
@@ -362,7 +419,7 @@ export function transactionActions(
         actions.push({
             Update: {
                 TableName: counters,
-                Key: key(eventualSortKey(config)),
+                Key: counterItem(eventualSortKey(config)),
                 UpdateExpression: "ADD #count :delta",
                 ExpressionAttributeNames: { "#count": config.countAttribute },
                 ExpressionAttributeValues: { ":delta": { N: String(delta) } },
@@ -372,14 +429,14 @@ export function transactionActions(
     const index: ActionIndex[] = [];
     for (const item of items) {
         const marker = actions.length;
-        actions.push({ Update: markerUpdate(counters, key(markerSortKey(config, item.id)), item, nowMs) });
+        actions.push({ Update: markerUpdate(counters, counterItem(markerSortKey(config, item.id)), item, nowMs) });
         let softDelete: number | undefined;
         if (item.resurrected !== undefined) {
             softDelete = actions.length;
             actions.push({
                 Delete: {
                     TableName: config.tableName,
-                    Key: key(item.id),
+                    Key: userItem(item.id),
                     ConditionExpression: "#token = :token",
                     ExpressionAttributeNames: { "#token": config.tokenAttribute },
                     ExpressionAttributeValues: { ":token": { S: item.resurrected } },
@@ -392,7 +449,7 @@ export function transactionActions(
             actions.push({
                 Delete: {
                     TableName: config.tableName,
-                    Key: key(item.id),
+                    Key: userItem(item.id),
                     ConditionExpression:
                         token === undefined ? "#deleted = :true AND attribute_not_exists(#token)" : "#deleted = :true AND #token = :token",
                     ExpressionAttributeNames: { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute },

@@ -8,10 +8,17 @@
  * application also hard-deletes the item. Counter items (sort key under the reserved prefix) are
  * ignored. A record that cannot be classified, or a change of an id whose marker key cannot fit, is poison:
  * it names the field that is wrong.
+ *
+ * Sharded counting (runtime/shards/layout.ts): under a shard count above 1, a change of a key that
+ * `shardedKeyProblem` refuses (it holds U+0000, the separator of a shard's partition key, or leaves no room for
+ * the shard's suffix) is poison too, naming the partition key: its markers would sit under another key's shard,
+ * or under a partition key DynamoDB refuses, so it can never be counted. Like an over-long id, only a change is
+ * refused (a record that moves no membership needs no marker), and it is parked alone, never its batch.
  */
 import type { AttributeValue as SdkAttributeValue } from "@aws-sdk/client-dynamodb";
 import type { AttributeValue, DynamoDBRecord } from "aws-lambda";
-import { SEQUENCE_DIGITS, type CounterTableLayout } from "../shared/config";
+import { SEQUENCE_DIGITS, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
+import { shardCount, shardedKeyProblem } from "../shards/layout";
 import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
 
 import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
@@ -55,7 +62,10 @@ export type Classified =
 
 const SEQUENCE_NUMBER = new RegExp(`^\\d{1,${SEQUENCE_DIGITS}}$`);
 
-export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayout): Classified {
+/** A layout, with the shard count of a configuration when it has one (absent: unsharded). */
+export type ClassifyingLayout = CounterTableLayout & Partial<Pick<CounterTableConfig, "counterShards">>;
+
+export function classifyRecord(record: DynamoDBRecord, layout: ClassifyingLayout): Classified {
     const poison = (field: string, problem: string, sequenceNumber?: string): Classified => ({
         type: "poison",
         sequenceNumber,
@@ -131,6 +141,11 @@ export function classifyRecord(record: DynamoDBRecord, layout: CounterTableLayou
     const unmarkable = markerKeyProblem(layout, id);
     if (unmarkable !== undefined) {
         return poison(`dynamodb.Keys.${layout.sortKey}`, unmarkable, sequenceNumber);
+    }
+    // A sharded key's markers live under its shards' partition keys: a key that cannot name them is never counted.
+    const unshardable = shardedKeyProblem(counterKey, shardCount(layout));
+    if (unshardable !== undefined) {
+        return poison(`dynamodb.Keys.${layout.partitionKey}`, unshardable, sequenceNumber);
     }
     const left = newImage ?? oldImage;
     const token = left?.[layout.tokenAttribute] as { S?: unknown } | undefined;
