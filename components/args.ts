@@ -166,6 +166,16 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      */
     readonly counterPlacement?: CounterPlacement;
     /**
+     * How many partitions of the counters table each key's counting spreads over, 1..16: a key's best-effort
+     * item, eventual counter and markers are split over that many partition keys, so a key hotter than one
+     * partition's throughput is spread over several. Above 1 only with `counterPlacement: "separate"` (a shard's
+     * partition key must not be the user's). Every function and the API's client take it (`clientConfig`,
+     * `apiEnvironment`); reading a key's counters reads every shard (one Query, 1 RCU, per shard). Set it at or
+     * above `parallelizationFactor` so that concurrent batches of one key rarely meet on one shard.
+     * @default 1 (each key's counters are one best-effort and one eventual item, under the key itself)
+     */
+    readonly counterShards?: number;
+    /**
      * Physical name of the table the component creates.
      * @default undefined (Pulumi auto-names it from `${name}-table`)
      */
@@ -266,7 +276,12 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
     readonly batchSize?: number;
     /** Seconds to gather records before invoking, 0..300. @default 0 */
     readonly maximumBatchingWindowInSeconds?: number;
-    /** Concurrent batches per shard, 1..10. Order is then kept per item, which the counter needs. @default 1 */
+    /**
+     * Concurrent batches per stream shard, 1..10. Order is then kept per item, which is all the counter needs.
+     * Batches of one key that run at once conflict when they hold ids of the same counter shard (retried as
+     * contention: slower, never wrong), so raise it only together with `counterShards` (at least this factor).
+     * @default 1
+     */
     readonly parallelizationFactor?: number;
     /**
      * Retries of a failed batch before its metadata goes to the first DLQ, 0..10000 (-1, infinite, is rejected:

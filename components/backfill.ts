@@ -8,7 +8,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { backfillEnvironment } from "../runtime/backfill/env";
-import type { CounterTableLayout } from "../runtime/shared/config";
+import { ENV, clientEnvironment, type CounterTableLayout } from "../runtime/shared/config";
 import type { BackfillArgs } from "./args";
 import { FIXED } from "./defaults";
 import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
@@ -92,6 +92,8 @@ export function backfillPolicy(p: BackfillPolicyInputs): PolicyDocument {
 export interface BackfillResourcesInputs {
     readonly args: BackfillArgs;
     readonly layout: pulumi.Input<CounterTableLayout>;
+    /** The shard count of every key's counting, when above 1 (the component's `counterShards`). */
+    readonly counterShards?: number;
     readonly table: { readonly name: pulumi.Input<string>; readonly arn: pulumi.Input<string> };
     /** The table the counter items live in (the user table when they share it). */
     readonly countersTable: { readonly name: pulumi.Input<string>; readonly arn: pulumi.Input<string> };
@@ -132,12 +134,27 @@ export function createBackfillResources(name: string, parent: pulumi.Resource, i
             i.args.backfillWriteUnitsPerSecond,
             i.args.backfillCapacityShare,
         ])
-        .apply(([layout, tableName, countersTableName, strict, segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare]) =>
-            backfillEnvironment(
-                { ...(layout as CounterTableLayout), tableName, countersTableName },
-                { mode: strict ? "strict" : "utilization", segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare },
-            ),
-        );
+        .apply(([layout, tableName, countersTableName, strict, segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare]) => {
+            const config = {
+                ...(layout as CounterTableLayout),
+                ...(i.counterShards === undefined ? {} : { counterShards: i.counterShards }),
+                tableName,
+                countersTableName,
+            };
+            // The shard count travels in the variable every function reads it from, set as the others are set
+            // (absent for one shard).
+            const shards = clientEnvironment(config)[ENV.counterShards];
+            return {
+                ...backfillEnvironment(config, {
+                    mode: strict ? "strict" : "utilization",
+                    segments,
+                    readUnitsPerSecond,
+                    writeUnitsPerSecond,
+                    capacityShare,
+                }),
+                ...(shards === undefined ? {} : { [ENV.counterShards]: shards }),
+            };
+        });
     const fn = new aws.lambda.Function(
         `${name}-backfill`,
         {

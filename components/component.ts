@@ -19,6 +19,7 @@ import {
     FIXED,
     HYBRID_COUNTER_DEFAULTS as D,
     firstDlqVisibilityTimeout,
+    shardsFromArgs,
     streamFilterPatterns,
     type HybridCounterAlarmName,
 } from "./defaults";
@@ -62,6 +63,8 @@ export interface HybridCounterClientConfig {
     readonly countedAttributeName?: string;
     /** With `countedItems: "attribute"`: the attribute's value. */
     readonly countedAttributeValue?: string;
+    /** The partitions of the counters table each key's counting spreads over, when above 1 (the `counterShards` arg). */
+    readonly counterShards?: number;
     /**
      * The settler's quiet window (s), when it is deployed: the client refuses a `deadlineMs` it does not cover
      * (deadline + 300 s request lifetime + 60 s clock skew must stay below it; runtime/heal/heal-window.ts).
@@ -75,6 +78,7 @@ export function clientConfigOf(
     tableName: string,
     countersTableName: string,
     healQuietWindowSeconds?: number,
+    counterShards = 1,
 ): HybridCounterClientConfig {
     return {
         tableName,
@@ -86,6 +90,7 @@ export function clientConfigOf(
         counterPrefix: layout.counterPrefix,
         countAttribute: layout.countAttribute,
         ...(flatSelection(layout.selection) as { countedItems: CountedItems }),
+        ...(counterShards === 1 ? {} : { counterShards }),
         ...(healQuietWindowSeconds === undefined ? {} : { healQuietWindowSeconds }),
     };
 }
@@ -170,6 +175,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         const metricsNamespace = args.metricsNamespace ?? D.metricsNamespace;
         const logRetentionInDays = args.logRetentionInDays ?? D.logRetentionInDays;
         const redriveTimeout = args.redriveTimeout ?? D.redriveTimeout;
+        // Every function and the API's client read a key's counters with the same shard count.
+        const shards = shardsFromArgs(args);
 
         // ------------------------------------------------------------ tables
         const attaching = args.table !== undefined || args.tableArn !== undefined;
@@ -288,7 +295,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             variables: pulumi
                 .all([layout, table.name, countersTableName, fatalDlq.url])
                 .apply(([l, tableName, counters, fatalQueueUrl]) =>
-                    handlerEnvironment({ ...l, tableName, countersTableName: counters, fatalQueueUrl, metricsNamespace }),
+                    handlerEnvironment({ ...l, ...shards, tableName, countersTableName: counters, fatalQueueUrl, metricsNamespace }),
                 ),
         };
         const functionArgs = (bundle: string, logGroup: aws.cloudwatch.LogGroup) => ({
@@ -362,6 +369,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         createBackfillResources(name, this, {
             args,
             layout,
+            counterShards: shards.counterShards,
             table: { name: table.name, arn: table.arn },
             countersTable: { name: countersTableName, arn: countersTableArn },
             bundle: HybridCounterComponent.bundlePaths.backfill,
@@ -503,11 +511,13 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             (args.settlerEnabled ?? D.settlerEnabled) ? (args.healQuietWindowSeconds ?? D.healQuietWindowSeconds) : undefined;
         this.clientConfig = pulumi
             .all([layout, table.name, countersTableName])
-            .apply(([l, tableName, counters]) => clientConfigOf(l as CounterTableLayout, tableName, counters, quietWindow));
+            .apply(([l, tableName, counters]) =>
+                clientConfigOf(l as CounterTableLayout, tableName, counters, quietWindow, shards.counterShards),
+            );
         this.apiEnvironment = pulumi
             .all([layout, table.name, countersTableName])
             .apply(([l, tableName, counters]): Record<string, string> => ({
-                ...clientEnvironment({ ...(l as CounterTableLayout), tableName, countersTableName: counters }),
+                ...clientEnvironment({ ...(l as CounterTableLayout), ...shards, tableName, countersTableName: counters }),
                 ...(quietWindow === undefined ? {} : { [ENV.healQuietWindowSeconds]: String(quietWindow) }),
             }));
         this.apiPolicyDocument = pulumi

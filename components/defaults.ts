@@ -11,7 +11,7 @@
 import { DEFAULT_DEADLINE_MS } from "../runtime/client/validation";
 import { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE, type CounterTableLayout } from "../runtime/shared/config";
 import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, smallestQuietWindowSeconds } from "../runtime/heal/heal-window";
-import { AlarmName, type Architecture, type BillingMode } from "./args";
+import { AlarmName, type Architecture, type BillingMode, type HybridCounterComponentArgs } from "./args";
 
 export { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE };
 
@@ -32,6 +32,8 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     streamViewType: "NEW_AND_OLD_IMAGES",
     /** Counter items in a table of their own: the user's queries and stream never see them. */
     counterPlacement: "separate" as "separate" | "same-table",
+    /** One shard per key: each key's counters are one best-effort and one eventual item (runtime/shards/layout.ts). */
+    counterShards: 1,
 
     // Functions
     lambdaRuntime: "nodejs22.x",
@@ -107,6 +109,15 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     settlerTimeout: 300,
     settlerErrorsAlarmThreshold: 1,
 });
+
+/**
+ * The shard count the args describe, as a CounterTableConfig carries it: absent for 1, so that one shard is
+ * today's configuration, environment and outputs exactly (runtime/shards/layout.ts).
+ */
+export function shardsFromArgs(args: Pick<HybridCounterComponentArgs, "counterShards">): { readonly counterShards?: number } {
+    const counterShards = args.counterShards ?? HYBRID_COUNTER_DEFAULTS.counterShards;
+    return counterShards === 1 ? {} : { counterShards };
+}
 
 /** Fixed settings (not args) with the reason for each. */
 export const FIXED = Object.freeze({

@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "../runtime/shared/config";
 import { settlerEnvironment } from "../runtime/heal/settler-config";
 import type { HybridCounterComponentArgs } from "./args";
-import { FIXED, HYBRID_COUNTER_DEFAULTS as D } from "./defaults";
+import { FIXED, HYBRID_COUNTER_DEFAULTS as D, shardsFromArgs } from "./defaults";
 import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
 import { logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
 
@@ -136,6 +136,7 @@ export function createSettler(s: SettlerInputs): Settler {
                     .apply(([layout, tableName, countersTableName, fatalQueueUrl]) => ({
                         ...handlerEnvironment({
                             ...(layout as CounterTableLayout),
+                            ...shardsFromArgs(args),
                             tableName,
                             countersTableName,
                             fatalQueueUrl,

@@ -3,10 +3,17 @@
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { SELECTION_KINDS, layoutProblems, layoutWithDefaults, selectionFromFlat, type CounterTableLayout } from "../runtime/shared/config";
+import {
+    SELECTION_KINDS,
+    counterShardsProblems,
+    layoutProblems,
+    layoutWithDefaults,
+    selectionFromFlat,
+    type CounterTableLayout,
+} from "../runtime/shared/config";
 import { removedFieldProblems } from "../runtime/shared/removed-fields";
 import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowCovers } from "../runtime/heal/heal-window";
-import { Architecture, BillingMode, type HybridCounterComponentArgs } from "./args";
+import { Architecture, BillingMode, CounterPlacement, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { backfillArgsProblems } from "./backfill";
 import {
@@ -132,6 +139,16 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     }
     plainMatches("tableArn", TABLE_ARN, "a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)");
     oneOf("counterPlacement", COUNTER_PLACEMENTS);
+    // The runtime's own range (every handler reads the count back with the same check); the placement is the
+    // component's to name: in the same-table placement a shard's partition key would be the user's.
+    const shardProblems = counterShardsProblems(a.counterShards);
+    problems.push(...shardProblems);
+    if (shardProblems.length === 0 && (args.counterShards ?? D.counterShards) > 1 && args.counterPlacement === CounterPlacement.SameTable) {
+        problems.push(
+            `[counterShards] above 1 needs [counterPlacement] "separate" (got ${args.counterShards} with "same-table"): ` +
+                "a key's shards are partition keys of the counters table, which in the same-table placement are the user's",
+        );
+    }
     oneOf("countedItems", SELECTION_KINDS);
     plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
     oneOf("billingMode", Object.values(BillingMode));

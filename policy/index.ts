@@ -62,7 +62,14 @@ export { wildcardGrants } from "./iam";
 export type { ScheduledFunctionConfig } from "./schedule";
 export { SCHEDULE_TYPES, rateMinutes } from "./schedule";
 export type { CounterParallelizationConfig } from "./parallelization";
-export { COUNTER_CONSUMER_VARIABLE, EVENTUAL_COUNTER_SHARDS, isCounterConsumer } from "./parallelization";
+export {
+    COUNTER_CONSUMER_VARIABLE,
+    COUNTER_SHARDS_MAX,
+    COUNTER_SHARDS_VARIABLE,
+    counterShardsOf,
+    isCounterConsumer,
+} from "./parallelization";
+export type { ConsumerShards } from "./parallelization";
 
 /** Every policy factory, by policy name, in the order the pack lists them. */
 export const policyFactories = {

@@ -1,13 +1,27 @@
 /**
- * Stack policy: a hybrid counter's consumer runs one batch per stream shard at a time while each key's
- * eventual counter is one item.
+ * Stack policy: a hybrid counter's consumer runs several batches of one stream shard at once only when each
+ * key's counting is spread over at least as many counter shards.
  *
- * The consumer counts a batch in one transaction per key, and every transaction of a key updates that key's
- * eventual counter item. With `parallelizationFactor` above 1, Lambda runs that many batches of one shard at
- * once (order is then kept per item, not per partition), so two batches holding records of one key commit
- * transactions on the same item at the same moment: DynamoDB cancels one with a TransactionConflict reason,
- * and the consumer retries it as contention. The count stays exact; the factor buys retries and lag, not
- * throughput. What bounds a hot key is its partition (docs/limits.md), not the consumer's parallelism.
+ * Why (docs/design/sharded-counters.md, "The consumer and the eventual counter"): the consumer counts a batch in
+ * transactions grouped by key and counter shard, and each transaction updates that shard's eventual partial (one
+ * item per key and shard; runtime/shards/layout.ts). With `parallelizationFactor` F above 1, Lambda runs F
+ * batches of one stream shard at once (order is then kept per item, not per partition), so batches holding
+ * records of one key commit transactions at the same moment, and two that update the same shard's partial
+ * conflict: DynamoDB cancels one with a TransactionConflict reason and the consumer retries it as contention.
+ * The count stays exact either way; the factor costs retries and lag, never correctness, hence advisory.
+ *
+ * - Counter shards N = 1 (the default): every transaction of a key updates the key's one eventual item, so any
+ *   two concurrent batches of one key conflict. Reported.
+ * - N >= F: the F concurrent batches have as many partials as batches to spread over; a conflict is the
+ *   exception (two batches on one shard at one moment), retried like any other. Passes: this is what sharding
+ *   a key is for, and what the design asks of a factor above 1.
+ * - 1 < N < F: more batches run at once than a key has partials, so some always share one (pigeonhole): fewer
+ *   conflicts than with one shard, but not the exception. Reported, at the policy's one level (advisory by
+ *   default; a stack policy reports every violation at its own level), with both fixes: N up to F, or F down to N.
+ *
+ * The shard count is read where the consumer reads it: its `HYBRID_COUNTER_COUNTER_SHARDS` environment variable
+ * (absent or empty means 1, as runtime/shared/config.ts reads it). A value the runtime would refuse (not an
+ * integer from 1 to 16) spreads nothing, so it counts as 1 and the message shows it.
  */
 
 import type { PolicyResource } from "@pulumi/policy";
@@ -22,21 +36,59 @@ import { isUnknown, read, show, type Maybe } from "./unknowns";
 export const COUNTER_CONSUMER_VARIABLE = "HYBRID_COUNTER_TABLE_NAME";
 
 /**
- * Items each key's eventual counter is spread over. One for every consumer today: sharded counters are not
- * built, and when they are, the consumer's configuration will carry the count for this policy to read.
+ * The environment variable a consumer reads its counter shard count from, set when above 1
+ * (runtime/shared/config.ts, `ENV.counterShards`; the component's `counterShards` arg).
  */
-export const EVENTUAL_COUNTER_SHARDS: number = 1;
+export const COUNTER_SHARDS_VARIABLE = "HYBRID_COUNTER_COUNTER_SHARDS";
+
+/** The most counter shards a key's counting may spread over (runtime/shared/config.ts, `COUNTER_SHARDS_MAX`). */
+export const COUNTER_SHARDS_MAX = 16;
 
 /** Lambda's default parallelizationFactor. */
 export const LAMBDA_DEFAULT_PARALLELIZATION_FACTOR = 1;
 
+function environmentOf(fn: PolicyResource): Maybe<Record<string, unknown>> {
+    return read(() => {
+        const variables = fn.props.environment?.variables as Record<string, unknown> | undefined | null;
+        return variables === undefined || variables === null ? {} : variables;
+    });
+}
+
 /** Does this function consume a hybrid counter's stream? Unknown when its environment is not known yet. */
 export function isCounterConsumer(fn: PolicyResource): Maybe<boolean> {
-    const names = read(() => {
-        const variables = fn.props.environment?.variables as Record<string, unknown> | undefined | null;
-        return variables === undefined || variables === null ? [] : Object.keys(variables);
-    });
+    const variables = environmentOf(fn);
+    const names = isUnknown(variables) ? variables : read(() => Object.keys(variables));
     return isUnknown(names) ? names : names.includes(COUNTER_CONSUMER_VARIABLE);
+}
+
+/** A counter consumer's shard count as its environment sets it. */
+export interface ConsumerShards {
+    /** The variable's value as set (undefined when absent or empty). */
+    readonly value: unknown;
+    /** The shards each key's counting spreads over; undefined when the value is not a shard count (the consumer refuses it). */
+    readonly counterShards: number | undefined;
+}
+
+/**
+ * The counter shard count a consumer runs with, read from its environment as the runtime reads it (absent or
+ * empty: 1; otherwise the number the text is, when an integer from 1 to COUNTER_SHARDS_MAX); unknown while its
+ * environment, or the variable, is unknown during preview.
+ */
+export function counterShardsOf(fn: PolicyResource): Maybe<ConsumerShards> {
+    const variables = environmentOf(fn);
+    if (isUnknown(variables)) {
+        return variables;
+    }
+    const value = read(() => variables[COUNTER_SHARDS_VARIABLE]);
+    if (isUnknown(value)) {
+        return value;
+    }
+    if (value === undefined || value === null || value === "") {
+        return { value: undefined, counterShards: 1 };
+    }
+    // Lambda stores every variable as a string; a number in a program's source becomes its text.
+    const count = typeof value === "string" || typeof value === "number" ? Number(value) : NaN;
+    return { value, counterShards: Number.isInteger(count) && count >= 1 && count <= COUNTER_SHARDS_MAX ? count : undefined };
 }
 
 export type CounterParallelizationConfig = ExemptionConfig;
@@ -44,12 +96,13 @@ export type CounterParallelizationConfig = ExemptionConfig;
 export const streamMappingCounterParallelization = stackPolicy<CounterParallelizationConfig>({
     name: "stream-mapping-counter-parallelization",
     description:
-        "An event source mapping that invokes a hybrid counter's consumer keeps parallelizationFactor at 1 while each key's eventual counter is one item. " +
-        "Without it, Lambda runs several batches of one shard at once, and batches holding the same key commit transactions on that key's one counter item: " +
-        "they conflict and are retried as contention, which is slower and never wrong.",
+        "An event source mapping that invokes a hybrid counter's consumer keeps parallelizationFactor at or below the consumer's counter shards " +
+        `(${COUNTER_SHARDS_VARIABLE}, the component's counterShards; 1 when unset). ` +
+        "Without it, Lambda runs more batches of one stream shard at once than a key has eventual counter items, and batches holding the same key " +
+        "commit transactions on one of them: they conflict and are retried as contention, which is slower and never wrong.",
     remediationSteps:
-        "Set parallelizationFactor to 1 (Lambda's default and the component's) on the event source mapping. A hot key is bounded by its partition, " +
-        "not by the consumer's parallelism; sharded counters will spread a key's counting over several items.",
+        'Raise the counter shards to at least the factor (the component\'s counterShards, 1..16; it needs counterPlacement "separate"), ' +
+        "or lower parallelizationFactor to the counter shards (1, Lambda's default and the component's, when the counters are not sharded).",
     enforcementLevel: "advisory",
     config: {},
     check: (args, _config, reportViolation) => {
@@ -62,21 +115,50 @@ export const streamMappingCounterParallelization = stackPolicy<CounterParalleliz
         }
         for (const { stream, consumers } of counted) {
             const factor = read(() => stream.mapping.props.parallelizationFactor as unknown);
-            if (isUnknown(factor) || EVENTUAL_COUNTER_SHARDS > 1) {
+            if (isUnknown(factor)) {
                 continue;
             }
             const value = factor ?? LAMBDA_DEFAULT_PARALLELIZATION_FACTOR;
+            if (typeof value === "number" && value <= 1) {
+                continue;
+            }
             // A consumer whose environment is unknown during preview is checked during the update.
             for (const fn of consumers.filter((c) => isCounterConsumer(c) === true)) {
-                if (typeof value !== "number" || value > 1) {
-                    reportViolation(
-                        `event source mapping '${stream.mapping.name}' (DynamoDB stream) invokes the counter's consumer '${fn.name}' with ` +
-                            `[parallelizationFactor] ${show(value)}; each key's eventual counter is one item, so concurrent batches of one key ` +
-                            "conflict on it and are retried as contention (slower, never wrong): set it to 1",
-                        stream.mapping.urn,
-                    );
+                const shards = counterShardsOf(fn);
+                if (isUnknown(shards)) {
+                    continue;
                 }
+                // A value the consumer refuses spreads nothing: it counts as one shard.
+                const counterShards = shards.counterShards ?? 1;
+                if (typeof value === "number" && counterShards >= value) {
+                    continue;
+                }
+                reportViolation(
+                    `event source mapping '${stream.mapping.name}' (DynamoDB stream) invokes the counter's consumer '${fn.name}' with ` +
+                        `[parallelizationFactor] ${show(value)}; ${spreadOf(shards)}, so concurrent batches of one key ` +
+                        `conflict on ${counterShards === 1 ? "it" : "one of them"} and are retried as contention (slower, never wrong): ` +
+                        fixFor(value, counterShards),
+                    stream.mapping.urn,
+                );
             }
         }
     },
 });
+
+/** What the consumer's environment makes of each key's eventual counter, for a message. */
+function spreadOf({ value, counterShards }: ConsumerShards): string {
+    const variable = `[${COUNTER_SHARDS_VARIABLE}] ${show(value)}`;
+    if (counterShards === undefined) {
+        return `each key's eventual counter is one item (${variable} is not a shard count, an integer from 1 to ${COUNTER_SHARDS_MAX})`;
+    }
+    return counterShards === 1
+        ? `each key's eventual counter is one item (${variable})`
+        : `each key's eventual counter is ${counterShards} items (${variable}), fewer than the batches that run at once`;
+}
+
+/** Both ways out: shards up to the factor, or the factor down to the shards. */
+function fixFor(factor: unknown, counterShards: number): string {
+    return typeof factor === "number"
+        ? `raise the counter shards to ${factor}, or set the factor to ${counterShards}`
+        : `set the factor to ${counterShards}`;
+}

@@ -27,6 +27,7 @@ export const CONFIG_KEYS = Object.freeze({
     batchSize: "integer",
     maximumBatchingWindowInSeconds: "integer",
     parallelizationFactor: "integer",
+    counterShards: "integer",
     maximumRetryAttempts: "integer",
     maximumRecordAgeInSeconds: "integer",
     redriveMaxReceiveCount: "integer",

@@ -32,6 +32,17 @@ describe("HybridCounterComponent defaults", () => {
             D.counterPlacement,
             "separate",
         ],
+        [
+            "each key's counting is one shard: no function, nor the API, is told a shard count",
+            () =>
+                ["orders-consumer", "orders-redrive", "orders-settler"].some(
+                    (fn) => "HYBRID_COUNTER_COUNTER_SHARDS" in input("aws:lambda/function:Function", fn, "environment").variables,
+                )
+                    ? "sharded"
+                    : 1,
+            D.counterShards,
+            1,
+        ],
         ["the runtime is nodejs22.x", () => consumer("runtime"), D.lambdaRuntime, "nodejs22.x"],
         ["the architecture is arm64", () => consumer("architectures")[0], D.architecture, "arm64"],
         ["the consumer has 256 MB", () => consumer("memorySize"), D.consumerMemorySize, 256],

@@ -21,6 +21,7 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ["batchSize not an integer", { batchSize: 1.5 }, ["[batchSize] must be an integer"]],
     ["batching window", { maximumBatchingWindowInSeconds: 301 }, ["[maximumBatchingWindowInSeconds] must be between 0 and 300"]],
     ["parallelization factor", { parallelizationFactor: 11 }, ["[parallelizationFactor] must be between 1 and 10"]],
+    ["parallelization factor not an integer", { parallelizationFactor: 2.5 }, ["[parallelizationFactor] must be an integer"]],
     [
         "infinite retries",
         { maximumRetryAttempts: -1 },
@@ -72,6 +73,18 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
         ['[tokenAttribute] must differ from [deletedAttribute] (both are "counter_token")'],
     ],
     ["unknown placement", { counterPlacement: "elsewhere" as never }, ['[counterPlacement] must be "separate" or "same-table"']],
+    ["no counter shards", { counterShards: 0 }, ["[counterShards] must be an integer from 1 to 16 (got 0)"]],
+    ["more counter shards than 16", { counterShards: 17 }, ["[counterShards] must be an integer from 1 to 16 (got 17)"]],
+    ["a fraction of a counter shard", { counterShards: 2.5 }, ["[counterShards] must be an integer from 1 to 16 (got 2.5)"]],
+    ["counter shards as a string", { counterShards: "4" as never }, ['[counterShards] must be an integer from 1 to 16 (got "4")']],
+    [
+        "counter shards in the user's table",
+        { counterShards: 4, counterPlacement: "same-table" },
+        [
+            '[counterShards] above 1 needs [counterPlacement] "separate" (got 4 with "same-table"): ' +
+                "a key's shards are partition keys of the counters table, which in the same-table placement are the user's",
+        ],
+    ],
     ["unknown selection", { countedItems: "all" as never }, ['[countedItems] must be "client" or "sortKeyPrefix" or "attribute"']],
     [
         "prefix selection without a prefix",
@@ -242,6 +255,7 @@ describe("HybridCounterComponent validation", () => {
             batchSize: 1,
             maximumBatchingWindowInSeconds: 0,
             parallelizationFactor: 1,
+            counterShards: 1,
             maximumRetryAttempts: 0,
             maximumRecordAgeInSeconds: 60,
             iteratorAgeAlarmThresholdMs: 59_999,
@@ -261,6 +275,7 @@ describe("HybridCounterComponent validation", () => {
             batchSize: 10_000,
             maximumBatchingWindowInSeconds: 300,
             parallelizationFactor: 10,
+            counterShards: 16,
             maximumRetryAttempts: 10_000,
             maximumRecordAgeInSeconds: 604_800,
             consumerMemorySize: 10_240,
@@ -282,6 +297,9 @@ describe("HybridCounterComponent validation", () => {
         assert.deepEqual(hybridCounterArgsProblems({}), []);
         assert.deepEqual(hybridCounterArgsProblems(low), []);
         assert.deepEqual(hybridCounterArgsProblems(high), []);
+        // One shard is today's layout, in either placement.
+        assert.deepEqual(hybridCounterArgsProblems({ counterShards: 1, counterPlacement: "same-table" }), []);
+        assert.deepEqual(hybridCounterArgsProblems({ counterShards: 16, counterPlacement: "separate" }), []);
     });
 
     it("rejects create-table args next to an attached table, creating nothing but the user's table", async () => {

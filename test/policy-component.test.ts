@@ -7,7 +7,7 @@
  * output (an ARN or URL anywhere in the value, or a name or id equal to a whole value).
  */
 import * as assert from "node:assert/strict";
-import { HybridCounterComponent } from "../index";
+import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { hybridCounterPolicies, POLICY_NAMES } from "../policy/index";
 import { RecordedResource as PolicyRecord, runPolicies } from "./support/policy-harness";
 import { runProgram, type RecordedResource as MockRecord } from "../local/deployment/pulumi-mocks";
@@ -129,17 +129,58 @@ describe("policy pack: the component passes its own pack", () => {
         );
     });
 
-    it("advises against a parallelizationFactor above 1 on the component, whose eventual counters are one item per key", async () => {
-        // Prepare
-        const recorded = await runProgram(() => new HybridCounterComponent("orders", { parallelizationFactor: 4 }));
+    /** The policies' run over the component's recorded graph for these args. */
+    const componentRun = async (args: HybridCounterComponentArgs) =>
+        runPolicies(hybridCounterPolicies(), withRebuiltDependencies(await runProgram(() => new HybridCounterComponent("orders", args))));
 
+    it("advises against a parallelizationFactor of 4 on the component while its eventual counters are one item per key", async () => {
         // Act
-        const run = await runPolicies(hybridCounterPolicies(), withRebuiltDependencies(recorded));
+        const run = await componentRun({ parallelizationFactor: 4 });
+
+        // Assess
+        assert.deepEqual(run.violations, [
+            {
+                policy: "stream-mapping-counter-parallelization",
+                resource: "orders-stream-mapping",
+                level: "advisory",
+                message:
+                    "event source mapping 'orders-stream-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 4; " +
+                    "each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] unset), so concurrent batches of one key conflict on it " +
+                    "and are retried as contention (slower, never wrong): raise the counter shards to 4, or set the factor to 1",
+            },
+        ]);
+        assert.deepEqual([run.notApplicable, run.unknownValueErrors], [[], []]);
+    });
+
+    it("passes a parallelizationFactor of 4 on the component with counterShards 4, and of 3 with 3", async () => {
+        // Act
+        const four = await componentRun({ parallelizationFactor: 4, counterShards: 4 });
+        const three = await componentRun({ parallelizationFactor: 3, counterShards: 3 });
+
+        // Assess
+        for (const run of [four, three]) {
+            assert.deepEqual([run.violations, run.notApplicable, run.unknownValueErrors], [[], [], []]);
+        }
+    });
+
+    it("advises against a parallelizationFactor of 4 on the component with counterShards 2", async () => {
+        // Act
+        const run = await componentRun({ parallelizationFactor: 4, counterShards: 2 });
 
         // Assess
         assert.deepEqual(
-            run.violations.map((v) => [v.policy, v.resource, v.level]),
-            [["stream-mapping-counter-parallelization", "orders-stream-mapping", "advisory"]],
+            run.violations.map((v) => [v.policy, v.resource, v.level, v.message]),
+            [
+                [
+                    "stream-mapping-counter-parallelization",
+                    "orders-stream-mapping",
+                    "advisory",
+                    "event source mapping 'orders-stream-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 4; " +
+                        'each key\'s eventual counter is 2 items ([HYBRID_COUNTER_COUNTER_SHARDS] "2"), fewer than the batches that run at once, ' +
+                        "so concurrent batches of one key conflict on one of them and are retried as contention (slower, never wrong): " +
+                        "raise the counter shards to 4, or set the factor to 2",
+                ],
+            ],
         );
     });
 

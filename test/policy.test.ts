@@ -18,12 +18,13 @@ import {
     policyFactories,
     streamMappingBoundedRetries,
     streamMappingCounterParallelization,
-    EVENTUAL_COUNTER_SHARDS,
+    COUNTER_SHARDS_MAX,
+    COUNTER_SHARDS_VARIABLE,
     TYPES,
     wildcardGrants,
 } from "../policy/index";
 import { RecordedResource, runPolicies, unknownValue, withChange, without } from "./support/policy-harness";
-import { ENV } from "../runtime/shared/config";
+import { COUNTER_SHARDS_MAX as RUNTIME_COUNTER_SHARDS_MAX, ENV } from "../runtime/shared/config";
 
 const ACCOUNT = "123456789012";
 const REGION = "eu-west-1";
@@ -481,7 +482,8 @@ const FAILING_CASES: FailingCase[] = [
             resource: "orders-consumer-mapping",
             message:
                 "event source mapping 'orders-consumer-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 2; " +
-                "each key's eventual counter is one item, so concurrent batches of one key conflict on it and are retried as contention (slower, never wrong): set it to 1",
+                "each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] unset), so concurrent batches of one key conflict on it " +
+                "and are retried as contention (slower, never wrong): raise the counter shards to 2, or set the factor to 1",
         },
     },
     {
@@ -1159,10 +1161,103 @@ describe("policy pack: a counter's consumer and its parallelization", () => {
         }
     });
 
-    it("knows a counter's consumer by the variable the runtime reads its table from, and every counter as one item today", () => {
+    /** The happy stack with the mapping's factor and the consumer's shard variable (absent when undefined). */
+    const sharded = (factor: number, shards?: unknown) =>
+        withChange(
+            withChange(happyStack(), "orders-consumer-mapping", (i) => (i.parallelizationFactor = factor)),
+            "orders-consumer",
+            (i) => {
+                if (shards !== undefined) {
+                    i.environment.variables[COUNTER_SHARDS_VARIABLE] = shards;
+                }
+            },
+        );
+    const MESSAGE_START =
+        "event source mapping 'orders-consumer-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 4; ";
+    const violation = (message: string) => ({
+        policy: "stream-mapping-counter-parallelization",
+        resource: "orders-consumer-mapping",
+        message: MESSAGE_START + message,
+        level: "advisory",
+    });
+
+    it("reports a factor of 4 over a consumer whose counters are one shard, set or unset", async () => {
+        // Act
+        const unset = await consumerRun(sharded(4));
+        const one = await consumerRun(sharded(4, "1"));
+
+        // Assess
+        assert.deepEqual(unset.violations, [
+            violation(
+                "each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] unset), so concurrent batches of one key conflict on it " +
+                    "and are retried as contention (slower, never wrong): raise the counter shards to 4, or set the factor to 1",
+            ),
+        ]);
+        assert.deepEqual(one.violations, [
+            violation(
+                'each key\'s eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] "1"), so concurrent batches of one key conflict on it ' +
+                    "and are retried as contention (slower, never wrong): raise the counter shards to 4, or set the factor to 1",
+            ),
+        ]);
+    });
+
+    it("passes a factor of 4 over 4 counter shards or more, and a factor of 3 over 3", async () => {
+        // Act
+        const runs = [await consumerRun(sharded(4, "4")), await consumerRun(sharded(4, "16")), await consumerRun(sharded(3, "3"))];
+
+        // Assess
+        for (const run of runs) {
+            assert.deepEqual([run.violations, run.notApplicable, run.unknownValueErrors], [[], [], []]);
+        }
+    });
+
+    it("reports a factor of 4 over 3 counter shards: more batches at once than a key has eventual counter items", async () => {
+        // Act
+        const run = await consumerRun(sharded(4, "3"));
+
+        // Assess
+        assert.deepEqual(run.violations, [
+            violation(
+                'each key\'s eventual counter is 3 items ([HYBRID_COUNTER_COUNTER_SHARDS] "3"), fewer than the batches that run at once, ' +
+                    "so concurrent batches of one key conflict on one of them and are retried as contention (slower, never wrong): " +
+                    "raise the counter shards to 4, or set the factor to 3",
+            ),
+        ]);
+    });
+
+    it("counts a shard variable the consumer refuses as one shard, and names it", async () => {
+        // Act
+        const runs = await Promise.all(["0", "17", "2.5", "four"].map((value) => consumerRun(sharded(4, value))));
+        const atOne = await consumerRun(sharded(1, "four"));
+
+        // Assess
+        assert.deepEqual(
+            runs.map((run) => run.violations),
+            ["0", "17", "2.5", "four"].map((value) => [
+                violation(
+                    `each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] "${value}" is not a shard count, an integer from 1 to 16), ` +
+                        "so concurrent batches of one key conflict on it and are retried as contention (slower, never wrong): " +
+                        "raise the counter shards to 4, or set the factor to 1",
+                ),
+            ]),
+        );
+        // The factor of 1 runs one batch per stream shard: there is nothing to spread.
+        assert.deepEqual(atOne.violations, []);
+    });
+
+    it("checks during the update a shard count that is unknown during preview", async () => {
+        // Act
+        const run = await consumerRun(sharded(4, unknownValue.string));
+
+        // Assess
+        assert.deepEqual([run.violations, run.notApplicable, run.unknownValueErrors], [[], [], []]);
+    });
+
+    it("knows a counter's consumer and its shard count by the variables the runtime reads them from", () => {
         // Assess
         assert.equal(COUNTER_CONSUMER_VARIABLE, ENV.tableName);
-        assert.equal(EVENTUAL_COUNTER_SHARDS, 1);
+        assert.equal(COUNTER_SHARDS_VARIABLE, ENV.counterShards);
+        assert.equal(COUNTER_SHARDS_MAX, RUNTIME_COUNTER_SHARDS_MAX);
     });
 });
 

@@ -208,6 +208,32 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
         assert.deepEqual(input("batchSize"), { type: "number", optional: true, plain: true });
         assert.deepEqual(input("tracing"), { type: "boolean", optional: true, plain: true });
         assert.deepEqual(input("partitionKey"), { type: "string", optional: true, plain: true });
+        assert.deepEqual(input("counterShards"), { type: "number", optional: true, plain: true });
+        assert.deepEqual(input("parallelizationFactor"), { type: "number", optional: true, plain: true });
+    });
+
+    it("describes counterShards and parallelizationFactor for every language: the range, the placement and how they pair", () => {
+        // Assess
+        assert.equal(
+            component.inputProperties.counterShards!.description,
+            "How many partitions of the counters table each key's counting spreads over, 1..16: a key's best-effort\n" +
+                "item, eventual counter and markers are split over that many partition keys, so a key hotter than one\n" +
+                "partition's throughput is spread over several. Above 1 only with `counterPlacement: \"separate\"` (a shard's\n" +
+                "partition key must not be the user's). Every function and the API's client take it (`clientConfig`,\n" +
+                "`apiEnvironment`); reading a key's counters reads every shard (one Query, 1 RCU, per shard). Set it at or\n" +
+                "above `parallelizationFactor` so that concurrent batches of one key rarely meet on one shard.",
+        );
+        assert.equal(
+            component.inputProperties.parallelizationFactor!.description,
+            "Concurrent batches per stream shard, 1..10. Order is then kept per item, which is all the counter needs.\n" +
+                "Batches of one key that run at once conflict when they hold ids of the same counter shard (retried as\n" +
+                "contention: slower, never wrong), so raise it only together with `counterShards` (at least this factor).",
+        );
+        assert.deepEqual(schema.types[type("HybridCounterClientConfig")]!.properties!.counterShards, {
+            type: "number",
+            optional: true,
+            description: "The partitions of the counters table each key's counting spreads over, when above 1 (the `counterShards` arg).",
+        });
     });
 
     it("has enums whose values are the TypeScript API's own strings, with readable names", () => {
@@ -252,6 +278,7 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             "countedItems",
             "countedSortKeyPrefix",
             "counterPrefix",
+            "counterShards",
             "countersTableName",
             "deletedAttribute",
             "healQuietWindowSeconds",
@@ -376,6 +403,37 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
                 ["app", "orders-counters"],
             );
             assert.equal(constructed.result.values.tableName, "app");
+        });
+
+        it("takes counterShards as the number other languages send, into every function and the client config", async () => {
+            // Act
+            const { typescript, constructed } = await bothWays(() => ({ counterShards: 4 }));
+            // Assess
+            assert.deepEqual(shape(constructed.resources), shape(typescript.resources));
+            assert.equal(constructed.resources.length, 33);
+            for (const fn of ["orders-consumer", "orders-redrive", "orders-settler"]) {
+                const variables = constructed.resources.find((r) => r.name === fn)!.inputs.environment.variables as Record<string, string>;
+                assert.equal(variables.HYBRID_COUNTER_COUNTER_SHARDS, "4", fn);
+            }
+            assert.deepEqual(constructed.result.values, typescript.result);
+            assert.equal((constructed.result.values.clientConfig as { counterShards?: number }).counterShards, 4);
+            assert.equal((constructed.result.values.apiEnvironment as Record<string, string>).HYBRID_COUNTER_COUNTER_SHARDS, "4");
+        });
+
+        it("refuses counterShards above 1 in the same-table placement, naming both args", async () => {
+            // Act
+            const attempt = runProgramWithResult(() =>
+                provider.construct("orders", COMPONENT_TYPE, { counterShards: 2, counterPlacement: "same-table" }, {}),
+            );
+            // Assess
+            await assert.rejects(attempt, (error: Error) => {
+                assert.equal(
+                    error.message,
+                    'invalid HybridCounterComponent args:\n  - [counterShards] above 1 needs [counterPlacement] "separate" (got 2 with "same-table"): ' +
+                        "a key's shards are partition keys of the counters table, which in the same-table placement are the user's",
+                );
+                return true;
+            });
         });
 
         it("rejects bad args with the component's own message, naming the field", async () => {
