@@ -204,12 +204,15 @@ export class HybridCounterClient {
     private readonly metrics: Metrics<ClientMetricName> | undefined;
     /** Shards of every key's counting (runtime/shards/layout.ts): 1 unless the deployment spreads a hot key. */
     private readonly shards: number;
+    /** The shard the last new life was homed in (sharded keys take the shards in turn, from a random one). */
+    private turn: number;
 
     /** Throws ConfigurationError naming every bad option. */
     constructor(options: HybridCounterClientOptions) {
         const resolved = resolveClientOptions(options);
         this.config = resolved.config;
         this.shards = shardCount(this.config);
+        this.turn = Math.floor(Math.random() * this.shards);
         this.mode = resolved.mode;
         this.attempts = resolved.attempts;
         this.deadlineMs = resolved.deadlineMs;
@@ -534,7 +537,13 @@ export class HybridCounterClient {
     private resourceItem(key: string, id: string, attributes: Record<string, unknown> | undefined): ResourceItem {
         checkKey(key, this.shards);
         checkId(id, this.config.counterPrefix, this.config.selection);
-        const resource = this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
+        let resource = this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
+        // Sharded: new lives take the shards in turn (a token drawn to home there), so this client's units and writes
+        // spread evenly rather than at random over a hot key's partitions.
+        if (this.shards > 1) {
+            this.turn = (this.turn + 1) % this.shards;
+            resource = this.resources.rehome(resource, this.turn);
+        }
         checkItemSize(resource.item, this.headroom);
         return resource;
     }
