@@ -23,14 +23,31 @@
  * checkpoint only repeats the page: its markers exist then, and the conditions refuse a second count.
  * Running the same run again after it completed reads only its checkpoints; a new run changes nothing
  * and reports every item as already counted.
+ *
+ * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) keeps the invariant per shard:
+ *
+ *     eventual partial of shard s == number of counted markers in shard s
+ *
+ * An item's marker lives in `markerShard(id, N)`, and a transaction holds only items of one key and one marker
+ * shard, so its `ADD eventual :n` moves that shard's partial by the markers it creates there, and the conditions
+ * above hold marker by marker as for an unsharded key; the consumer moves each shard's partial with that shard's
+ * markers alike, so the sum over shards is the key's eventual. In strict mode the transaction's items also share
+ * the home of their units, `homeShard(id, token, N)` (the shard a heal counts them in), and its best-effort write
+ * goes to that shard's item, conditional on that shard's heal epoch, which the flags carry: epochs are per
+ * best-effort item, and a delete that later takes a flag reads the epoch of the item's home. The transaction may so
+ * span two partitions of the counters table (marker shard, home shard); both are in one transaction, so the unit and
+ * its flag still come and go together. A key that cannot be sharded (U+0000, or too long for a shard's suffix) is
+ * never counted, and reported as an id whose marker key does not fit. N = 1 puts every item in the key's own
+ * partition: today's transactions, item for item.
  */
 import { TransactionCanceledException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { randomUUID } from "node:crypto";
-import { ConfigurationError, type CounterTableConfig } from "../shared/config";
+import { ConfigurationError, counterShardsProblems, type CounterTableConfig } from "../shared/config";
 import { describeError, isRetryable } from "../shared/aws-errors";
 import {
     backfillActions,
     cancellationOutcome,
+    chunkShards,
     estimate,
     freshCheckpoint,
     planPage,
@@ -43,6 +60,7 @@ import {
 import { BackfillStore } from "./store";
 import { withRetries } from "../shared/retry";
 import { realClock, TokenBucket, type Clock } from "../shared/token-bucket";
+import { shardPartitionKey } from "../shards/layout";
 
 export type { BackfillConfig, BackfillMode, SegmentCheckpoint } from "./plan";
 
@@ -131,7 +149,10 @@ export interface BackfillReport {
         readonly markerReadUnits: number;
         readonly writeUnits: number;
         readonly elapsedMs: number;
-        /** Live items whose marker key cannot fit (runtime/shared/key-limits.ts): skipped, never counted. Absent when none. */
+        /**
+         * Live items whose marker key cannot fit (runtime/shared/key-limits.ts), or whose key cannot be sharded under
+         * `counterShards` (runtime/shards/layout.ts, `shardedKeyProblem`): skipped, never counted. Absent when none.
+         */
         readonly unmarkable?: ReadonlyArray<{ readonly counterKey: string; readonly id: string }>;
     };
 }
@@ -183,6 +204,13 @@ export function backfillOptionsProblems(options: Partial<BackfillOptions>): stri
     positive("writeUnitsPerSecond");
     if (options.config === undefined || typeof options.config.tableName !== "string") {
         problems.push("[config.tableName] must be set");
+    } else {
+        const { counterShards, tableName, countersTableName } = options.config;
+        problems.push(
+            ...counterShardsProblems(counterShards, tableName, countersTableName ?? tableName).map((p) =>
+                p.replace("[counterShards]", "[config.counterShards]"),
+            ),
+        );
     }
     return problems;
 }
@@ -244,7 +272,7 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
         markerReadUnits: 0,
         writeUnits: 0,
     };
-    // Live items whose marker key cannot fit (key-limits.ts): skipped, never counted, named in the report.
+    // Live items whose marker key cannot fit (key-limits.ts) or whose key cannot be sharded: skipped, never counted, named in the report.
     const unmarkable: Candidate[] = [];
     let stopped: BackfillReport["status"] | undefined;
     let failure: unknown;
@@ -295,8 +323,10 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
             await writeBucket.take();
             let backoff = false;
             try {
-                // Strict: the units are flagged with the key's heal epoch, on the condition that it has not moved.
-                const epoch = mode === "strict" ? await store.epoch(counterKey) : 0;
+                // Strict: the units are flagged with their home shard's heal epoch, on the condition that it has not moved
+                // (the shard whose best-effort item backfillActions writes).
+                const home = shardPartitionKey(counterKey, chunkShards(config, pending, mode).home);
+                const epoch = mode === "strict" ? await store.epoch(home) : 0;
                 if (lastEpoch !== undefined && epoch !== lastEpoch) {
                     token = randomUUID(); // other actions: a reused token would be refused as a parameter mismatch
                 }

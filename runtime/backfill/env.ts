@@ -2,7 +2,14 @@
  * The backfill function's environment: the layout, where the counter items live, which items count,
  * and the run's settings. Pure (no SDK), so the component builds the same environment the handler reads.
  */
-import { ConfigurationError, ENV, layoutProblems, layoutWithDefaults, type CounterTableConfig } from "../shared/config";
+import {
+    ConfigurationError,
+    ENV,
+    counterShardsProblems,
+    layoutProblems,
+    layoutWithDefaults,
+    type CounterTableConfig,
+} from "../shared/config";
 import { CLIENT_SELECTION, type ItemSelection } from "../shared/selection";
 
 export const BACKFILL_ENV = Object.freeze({
@@ -42,6 +49,8 @@ export function backfillEnvironment(config: CounterTableConfig, settings: Backfi
         ...optional(BACKFILL_ENV.readUnitsPerSecond, settings.readUnitsPerSecond),
         ...optional(BACKFILL_ENV.writeUnitsPerSecond, settings.writeUnitsPerSecond),
         ...optional(BACKFILL_ENV.capacityShare, settings.capacityShare),
+        // Shard count 1 (an unsharded key) sets nothing, as the other functions' environments.
+        ...((config.counterShards ?? 1) === 1 ? {} : { [ENV.counterShards]: String(config.counterShards) }),
     };
 }
 
@@ -95,6 +104,14 @@ export function backfillFromEnv(env: Readonly<Record<string, string | undefined>
         writeUnitsPerSecond: number(BACKFILL_ENV.writeUnitsPerSecond),
         capacityShare: number(BACKFILL_ENV.capacityShare),
     };
+    const countersTableName = env[BACKFILL_ENV.countersTableName] || tableName!;
+    const shardsText = env[ENV.counterShards];
+    const counterShards = shardsText === undefined || shardsText === "" ? 1 : Number(shardsText);
+    problems.push(
+        ...counterShardsProblems(counterShards, tableName, countersTableName).map((p) =>
+            p.replace("[counterShards]", `[${ENV.counterShards}]`),
+        ),
+    );
     if (problems.length > 0) {
         throw new ConfigurationError(problems);
     }
@@ -103,7 +120,8 @@ export function backfillFromEnv(env: Readonly<Record<string, string | undefined>
             ...layout,
             ...(selection === undefined ? {} : { selection }),
             tableName: tableName!,
-            countersTableName: env[BACKFILL_ENV.countersTableName] || tableName!,
+            countersTableName,
+            ...(counterShards === 1 ? {} : { counterShards }),
         },
         settings,
     };

@@ -1,12 +1,19 @@
 /**
  * Backfill's pure planner: which scanned items to count, the transactions that count them, what a
  * cancelled transaction means, and the checkpoint items. No I/O; see backfill.ts for the invariant.
+ *
+ * A sharded key (runtime/shards/layout.ts): a transaction holds the items of one key whose markers live in one
+ * shard (`markerShard(id)`), so its `ADD eventual` goes to that shard's partial, beside the markers it counts. In
+ * strict mode its best-effort units go to the items' home (`homeShard(id, token)`), so a transaction's items also
+ * share one home; its best-effort write, and the epoch its flags carry, are that shard's. Shard count 1 puts
+ * everything in the key's own partition, as an unsharded key.
  */
 import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { markerKeyFits } from "../shared/key-limits";
 import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "../shared/config";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
 import { isLive } from "../shared/selection";
+import { homeShard, markerShard, shardCount, shardPartitionKey, shardedKeyProblem } from "../shards/layout";
 
 /** A table config whose counters table is known (equal to `tableName` when the counters share it). */
 export type BackfillConfig = CounterTableConfig & { readonly countersTableName: string };
@@ -35,8 +42,10 @@ const CP = Object.freeze({
     updatedAt: "hc_bf_updated_at",
 });
 
+/** The marker of `id` under `counterKey`: in the key's shard `markerShard(id)`. */
 export function markerKey(config: BackfillConfig, counterKey: string, id: string): Record<string, AttributeValue> {
-    return { [config.partitionKey]: { S: counterKey }, [config.sortKey]: { S: markerSortKey(config, id) } };
+    const partitionKey = shardPartitionKey(counterKey, markerShard(id, shardCount(config)));
+    return { [config.partitionKey]: { S: partitionKey }, [config.sortKey]: { S: markerSortKey(config, id) } };
 }
 
 /** Only what membership depends on is read back from the Scan, whatever the items' size. */
@@ -64,7 +73,8 @@ export interface Candidate {
 
 /**
  * The scanned items that are live under the selection (the ones backfill may count). A live item whose
- * marker key cannot fit (key-limits.ts) is never a candidate: it goes to `unmarkable`, when given.
+ * marker key cannot fit (key-limits.ts), or whose key cannot be sharded under the shard count
+ * (`shardedKeyProblem`), is never a candidate: it goes to `unmarkable`, when given.
  */
 export function liveCandidates(
     items: ReadonlyArray<Record<string, AttributeValue>>,
@@ -80,7 +90,7 @@ export function liveCandidates(
                 id: item[config.sortKey]!.S!,
                 ...(life === undefined ? {} : { life }),
             };
-            if (markerKeyFits(config, candidate.id)) {
+            if (markerKeyFits(config, candidate.id) && shardedKeyProblem(candidate.counterKey, shardCount(config)) === undefined) {
                 candidates.push(candidate);
             } else {
                 unmarkable?.push({ counterKey: candidate.counterKey, id: candidate.id });
@@ -90,8 +100,31 @@ export function liveCandidates(
     return candidates;
 }
 
+/** Whether the transaction that carries `item` adds a unit of best-effort for it (strict mode). */
+function takesUnit(item: Candidate, mode: BackfillMode): boolean {
+    return mode === "strict" && item.life === undefined;
+}
+
+/**
+ * The shards a transaction of `items` (all of one key) writes: `marker`, where their markers and the eventual
+ * partial they move live, and `home`, the best-effort item that takes their units (strict mode): the home of the
+ * items that take one, else the marker shard. Throws when the items do not share them (planPage groups them so).
+ */
+export function chunkShards(config: BackfillConfig, items: readonly Candidate[], mode: BackfillMode): { marker: number; home: number } {
+    const shards = shardCount(config);
+    const marker = items.length === 0 ? 0 : markerShard(items[0]!.id, shards);
+    const homes = new Set(items.filter((item) => takesUnit(item, mode)).map((item) => homeShard(item.id, item.life, shards)));
+    if (items.some((item) => markerShard(item.id, shards) !== marker) || homes.size > 1) {
+        throw new Error("a backfill transaction's items must share their marker shard and their units' home shard");
+    }
+    return { marker, home: [...homes][0] ?? marker };
+}
+
 export interface PagePlan {
-    /** Live selected items without a marker, grouped by counter key, in chunks that fit one transaction. */
+    /**
+     * Live selected items without a marker, grouped by counter key (and, for a sharded key, by marker shard and
+     * units' home shard: `chunkShards`), in chunks that fit one transaction.
+     */
     readonly chunks: ReadonlyArray<{ readonly counterKey: string; readonly items: readonly Candidate[] }>;
     /** Live selected items that already have a marker. */
     readonly alreadyCounted: number;
@@ -111,7 +144,8 @@ export function planPage(
     unflagged: ReadonlySet<string> = new Set(),
 ): PagePlan {
     const candidates = liveCandidates(items, config);
-    const groups = new Map<string, Candidate[]>();
+    const shards = shardCount(config);
+    const groups = new Map<string, { counterKey: string; items: Candidate[] }>();
     let alreadyCounted = 0;
     for (const found of candidates) {
         const marker = `${found.counterKey}\u0000${markerSortKey(config, found.id)}`;
@@ -125,13 +159,18 @@ export function planPage(
             }
             candidate = { ...found, flagOnly: true };
         }
-        const group = groups.get(candidate.counterKey) ?? [];
-        group.push(candidate);
-        groups.set(candidate.counterKey, group);
+        // One group per (key, marker shard, units' home shard): the name ends with the two shard numbers, so it names
+        // one key whatever the key holds.
+        const shard = markerShard(candidate.id, shards);
+        const home = takesUnit(candidate, mode) ? homeShard(candidate.id, candidate.life, shards) : shard;
+        const name = `${candidate.counterKey}\u0000${shard}\u0000${home}`;
+        const group = groups.get(name) ?? { counterKey: candidate.counterKey, items: [] };
+        group.items.push(candidate);
+        groups.set(name, group);
     }
     const size = markersPerTransaction(mode);
     const chunks: Array<{ counterKey: string; items: Candidate[] }> = [];
-    for (const [counterKey, group] of groups) {
+    for (const { counterKey, items: group } of groups.values()) {
         for (let i = 0; i < group.length; i += size) {
             chunks.push({ counterKey, items: group.slice(i, i + size) });
         }
@@ -140,9 +179,10 @@ export function planPage(
 }
 
 /**
- * One transaction: the counters first (`ADD eventual :n`, and in strict mode `ADD best-effort :n` with
- * its version bumped so a concurrent heal loses its race), then one marker per item, each conditional on
- * the item having no marker at all.
+ * One transaction: the counters first (`ADD eventual :n` on the items' marker shard's partial, and in strict mode
+ * `ADD best-effort :n` on their home shard's item, with its version bumped so a concurrent heal loses its race),
+ * then one marker per item, each conditional on the item having no marker at all. The items share their shards
+ * (`chunkShards`); the transaction spans two partitions of the counters table when those differ.
  */
 export function backfillActions(
     config: BackfillConfig,
@@ -151,17 +191,20 @@ export function backfillActions(
     mode: BackfillMode,
     /** The backfill's clock, written as the key's last best-effort write (the heal index's sort key). */
     now: number,
-    /** Strict: the key's heal epoch as read before this transaction; its units are flagged with it, on that condition. */
+    /** Strict: the home shard's heal epoch as read before this transaction; its units are flagged with it, on that condition. */
     epoch = 0,
 ): TransactWriteItem[] {
     const table = config.countersTableName;
-    const counterItem = (sk: string) => ({ [config.partitionKey]: { S: counterKey }, [config.sortKey]: { S: sk } });
+    const shards = chunkShards(config, items, mode);
+    const eventualKey = shardPartitionKey(counterKey, shards.marker);
+    const bestEffortKey = shardPartitionKey(counterKey, shards.home);
+    const counterItem = (partitionKey: string, sk: string) => ({ [config.partitionKey]: { S: partitionKey }, [config.sortKey]: { S: sk } });
     const n = { N: String(items.filter((item) => item.flagOnly !== true).length) };
     const actions: TransactWriteItem[] = [
         {
             Update: {
                 TableName: table,
-                Key: counterItem(eventualSortKey(config)),
+                Key: counterItem(eventualKey, eventualSortKey(config)),
                 UpdateExpression: "ADD #count :n",
                 ExpressionAttributeNames: { "#count": config.countAttribute },
                 ExpressionAttributeValues: { ":n": n },
@@ -173,18 +216,18 @@ export function backfillActions(
         // only the others are added. The write is a best-effort write like a client's (it bumps the version and sets
         // the last-write time, so a heal can prove the key quiet), and it puts the key on the heal index: the units
         // it adds can double-count items the consumer has not reached yet (best-effort-marks.ts).
-        const units = items.filter((item) => item.life === undefined).length;
+        const units = items.filter((item) => takesUnit(item, mode)).length;
         actions.push({
             Update: {
                 TableName: table,
-                Key: counterItem(bestEffortSortKey(config)),
+                Key: counterItem(bestEffortKey, bestEffortSortKey(config)),
                 UpdateExpression: bestEffortUpdate(":n", true),
                 // The flags below name the epoch read before: a heal that absorbed units since makes this fail.
                 ConditionExpression: epoch === 0 ? "attribute_not_exists(#epoch)" : "#epoch = :epoch",
                 ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(true), "#epoch": A.epoch },
                 ExpressionAttributeValues: {
                     ":n": { N: String(units) },
-                    ...bestEffortMarkValues(counterKey, now, true),
+                    ...bestEffortMarkValues(bestEffortKey, now, true),
                     ...(epoch === 0 ? {} : { ":epoch": { N: String(epoch) } }),
                 },
             },
@@ -207,7 +250,7 @@ export function backfillActions(
         const names: Record<string, string> = { "#state": A.state, "#seq": A.seq };
         const values: Record<string, AttributeValue> = { ":counted": { S: "counted" }, ":zero": { S: ZERO_SEQ } };
         const sets = ["#state = :counted", "#seq = :zero"];
-        if (mode === "strict" && item.life === undefined) {
+        if (takesUnit(item, mode)) {
             names["#be"] = A.beCounted;
             values[":epoch"] = { N: String(epoch) };
             sets.push("#be = :epoch");

@@ -30,6 +30,7 @@ import {
 } from "./plan";
 import { COUNTER_ATTRIBUTES, MARKER_STATE, bestEffortSortKey } from "../shared/config";
 import { hasBackfillUnit } from "../shared/strict-ledger";
+import { shardCount, shardOfPartitionKey } from "../shards/layout";
 import type { Clock } from "../shared/token-bucket";
 
 /** BatchGetItem's limit on keys per request. */
@@ -73,12 +74,15 @@ export class BackfillStore {
         };
     }
 
-    /** Strict mode: the key's heal epoch (0 while no heal lowered its best-effort), read consistently. */
-    async epoch(counterKey: string): Promise<number> {
+    /**
+     * Strict mode: the heal epoch of one best-effort item (0 while no heal lowered it), read consistently. Epochs are
+     * per shard: `partitionKey` is the shard's (runtime/shards/layout.ts; the key itself when unsharded).
+     */
+    async epoch(partitionKey: string): Promise<number> {
         const response = await this.dynamodb.send(
             new GetItemCommand({
                 TableName: this.config.countersTableName,
-                Key: { [this.config.partitionKey]: { S: counterKey }, [this.config.sortKey]: { S: bestEffortSortKey(this.config) } },
+                Key: { [this.config.partitionKey]: { S: partitionKey }, [this.config.sortKey]: { S: bestEffortSortKey(this.config) } },
                 ConsistentRead: true,
                 ProjectionExpression: "#epoch",
                 ExpressionAttributeNames: { "#epoch": COUNTER_ATTRIBUTES.epoch },
@@ -112,7 +116,8 @@ export class BackfillStore {
 
     /**
      * The ids (per counter key) that already have a marker, read eventually consistently: a marker missed
-     * here only costs a transaction whose condition then fails.
+     * here only costs a transaction whose condition then fails. Each marker is read in its shard (`markerKey`)
+     * and named by its key, `${counterKey}\0${markerSortKey}`, whatever the shard.
      */
     async markedIds(
         items: ReadonlyArray<{ counterKey: string; id: string }>,
@@ -121,6 +126,7 @@ export class BackfillStore {
         const unflagged = new Set<string>();
         let readUnits = 0;
         const { countersTableName, partitionKey, sortKey } = this.config;
+        const shards = shardCount(this.config);
         for (let i = 0; i < items.length; i += BATCH_GET_MAX_KEYS) {
             let keys: Array<Record<string, AttributeValue>> = items
                 .slice(i, i + BATCH_GET_MAX_KEYS)
@@ -149,7 +155,8 @@ export class BackfillStore {
                     if (marker[COUNTER_ATTRIBUTES.state] === undefined) {
                         continue;
                     }
-                    const id = `${marker[partitionKey]?.S}\u0000${marker[sortKey]?.S}`;
+                    const counterKey = shardOfPartitionKey(marker[partitionKey]?.S ?? "", shards).key;
+                    const id = `${counterKey}\u0000${marker[sortKey]?.S}`;
                     marked.add(id);
                     if (marker[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted && !hasBackfillUnit(marker)) {
                         unflagged.add(id);
