@@ -3,7 +3,10 @@
  * API's (`apiEnvironment`, `clientConfig`), and changes nothing else; one shard is today's component exactly.
  */
 import * as assert from "node:assert/strict";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
+import { HybridCounterClient } from "../runtime/client/client";
+import { resolveClientOptions } from "../runtime/client/validation";
 import { ENV, clientConfigFromEnv, layoutWithDefaults } from "../runtime/shared/config";
 import { findResource, outputValue, runProgramWithResult, type RecordedResource } from "../local/deployment/pulumi-mocks";
 
@@ -117,6 +120,25 @@ describe("HybridCounterComponent counterShards", () => {
             healQuietWindowSeconds: 600,
             counterShards: 4,
         });
+    });
+
+    it("builds an API's client over 4 shards from either output, and over one from today's", () => {
+        // Prepare
+        const dynamodb = new DynamoDBClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9" });
+        const fromOutputs = (outputs: typeof four) => [
+            { ...outputs.clientConfig, dynamodb },
+            { ...clientConfigFromEnv(outputs.apiEnvironment), dynamodb },
+        ];
+
+        // Act / Assess
+        for (const options of fromOutputs(four)) {
+            assert.equal(resolveClientOptions(options).config.counterShards, 4);
+            new HybridCounterClient(options);
+        }
+        for (const options of fromOutputs(one)) {
+            assert.equal(resolveClientOptions(options).config.counterShards, undefined);
+        }
+        dynamodb.destroy();
     });
 
     it("changes nothing but the environments: the same resources with the same inputs and dependencies as one shard", () => {
