@@ -10,11 +10,11 @@
  * when the invocation's time runs out, the lowest record not yet applied is reported and everything
  * before it stays applied.
  *
- * A sharded key (runtime/shards/layout.ts) is planned as one group per (key, marker shard): each group reads
- * its markers and commits its transactions in its own shard's partition of the counters table, so the
- * groups of one key run side by side like the groups of two keys, and a conflict between two invocations
- * can only be on ids of one shard (retried as any other). Logs and parked messages name the user's key (a
- * log adds the shard when the key is sharded); the key due for a heal is the user's key (heal-due.ts).
+ * A sharded key (runtime/shards/layout.ts) is planned as one group, as any key: its markers are read and
+ * written in their ids' shards, and each transaction attempt adds its delta to a partial picked at random
+ * (markers.ts), so two invocations on one key conflict only when they pick the same partial or hold one id
+ * (retried as any other). Logs and parked messages name the user's key; the key due for a heal is the user's key
+ * (heal-due.ts).
  */
 import {
     BatchGetItemCommand,
@@ -35,7 +35,7 @@ import { markerShard, shardCount, shardPartitionKey } from "../shards/layout";
 import { ITEM_TOO_LARGE, type FatalQueue } from "./fatal";
 import {
     chunkIntents,
-    groupShard,
+    partialShard,
     markerRead,
     planBatch,
     refineIntent,
@@ -91,7 +91,7 @@ const BACKOFF_BASE_MS = 20;
 const BACKOFF_CAP_MS = 1_000;
 /** A chunk whose conditions keep failing in new ways is given up on after this many resolutions in a row. */
 const MAX_RESOLUTION_ROUNDS = 10;
-/** Groups committed at the same time. Different keys, or different shards of one key, never touch the same item. */
+/** Groups committed at the same time. Different keys never touch the same item. */
 const GROUP_CONCURRENCY = 8;
 /** BatchGetItem reads at most 100 keys per call. */
 const BATCH_GET_KEYS = 100;
@@ -240,12 +240,10 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     const random = deps.random ?? Math.random;
     const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
     const now = deps.now ?? Date.now;
-    const shard = groupShard(group);
-    /** The shard a log line names beside the user's key, when the key is sharded. */
-    const where = group.shard === undefined ? {} : { shard };
+    const shards = shardCount(deps.config);
     const giveUp = (pending: readonly ItemIntent[], why: string): GroupResult => {
         result.failedSequenceNumbers.push(...pending.flatMap((item) => item.sequenceNumbers));
-        deps.logger.log("warn", "group left for redelivery", { counterKey: group.counterKey, ...where, items: pending.length, why });
+        deps.logger.log("warn", "group left for redelivery", { counterKey: group.counterKey, items: pending.length, why });
         return result;
     };
     const park = async (intent: ItemIntent, field: string, problem: string, item?: Record<string, AttributeValue>): Promise<boolean> => {
@@ -303,7 +301,6 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
     } catch (error) {
         deps.logger.log(isRetryable(error) ? "warn" : "error", "could not read markers; planning from the records", {
             counterKey: group.counterKey,
-            ...where,
             error: describeError(error),
         });
         pending = [...fitting];
@@ -318,7 +315,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
         }
         const chunk = chunkIntents(pending, sizeOf)[0]!;
         const rest = pending.slice(chunk.length);
-        const { actions, index } = transactionActions(deps.config, group.counterKey, chunk, now(), shard);
+        const { actions, index } = transactionActions(deps.config, group.counterKey, chunk, now(), partialShard(shards, random));
         let retryable = false;
         try {
             const response = await deps.dynamodb.send(
@@ -342,8 +339,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
                 if (outcome.refused) {
                     deps.logger.log("error", "transaction refused by DynamoDB", {
                         counterKey: group.counterKey,
-                        ...where,
-                        error: describeError(error),
+                                    error: describeError(error),
                     });
                     return giveUp(pending, "refused (ValidationError)");
                 }
@@ -353,14 +349,13 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
                     if (rounds <= MAX_RESOLUTION_ROUNDS) {
                         continue;
                     }
-                    deps.logger.log("error", "condition failures did not settle", { counterKey: group.counterKey, ...where });
+                    deps.logger.log("error", "condition failures did not settle", { counterKey: group.counterKey });
                 }
             } else {
                 retryable = isRetryable(error);
                 deps.logger.log(retryable ? "warn" : "error", "transaction failed", {
                     counterKey: group.counterKey,
-                    ...where,
-                    error: describeError(error),
+                            error: describeError(error),
                 });
             }
         }

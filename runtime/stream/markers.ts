@@ -39,19 +39,20 @@
  *   created and removed (the marker then names that later life), and a late item is live from its landing
  *   to the consumer's removal of it (docs/limits.md).
  *
- * Sharded counting (runtime/shards/layout.ts). Under `counterShards` N, an id's marker and the eventual
- * partial its records move live in shard `markerShard(id, N)` of its key, under the counters-table partition
- * key `shardPartitionKey(key, shard)`. A batch is grouped by (key, shard): every intent of a group has its
- * marker in the group's shard, and a group's transactions write only that shard's markers and partial (the
- * hard deletes of user items stay under the user's key, in the user's table). So the invariant above holds
- * per shard, which is what every transaction keeps:
+ * Sharded counting (runtime/shards/layout.ts). Under `counterShards` N, an id's marker lives in shard
+ * `markerShard(id, N)` of its key, under the counters-table partition key `shardPartitionKey(key, shard)`, and the
+ * eventual counter is the sum of N partials, one per shard. A batch is still grouped by key: a group's transaction
+ * writes each intent's marker in its own shard and the chunk's net delta to ONE partial, the one the consumer
+ * picked for that attempt (at random: `partialShard`). What every transaction keeps is then
  *
- *     partial(key, s) == number of markers of key in shard s whose hc_state is "counted"
+ *     sum over s of partial(key, s) == number of markers of key, in every shard, whose hc_state is "counted"
  *
- * and eventual(key), the sum of the partials, is the number of counted markers of the key. Every record of
- * an id goes to the same shard whatever its batch, so the markers' conditions order an id's records exactly
- * as before, and two groups of one key (two batches at once) conflict only on ids of one shard. N = 1 puts
- * every id in shard 0, whose partition key is the key itself: today's items, action for action.
+ * (a partial alone means nothing and may be negative). Every record of an id finds its marker in the same shard
+ * whatever its batch, so the markers' conditions order an id's records exactly as before. A key's batch costs one
+ * partial write per chunk, not one per shard it touches, and two batch groups of one key at once (a
+ * parallelization factor above 1, split-for-heat) conflict only when they pick the same partial (1 in N) or hold
+ * one id. N = 1 puts every marker and the one partial in shard 0, whose partition key is the key itself: today's
+ * items, action for action.
  */
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
@@ -107,21 +108,16 @@ export interface ItemIntent {
     readonly lateSeen?: true;
 }
 
-/** All the work a batch holds for one shard of one counter key. */
+/** All the work a batch holds for one counter key. */
 export interface GroupPlan {
     /** The user's key (the partition key of its items in the user's table). */
     readonly counterKey: string;
-    /**
-     * The shard of the key whose markers (and eventual partial) the group writes: every item's `markerShard`.
-     * Absent under one shard (an unsharded key's plan is today's): shard 0.
-     */
-    readonly shard?: number;
     readonly items: readonly ItemIntent[];
 }
 
-/** The shard a group writes (0 for an unsharded plan). */
-export function groupShard(group: Pick<GroupPlan, "shard">): number {
-    return group.shard ?? 0;
+/** The partial a transaction of a sharded key adds its delta to: any shard keeps the sum; a random one spreads them. */
+export function partialShard(shards: number, random: () => number): number {
+    return shards <= 1 ? 0 : Math.min(shards - 1, Math.floor(random() * shards));
 }
 
 export interface PoisonRecord {
@@ -138,16 +134,14 @@ export interface BatchPlan {
 }
 
 /**
- * Groups a batch's membership changes by counter key and marker shard (one group per key when unsharded)
- * and collapses each item's changes to one intent:
+ * Groups a batch's membership changes by counter key and collapses each item's changes to one intent:
  * the last change decides the target (and whether the item must be hard-deleted), the first change's
  * OldImage is the guess of the marker's state. The guess only sets the delta; the marker's condition
  * checks it.
  */
 export function planBatch(records: readonly DynamoDBRecord[], config: CounterTableConfig): BatchPlan {
-    const shards = shardCount(config);
-    /** Per (key, shard), in the order the batch first shows them: the intents by id. */
-    const groups = new Map<string, { counterKey: string; shard: number; items: Map<string, ItemIntent & { again?: boolean }> }>();
+    /** Per key, in the order the batch first shows them: the intents by id. */
+    const groups = new Map<string, { counterKey: string; items: Map<string, ItemIntent & { again?: boolean }> }>();
     /** Per item, the lives the batch's earlier changes of it showed. */
     const lives = new Map<string, Set<string>>();
     const poison: PoisonRecord[] = [];
@@ -175,13 +169,10 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
             continue;
         }
         const change = classified.change;
-        const shard = markerShard(change.id, shards);
-        // Keys holding U+0000 are refused above one shard (records.ts), so this names one (key, shard).
-        const groupKey = shards === 1 ? change.counterKey : shardPartitionKey(change.counterKey, shard);
-        let group = groups.get(groupKey);
+        let group = groups.get(change.counterKey);
         if (!group) {
-            group = { counterKey: change.counterKey, shard, items: new Map() };
-            groups.set(groupKey, group);
+            group = { counterKey: change.counterKey, items: new Map() };
+            groups.set(change.counterKey, group);
         }
         const items = group.items;
         const earlier = items.get(change.id);
@@ -226,9 +217,8 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
     return {
         ignored,
         poison,
-        groups: [...groups.values()].map(({ counterKey, shard, items }) => ({
+        groups: [...groups.values()].map(({ counterKey, items }) => ({
             counterKey,
-            ...(shards === 1 ? {} : { shard }),
             // The batch itself showed the life before its INSERT (a REMOVE of it, say): a late put.
             items: [...items.values()].map(({ again, ...intent }) => (again && intent.target === "counted" ? resurrect(intent) : intent)),
         })),
@@ -381,31 +371,24 @@ export interface ActionIndex {
  * Builds the TransactWriteItems actions of one chunk: the counter's delta first (when not zero), then
  * per intent its marker and, for a soft delete, the hard delete of the user's item.
  *
- * The delta goes to the eventual partial of `shard` and the markers to that shard's partition of the counters
- * table; the user's items are deleted under `counterKey` itself. Every intent's marker must live in `shard`
- * (its `markerShard`): a chunk touches one shard's partition, never two. `shard` defaults to the intents'
- * own (0 when unsharded); intents of two shards, or of another shard than the one named, throw a RangeError.
+ * The delta goes to the eventual partial of shard `partial` (0 when unsharded) and each marker to its own shard's
+ * partition of the counters table (`markerShard`); the user's items are deleted under `counterKey` itself.
  */
 export function transactionActions(
     config: CounterTableConfig,
     counterKey: string,
     items: readonly ItemIntent[],
     nowMs: number,
-    shard?: number,
+    partial = 0,
 ): { actions: TransactWriteItem[]; index: ActionIndex[] } {
     const counters = countersTable(config);
     const shards = shardCount(config);
-    const at = shard ?? (items.length > 0 ? markerShard(items[0]!.id, shards) : 0);
-    const strays = items.filter((item) => markerShard(item.id, shards) !== at).map((item) => item.id);
-    if (strays.length > 0 || !Number.isInteger(at) || at < 0 || at >= shards) {
-        throw new RangeError(
-            `a chunk of key ${JSON.stringify(counterKey)} writes shard ${at} of ${shards}: the markers of ${JSON.stringify(strays)} live in other shards`,
-        );
+    if (!Number.isInteger(partial) || partial < 0 || partial >= shards) {
+        throw new RangeError(`a chunk of key ${JSON.stringify(counterKey)} adds to partial ${partial} of ${shards}`);
     }
-    const partitionKey = shardPartitionKey(counterKey, at);
-    /** A counter item of the chunk's shard. */
-    const counterItem = (sk: string): Record<string, AttributeValue> => ({
-        [config.partitionKey]: { S: partitionKey },
+    /** A counter item of shard `shard` of the key. */
+    const counterItem = (shard: number, sk: string): Record<string, AttributeValue> => ({
+        [config.partitionKey]: { S: shardPartitionKey(counterKey, shard) },
         [config.sortKey]: { S: sk },
     });
     /** A user's item: under the user's own key. */
@@ -419,7 +402,7 @@ export function transactionActions(
         actions.push({
             Update: {
                 TableName: counters,
-                Key: counterItem(eventualSortKey(config)),
+                Key: counterItem(partial, eventualSortKey(config)),
                 UpdateExpression: "ADD #count :delta",
                 ExpressionAttributeNames: { "#count": config.countAttribute },
                 ExpressionAttributeValues: { ":delta": { N: String(delta) } },
@@ -429,7 +412,7 @@ export function transactionActions(
     const index: ActionIndex[] = [];
     for (const item of items) {
         const marker = actions.length;
-        actions.push({ Update: markerUpdate(counters, counterItem(markerSortKey(config, item.id)), item, nowMs) });
+        actions.push({ Update: markerUpdate(counters, counterItem(markerShard(item.id, shards), markerSortKey(config, item.id)), item, nowMs) });
         let softDelete: number | undefined;
         if (item.resurrected !== undefined) {
             softDelete = actions.length;
