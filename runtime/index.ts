@@ -4,8 +4,8 @@
  * One folder per capability, each with the invariant it keeps at the top of its index.ts:
  * client/ (the API's calls and best-effort), stream/ (the consumer, the redrive, the fatal queue),
  * heal/ (healing, reconciliation, the settler), backfill/ (adopting a table with data), ops/ (what the
- * CLI runs), shared/ (layout, selection, errors, tokens, strict mode's ledger), lambda/ (the handlers'
- * entry points).
+ * CLI runs), shared/ (layout, selection, errors, tokens, strict mode's ledger), shards/ (a hot key's counting
+ * spread over partitions), lambda/ (the handlers' entry points).
  */
 export * from "./shared/config";
 export * from "./shared/errors";
@@ -25,3 +25,4 @@ export { METRIC_NAMES, type LineSink } from "./shared/telemetry";
 export * from "./heal";
 export * from "./backfill";
 export { tokenTime } from "./shared/tokens";
+export { homeShard, markerShard, shardOfPartitionKey, shardPartitionKey, readKeyCounters, type KeyCounters } from "./shards";

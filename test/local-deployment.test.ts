@@ -95,7 +95,12 @@ describe("a harness's deployment on DynamoDB Local", function () {
                 assertSameSystem({ ...consumer }, { ...consumer, countAttribute: "n", selection: { kind: "sortKeyPrefix", prefix: "x" } }),
             (error: unknown) => error instanceof HarnessMismatchError && error.fields.join(",") === "countAttribute,selection",
         );
+        assert.throws(
+            () => assertSameSystem({ ...consumer, counterShards: 4 }, consumer),
+            (error: unknown) => error instanceof HarnessMismatchError && error.fields.join(",") === "counterShards",
+        );
         assert.doesNotThrow(() => assertSameSystem(consumer, { ...consumer }));
+        assert.doesNotThrow(() => assertSameSystem({ ...consumer, counterShards: 1 }, consumer));
     });
 
     it("the twin: its tables as declared, its client and every bundle it loads from the same outputs, the flat selection included", async () => {

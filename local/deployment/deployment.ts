@@ -71,6 +71,10 @@ export function assertSameSystem(client: CounterTableConfig, consumer: CounterTa
     if (JSON.stringify(client.selection) !== JSON.stringify(consumer.selection)) {
         fields.push("selection");
     }
+    // A client and a consumer on different shard counts would put units and markers where the other never reads.
+    if ((client.counterShards ?? 1) !== (consumer.counterShards ?? 1)) {
+        fields.push("counterShards");
+    }
     if (fields.length > 0) {
         throw new HarnessMismatchError(fields, handler);
     }
