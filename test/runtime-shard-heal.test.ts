@@ -21,6 +21,7 @@ import { healKey, readForHeal, writeHeal, type HealOptions, type ShardHealResult
 import { reconcileKey } from "../runtime/heal/reconcile";
 import { settle, type SettleOptions } from "../runtime/heal/settle";
 import { readKeyStatus, readTableStatus } from "../runtime/ops/status";
+import { reconcileAll, reconcileKeys } from "../runtime/ops/reconcile-all";
 import { lifeShard, markerShard, shardPartitionKey } from "../runtime/shards/layout";
 import { InvalidArgumentError } from "../runtime/shared/errors";
 import type { FatalMessage, FatalQueue } from "../runtime/stream/fatal";
@@ -467,6 +468,32 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                 [after.eventual, after.live, after.pendingCreates, after.pendingDeletes, after.exact, after.shards?.map((s) => s.drift)],
                 [6, 6, 0, 0, true, [0, 0, 0]],
             );
+        });
+
+        it("reconciling many keys reports a key a sharded counter cannot hold as refused, and goes on", async () => {
+            await h.putItem("k", idIn(1, "a"), tokenIn(0));
+            await h.putItem("a\u00001", "b", tokenIn(0)); // another writer's key, which names shard 1 of key "a"
+
+            const run = await reconcileKeys(["a\u00001", "k"], { config, dynamodb: engine().dynamodb(), fatal: noFatal });
+            const all = await reconcileAll({ config, dynamodb: engine().dynamodb(), fatal: noFatal });
+
+            assert.deepEqual(run, {
+                results: [{ key: "k", found: 1, counted: 1, alreadySettled: 0, incomplete: false }],
+                notStarted: [],
+                incomplete: false,
+                refused: [
+                    {
+                        key: "a\u00001",
+                        problem: "must not contain U+0000 when counterShards is above 1 (it separates a key from its shard number)",
+                    },
+                ],
+            });
+            assert.deepEqual(all, { results: [], notStarted: [], incomplete: false, refused: run.refused });
+            assert.deepEqual(await h.partials("k", [idIn(1, "a")]), [
+                { eventual: 0, counted: [] },
+                { eventual: 1, counted: [idIn(1, "a")] },
+                { eventual: 0, counted: [] },
+            ]);
         });
 
         it("status sums a key's shards, and the table status lists each key once, not each shard", async () => {
