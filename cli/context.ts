@@ -14,6 +14,7 @@ import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import {
     DEFAULT_LAYOUT,
+    counterShardsProblems,
     layoutProblems,
     layoutWithDefaults,
     selectionProblems,
@@ -39,6 +40,7 @@ export interface GlobalFlags {
     config?: string;
     table?: string;
     countersTable?: string;
+    counterShards?: string;
     countedItems?: string;
     countedSortKeyPrefix?: string;
     countedAttributeName?: string;
@@ -65,6 +67,10 @@ export function addGlobalFlags(program: Command): Command {
         .option("--config <file>", "the component's clientConfig as JSON (`pulumi stack output clientConfig --json`), or - for stdin")
         .option("--table <name>", "the table name (instead of --config)")
         .option("--counters-table <name>", "the counters table (default: the component's own, or --table in the same-table placement)")
+        .option(
+            "--counter-shards <n>",
+            "partitions of the counters table each key's counting spreads over (default 1, or counterShards in --config)",
+        )
         .option("--counted-items <kind>", "which items count: client | sortKeyPrefix | attribute (default client)")
         .option("--counted-sort-key-prefix <prefix>", "with --counted-items sortKeyPrefix: the prefix")
         .option("--counted-attribute-name <name>", "with --counted-items attribute: the attribute")
@@ -168,8 +174,24 @@ export function resolveTarget(flags: GlobalFlags, readText: (source: string) => 
         throw new UsageError(`${flag}: ${problems[0]!.replace(/^\[\w+\] /, "")}`);
     }
     const countersTableName = flags.countersTable ?? text(fromFile.countersTableName, "countersTableName");
+    // Every command reads (and heals, and reconciles) every shard of a key: the count must be the deployed one.
+    let counterShards: unknown = fromFile.counterShards;
+    if (flags.counterShards !== undefined) {
+        counterShards = /^\d+$/.test(flags.counterShards) ? Number(flags.counterShards) : flags.counterShards;
+    }
+    const shardProblems = counterShardsProblems(counterShards, tableName, countersTableName);
+    if (shardProblems.length > 0) {
+        const flag = flags.counterShards !== undefined ? "--counter-shards" : "--config";
+        throw new UsageError(`${flag}: ${shardProblems[0]!.replace(/^\[\w+\] /, "")}`);
+    }
+    const shards = (counterShards as number | undefined) ?? 1;
     return {
-        table: { ...layout, tableName, ...(countersTableName === undefined ? {} : { countersTableName }) },
+        table: {
+            ...layout,
+            tableName,
+            ...(countersTableName === undefined ? {} : { countersTableName }),
+            ...(shards === 1 ? {} : { counterShards: shards }),
+        },
         fatalQueueUrl: flags.fatalQueueUrl ?? text(outputs.fatalDlqUrl, "fatalDlqUrl"),
         firstDlqUrl: flags.firstDlqUrl ?? text(outputs.firstDlqUrl, "firstDlqUrl"),
     };

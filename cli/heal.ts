@@ -1,6 +1,7 @@
 /**
- * `heal [--key K]`: heals best-effort from the table (runtime/heal/heal.ts) for one key, or runs what the
- * scheduled settler runs (runtime/heal/settle.ts): the keys the heal index lists, then a bounded audit.
+ * `heal [--key K]`: heals best-effort from the table (runtime/heal/heal.ts) for one key, every shard of it (each
+ * shard's outcome listed), or runs what the scheduled settler runs (runtime/heal/settle.ts): the keys the heal
+ * index lists, then a bounded audit.
  */
 import { healKey, type HealResult } from "../runtime/heal/heal";
 import { settle, type SettleReport } from "../runtime/heal/settle";
@@ -45,9 +46,18 @@ export const healCommand: CliCommand = {
                         }
                         const result: HealResult = await healKey(flags.key, base);
                         ctx.result(result, () =>
-                            result.outcome === "healed"
-                                ? `${result.key}: healed, best-effort ${result.before ?? 0} -> ${result.after}`
-                                : `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}; nothing changed`,
+                            result.shards === undefined
+                                ? result.outcome === "healed"
+                                    ? `${result.key}: healed, best-effort ${result.before ?? 0} -> ${result.after}`
+                                    : `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}; nothing changed`
+                                : [
+                                      `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}`,
+                                      ...result.shards.map((s) =>
+                                          s.outcome === "healed"
+                                              ? `  shard ${s.shard}: healed, best-effort ${s.before ?? 0} -> ${s.after}`
+                                              : `  shard ${s.shard}: ${s.outcome}${s.reason ? ` (${s.reason})` : ""}; nothing changed`,
+                                      ),
+                                  ].join("\n"),
                         );
                         return EXIT.ok;
                     }

@@ -80,6 +80,9 @@ export const reconcileCommand: CliCommand = {
                         if (result.incomplete) {
                             lines.push("some keys could not be settled yet (contention or throttling): run it again");
                         }
+                        for (const r of result.refused ?? []) {
+                            lines.push(`refused ${JSON.stringify(r.key)}: [key] ${r.problem}; its items can never be counted`);
+                        }
                         for (const m of fatal.unparked) {
                             lines.push(`could not count (no --fatal-queue-url to park it): ${m.reason}: ${m.problem}`);
                         }
@@ -88,7 +91,7 @@ export const reconcileCommand: CliCommand = {
                     if (result.notStarted.length > 0) {
                         return EXIT.interrupted;
                     }
-                    return result.incomplete || fatal.unparked.length > 0 ? EXIT.failed : EXIT.ok;
+                    return result.incomplete || result.refused !== undefined || fatal.unparked.length > 0 ? EXIT.failed : EXIT.ok;
                 }),
             );
     },

@@ -1,10 +1,14 @@
-/** `status [--key K]`: both counters, live, pending and malformed items and held slots; without a key, the table, worst keys first. */
+/**
+ * `status [--key K]`: both counters, live, pending and malformed items and held slots; without a key, the table, worst
+ * keys first. A sharded key's counters are the sums over its shards; `--key` lists each shard too.
+ */
 import { readKeyStatus, readTableStatus, type KeyStatus } from "../runtime/ops/status";
 import { UsageError } from "./context";
 import { table } from "./format";
 import type { CliCommand } from "./command";
 
 const COLUMNS = ["key", "best-effort", "eventual", "live", "pending creates", "pending deletes", "malformed", "held slots", "drift"];
+const SHARD_COLUMNS = ["shard", "best-effort", "eventual", "live (marker here)", "drift"];
 const row = (s: KeyStatus) => [
     s.key,
     s.bestEffort,
@@ -34,10 +38,19 @@ export const statusCommand: CliCommand = {
                             throw new UsageError("--key must not be empty");
                         }
                         const s = await readKeyStatus(options.key, deps);
-                        ctx.result(
-                            s,
-                            () =>
-                                `${table(COLUMNS, [row(s)])}\n${s.exact ? "exact" : "not exact: run `reconcile --key` (see `fatal list`)"}`,
+                        ctx.result(s, () =>
+                            [
+                                table(COLUMNS, [row(s)]),
+                                ...(s.shards === undefined
+                                    ? []
+                                    : [
+                                          table(
+                                              SHARD_COLUMNS,
+                                              s.shards.map((h) => [h.shard, h.bestEffort, h.eventual, h.live, h.drift]),
+                                          ),
+                                      ]),
+                                s.exact ? "exact" : "not exact: run `reconcile --key` (see `fatal list`)",
+                            ].join("\n"),
                         );
                         return;
                     }

@@ -83,6 +83,39 @@
  * items crossing the age threshold, either value a lower bound). A heal is never on the request path: it
  * adds no latency and no error to an API call; the client's best-effort writes are unconditional ADDs (or
  * conditional on the limit only), so a heal can never make one of them fail.
+ *
+ * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) is healed shard by shard. Step 1 reads every
+ * shard's best-effort item (each at its own t1_s, all before the clock), steps 2-3 are the key's, and step 4 is one
+ * conditional write per shard s, of truth(s) = the live client-counted items whose home `homeShard(id, token, N)` is
+ * s, on s's own version, write time and marks, with s's own epoch (a heal of s that lowers s opens s's next epoch).
+ * Why each write is right on its own: the argument above holds for shard s read as "the key", because
+ *   - every client write of a life homed at s writes shard s: its reservation or increment, its release or
+ *     decrement, a strict delete's touch (which reads the epoch of the shard its release goes to); and a strict
+ *     backfill's unit for an item goes to the item's home, bumping that shard's version and flagging the epoch of
+ *     that shard. So (a) s's version proves that no best-effort write of a life homed at s landed on s between
+ *     t1_s and the write; (b) s's write time bounds the calls counted in c_s; (c) a call not counted in c_s that
+ *     writes an item homed at s writes s first (or, utilization create, had its increment of s settled before
+ *     now), so it makes s's write fail or applies on top of it;
+ *   - writes of lives homed elsewhere move other shards' items only, and truth(s) does not count their items;
+ *   - the shards' bounds add up: a bound of the mode holds for each shard item at every instant (the write of s
+ *     lands a valid value for s whenever it lands), so the sum over shards keeps it for the key at every instant.
+ *     The per-shard writes need not be atomic together: one that loses (a client wrote s meanwhile) changes nothing
+ *     of s and leaves s's heal-index entry, while the others stand, each right for its shard.
+ * Two points where a shard differs from an unsharded key:
+ *   - marks land where their writer puts them: a strict client's on the shard item it writes, a utilization
+ *     drift mark (the client's markDue, the consumer's) on shard 0. Each write is conditional on its own shard's
+ *     marks only; a late put the consumer removes after the partition read may leave its home shard one above its
+ *     live items (the limit (d) describes), and the mark on shard 0, written after the removal, lands after shard
+ *     0's step-1 read: shard 0's write fails, its entry stays, and the next heal of the key re-derives every shard.
+ *   - a shard item no client ever wrote (no version and no write time): only marks created it (a utilization
+ *     drift mark on shard 0 of a key whose units all live in other shards), or a heal of such an item wrote its
+ *     count. With N > 1 every writer of a shard item's count bumps its version (A5; a shard's partition keys belong
+ *     to the counters table of its own a sharded key needs, so no user's writer writes them), so the condition
+ *     `attribute_not_exists(hc_version)` proves that no client best-effort write of s ever landed, before t1_s or
+ *     since: no call is counted in c_s ((b) holds vacuously), and (c) holds as above. Such a shard is healed on that
+ *     condition instead of being skipped as unversioned (which would leave its heal-index entry listed for good).
+ *     An unsharded key keeps the skip: its best-effort item may be a user's writer's.
+ * With N = 1 the heal is exactly the unsharded one: one GetItem, the partition, the markers when needed, one write.
  */
 import {
     ConditionalCheckFailedException,
@@ -99,6 +132,8 @@ import { withRetries } from "../shared/retry";
 import { isLive, type SelectingLayout } from "../shared/selection";
 import { hasBackfillUnit } from "../shared/strict-ledger";
 import { tokenTime } from "../shared/tokens";
+import { InvalidArgumentError } from "../shared/errors";
+import { homeShard, shardCount, shardedKeyProblem, shardPartitionKeys } from "../shards/layout";
 
 export type HealMode = "strict" | "utilization";
 
@@ -118,8 +153,11 @@ export type HealPlan =
           readonly truth: number;
           /** The value it holds now. */
           readonly current: number;
-          /** The version read: the write's condition. */
-          readonly version: number;
+          /**
+           * The version read: the write's condition. Absent only for a shard item of a sharded key that no client ever
+           * wrote (see the header): the condition is then that it still has no version.
+           */
+          readonly version?: number;
           /** The heal-index marks read (undefined: none yet): the write's condition too. */
           readonly marks?: number;
           /** now - quiet window: the write's condition on `hc_written_at`. */
@@ -154,18 +192,23 @@ export function bestEffortState(item: Record<string, AttributeValue>, countAttri
 
 /**
  * The first half of the plan, decidable from the best-effort item alone (before any partition is read).
- * Undefined when the key may be healed.
+ * Undefined when the key may be healed. `unwritten`: an item with neither version nor write time may be healed
+ * (a shard item of a sharded key: no client ever wrote it, see the header) instead of being skipped as unversioned.
  */
 export function preCheck(
     bestEffortItem: Record<string, AttributeValue> | undefined,
     now: number,
     quietWindowMs: number,
     countAttribute: string,
+    unwritten = false,
 ): Extract<HealPlan, { action: "skip" }> | undefined {
     if (bestEffortItem === undefined) {
         return { action: "skip", reason: "no-best-effort" };
     }
     const state = bestEffortState(bestEffortItem, countAttribute);
+    if (unwritten && state.version === undefined && state.writtenAt === undefined) {
+        return undefined;
+    }
     if (state.version === undefined || state.writtenAt === undefined) {
         return { action: "skip", reason: "unversioned", current: state.count };
     }
@@ -216,7 +259,10 @@ export function healTruth(
     return truth;
 }
 
-/** Pure: decides whether and to what the best-effort item of a key is healed. */
+/**
+ * Pure: decides whether and to what one best-effort item (a key's, or one shard's of a sharded key) is healed.
+ * `items` are the items whose unit that item holds (a shard's: those homed there); `unwritten` as in preCheck.
+ */
 export function planHeal(
     bestEffortItem: Record<string, AttributeValue> | undefined,
     items: ReadonlyArray<Record<string, AttributeValue>>,
@@ -225,8 +271,9 @@ export function planHeal(
     mode: HealMode,
     quietWindowMs: number,
     layout: SelectingLayout,
+    unwritten = false,
 ): HealPlan {
-    const skip = preCheck(bestEffortItem, now, quietWindowMs, layout.countAttribute);
+    const skip = preCheck(bestEffortItem, now, quietWindowMs, layout.countAttribute, unwritten);
     if (skip !== undefined) {
         return skip;
     }
@@ -235,7 +282,7 @@ export function planHeal(
         action: "heal",
         truth: healTruth(items, markers, now, mode, quietWindowMs, layout),
         current: state.count,
-        version: state.version!,
+        ...(state.version === undefined ? {} : { version: state.version }),
         ...(state.marks !== undefined ? { marks: state.marks } : {}),
         cutoff: now - quietWindowMs,
     };
@@ -244,7 +291,7 @@ export function planHeal(
 // ------------------------------------------------------------------------------------------ adapter
 
 export interface HealOptions {
-    /** The table layout; `countersTableName` names where best-effort and the markers live. */
+    /** The table layout; `countersTableName` names where best-effort and the markers live, `counterShards` their shards. */
     readonly config: CounterTableConfig & SelectingLayout;
     readonly dynamodb: DynamoDBClient;
     /** The mode every client of the key uses. */
@@ -257,9 +304,10 @@ export interface HealOptions {
     readonly attempts?: number;
 }
 
-export interface HealResult {
-    readonly key: string;
-    /** healed: the count was written (possibly unchanged) and the key left the heal index. raced: a client wrote in between; nothing changed. */
+/** What a heal did to one best-effort item (a key's, or one shard's). */
+export interface ShardHealResult {
+    readonly shard: number;
+    /** healed: the count was written (possibly unchanged) and the item left the heal index. raced: a client wrote it in between; nothing changed. */
     readonly outcome: "healed" | "raced" | "skipped";
     readonly reason?: HealSkipReason;
     /** The value before. Undefined when there is no best-effort item. */
@@ -268,76 +316,189 @@ export interface HealResult {
     readonly after?: number;
     /** Skipped for the quiet window: the last client write it read. */
     readonly writtenAt?: number;
+    /** Capacity the write consumed. */
+    readonly writeUnits: number;
+}
+
+export interface HealResult {
+    readonly key: string;
+    /**
+     * healed: the count was written (possibly unchanged) and the key left the heal index. raced: a client wrote in
+     * between; nothing changed. A sharded key: raced when a shard's write raced, else healed when one was written.
+     */
+    readonly outcome: "healed" | "raced" | "skipped";
+    /** Skipped: why (a sharded key: quiet-window if a shard was busy, else unversioned if one was, else no-best-effort). */
+    readonly reason?: HealSkipReason;
+    /** The value before (a sharded key: the sum over its shards). Undefined when there is no best-effort item. */
+    readonly before?: number;
+    /** The value written (healed only; a sharded key: the sum over its shards, written or not). */
+    readonly after?: number;
+    /** Skipped for the quiet window: the last client write it read (a sharded key: the latest of its shards'). */
+    readonly writtenAt?: number;
     /** Capacity the heal consumed. */
     readonly readUnits: number;
     readonly writeUnits: number;
+    /** A sharded key only: what the heal did to each shard, shard 0 first. */
+    readonly shards?: readonly ShardHealResult[];
+}
+
+/** One shard's part of a heal read. */
+export interface ShardHealRead {
+    readonly shard: number;
+    /** The shard's counters-table partition key. */
+    readonly partitionKey: string;
+    readonly plan: HealPlan;
 }
 
 /** A heal read in two steps, so that a test can stage a race between the read and the write. */
 export interface HealRead {
     readonly key: string;
+    /** Shard 0's plan: the key's only one when it is not sharded. */
     readonly plan: HealPlan;
+    /** Every shard's plan, shard 0 first (one when the key is not sharded). */
+    readonly shards: readonly ShardHealRead[];
     readUnits: number;
 }
 
-/** Steps 1-3: reads best-effort, the clock, then (if the window allows) the partition and the markers. */
+/**
+ * Steps 1-3: reads every shard's best-effort item, the clock, then (if a shard's window allows) the partition and the
+ * markers its token-less items need. Throws InvalidArgumentError for a key a sharded counter cannot hold.
+ */
 export async function readForHeal(key: string, options: HealOptions): Promise<HealRead> {
     const { config, dynamodb } = options;
+    const shards = shardCount(config);
+    const problem = shardedKeyProblem(key, shards);
+    if (problem !== undefined) {
+        throw new InvalidArgumentError("key", problem);
+    }
     const attempts = options.attempts ?? 3;
     const clock = options.now ?? Date.now;
     const counters = countersTable(config);
-    const read: HealRead = { key, plan: { action: "skip", reason: "no-best-effort" }, readUnits: 0 };
-    const response = await withRetries(
-        () =>
-            dynamodb.send(
-                new GetItemCommand({
-                    TableName: counters,
-                    Key: keyOf(config, key, bestEffortSortKey(config)),
-                    ConsistentRead: true,
-                    ReturnConsumedCapacity: "TOTAL",
-                }),
+    let readUnits = 0;
+    const partitionKeys = shardPartitionKeys(key, shards);
+    const responses = await Promise.all(
+        partitionKeys.map((partitionKey) =>
+            withRetries(
+                () =>
+                    dynamodb.send(
+                        new GetItemCommand({
+                            TableName: counters,
+                            Key: keyOf(config, partitionKey, bestEffortSortKey(config)),
+                            ConsistentRead: true,
+                            ReturnConsumedCapacity: "TOTAL",
+                        }),
+                    ),
+                isRetryable,
+                attempts,
             ),
-        isRetryable,
-        attempts,
+        ),
     );
-    read.readUnits += units(response.ConsumedCapacity);
-    // The clock is read after best-effort and BEFORE the partition: the safety argument needs now <= t2.
+    readUnits += responses.reduce((sum, response) => sum + units(response.ConsumedCapacity), 0);
+    // The clock is read after every shard's best-effort and BEFORE the partition: the safety argument needs now <= t2.
     const now = clock();
-    const skip = preCheck(response.Item, now, options.quietWindowMs, config.countAttribute);
-    if (skip !== undefined) {
-        return { ...read, plan: skip };
+    const sharded = shards > 1;
+    const skips = responses.map((response) => preCheck(response.Item, now, options.quietWindowMs, config.countAttribute, sharded));
+    const result = (plans: readonly HealPlan[]): HealRead => {
+        const read = partitionKeys.map((partitionKey, shard) => ({ shard, partitionKey, plan: plans[shard]! }));
+        return { key, plan: read[0]!.plan, shards: read, readUnits };
+    };
+    if (skips.every((skip) => skip !== undefined)) {
+        return result(skips as HealPlan[]);
     }
-    const partition = (tableName: string, under?: { sortKey: string; prefix: string }) =>
+    const partition = (tableName: string, partitionKey: string, under?: { sortKey: string; prefix: string }) =>
         queryPartition(
             options.dynamodb,
-            { tableName, partitionKey: config.partitionKey, key, ...(under ? { under } : {}) },
+            { tableName, partitionKey: config.partitionKey, key: partitionKey, ...(under ? { under } : {}) },
             {
-                send: (request) => withRetries(request, isRetryable, options.attempts ?? 3),
+                send: (request) => withRetries(request, isRetryable, attempts),
                 onPage: (page) => {
-                    read.readUnits += units(page.ConsumedCapacity);
+                    readUnits += units(page.ConsumedCapacity);
                 },
             },
         );
-    const items = await partition(config.tableName);
+    const items = await partition(config.tableName, key);
+    const home = (item: Record<string, AttributeValue>): number =>
+        homeShard(item[config.sortKey]?.S ?? "", item[config.tokenAttribute]?.S, shards);
     // Markers matter only for their backfill flags, which count only in strict mode and only for items without the
-    // client's token: otherwise the heal reads the best-effort item and the partition, nothing more.
-    const flagsCount =
-        options.mode === "strict" && items.some((item) => isLive(item, config) && item[config.tokenAttribute]?.S === undefined);
-    const markers = flagsCount ? await partition(counters, { sortKey: config.sortKey, prefix: markerSortKey(config, "") }) : [];
-    return { ...read, plan: planHeal(response.Item, items, markers, now, options.mode, options.quietWindowMs, config) };
+    // client's token: otherwise the heal reads best-effort and the partition, nothing more. A token-less item's unit
+    // and marker share a shard (its id's), so only the shards healed now that hold such an item are read.
+    const flagShards =
+        options.mode === "strict"
+            ? [
+                  ...new Set(
+                      items
+                          .filter((item) => isLive(item, config) && item[config.tokenAttribute]?.S === undefined)
+                          .map(home)
+                          .filter((shard) => skips[shard] === undefined),
+                  ),
+              ].sort((a, b) => a - b)
+            : [];
+    const markers = (
+        await Promise.all(
+            flagShards.map((shard) =>
+                partition(counters, partitionKeys[shard]!, { sortKey: config.sortKey, prefix: markerSortKey(config, "") }),
+            ),
+        )
+    ).flat();
+    const byShard: Array<Array<Record<string, AttributeValue>>> = partitionKeys.map(() => []);
+    for (const item of items) {
+        byShard[sharded ? home(item) : 0]!.push(item);
+    }
+    return result(
+        responses.map(
+            (response, shard) =>
+                skips[shard] ??
+                planHeal(response.Item, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, sharded),
+        ),
+    );
 }
 
-/** Step 4: the conditional write. Changes nothing if a client wrote best-effort since the read. */
+/** Step 4: one conditional write per shard to heal. Changes nothing of a shard a client wrote best-effort of since the read. */
 export async function writeHeal(read: HealRead, options: HealOptions): Promise<HealResult> {
-    const { plan, key } = read;
+    const results = await Promise.all(read.shards.map((shard) => writeShard(shard, options)));
+    const writeUnits = results.reduce((sum, r) => sum + r.writeUnits, 0);
+    if (read.shards.length === 1) {
+        const { shard: _shard, writeUnits: _units, ...only } = results[0]!;
+        return { key: read.key, ...only, readUnits: read.readUnits, writeUnits };
+    }
+    const outcome = results.some((r) => r.outcome === "raced")
+        ? "raced"
+        : results.some((r) => r.outcome === "healed")
+          ? "healed"
+          : "skipped";
+    const counted = results.filter((r) => r.before !== undefined);
+    const busy = results.filter((r) => r.reason === "quiet-window" && r.writtenAt !== undefined);
+    const reason =
+        outcome !== "skipped"
+            ? undefined
+            : results.some((r) => r.reason === "quiet-window")
+              ? "quiet-window"
+              : results.some((r) => r.reason === "unversioned")
+                ? "unversioned"
+                : "no-best-effort";
+    return {
+        key: read.key,
+        outcome,
+        ...(reason === undefined ? {} : { reason }),
+        ...(counted.length === 0 ? {} : { before: counted.reduce((sum, r) => sum + r.before!, 0) }),
+        ...(outcome === "healed" ? { after: results.reduce((sum, r) => sum + (r.after ?? r.before ?? 0), 0) } : {}),
+        ...(reason === "quiet-window" && busy.length > 0 ? { writtenAt: Math.max(...busy.map((r) => r.writtenAt!)) } : {}),
+        readUnits: read.readUnits,
+        writeUnits,
+        shards: results,
+    };
+}
+
+/** One shard's conditional write (nothing when its plan skips it). */
+async function writeShard(read: ShardHealRead, options: HealOptions): Promise<ShardHealResult> {
+    const { plan, shard } = read;
     if (plan.action === "skip") {
         return {
-            key,
+            shard,
             outcome: "skipped",
             reason: plan.reason,
             before: plan.current,
             ...(plan.writtenAt === undefined ? {} : { writtenAt: plan.writtenAt }),
-            readUnits: read.readUnits,
             writeUnits: 0,
         };
     }
@@ -349,7 +510,7 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                 dynamodb.send(
                     new UpdateItemCommand({
                         TableName: countersTable(config),
-                        Key: keyOf(config, key, bestEffortSortKey(config)),
+                        Key: keyOf(config, read.partitionKey, bestEffortSortKey(config)),
                         // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
                         // set before it can give its unit back a second time (runtime/shared/strict-ledger.ts).
                         // The key leaves the heal index (both its keys go): the next mark adds it again
@@ -357,9 +518,12 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                         UpdateExpression: absorbs
                             ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"
                             : "SET #count = :truth REMOVE #heal, #due",
-                        // No mark since the read either: a mark that lands after it must outlive this heal.
+                        // No mark since the read either: a mark that lands after it must outlive this heal. An item no
+                        // client wrote (a sharded key's shard, see the header) must still be one.
                         ConditionExpression:
-                            "#version = :version AND #writtenAt <= :cutoff AND " +
+                            (plan.version === undefined
+                                ? "attribute_not_exists(#version) AND attribute_not_exists(#writtenAt) AND "
+                                : "#version = :version AND #writtenAt <= :cutoff AND ") +
                             (plan.marks === undefined ? "attribute_not_exists(#marks)" : "#marks = :marks"),
                         ExpressionAttributeNames: {
                             "#count": config.countAttribute,
@@ -372,9 +536,10 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
                         },
                         ExpressionAttributeValues: {
                             ":truth": { N: String(plan.truth) },
-                            ":version": { N: String(plan.version) },
+                            ...(plan.version === undefined
+                                ? {}
+                                : { ":version": { N: String(plan.version) }, ":cutoff": { N: String(plan.cutoff) } }),
                             ...(plan.marks === undefined ? {} : { ":marks": { N: String(plan.marks) } }),
-                            ":cutoff": { N: String(plan.cutoff) },
                             ...(absorbs
                                 ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":now": { N: String(plan.cutoff + options.quietWindowMs) } }
                                 : {}),
@@ -385,33 +550,27 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
             isRetryable,
             options.attempts ?? 3,
         );
-        return {
-            key,
-            outcome: "healed",
-            before: plan.current,
-            after: plan.truth,
-            readUnits: read.readUnits,
-            writeUnits: units(response.ConsumedCapacity),
-        };
+        return { shard, outcome: "healed", before: plan.current, after: plan.truth, writeUnits: units(response.ConsumedCapacity) };
     } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
             // A failed conditional write still consumes one write unit.
-            return { key, outcome: "raced", before: plan.current, readUnits: read.readUnits, writeUnits: 1 };
+            return { shard, outcome: "raced", before: plan.current, writeUnits: 1 };
         }
         throw error;
     }
 }
 
 /**
- * Heals the best-effort counter of one key (the operator's `hybrid-counter heal --key K`).
- * Throws only DynamoDB errors that outlived every retry; a heal that fails changes nothing.
+ * Heals the best-effort counter of one key, every shard of it (the operator's `hybrid-counter heal --key K`).
+ * Throws InvalidArgumentError for a key a sharded counter cannot hold, and DynamoDB errors that outlived every retry;
+ * a heal that fails changes nothing.
  */
 export async function healKey(key: string, options: HealOptions): Promise<HealResult> {
     return writeHeal(await readForHeal(key, options), options);
 }
 
-function keyOf(config: CounterTableConfig, key: string, sk: string): Record<string, AttributeValue> {
-    return { [config.partitionKey]: { S: key }, [config.sortKey]: { S: sk } };
+function keyOf(config: CounterTableConfig, partitionKey: string, sk: string): Record<string, AttributeValue> {
+    return { [config.partitionKey]: { S: partitionKey }, [config.sortKey]: { S: sk } };
 }
 
 /** Capacity units of one response (0 when the engine reports none). */

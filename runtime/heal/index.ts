@@ -17,6 +17,8 @@ export {
     type HealPlan,
     type HealResult,
     type HealSkipReason,
+    type ShardHealRead,
+    type ShardHealResult,
 } from "./heal";
 export {
     planReconcile,
@@ -25,6 +27,7 @@ export {
     type ReconcileOptions,
     type ReconcilePlan,
     type ReconcileResult,
+    type ReconcileShard,
 } from "./reconcile";
 export { settle, SETTLER_DEFAULTS, type SettleOptions, type SettleReport } from "./settle";
 export { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment, type SettlerConfig } from "./settler-config";

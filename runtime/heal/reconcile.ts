@@ -18,6 +18,16 @@
  *   removes and uncounts it.
  * It never advances hc_seq, so any stream record not applied yet still applies after it, from the state
  * it finds. Safe to run while the consumer runs; running it twice changes nothing.
+ *
+ * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) is reconciled shard by shard: an id's marker and
+ * the eventual partial its records move live in shard `markerShard(id, N)`, and the invariant holds per shard
+ * (partial s == counted markers of shard s), so the sum is the key's eventual. Each round reads the key's items once
+ * and every shard's markers; shard s's plan compares the items whose marker lives in s with the markers of s, and
+ * each of its transactions moves only s's partial and s's markers (with the user items' conditions, under the key
+ * itself), so every argument above holds per shard. A "counted" marker found outside its id's shard (no party
+ * writes one there; a counting it holds is s's, not the item's, whose own marker lives at home) is uncounted in its
+ * shard on its state and hc_seq alone: the item is counted, or not, by the marker of its home. Rounds, deadline and
+ * transaction sizes are bounded as for an unsharded key; a round costs N marker Queries instead of one.
  */
 import {
     TransactWriteItemsCommand,
@@ -47,6 +57,7 @@ import { MARKER_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "../stream/markers";
 import { queryPartition } from "./partition";
 import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "../shared/selection";
 import { jsonLogger, type LineSink } from "../shared/telemetry";
+import { markerShard, shardCount, shardedKeyProblem, shardPartitionKey, shardPartitionKeys } from "../shards/layout";
 
 export interface ReconcileOptions {
     readonly config: CounterTableConfig;
@@ -85,6 +96,11 @@ export interface ReconcileAction {
      * `late`: the purge of a live late put of a removed life, on its token alone.
      */
     readonly hardDelete?: { readonly token: AttributeValue | undefined; readonly late?: true };
+    /**
+     * Uncount of a "counted" marker outside its id's shard (a sharded key): its shard's counting is undone on the
+     * marker's state and hc_seq alone, whatever the item (whose own marker lives in its home shard).
+     */
+    readonly misplaced?: true;
 }
 
 export interface ReconcilePlan {
@@ -95,20 +111,30 @@ export interface ReconcilePlan {
     readonly unmarkable: readonly string[];
 }
 
+/** Which shard of a sharded key a plan is for. */
+export interface ReconcileShard {
+    readonly shard: number;
+    /** The key's shard count. */
+    readonly shards: number;
+}
+
 /**
  * Pure planner: compares a key's items (user table) with its markers (counters table). Counter items
- * among `items` (same-table placement) are skipped.
+ * among `items` (same-table placement) are skipped. With `at`, plans shard `at.shard` of a sharded key: `markers`
+ * are that shard's, and only the items whose marker lives there are compared with them.
  */
 export function planReconcile(
     items: ReadonlyArray<Record<string, AttributeValue>>,
     markers: ReadonlyArray<Record<string, AttributeValue>>,
     layout: CounterTableLayout,
+    at: ReconcileShard = { shard: 0, shards: 1 },
 ): ReconcilePlan {
+    const here = (id: string): boolean => markerShard(id, at.shards) === at.shard;
     const byId = new Map<string, Record<string, AttributeValue>>();
     const unmarkable: string[] = [];
     for (const item of items) {
         const sk = item[layout.sortKey]?.S;
-        if (sk !== undefined && !sk.startsWith(layout.counterPrefix)) {
+        if (sk !== undefined && !sk.startsWith(layout.counterPrefix) && here(sk)) {
             if (markerKeyFits(layout, sk)) {
                 byId.set(sk, item);
             } else {
@@ -118,6 +144,7 @@ export function planReconcile(
     }
     const markerById = new Map<string, Record<string, AttributeValue>>();
     const badMarkers: Array<Record<string, AttributeValue>> = [];
+    const actions: ReconcileAction[] = [];
     for (const marker of markers) {
         const id = markerId(layout, marker[layout.sortKey]?.S ?? "");
         if (id === undefined) {
@@ -132,10 +159,15 @@ export function planReconcile(
             badMarkers.push(marker);
             continue;
         }
+        if (!here(id)) {
+            if (state === MARKER_STATE.counted) {
+                actions.push({ kind: "uncount", id, markerState: state, markerSeq: marker[A.seq]?.S, misplaced: true });
+            }
+            continue;
+        }
         markerById.set(id, marker);
     }
     const badIds = new Set(badMarkers.map((m) => markerId(layout, m[layout.sortKey]?.S ?? "")));
-    const actions: ReconcileAction[] = [];
     for (const [id, item] of byId) {
         const marker = markerById.get(id);
         const state = marker?.[A.state]?.S;
@@ -179,14 +211,23 @@ export function planReconcile(
     return { actions, badMarkers, unmarkable };
 }
 
-/** The transaction actions of one chunk of a plan: the counter's delta, then two actions per correction. */
+/**
+ * The transaction actions of one chunk of a plan: the counter's delta, then two actions per correction (one for a
+ * misplaced marker). `shard`: the shard of the key whose partial and markers it writes (the user's items stay under the key).
+ */
 export function reconcileTransaction(
     config: CounterTableConfig,
     key: string,
     actions: readonly ReconcileAction[],
     nowMs: number,
+    shard = 0,
 ): TransactWriteItem[] {
     const counters = countersTable(config);
+    const partitionKey = shardPartitionKey(key, shard);
+    const counterKey = (sk: string): Record<string, AttributeValue> => ({
+        [config.partitionKey]: { S: partitionKey },
+        [config.sortKey]: { S: sk },
+    });
     const keyOf = (sk: string): Record<string, AttributeValue> => ({ [config.partitionKey]: { S: key }, [config.sortKey]: { S: sk } });
     const delta = actions.reduce((sum, a) => sum + (a.kind === "count" ? 1 : a.kind === "uncount" ? -1 : 0), 0);
     const out: TransactWriteItem[] = [];
@@ -194,7 +235,7 @@ export function reconcileTransaction(
         out.push({
             Update: {
                 TableName: counters,
-                Key: keyOf(eventualSortKey(config)),
+                Key: counterKey(eventualSortKey(config)),
                 UpdateExpression: "ADD #count :delta",
                 ExpressionAttributeNames: { "#count": config.countAttribute },
                 ExpressionAttributeValues: { ":delta": { N: String(delta) } },
@@ -205,7 +246,10 @@ export function reconcileTransaction(
     const notLive = notLiveConditionExpression(config);
     for (const a of actions) {
         if (a.kind !== "purge") {
-            out.push({ Update: reconcileMarkerUpdate(counters, keyOf(markerSortKey(config, a.id)), a, nowMs) });
+            out.push({ Update: reconcileMarkerUpdate(counters, counterKey(markerSortKey(config, a.id)), a, nowMs) });
+        }
+        if (a.misplaced) {
+            continue;
         }
         if (a.hardDelete) {
             const token = a.hardDelete.token;
@@ -308,6 +352,11 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         throw new InvalidArgumentError("key", `must be at most ${PARTITION_KEY_MAX_BYTES} bytes`);
     }
     const { config, dynamodb } = options;
+    const shards = shardCount(config);
+    const problem = shardedKeyProblem(key, shards);
+    if (problem !== undefined) {
+        throw new InvalidArgumentError("key", problem);
+    }
     const logger = jsonLogger("hybrid-counter-reconcile", options.sink ?? (() => undefined));
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     let found: number | undefined;
@@ -315,16 +364,18 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
     const reported = new Set<string>();
     for (let round = 0; round < MAX_ROUNDS; round++) {
         let items: Array<Record<string, AttributeValue>>;
-        let markers: Array<Record<string, AttributeValue>>;
+        let markers: Array<Array<Record<string, AttributeValue>>>;
         try {
-            [items, markers] = await Promise.all([
+            [items, ...markers] = await Promise.all([
                 queryPartition(dynamodb, { tableName: config.tableName, partitionKey: config.partitionKey, key }),
-                queryPartition(dynamodb, {
-                    tableName: countersTable(config),
-                    partitionKey: config.partitionKey,
-                    key,
-                    under: { sortKey: config.sortKey, prefix: markerSortKey(config, "") },
-                }),
+                ...shardPartitionKeys(key, shards).map((partitionKey) =>
+                    queryPartition(dynamodb, {
+                        tableName: countersTable(config),
+                        partitionKey: config.partitionKey,
+                        key: partitionKey,
+                        under: { sortKey: config.sortKey, prefix: markerSortKey(config, "") },
+                    }),
+                ),
             ]);
         } catch (error) {
             // Throttling or a 5xx that outlived the SDK's retries: read again until the deadline.
@@ -339,7 +390,12 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
             await new Promise((r) => setTimeout(r, delay));
             continue;
         }
-        const plan = planReconcile(items, markers, config);
+        const plans = markers.map((shardMarkers, shard) => planReconcile(items, shardMarkers, config, { shard, shards }));
+        const plan: ReconcilePlan = {
+            actions: plans.flatMap((p) => p.actions),
+            badMarkers: plans.flatMap((p) => p.badMarkers),
+            unmarkable: plans.flatMap((p) => p.unmarkable),
+        };
         for (const bad of plan.badMarkers) {
             const sk = bad[config.sortKey]?.S ?? "";
             if (!reported.has(sk)) {
@@ -360,17 +416,26 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         }
         let cancelled = false;
         const sizes = new Map(items.map((item) => [item[config.sortKey]?.S ?? "", itemSize(item)]));
-        const sizeOf = (a: ReconcileAction): number => MARKER_MAX_BYTES + (sizes.get(a.id) ?? 0);
-        for (const chunk of planChunks(plan.actions, sizeOf, RECONCILE_CHUNK_LIMITS)) {
-            try {
-                await dynamodb.send(new TransactWriteItemsCommand({ TransactItems: reconcileTransaction(config, key, chunk, Date.now()) }));
-                committed += chunk.length;
-            } catch (error) {
-                if (!(error instanceof TransactionCanceledException) && !isRetryable(error)) {
-                    throw error;
+        const sizeOf = (a: ReconcileAction): number => MARKER_MAX_BYTES + (a.misplaced ? 0 : (sizes.get(a.id) ?? 0));
+        // A transaction writes one shard's partial and markers: each shard's plan is chunked on its own.
+        for (const [shard, shardPlan] of plans.entries()) {
+            for (const chunk of planChunks(shardPlan.actions, sizeOf, RECONCILE_CHUNK_LIMITS)) {
+                try {
+                    await dynamodb.send(
+                        new TransactWriteItemsCommand({ TransactItems: reconcileTransaction(config, key, chunk, Date.now(), shard) }),
+                    );
+                    committed += chunk.length;
+                } catch (error) {
+                    if (!(error instanceof TransactionCanceledException) && !isRetryable(error)) {
+                        throw error;
+                    }
+                    logger.log("warn", "reconcile transaction cancelled; re-reading the key", {
+                        key,
+                        ...(shards > 1 ? { shard } : {}),
+                        error: describeError(error),
+                    });
+                    cancelled = true;
                 }
-                logger.log("warn", "reconcile transaction cancelled; re-reading the key", { key, error: describeError(error) });
-                cancelled = true;
             }
         }
         if (cancelled) {

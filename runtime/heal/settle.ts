@@ -26,6 +26,15 @@
  * Cost per run is therefore bounded by keyBudget + segments * pageSize keys (each one heal: 1 consistent
  * GetItem + the partition's Query + the markers' Query + 1 conditional write; plus the settle), and is
  * measured: every request the run sends asks for ReturnConsumedCapacity, and the report sums it.
+ *
+ * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) has N best-effort items, and each may be on the
+ * index: an entry's partition key is a shard's, mapped back to its key (`shardOfPartitionKey`), and the key is
+ * healed once, every shard of it (heal.ts), each shard's write removing that shard's entry. Up to N entries name
+ * one key, so each index shard is read up to keyBudget * N entries deep, which keeps the fairness argument of
+ * dueKeys in keys. The audit meets shards' partition keys in the counters table and maps them back the same way
+ * (deduplicated), and leaves out user-table keys a sharded counter cannot hold (shardedKeyProblem): no heal or
+ * settle could take them. A heal costs N GetItems and up to N writes (and the markers of the shards it needs).
+ * The report's heal figures (healed, corrected, drift, raced, skipped) count best-effort items, one per shard.
  */
 import {
     GetItemCommand,
@@ -52,7 +61,8 @@ import {
     type CounterTableLayout,
 } from "../shared/config";
 import type { FatalQueue } from "../stream/fatal";
-import { healKey, type HealOptions, type HealResult, type HealSkipReason } from "./heal";
+import { healKey, type HealOptions, type HealResult, type HealSkipReason, type ShardHealResult } from "./heal";
+import { shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKey } from "../shards/layout";
 import { reconcileKey, type ReconcileResult } from "./reconcile";
 import type { LineSink } from "../shared/telemetry";
 
@@ -132,7 +142,15 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     const { config, dynamodb } = options;
     const now = (options.now ?? Date.now)();
     const budget = options.keyBudget ?? SETTLER_DEFAULTS.keyBudget;
-    const { keys: indexed, exhausted } = await dueKeys(dynamodb, countersTable(config), config, now - options.quietWindowMs, budget);
+    const shards = shardCount(config);
+    const { keys: indexed, exhausted } = await dueKeys(
+        dynamodb,
+        countersTable(config),
+        config,
+        now - options.quietWindowMs,
+        budget,
+        shards,
+    );
 
     const segments = options.auditSegments ?? SETTLER_DEFAULTS.auditSegments;
     const audit =
@@ -151,8 +169,12 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
         try {
             const heal = await healKey(key, options);
             heals.push(heal);
-            if (heal.reason === "quiet-window" && heal.writtenAt !== undefined && indexed.includes(key)) {
-                await deferBusy(dynamodb, config, key, heal.writtenAt);
+            if (indexed.includes(key)) {
+                for (const shard of shardResults(heal)) {
+                    if (shard.reason === "quiet-window" && shard.writtenAt !== undefined) {
+                        await deferBusy(dynamodb, config, shardPartitionKey(key, shard.shard), shard.writtenAt);
+                    }
+                }
             }
             const settled = await settleKey(key);
             settleFound += settled.found;
@@ -166,8 +188,11 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     });
 
     const healed = heals.filter((h) => h.outcome === "healed");
+    // Per best-effort item: a sharded key's heal is one per shard.
+    const items = heals.flatMap(shardResults);
+    const written = items.filter((h) => h.outcome === "healed");
     const skipped: Partial<Record<HealSkipReason, number>> = {};
-    for (const h of heals) {
+    for (const h of items) {
         if (h.reason !== undefined) {
             skipped[h.reason] = (skipped[h.reason] ?? 0) + 1;
         }
@@ -175,10 +200,10 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     return {
         keysFromIndex: indexed.length,
         keysFromAudit: fromAudit.length,
-        healed: healed.length,
-        corrected: healed.filter((h) => h.after !== h.before).length,
-        drift: healed.reduce((sum, h) => sum + Math.abs((h.after ?? 0) - (h.before ?? 0)), 0),
-        raced: heals.filter((h) => h.outcome === "raced").length,
+        healed: written.length,
+        corrected: written.filter((h) => h.after !== h.before).length,
+        drift: written.reduce((sum, h) => sum + Math.abs((h.after ?? 0) - (h.before ?? 0)), 0),
+        raced: items.filter((h) => h.outcome === "raced").length,
         skipped,
         settleFound,
         settleCounted,
@@ -195,6 +220,15 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     };
 }
 
+/** What a heal did to each best-effort item of its key: its shards', or the key's own (shard 0). */
+function shardResults(heal: HealResult): ShardHealResult[] {
+    if (heal.shards !== undefined) {
+        return [...heal.shards];
+    }
+    const { key: _key, readUnits: _read, ...only } = heal;
+    return [{ shard: 0, ...only }];
+}
+
 function capacityOf(heals: readonly HealResult[]): { readUnits: number; writeUnits: number } {
     return { readUnits: heals.reduce((n, h) => n + h.readUnits, 0), writeUnits: heals.reduce((n, h) => n + h.writeUnits, 0) };
 }
@@ -202,7 +236,8 @@ function capacityOf(heals: readonly HealResult[]): { readUnits: number; writeUni
 /**
  * The keys the heal index lists as due (`hc_due_at` at or before `cutoff`): the `budget` oldest across every shard.
  * `hc_due_at` is the first client write since the key's last heal (best-effort-marks.ts), moved to its last write
- * when a run finds the key still busy (deferBusy).
+ * when a run finds the key still busy (deferBusy). With `counterShards` above 1 an entry is a shard item's: its
+ * partition key is mapped back to its key, and a key's due time is its oldest entry's.
  *
  * Fairness: each shard's oldest `budget` entries are read (one Query per shard, in parallel) and merged by due
  * time, so a run takes the globally oldest due keys. A key that became due after a run has a due time later than
@@ -217,9 +252,14 @@ export async function dueKeys(
     layout: CounterTableLayout,
     cutoff: number,
     budget: number,
+    counterShards = 1,
 ): Promise<{ keys: string[]; exhausted: boolean }> {
+    // A key has up to `counterShards` entries: its `budget` oldest keys lie within each index shard's budget * N
+    // oldest entries (fewer than `budget` keys are older than any of them, each with at most N entries before it).
     const shards = await Promise.all(
-        Array.from({ length: HEAL_SHARDS }, (_, shard) => oldestDue(dynamodb, tableName, layout, String(shard), cutoff, budget)),
+        Array.from({ length: HEAL_SHARDS }, (_, shard) =>
+            oldestDue(dynamodb, tableName, layout, String(shard), cutoff, budget * counterShards, counterShards),
+        ),
     );
     return mergeOldest(shards, budget);
 }
@@ -232,14 +272,14 @@ export async function dueKeys(
 async function deferBusy(
     dynamodb: DynamoDBClient,
     config: CounterTableLayout & { countersTableName?: string; tableName: string },
-    key: string,
+    partitionKey: string,
     writtenAt: number,
 ): Promise<void> {
     try {
         await dynamodb.send(
             new UpdateItemCommand({
                 TableName: countersTable(config),
-                Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+                Key: { [config.partitionKey]: { S: partitionKey }, [config.sortKey]: { S: bestEffortSortKey(config) } },
                 UpdateExpression: "SET #due = :at",
                 ConditionExpression: "attribute_exists(#heal) AND #due < :at",
                 ExpressionAttributeNames: { "#due": A.dueAt, "#heal": A.healShard },
@@ -259,19 +299,20 @@ export interface ShardDue {
     readonly more: boolean;
 }
 
-/** Pure: the `budget` oldest keys of the shards' due entries (ties by key), and whether any due key was left out. */
+/** Pure: the `budget` oldest keys of the shards' due entries (ties by key; a key at its oldest entry), and whether any due key was left out. */
 export function mergeOldest(shards: readonly ShardDue[], budget: number): { keys: string[]; exhausted: boolean } {
     const all = shards.flatMap((s) => s.entries).sort((a, b) => a.dueAt - b.dueAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const keys: string[] = [];
+    const keys = new Set<string>();
     for (const { key } of all) {
-        if (keys.length >= budget) {
-            return { keys, exhausted: true };
+        if (keys.has(key)) {
+            continue; // another shard's entry of a key taken already
         }
-        if (!keys.includes(key)) {
-            keys.push(key);
+        if (keys.size >= budget) {
+            return { keys: [...keys], exhausted: true };
         }
+        keys.add(key);
     }
-    return { keys, exhausted: shards.some((s) => s.more) };
+    return { keys: [...keys], exhausted: shards.some((s) => s.more) };
 }
 
 async function oldestDue(
@@ -281,6 +322,7 @@ async function oldestDue(
     shard: string,
     cutoff: number,
     limit: number,
+    counterShards: number,
 ): Promise<ShardDue> {
     const entries: Array<{ key: string; dueAt: number }> = [];
     let start: Record<string, AttributeValue> | undefined;
@@ -297,10 +339,10 @@ async function oldestDue(
             }),
         );
         for (const entry of page.Items ?? []) {
-            const key = entry[layout.partitionKey]?.S;
+            const partitionKey = entry[layout.partitionKey]?.S;
             const dueAt = Number(entry[A.dueAt]?.N);
-            if (key !== undefined && Number.isFinite(dueAt)) {
-                entries.push({ key, dueAt });
+            if (partitionKey !== undefined && Number.isFinite(dueAt)) {
+                entries.push({ key: shardOfPartitionKey(partitionKey, counterShards).key, dueAt });
             }
         }
         start = page.LastEvaluatedKey;
@@ -343,6 +385,7 @@ async function auditStep(
     pageSize: number,
 ): Promise<{ keys: string[]; round: number; segmentsDone: number; totalSegments: number }> {
     const counters = countersTable(config);
+    const shards = shardCount(config);
     const cursorKey = {
         [config.partitionKey]: { S: `${config.counterPrefix}settler` },
         [config.sortKey]: { S: settlerCursorSortKey(config) },
@@ -378,11 +421,16 @@ async function auditStep(
                     ExclusiveStartKey: position ?? undefined,
                 }),
             );
+            const counterItems = tables[Math.floor(i / segments)] === counters;
             for (const item of page.Items ?? []) {
-                const key = item[config.partitionKey]?.S;
+                const partitionKey = item[config.partitionKey]?.S;
                 const sk = item[config.sortKey]?.S;
-                if (key !== undefined && sk !== undefined && auditsKeyOf(config, sk)) {
-                    keys.add(key);
+                if (partitionKey !== undefined && sk !== undefined && auditsKeyOf(config, sk)) {
+                    // A counter item's partition key is one of its key's shards'; a user's item's is the key itself.
+                    const key = counterItems ? shardOfPartitionKey(partitionKey, shards).key : partitionKey;
+                    if (shardedKeyProblem(key, shards) === undefined) {
+                        keys.add(key);
+                    }
                 }
             }
             return page.LastEvaluatedKey;

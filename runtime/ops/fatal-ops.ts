@@ -333,6 +333,10 @@ async function replayOne(
 
     if (explanation.remedy === "reconcile-keys") {
         const run = await reconcileKeys(explanation.counterKeys, { config: options.config, dynamodb: options.dynamodb, fatal });
+        if (run.refused !== undefined) {
+            const { key, problem } = run.refused[0]!;
+            return { ...base, outcome: "kept", detail: `key ${JSON.stringify(key)} cannot be counted: [key] ${problem}` };
+        }
         if (run.incomplete) {
             return { ...base, outcome: "kept", detail: "reconciliation did not finish (contention or throttling); replay again" };
         }

@@ -6,7 +6,17 @@
  * functions (the redrive, reconcileKey), so it keeps their invariants; a fatal message is deleted only
  * once what it names is settled.
  */
-export { itemState, keyStatus, readKeyStatus, readTableStatus, summarize, worstFirst, type KeyStatus, type TableStatus } from "./status";
+export {
+    itemState,
+    keyStatus,
+    readKeyStatus,
+    readTableStatus,
+    summarize,
+    worstFirst,
+    type KeyStatus,
+    type ShardStatus,
+    type TableStatus,
+} from "./status";
 export { keysToReconcile, reconcileAll, reconcileKeys, type ReconcileKeysOptions, type ReconcileKeysResult } from "./reconcile-all";
 export {
     deleteFatal,

@@ -8,6 +8,12 @@
  * `itemState` is the only place that knows how the counting model marks an item as counted; the
  * rest (per-key tallies, worst-first ordering) is pure and model-free. The adapters read a key's
  * partition (strongly consistent Query) or the whole table (parallel Scan).
+ *
+ * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) has its counter items in N partitions of the
+ * counters table: its counters are the sums over them, an item's marker is read in its shard
+ * (`markerShard(id, N)`), and the status lists each shard (its best-effort, its eventual partial, and the live
+ * items whose marker, and so whose counting, lives there). A "counted" marker outside its id's shard holds a
+ * counting reconcile undoes: it is a pending delete.
  */
 import { QueryCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
@@ -21,6 +27,7 @@ import {
     type CounterTableLayout,
 } from "../shared/config";
 import { isLive, isSelected } from "../shared/selection";
+import { markerShard, shardCount, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
 
 /** How the counting model sees one resource item, given its marker (undefined: none). */
 export type ItemState =
@@ -77,6 +84,21 @@ export interface KeyStatus {
     readonly drift: number;
     /** eventual == live and nothing pending or malformed. */
     readonly exact: boolean;
+    /** A sharded key only: each shard's counters, shard 0 first. */
+    readonly shards?: readonly ShardStatus[];
+}
+
+/** One shard of a sharded key. */
+export interface ShardStatus {
+    readonly shard: number;
+    /** The shard's best-effort item: the units of the items homed there. */
+    readonly bestEffort: number;
+    /** The shard's eventual partial. */
+    readonly eventual: number;
+    /** Live items whose marker lives in this shard: what its partial counts once settled. */
+    readonly live: number;
+    /** eventual minus live: 0 when the partial is right. */
+    readonly drift: number;
 }
 
 interface Tally {
@@ -86,44 +108,71 @@ interface Tally {
     pendingCreates: number;
     pendingDeletes: number;
     malformed: number;
+    shards?: ShardStatus[];
 }
 
 const emptyTally = (): Tally => ({ bestEffort: 0, eventual: 0, live: 0, pendingCreates: 0, pendingDeletes: 0, malformed: 0 });
 
-/** A key's rows: its items (user table) and its counter items (counters table), keyed by sort key. */
+/** A key's rows: its items (user table) and its counter items (counters table) per shard, keyed by sort key. */
 interface KeyRows {
     readonly items: Map<string, Record<string, AttributeValue>>;
-    readonly counters: Map<string, Record<string, AttributeValue>>;
+    /** Shard -> its counter items (an unsharded key's are shard 0's). */
+    readonly counters: Map<number, Map<string, Record<string, AttributeValue>>>;
 }
 
 const emptyRows = (): KeyRows => ({ items: new Map(), counters: new Map() });
 
-/** Files one row read from either table under its key's rows. Counter rows are those under the prefix. */
-function file(rows: KeyRows, item: Record<string, AttributeValue>, layout: CounterTableLayout): void {
+/** Files one row read from either table under its key's rows. Counter rows are those under the prefix, in `shard`. */
+function file(rows: KeyRows, item: Record<string, AttributeValue>, layout: CounterTableLayout, shard = 0): void {
     const sk = item[layout.sortKey]?.S;
     if (sk === undefined) {
         return;
     }
-    (sk.startsWith(layout.counterPrefix) ? rows.counters : rows.items).set(sk, item);
+    if (!sk.startsWith(layout.counterPrefix)) {
+        rows.items.set(sk, item);
+        return;
+    }
+    let counters = rows.counters.get(shard);
+    if (counters === undefined) {
+        counters = new Map();
+        rows.counters.set(shard, counters);
+    }
+    counters.set(sk, item);
 }
 
-/** A key's tally from its rows. Pure. */
-export function tallyKey(rows: KeyRows, layout: CounterTableLayout): Tally {
+/** A key's tally from its rows, under its shard count. Pure. */
+export function tallyKey(rows: KeyRows, layout: CounterTableLayout, shards = 1): Tally {
     const tally = emptyTally();
-    tally.bestEffort = Number(rows.counters.get(bestEffortSortKey(layout))?.[layout.countAttribute]?.N ?? 0);
-    tally.eventual = Number(rows.counters.get(eventualSortKey(layout))?.[layout.countAttribute]?.N ?? 0);
+    const count = (shard: number, sk: string): number => Number(rows.counters.get(shard)?.get(sk)?.[layout.countAttribute]?.N ?? 0);
+    const perShard = Array.from({ length: shards }, (_, shard) => ({
+        shard,
+        bestEffort: count(shard, bestEffortSortKey(layout)),
+        eventual: count(shard, eventualSortKey(layout)),
+        live: 0,
+    }));
+    tally.bestEffort = perShard.reduce((sum, s) => sum + s.bestEffort, 0);
+    tally.eventual = perShard.reduce((sum, s) => sum + s.eventual, 0);
     const ids = new Set<string>(rows.items.keys());
-    for (const sk of rows.counters.keys()) {
-        const id = markerId(layout, sk);
-        if (id !== undefined) {
-            ids.add(id);
+    for (const [shard, counters] of rows.counters) {
+        for (const [sk, marker] of counters) {
+            const id = markerId(layout, sk);
+            if (id === undefined) {
+                continue;
+            }
+            if (markerShard(id, shards) === shard) {
+                ids.add(id);
+            } else if (marker[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted) {
+                tally.pendingDeletes++; // counted outside its id's shard: reconcile uncounts it there
+            }
         }
     }
     for (const id of ids) {
         const item = rows.items.get(id);
-        const state = itemState(item, rows.counters.get(`${layout.counterPrefix}item#${id}`), layout);
+        const home = markerShard(id, shards);
+        const state = itemState(item, rows.counters.get(home)?.get(`${layout.counterPrefix}item#${id}`), layout);
         if (item !== undefined && isLive(item, layout)) {
             tally.live++;
+            perShard[home]!.live++;
         }
         if (state === "malformed") {
             tally.malformed++;
@@ -132,6 +181,9 @@ export function tallyKey(rows: KeyRows, layout: CounterTableLayout): Tally {
         } else if (state === "pending-delete") {
             tally.pendingDeletes++;
         }
+    }
+    if (shards > 1) {
+        tally.shards = perShard.map((s) => ({ ...s, drift: s.eventual - s.live }));
     }
     return tally;
 }
@@ -163,11 +215,21 @@ export interface StatusOptions {
     readonly dynamodb: DynamoDBClient;
 }
 
-/** Reads one key's partition, in the user's table and in the counters table, with strongly consistent Queries. */
+/**
+ * Reads one key's partition in the user's table and every shard's partition in the counters table (one and the same
+ * in the same-table placement), with strongly consistent Queries.
+ */
 export async function readKeyStatus(key: string, { config, dynamodb }: StatusOptions): Promise<KeyStatus> {
     const rows = emptyRows();
-    const tables = [...new Set([config.tableName, countersTable(config)])];
-    for (const tableName of tables) {
+    const shards = shardCount(config);
+    const counters = countersTable(config);
+    const partitions = [
+        { tableName: config.tableName, partitionKey: key, shard: 0 },
+        ...(counters === config.tableName
+            ? []
+            : shardPartitionKeys(key, shards).map((partitionKey, shard) => ({ tableName: counters, partitionKey, shard }))),
+    ];
+    for (const { tableName, partitionKey, shard } of partitions) {
         let start: Record<string, AttributeValue> | undefined;
         do {
             const page = await dynamodb.send(
@@ -176,17 +238,17 @@ export async function readKeyStatus(key: string, { config, dynamodb }: StatusOpt
                     ConsistentRead: true,
                     KeyConditionExpression: "#pk = :key",
                     ExpressionAttributeNames: { "#pk": config.partitionKey },
-                    ExpressionAttributeValues: { ":key": { S: key } },
+                    ExpressionAttributeValues: { ":key": { S: partitionKey } },
                     ExclusiveStartKey: start,
                 }),
             );
             for (const item of page.Items ?? []) {
-                file(rows, item, config);
+                file(rows, item, config, shard);
             }
             start = page.LastEvaluatedKey;
         } while (start);
     }
-    return keyStatus(key, tallyKey(rows, config));
+    return keyStatus(key, tallyKey(rows, config, shards));
 }
 
 export interface TableStatus {
@@ -231,7 +293,9 @@ export async function readTableStatus(
     const { config, dynamodb } = options;
     const rowsByKey = new Map<string, KeyRows>();
     const segments = options.segments ?? 4;
-    for (const tableName of [...new Set([config.tableName, countersTable(config)])]) {
+    const shards = shardCount(config);
+    const counters = countersTable(config);
+    for (const tableName of [...new Set([config.tableName, counters])]) {
         await Promise.all(
             Array.from({ length: segments }, async (_, segment) => {
                 let start: Record<string, AttributeValue> | undefined;
@@ -247,16 +311,19 @@ export async function readTableStatus(
                         }),
                     );
                     for (const item of page.Items ?? []) {
-                        const key = item[config.partitionKey]?.S;
-                        if (key === undefined) {
+                        const partitionKey = item[config.partitionKey]?.S;
+                        if (partitionKey === undefined) {
                             continue;
                         }
+                        // A counters-table partition is one shard of a key; a user's item's partition key is its key.
+                        const { key, shard } =
+                            tableName === counters ? shardOfPartitionKey(partitionKey, shards) : { key: partitionKey, shard: 0 };
                         let rows = rowsByKey.get(key);
                         if (!rows) {
                             rows = emptyRows();
                             rowsByKey.set(key, rows);
                         }
-                        file(rows, item, config);
+                        file(rows, item, config, shard);
                     }
                     options.onPage?.(page.Items?.length ?? 0);
                     start = page.LastEvaluatedKey;
@@ -264,7 +331,7 @@ export async function readTableStatus(
             }),
         );
     }
-    const tallies = new Map([...rowsByKey].map(([key, rows]) => [key, tallyKey(rows, config)]));
+    const tallies = new Map([...rowsByKey].map(([key, rows]) => [key, tallyKey(rows, config, shards)]));
     return summarize(
         [...tallies].map(([key, t]) => keyStatus(key, t)),
         options.limit ?? 20,
