@@ -8,7 +8,7 @@ import { table } from "./format";
 import type { CliCommand } from "./command";
 
 const COLUMNS = ["key", "best-effort", "eventual", "live", "pending creates", "pending deletes", "malformed", "held slots", "drift"];
-const SHARD_COLUMNS = ["shard", "best-effort", "eventual", "live (marker here)", "drift"];
+const SHARD_COLUMNS = ["shard", "best-effort", "eventual partial", "live homed here"];
 const row = (s: KeyStatus) => [
     s.key,
     s.bestEffort,
@@ -46,7 +46,7 @@ export const statusCommand: CliCommand = {
                                     : [
                                           table(
                                               SHARD_COLUMNS,
-                                              s.shards.map((h) => [h.shard, h.bestEffort, h.eventual, h.live, h.drift]),
+                                              s.shards.map((h) => [h.shard, h.bestEffort, h.eventual, h.homed]),
                                           ),
                                       ]),
                                 s.exact ? "exact" : "not exact: run `reconcile --key` (see `fatal list`)",

@@ -428,9 +428,10 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                 drift: -2,
                 exact: false,
                 shards: [
-                    { shard: 0, bestEffort: 0, eventual: 3, live: 1, drift: 2 },
-                    { shard: 1, bestEffort: 0, eventual: 0, live: 2, drift: -2 },
-                    { shard: 2, bestEffort: 0, eventual: 1, live: 3, drift: -2 },
+                    // Homed by token: the three of shard 2's markers carry shard 0's tokens.
+                    { shard: 0, bestEffort: 0, eventual: 3, homed: 3 },
+                    { shard: 1, bestEffort: 0, eventual: 0, homed: 2 },
+                    { shard: 2, bestEffort: 0, eventual: 1, homed: 1 },
                 ],
             });
 
@@ -465,8 +466,8 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             assert.deepEqual(parked, []);
             const after = await readKeyStatus("k", { config, dynamodb: engine().dynamodb() });
             assert.deepEqual(
-                [after.eventual, after.live, after.pendingCreates, after.pendingDeletes, after.exact, after.shards?.map((s) => s.drift)],
-                [6, 6, 0, 0, true, [0, 0, 0]],
+                [after.eventual, after.live, after.pendingCreates, after.pendingDeletes, after.exact, after.shards?.map((s) => s.homed)],
+                [6, 6, 0, 0, true, [3, 2, 1]],
             );
         });
 
@@ -524,9 +525,9 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                 drift: 0,
                 exact: true,
                 shards: [
-                    { shard: 0, bestEffort: 0, eventual: 1, live: 1, drift: 0 },
-                    { shard: 1, bestEffort: 2, eventual: 0, live: 0, drift: 0 },
-                    { shard: 2, bestEffort: 1, eventual: 1, live: 1, drift: 0 },
+                    { shard: 0, bestEffort: 0, eventual: 1, homed: 0 },
+                    { shard: 1, bestEffort: 2, eventual: 0, homed: 1 },
+                    { shard: 2, bestEffort: 1, eventual: 1, homed: 1 },
                 ],
             });
             assert.deepEqual(

@@ -11,9 +11,10 @@
  *
  * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) has its counter items in N partitions of the
  * counters table: its counters are the sums over them, an item's marker is read in its shard
- * (`markerShard(id, N)`), and the status lists each shard (its best-effort, its eventual partial, and the live
- * items whose marker, and so whose counting, lives there). A "counted" marker outside its id's shard holds a
- * counting reconcile undoes: it is a pending delete.
+ * (`markerShard(id, N)`), and the status lists each shard: its best-effort, its eventual partial, and the live
+ * items homed there (`homeShard`: what a heal sets that shard's best-effort to). A partial alone means nothing
+ * (the consumer adds each transaction's delta to a partial of its choice): only the sum is compared with the live
+ * items. A "counted" marker outside its id's shard holds a counting reconcile undoes: it is a pending delete.
  */
 import { QueryCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
@@ -27,7 +28,7 @@ import {
     type CounterTableLayout,
 } from "../shared/config";
 import { isLive, isSelected } from "../shared/selection";
-import { markerShard, shardCount, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
+import { homeShard, markerShard, shardCount, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
 
 /** How the counting model sees one resource item, given its marker (undefined: none). */
 export type ItemState =
@@ -93,12 +94,10 @@ export interface ShardStatus {
     readonly shard: number;
     /** The shard's best-effort item: the units of the items homed there. */
     readonly bestEffort: number;
-    /** The shard's eventual partial. */
+    /** The shard's eventual partial (only the sum over shards counts the key). */
     readonly eventual: number;
-    /** Live items whose marker lives in this shard: what its partial counts once settled. */
-    readonly live: number;
-    /** eventual minus live: 0 when the partial is right. */
-    readonly drift: number;
+    /** Live items homed in this shard (their token's shard, else their id's): what a heal sets its best-effort to. */
+    readonly homed: number;
 }
 
 interface Tally {
@@ -148,7 +147,7 @@ export function tallyKey(rows: KeyRows, layout: CounterTableLayout, shards = 1):
         shard,
         bestEffort: count(shard, bestEffortSortKey(layout)),
         eventual: count(shard, eventualSortKey(layout)),
-        live: 0,
+        homed: 0,
     }));
     tally.bestEffort = perShard.reduce((sum, s) => sum + s.bestEffort, 0);
     tally.eventual = perShard.reduce((sum, s) => sum + s.eventual, 0);
@@ -172,7 +171,7 @@ export function tallyKey(rows: KeyRows, layout: CounterTableLayout, shards = 1):
         const state = itemState(item, rows.counters.get(home)?.get(`${layout.counterPrefix}item#${id}`), layout);
         if (item !== undefined && isLive(item, layout)) {
             tally.live++;
-            perShard[home]!.live++;
+            perShard[homeShard(id, item[layout.tokenAttribute]?.S, shards)]!.homed++;
         }
         if (state === "malformed") {
             tally.malformed++;
@@ -183,7 +182,7 @@ export function tallyKey(rows: KeyRows, layout: CounterTableLayout, shards = 1):
         }
     }
     if (shards > 1) {
-        tally.shards = perShard.map((s) => ({ ...s, drift: s.eventual - s.live }));
+        tally.shards = perShard;
     }
     return tally;
 }
