@@ -139,9 +139,29 @@ export interface CeilingRow {
     countRcu: number;
 }
 
+/**
+ * What a strict `tryCreate` refused at its limit costs, per shard count: the unsharded key's one refused
+ * conditional write is the floor; a sharded key tries each shard with a quota, then reads a snapshot of them.
+ */
+export interface RefusalCost {
+    shards: number;
+    /** The limit the key was filled to. */
+    limit: number;
+    /** Requests one refused call sent, on average (writes and reads). */
+    requestsPerRefusal: number;
+    /** Write units one refused call consumed (a refused conditional write consumes one). */
+    writeUnitsPerRefusal: number;
+    /** Read units one refused call consumed (a TransactGetItems reads 2 per item). */
+    readUnitsPerRefusal: number;
+    /** Every refused call answered "limit" with the key's count, and the key held exactly `limit`. */
+    exact: boolean;
+}
+
 export interface CeilingReport {
     partitionWcu: number;
     rows: CeilingRow[];
+    /** Strict mode at its limit, per shard count measured (hot-key-ceiling.ts `measureRefusals`). */
+    atLimit?: RefusalCost[];
 }
 
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;

@@ -50,6 +50,7 @@ import {
     type BoundObservation,
     type CeilingReport,
     type CeilingStep,
+    type RefusalCost,
 } from "./hot-key-ceiling-plan";
 
 export interface HotKeyCeilingOptions {
@@ -345,6 +346,70 @@ export function firstRate(partitionWcu: number, shards = 1): number {
     return (partitionWcu * shards) / 8;
 }
 
+/** The limit the refusal measurement fills its key to: a quota of 2 in each of 16 shards. */
+const REFUSAL_LIMIT = 32;
+/** Refused calls measured per shard count. */
+const REFUSALS = 20;
+
+/**
+ * Strict mode at its limit: fills one key of a fresh deployment to REFUSAL_LIMIT with tryCreate, then sends
+ * REFUSALS more and counts what each refused one sent (requests, and the capacity DynamoDB Local reports).
+ */
+export async function measureRefusals(engine: LocalEngine, shards: number): Promise<RefusalCost> {
+    const admin = engine.dynamodb();
+    const deployment = await deployLocally(admin, `refusals-${++deployments}`, componentArgs("strict", shards));
+    const api = engine.dynamodb();
+    const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api, mode: "strict" });
+    for (let i = 0; i < REFUSAL_LIMIT; i++) {
+        if (!(await client.tryCreate(KEY, `fill-${i}`, REFUSAL_LIMIT)).created) {
+            throw new Error(`the refusal measurement could not fill its key: create ${i} of ${REFUSAL_LIMIT} refused`);
+        }
+    }
+    const metered = { requests: 0, writeUnits: 0, readUnits: 0 };
+    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        metered.requests++;
+        const name = context.commandName ?? "";
+        const input = { ...args.input, ReturnConsumedCapacity: "TOTAL" } as ServiceInputTypes;
+        try {
+            const result = await next({ ...args, input });
+            const consumed = (result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity;
+            const units = (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []).reduce((n, c) => n + (c.CapacityUnits ?? 0), 0);
+            if (name.startsWith("Update") || name.startsWith("Put") || name.startsWith("TransactWrite")) {
+                metered.writeUnits += units;
+            } else {
+                metered.readUnits += units;
+            }
+            return result;
+        } catch (error) {
+            // A refused conditional write consumes a write unit (capacity.ts).
+            metered.writeUnits += name.startsWith("Update") ? 1 : 0;
+            throw error;
+        }
+    };
+    api.middlewareStack.add(middleware, { step: "initialize", name: "hotKeyCeilingRefusals" });
+    let exact = true;
+    for (let i = 0; i < REFUSALS; i++) {
+        const result = await client.tryCreate(KEY, `refused-${i}`, REFUSAL_LIMIT);
+        exact &&= !result.created && result.reason === "limit" && result.count === REFUSAL_LIMIT;
+    }
+    const s = await snapshotKey(admin, deployment.clientLayout.tableName, deployment.clientLayout, KEY, deployment.clientLayout.countersTableName, shards);
+    exact &&= s.bestEffort === REFUSAL_LIMIT && s.live === REFUSAL_LIMIT;
+    for (const table of [deployment.clientLayout.tableName, deployment.clientLayout.countersTableName]) {
+        await admin.send(new DeleteTableCommand({ TableName: table }));
+    }
+    admin.destroy();
+    api.destroy();
+    const per = (n: number) => Math.round((n / REFUSALS) * 100) / 100;
+    return {
+        shards,
+        limit: REFUSAL_LIMIT,
+        requestsPerRefusal: per(metered.requests),
+        writeUnitsPerRefusal: per(metered.writeUnits),
+        readUnitsPerRefusal: per(metered.readUnits),
+        exact,
+    };
+}
+
 /** Searches each mode and shard count on a fresh engine; one row each. */
 export async function runHotKeyCeiling(options: HotKeyCeilingOptions, log: (line: string) => void): Promise<CeilingReport> {
     const report: CeilingReport = { partitionWcu: options.partitionWcu, rows: [] };
@@ -377,6 +442,15 @@ export async function runHotKeyCeiling(options: HotKeyCeilingOptions, log: (line
             }
         }
     }
+    const engine = await startEngine({});
+    try {
+        report.atLimit = [];
+        for (const shards of options.shards) {
+            report.atLimit.push(await measureRefusals(engine, shards));
+        }
+    } finally {
+        await engine.stop();
+    }
     return report;
 }
 
@@ -389,6 +463,11 @@ export function formatHotKeyCeiling(report: CeilingReport): string[] {
                 `  ${r.mode.padEnd(11)} shards ${String(r.shards).padEnd(3)} ${r.sustainedOpsPerSec.toFixed(2)} creates/s ` +
                 `(${(r.throttledBestEffortShare * 100).toFixed(2)}% of best-effort writes throttled), ` +
                 `${r.exact ? "exact" : "NOT EXACT"}, ${r.boundViolations} bound violations, ${r.apiErrors} API errors, count() ${r.countRcu} RCU`,
+        ),
+        ...(report.atLimit ?? []).map(
+            (a) =>
+                `  strict at its limit (${a.limit}), shards ${String(a.shards).padEnd(3)} a refused tryCreate sends ${a.requestsPerRefusal} requests, ` +
+                `${a.writeUnitsPerRefusal} WCU and ${a.readUnitsPerRefusal} RCU${a.exact ? "" : " (NOT EXACT)"}`,
         ),
     ];
 }

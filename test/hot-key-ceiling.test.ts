@@ -15,7 +15,8 @@ import {
     type CeilingStep,
     type SearchResult,
 } from "../bench/hot-key-ceiling-plan";
-import { componentArgs, firstRate } from "../bench/hot-key-ceiling";
+import { componentArgs, firstRate, measureRefusals } from "../bench/hot-key-ceiling";
+import { useEngine } from "./support/engine";
 import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
 
 /** A step whose throttled share is 0 up to `ceiling` and grows past it, as a partition's bucket does. */
@@ -341,5 +342,19 @@ describe("the hot-key ceiling: the workload's pace", () => {
         // Assess
         assert.equal(result.ops, 3);
         assert.equal(calls.length, 3);
+    });
+});
+
+describe("the hot-key ceiling: strict mode's cost at its limit (DynamoDB Local)", function () {
+    this.timeout(120_000);
+    const engine = useEngine({ parity: false });
+
+    it("an unsharded key refuses with one conditional write; 3 shards with a refused write per shard and one snapshot of them", async () => {
+        // Act
+        const one = await measureRefusals(engine(), 1);
+        const three = await measureRefusals(engine(), 3);
+        // Assess
+        assert.deepEqual(one, { shards: 1, limit: 32, requestsPerRefusal: 1, writeUnitsPerRefusal: 1, readUnitsPerRefusal: 0, exact: true });
+        assert.deepEqual(three, { shards: 3, limit: 32, requestsPerRefusal: 4, writeUnitsPerRefusal: 3, readUnitsPerRefusal: 6, exact: true });
     });
 });
