@@ -4,6 +4,7 @@
  * Throughput is reported as a ratio to the raw PutItem rate of the same engine in the same run:
  * DynamoDB Local on a shared 2-core machine is the bottleneck, and absolute figures mean little.
  */
+import { shardCount } from "../runtime/shards/layout";
 import {
     DeleteTableCommand,
     PutItemCommand,
@@ -370,7 +371,7 @@ async function runApproach(
         let counted: number;
         let live: number;
         if (hybrid) {
-            const s = await snapshotKey(admin, tableName, deployment!.clientLayout, key, countersTableName);
+            const s = await snapshotKey(admin, tableName, deployment!.clientLayout, key, countersTableName, shardCount(deployment!.clientLayout));
             counted = Math.max(s.bestEffort, s.eventual);
             live = s.live;
             bestEffortUndercount += Math.max(0, s.live - s.bestEffort);

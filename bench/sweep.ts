@@ -5,6 +5,7 @@
  * just before it (raw PutItem/s; raw two-item transactions/s for the throughput points), so every
  * figure reads as a ratio within one run. Writes sweep.json and SVG charts to `--out`.
  */
+import { shardCount } from "../runtime/shards/layout";
 import { DeleteTableCommand, PutItemCommand, TransactWriteItemsCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
@@ -200,7 +201,7 @@ export async function measurePoint(
 
     let exact = true;
     for (const key of keys) {
-        const s = await snapshotKey(admin, tableName, layout, key, layout.countersTableName);
+        const s = await snapshotKey(admin, tableName, layout, key, layout.countersTableName, shardCount(layout));
         exact &&= s.eventual === s.live && s.softDeleted === 0;
     }
     for (const table of new Set([tableName, layout.countersTableName])) {

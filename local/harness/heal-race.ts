@@ -4,6 +4,7 @@
  * the settler runs in a loop, and an observer checks the mode's bound on every key, one consistent Query
  * per observation (counters and items share the table). Used by the adversarial tests and the benchmark.
  */
+import { shardCount } from "../../runtime/shards/layout";
 import { DeleteItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { countersTable, type CounterTableConfig } from "../../runtime/shared/config";
 import { queryPartition } from "../../runtime/heal/partition";
@@ -78,7 +79,7 @@ export function boundProblem(mode: ModelMode, state: KeyState, limit: number | u
 
 /** One consistent Query of the key's partition: best-effort and the live items, together. */
 export async function keyState(dynamodb: DynamoDBClient, config: CounterTableConfig, key: string): Promise<KeyState> {
-    const { bestEffort, live } = await snapshotKey(dynamodb, config.tableName, config, key, countersTable(config));
+    const { bestEffort, live } = await snapshotKey(dynamodb, config.tableName, config, key, countersTable(config), shardCount(config));
     return { bestEffort, live };
 }
 

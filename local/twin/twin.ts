@@ -9,6 +9,7 @@
  * output, and the twin reports what it measured. A client and a handler that disagree on a table or a
  * layout field are refused before anything runs.
  */
+import { shardCount } from "../../runtime/shards/layout";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, Context } from "aws-lambda";
@@ -55,6 +56,8 @@ export interface TwinOptions {
     readonly parity?: boolean;
     /** How many keys the chart shows, worst first. */
     readonly chartKeys: number;
+    /** Shards of each key's counting (the component's `counterShards`), when given. @default 1 */
+    readonly shards?: number;
 }
 
 /** How many API errors the report lists (it counts them all). */
@@ -72,6 +75,7 @@ Options:
   --delete-ratio <r>   share of operations that delete a live item, 0..1 (default 0.3)
   --limit <n>          per-key limit enforced through tryCreate (default: none)
   --mode <m>           utilization | strict (default utilization)
+  --shards <n>         spread each key's counting over n partitions of the counters table, 1..16 (default 1)
   --faults <rate>      probability 0..1 of an injected fault per DynamoDB attempt, in the API and the
                        consumer: TransactionConflict, throttling, 500 before and after commit (default 0.02)
   --seed <n>           random seed (default 1)
@@ -103,6 +107,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
                 "delete-ratio": { type: "string" },
                 limit: { type: "string" },
                 mode: { type: "string" },
+                shards: { type: "string" },
                 faults: { type: "string" },
                 seed: { type: "string" },
                 "seed-items": { type: "string" },
@@ -145,6 +150,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
         }
         return n;
     };
+    const shards = v.shards === undefined ? undefined : integer("shards", v.shards, 1, 1, 16);
     const mode = v.mode ?? "utilization";
     if (mode !== "utilization" && mode !== "strict") {
         problems.push(`--mode must be utilization or strict (got "${mode}")`);
@@ -159,6 +165,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
         deleteRatio: ratio("delete-ratio", v["delete-ratio"], 0.3),
         limit: v.limit === undefined ? undefined : integer("limit", v.limit, 0, 0, 1_000_000),
         mode: mode as CounterMode,
+        ...(shards === undefined ? {} : { shards }),
         faults: ratio("faults", v.faults, 0.02),
         seed: integer("seed", v.seed, 1, 0, 2 ** 31),
         durationSeconds: v.watch ? Infinity : integer("duration", v.duration, 0, 1, 86_400),
@@ -338,7 +345,7 @@ export async function runTwin(
         // in a counters table of their own, so the user's table and its stream hold only the user's items), its
         // tables created as declared: keys, stream, and the heal index where the counter items live.
         const admin = engine.dynamodb();
-        const twin = await deployTwin(admin);
+        const twin = await deployTwin(admin, options.shards === undefined || options.shards === 1 ? {} : { counterShards: options.shards });
         const { deployment, settlerSpec } = twin;
         const { system, clientLayout: layout } = deployment;
         log(
@@ -484,7 +491,7 @@ export async function runTwin(
         const observing = (async () => {
             for (let i = 0; !workloadDone; i++) {
                 const key = keys[i % keys.length]!;
-                const s = await snapshotKey(admin, layout.tableName, layout, key, layout.countersTableName);
+                const s = await snapshotKey(admin, layout.tableName, layout, key, layout.countersTableName, shardCount(layout));
                 observations++;
                 samples.get(key)!.push({ t: Date.now() - started, s });
                 if (options.mode === "utilization" && s.bestEffort > s.live) {
@@ -586,7 +593,7 @@ export async function runTwin(
         const heldSlots: TwinReport["heldSlots"] = [];
         const drift: TwinReport["drift"] = [];
         for (const key of keys) {
-            const s = await snapshotKey(admin, layout.tableName, layout, key, layout.countersTableName);
+            const s = await snapshotKey(admin, layout.tableName, layout, key, layout.countersTableName, shardCount(layout));
             bestEffortByKey[key] = s.bestEffort;
             liveByKey[key] = s.live;
             samples.get(key)!.push({ t: Date.now() - started, s });
