@@ -3,8 +3,10 @@
  *
  * The items are written straight to the user's table (puts, soft deletes, other writers' deletes), so the
  * records the consumer reads are the real stream's. Every test checks the layout exactly: each marker under
- * the partition key of the shard `markerShard` names, each shard's eventual partial equal to the counted
- * markers of that shard, and the sum equal to the live items.
+ * the partition key of the shard `markerShard` names, the counted markers of each shard its live ids, and the sum
+ * of the key's eventual partials equal to its counted markers over all shards and to its live items. A partial
+ * alone is not asserted: each transaction adds its chunk's delta to one partial picked at random, so a partial
+ * means nothing by itself (it may be negative).
  */
 import {
     DeleteItemCommand,
@@ -25,8 +27,11 @@ import { strict as assert } from "node:assert";
 import { lambdaContext } from "../local/aws/lambda-context";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, eventualSortKey, healShard, markerId, MARKER_STATE } from "../runtime/shared/config";
 import { markerShard, shardedKeyProblem, shardOfPartitionKey, shardPartitionKey } from "../runtime/shards/layout";
+import { jsonLogger, Metrics } from "../runtime/shared/telemetry";
 import { createStreamHandler } from "../runtime/stream/consumer";
-import { planBatch } from "../runtime/stream/markers";
+import { countRecords, type CountOutcome } from "../runtime/stream/counting";
+import { sqsFatalQueue } from "../runtime/stream/fatal";
+import { chunkIntents, planBatch } from "../runtime/stream/markers";
 import { counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 import { readStream } from "./support/stream-records";
@@ -128,23 +133,36 @@ async function countersLayout(fixture: CounterFixture, shards: number): Promise<
 }
 
 /**
- * Asserts the sharded layout of `key` exactly: no marker out of its shard, each shard's partial == its counted
- * markers == the live ids homed there, and the sum == the live items. Returns the live ids per shard.
+ * Asserts the sharded layout of `key` exactly: no marker out of its shard, each shard's counted markers == the live
+ * ids whose markerShard it is, and the sum of the partials == the counted markers of all shards == the live items.
+ * Returns the counted markers per shard.
  */
-async function assertShardsExact(fixture: CounterFixture, shards: number, key: string, live: readonly string[]): Promise<number[]> {
+async function assertCountedExact(fixture: CounterFixture, shards: number, key: string, live: readonly string[]): Promise<number[]> {
     const layout = await countersLayout(fixture, shards);
     assert.deepEqual(layout.misplaced, [], "every marker sits in the shard markerShard names");
     const expected = Array.from({ length: shards }, (_, s) => live.filter((id) => markerShard(id, shards) === s).sort());
     const perShard = expected.map((ids) => ids.length);
+    let partials = 0;
+    let counted = 0;
     for (let s = 0; s < shards; s++) {
         const partition = layout.partitions.get(shardPartitionKey(key, s));
         assert.deepEqual([...(partition?.counted ?? [])].sort(), expected[s], `shard ${s}: the counted markers are its live ids`);
-        assert.equal(partition?.eventual ?? 0, expected[s]!.length, `shard ${s}: the partial equals its counted markers`);
+        partials += partition?.eventual ?? 0;
+        counted += partition?.counted.length ?? 0;
     }
+    assert.deepEqual(
+        { partials, counted },
+        { partials: live.length, counted: live.length },
+        "the sum of the partials is the counted markers",
+    );
     const observed = await fixture.observe(key);
     assert.deepEqual(
-        observed.shards.map((s) => [s.eventual, s.counted]),
-        perShard.map((n) => [n, n]),
+        observed.shards.map((s) => s.counted),
+        perShard,
+    );
+    assert.equal(
+        observed.shards.reduce((sum, s) => sum + s.eventual, 0),
+        live.length,
     );
     assert.deepEqual(
         { eventual: observed.eventual, counted: observed.counted, live: observed.live, softDeleted: observed.softDeleted },
@@ -153,25 +171,74 @@ async function assertShardsExact(fixture: CounterFixture, shards: number, key: s
     return perShard;
 }
 
-/** The TransactWriteItems the fixture's consumer sends from now on: per transaction, the partition keys it writes per table. */
-function recordTransactions(fixture: CounterFixture): Array<{ counters: Set<string>; user: Set<string>; actions: number }> {
-    const seen: Array<{ counters: Set<string>; user: Set<string>; actions: number }> = [];
+/** What one transaction of the consumer wrote. */
+interface SentTransaction {
+    /** The counters-table partition keys of its eventual partials (one at most). */
+    readonly partials: string[];
+    /** Its markers: the counters-table partition key each is written under, and its id. */
+    readonly markers: Array<{ pk: string; id: string }>;
+    /** The user-table partition keys it deletes under. */
+    readonly user: Set<string>;
+    readonly actions: number;
+}
+
+/** The TransactWriteItems the fixture's consumer sends from now on. */
+function recordTransactions(fixture: CounterFixture): SentTransaction[] {
+    const seen: SentTransaction[] = [];
     const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
         if (context.commandName === "TransactWriteItemsCommand") {
             const input = args.input as TransactWriteItemsCommandInput;
-            const counters = new Set<string>();
-            const user = new Set<string>();
+            const sent: SentTransaction = { partials: [], markers: [], user: new Set(), actions: input.TransactItems?.length ?? 0 };
             for (const action of input.TransactItems ?? []) {
                 const write = action.Update ?? action.Delete ?? action.Put ?? action.ConditionCheck;
-                const key = (write as { Key?: Record<string, AttributeValue> }).Key?.pk?.S ?? (action.Put?.Item?.pk?.S as string);
-                (write!.TableName === fixture.countersTableName ? counters : user).add(key);
+                const key = (write as { Key?: Record<string, AttributeValue> }).Key ?? action.Put!.Item!;
+                const pk = key.pk!.S!;
+                const sk = key.sk!.S!;
+                if (write!.TableName !== fixture.countersTableName) {
+                    sent.user.add(pk);
+                } else if (sk === eventualSortKey(fixture.layout)) {
+                    sent.partials.push(pk);
+                } else {
+                    const id = markerId(fixture.layout, sk);
+                    assert.ok(id !== undefined, `the consumer writes partials and markers only: ${sk}`);
+                    sent.markers.push({ pk, id });
+                }
             }
-            seen.push({ counters, user, actions: input.TransactItems?.length ?? 0 });
+            seen.push(sent);
         }
         return next(args);
     };
     fixture.consumerDynamo.middlewareStack.add(middleware, { step: "initialize", name: `recordTransactions${Math.random()}` });
     return seen;
+}
+
+/**
+ * Asserts the shape every transaction of a sharded key has: at most one eventual partial, one of the key's shards;
+ * each marker under its id's shard of the same key; its hard deletes under the user's key. Returns each one's key.
+ */
+function assertTransactionShapes(transactions: readonly SentTransaction[], shards: number): string[] {
+    return transactions.map((t) => {
+        assert.ok(t.markers.length > 0, "every transaction writes markers");
+        const { key } = shardOfPartitionKey(t.markers[0]!.pk, shards);
+        assert.deepEqual(
+            t.markers.filter((m) => m.pk !== shardPartitionKey(key, markerShard(m.id, shards))),
+            [],
+            "each marker is written in its id's shard of the transaction's key",
+        );
+        assert.ok(t.partials.length <= 1, `a transaction adds to one partial at most: ${JSON.stringify(t.partials)}`);
+        for (const pk of t.partials) {
+            const at = shardOfPartitionKey(pk, shards);
+            assert.ok(
+                at.key === key && pk === shardPartitionKey(key, at.shard),
+                `its partial is one of the key's shards: ${JSON.stringify(pk)}`,
+            );
+        }
+        assert.ok(
+            [...t.user].every((k) => k === key),
+            "its hard deletes are of the user's own key",
+        );
+        return key;
+    });
 }
 
 /**
@@ -217,6 +284,85 @@ function transactionConflicts(fixture: CounterFixture, holdMs = 30): string[][] 
     return conflicts;
 }
 
+/** Two disjoint halves of a key's records: its ids of each parity, or its first and second half in stream order. */
+function halves(batch: readonly DynamoDBRecord[], split: "by id" | "by stream position"): [DynamoDBRecord[], DynamoDBRecord[]] {
+    const [a, b] =
+        split === "by id"
+            ? [0, 1].map((half) => batch.filter((r) => Number(r.dynamodb!.Keys!.sk!.S!.slice(1)) % 2 === half))
+            : [batch.slice(0, batch.length / 2), batch.slice(batch.length / 2)];
+    assert.equal(a!.length + b!.length, batch.length);
+    return [a!, b!];
+}
+
+/** The ids both halves hold records of. */
+function idsOfBoth(a: readonly DynamoDBRecord[], b: readonly DynamoDBRecord[]): Set<string> {
+    const ids = (records: readonly DynamoDBRecord[]) => new Set(records.map((r) => r.dynamodb!.Keys!.sk!.S!));
+    const inB = ids(b);
+    return new Set([...ids(a)].filter((id) => inB.has(id)));
+}
+
+/**
+ * The items two transactions shared ("table|pk|sk"), asserted to be counter items of `key`'s shards: its eventual
+ * partials (their partition keys) and its markers (their ids).
+ */
+function conflictItems(
+    fixture: CounterFixture,
+    shards: number,
+    key: string,
+    shared: readonly string[],
+): { partials: string[]; markers: string[] } {
+    const partials: string[] = [];
+    const markers: string[] = [];
+    for (const item of shared) {
+        const [table, pk, ...rest] = item.split("|");
+        const sk = rest.join("|");
+        assert.equal(table, fixture.countersTableName, `only counter items are shared: ${JSON.stringify(item)}`);
+        const at = shardOfPartitionKey(pk!, shards);
+        assert.ok(at.key === key && pk === shardPartitionKey(key, at.shard), `a shard of ${key}: ${JSON.stringify(item)}`);
+        const id = markerId(fixture.layout, sk);
+        if (sk === eventualSortKey(fixture.layout)) {
+            partials.push(pk!);
+        } else {
+            assert.ok(
+                id !== undefined && pk === shardPartitionKey(key, markerShard(id, shards)),
+                `a marker in its shard: ${JSON.stringify(item)}`,
+            );
+            markers.push(id);
+        }
+    }
+    return { partials, markers };
+}
+
+/**
+ * Counts `batch` as one invocation of the fixture's consumer does, its every transaction attempt adding to partial
+ * `partial` (the random number the consumer draws is fixed in that partial's range). Returns its outcome and retries.
+ */
+async function countWithPartial(
+    fixture: CounterFixture,
+    shards: number,
+    partial: number,
+    batch: readonly DynamoDBRecord[],
+): Promise<{ outcome: CountOutcome; retries: number }> {
+    const sink = (line: string) => fixture.logs.push(line);
+    const logger = jsonLogger("hybrid-counter-consumer", sink);
+    const metrics = new Metrics(fixture.config.metricsNamespace, "hybrid-counter-consumer", sink);
+    const drawn = (partial + 0.5) / shards;
+    try {
+        const outcome = await countRecords(batch, {
+            config: fixture.config,
+            dynamodb: fixture.consumerDynamo,
+            fatal: sqsFatalQueue(fixture.queues.client(), FATAL_QUEUE_URL, logger),
+            logger,
+            metrics,
+            remainingMs: () => 10_000,
+            random: () => drawn,
+        });
+        return { outcome, retries: metrics.get("TransactionRetries") };
+    } finally {
+        metrics.flush();
+    }
+}
+
 function metricsFrom(logs: readonly string[]): Record<string, number> {
     const totals: Record<string, number> = {};
     for (const line of logs) {
@@ -239,7 +385,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
 
     for (const shards of [3, 8]) {
         describe(`counterShards ${shards}`, () => {
-            it("counts puts, soft deletes and other writers' deletes of one key over many ids: each shard's partial is its counted markers, the sum the live items", async () => {
+            it("counts puts, soft deletes and other writers' deletes of one key over many ids: each shard's counted markers its live ids, the sum of the partials the live items", async () => {
                 // Prepare
                 const fixture = await counterFixture(engine(), { placement: "separate", counterShards: shards });
                 const transactions = recordTransactions(fixture);
@@ -250,22 +396,23 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
                 await fixture.emulator.drain();
 
                 // Assess
-                const perShard = await assertShardsExact(fixture, shards, "hot", hot);
+                const perShard = await assertCountedExact(fixture, shards, "hot", hot);
                 assert.ok(
                     perShard.every((n) => n > 0),
                     `every shard holds some of hot's ${hot.length} live ids: ${JSON.stringify(perShard)}`,
                 );
-                await assertShardsExact(fixture, shards, "cold", cold);
+                await assertCountedExact(fixture, shards, "cold", cold);
                 assert.equal(hot.length, 120 - 30 - 13);
-                for (const t of transactions) {
-                    assert.equal(t.counters.size, 1, "a transaction writes one shard's partition of the counters table");
-                    const [pk] = [...t.counters];
-                    const { key } = shardOfPartitionKey(pk!, shards);
-                    assert.ok(
-                        [...t.user].every((k) => k === key),
-                        "its hard deletes are of the user's own key",
-                    );
-                }
+                const keys = assertTransactionShapes(transactions, shards);
+                assert.deepEqual([...new Set(keys)].sort(), ["cold", "hot"]);
+                assert.ok(
+                    transactions.some((t, i) => keys[i] === "hot" && new Set(t.markers.map((m) => m.pk)).size > 1),
+                    "a transaction writes markers in several shards of its key",
+                );
+                assert.ok(
+                    transactions.some((t) => t.partials.length === 1),
+                    "the counting transactions add to a partial",
+                );
                 assert.ok(
                     transactions.some((t) => t.user.size > 0),
                     "soft-deleted items were removed in the counting transactions",
@@ -275,7 +422,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
                 fixture.close();
             });
 
-            it("a batch delivered twice counts once: one transaction per shard the first time, only reads the second", async () => {
+            it("a batch delivered twice counts once: one transaction over the key's shards the first time, only reads the second", async () => {
                 // Prepare: 60 creates and 15 soft deletes of one key, in one batch.
                 const fixture = await counterFixture(engine(), { placement: "separate", counterShards: shards });
                 const live: string[] = [];
@@ -293,12 +440,12 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
                 assert.equal(batch.length, 75);
                 const plan = planBatch(batch, fixture.config);
                 const ids = Array.from({ length: 60 }, (_, i) => `r${i}`);
-                const shardsHeld = new Set(ids.map((id) => markerShard(id, shards)));
                 assert.deepEqual(
-                    plan.groups.map((g) => [g.counterKey, g.shard]).sort(),
-                    [...shardsHeld].sort().map((s) => ["twice", s]),
-                    "one group per shard the key's ids fall in",
+                    plan.groups.map((g) => [g.counterKey, g.items.length]),
+                    [["twice", 60]],
+                    "one group for the key, whatever shards its ids fall in",
                 );
+                assert.equal(chunkIntents(plan.groups[0]!.items).length, 1, "75 actions and the partial fit one transaction");
                 const transactions = recordTransactions(fixture);
 
                 // Act
@@ -308,58 +455,159 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
 
                 // Assess
                 assert.deepEqual([first, second], [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
-                assert.equal(afterFirst, shardsHeld.size, "the first delivery: one transaction per shard group");
-                const shardsCounting = new Set(live.map((id) => markerShard(id, shards))).size;
-                assert.equal(
-                    transactions.reduce((n, t) => n + t.actions, 0),
-                    60 + 15 + shardsCounting,
-                    "a marker per id, a hard delete per soft delete and one partial per shard whose count moves",
+                assert.equal(afterFirst, 1, "the first delivery: one transaction for the key");
+                assertTransactionShapes(transactions, shards);
+                const [only] = transactions;
+                assert.deepEqual(
+                    { actions: only!.actions, partials: only!.partials.length, deletes: [...only!.user] },
+                    { actions: 60 + 15 + 1, partials: 1, deletes: ["twice"] },
+                    "a marker per id, a hard delete per soft delete and one partial",
                 );
+                assert.deepEqual(
+                    [...new Set(only!.markers.map((m) => m.pk))].sort(),
+                    [...new Set(ids.map((id) => shardPartitionKey("twice", markerShard(id, shards))))].sort(),
+                    "its markers are in every shard the key's ids fall in",
+                );
+                assert.ok(new Set(only!.markers.map((m) => m.pk)).size > 1);
                 assert.equal(transactions.length, afterFirst, "the second delivery commits nothing");
                 const metrics = metricsFrom(fixture.logs);
                 assert.equal(metrics.RecordsCounted, 60);
                 assert.equal(metrics.DuplicatesSkipped, 60);
-                await assertShardsExact(fixture, shards, "twice", live);
+                await assertCountedExact(fixture, shards, "twice", live);
                 fixture.close();
             });
 
             for (const split of ["by id", "by stream position"] as const) {
-                it(`two invocations at once on two disjoint halves of one key's records (${split}) conflict only within a shard, retry, and end exact`, async () => {
+                it(`two invocations at once on two disjoint halves of one key's records (${split}) conflict only on a shared partial or a shared id, retry, and end exact`, async () => {
                     // Prepare: 200 ids of one key, a quarter soft-deleted; the records split in two; DynamoDB's conflicts.
                     const fixture = await counterFixture(engine(), { placement: "separate", counterShards: shards });
                     const conflicts = transactionConflicts(fixture);
                     const live = await churn(fixture, "both", 200);
-                    const batch = await records(fixture);
-                    const [a, b] =
-                        split === "by id"
-                            ? [0, 1].map((half) => batch.filter((r) => Number(r.dynamodb!.Keys!.sk!.S!.slice(1)) % 2 === half))
-                            : [batch.slice(0, batch.length / 2), batch.slice(batch.length / 2)];
-                    assert.equal(a!.length + b!.length, batch.length);
+                    const [a, b] = halves(await records(fixture), split);
+                    const sharedIds = idsOfBoth(a, b);
+                    // By stream position, the second half holds the deletes of the first half's ids r0..r134: 34 soft, 15 another writer's.
+                    assert.equal(sharedIds.size, split === "by id" ? 0 : 34 + 15);
 
-                    // Act: every shard's group of one invocation meets the same shard's group of the other.
-                    const results = await Promise.all([fixture.consumer({ Records: a! }, ctx()), fixture.consumer({ Records: b! }, ctx())]);
+                    // Act: the key's group of one invocation meets the other's whenever their transactions pick one partial or hold one id.
+                    const results = await Promise.all([fixture.consumer({ Records: a }, ctx()), fixture.consumer({ Records: b }, ctx())]);
 
-                    // Assess: the groups met (on one shard's items each time), retried, and counted every record once.
+                    // Assess: whatever they met on (if anything: two picks share a partial 1 in N times) was a partial of the key or a
+                    // marker of an id of both halves; each meeting was retried. The next test makes them meet.
                     assert.deepEqual(results, [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
-                    assert.ok(conflicts.length > 0, "the two invocations' groups of one shard met");
                     for (const shared of conflicts) {
-                        const partitions = new Set(shared.map((item) => item.split("|").slice(0, 2).join("|")));
+                        const met = conflictItems(fixture, shards, "both", shared);
+                        assert.ok(met.partials.length <= 1, `a transaction writes one partial: ${JSON.stringify(shared)}`);
                         assert.deepEqual(
-                            [...partitions].map((p) => p.split("|")[0]),
-                            [fixture.countersTableName],
-                            "only counter items are shared",
+                            met.markers.filter((id) => !sharedIds.has(id)),
+                            [],
+                            "only the markers of ids of both halves are shared",
                         );
-                        assert.equal(partitions.size, 1, `a conflict is within one shard: ${JSON.stringify(shared)}`);
+                        if (split === "by id") {
+                            assert.deepEqual([met.partials.length, met.markers], [1, []], "disjoint ids share only a partial");
+                        }
+                    }
+                    assert.equal(metricsFrom(fixture.logs).TransactionRetries ?? 0, conflicts.length);
+                    await assertCountedExact(fixture, shards, "both", live);
+                    assert.equal(fixture.queues.messages(FATAL_QUEUE_URL).length, 0);
+                    fixture.close();
+                });
+
+                it(`two invocations at once on disjoint halves (${split}) that pick one partial meet on it, retry and end exact; picking two, they never meet on a partial`, async () => {
+                    // Prepare: 200 ids of each of two keys; every attempt of an invocation picks the partial it is given.
+                    const fixture = await counterFixture(engine(), { placement: "separate", counterShards: shards });
+                    const conflicts = transactionConflicts(fixture);
+                    const live = { same: await churn(fixture, "same", 200), apart: await churn(fixture, "apart", 200) };
+                    const batch = await records(fixture);
+                    const ofKey = (key: string) =>
+                        halves(
+                            batch.filter((r) => r.dynamodb!.Keys!.pk!.S === key),
+                            split,
+                        );
+                    const [sameA, sameB] = ofKey("same");
+                    const [apartA, apartB] = ofKey("apart");
+                    const sharedIds = idsOfBoth(sameA, sameB);
+                    assert.deepEqual(idsOfBoth(apartA, apartB), sharedIds);
+                    const [one, first, last] = [1, 0, shards - 1];
+
+                    // Act: on "same" both invocations add to partial 1; on "apart" one adds to partial 0, the other to the last.
+                    const invocations = await Promise.all([
+                        countWithPartial(fixture, shards, one, sameA),
+                        countWithPartial(fixture, shards, one, sameB),
+                        countWithPartial(fixture, shards, first, apartA),
+                        countWithPartial(fixture, shards, last, apartB),
+                    ]);
+
+                    // Assess
+                    for (const { outcome } of invocations) {
+                        assert.deepEqual([outcome.failedSequenceNumber, outcome.poison], [undefined, 0]);
+                    }
+                    const keyOf = (shared: string[]) => shardOfPartitionKey(shared[0]!.split("|")[1]!, shards).key;
+                    const met = {
+                        same: conflicts
+                            .filter((shared) => keyOf(shared) === "same")
+                            .map((shared) => conflictItems(fixture, shards, "same", shared)),
+                        apart: conflicts
+                            .filter((shared) => keyOf(shared) === "apart")
+                            .map((shared) => conflictItems(fixture, shards, "apart", shared)),
+                    };
+                    assert.equal(met.same.length + met.apart.length, conflicts.length, "no conflict spans two keys");
+                    // One partial: they met on it, and each meeting was retried.
+                    assert.ok(met.same.length > 0, "the invocations that pick one partial met");
+                    for (const { partials, markers } of met.same) {
                         if (split === "by id") {
                             assert.deepEqual(
-                                shared.map((item) => item.split("|")[2]),
-                                [eventualSortKey(fixture.layout)],
-                                "disjoint ids share only their shard's partial",
+                                [partials, markers],
+                                [[shardPartitionKey("same", one)], []],
+                                "disjoint ids share only the partial",
+                            );
+                        } else {
+                            assert.deepEqual(
+                                partials.filter((pk) => pk !== shardPartitionKey("same", one)),
+                                [],
+                                "the one partial, if any",
+                            );
+                            assert.deepEqual(
+                                markers.filter((id) => !sharedIds.has(id)),
+                                [],
+                                "and markers of ids of both halves",
                             );
                         }
                     }
-                    assert.equal(metricsFrom(fixture.logs).TransactionRetries, conflicts.length);
-                    await assertShardsExact(fixture, shards, "both", live);
+                    assert.equal(invocations[0]!.retries + invocations[1]!.retries, met.same.length);
+                    // Two partials: never met on one; with disjoint ids, never met at all.
+                    for (const { partials, markers } of met.apart) {
+                        assert.deepEqual(partials, [], "two partials are never shared");
+                        assert.ok(markers.length > 0 && markers.every((id) => sharedIds.has(id)), "only an id of both halves is");
+                    }
+                    if (split === "by id") {
+                        assert.deepEqual(met.apart, [], "disjoint ids and two partials: nothing shared");
+                    }
+                    assert.equal(invocations[2]!.retries + invocations[3]!.retries, met.apart.length);
+                    // Exact, each key's count in the partials its invocations picked.
+                    await assertCountedExact(fixture, shards, "same", live.same);
+                    await assertCountedExact(fixture, shards, "apart", live.apart);
+                    const layout = await countersLayout(fixture, shards);
+                    const partials = (key: string) =>
+                        Array.from({ length: shards }, (_, s) => layout.partitions.get(shardPartitionKey(key, s))?.eventual);
+                    assert.deepEqual(
+                        partials("same"),
+                        Array.from({ length: shards }, (_, s) => (s === one ? live.same.length : undefined)),
+                        'every transaction of "same" added to partial 1: it holds the whole count',
+                    );
+                    if (split === "by id") {
+                        // Each invocation counted its own ids into its own partial.
+                        const ofHalf = (half: number) => live.apart.filter((id) => Number(id.slice(1)) % 2 === half).length;
+                        assert.deepEqual(
+                            partials("apart"),
+                            Array.from({ length: shards }, (_, s) => (s === first ? ofHalf(0) : s === last ? ofHalf(1) : undefined)),
+                        );
+                    } else {
+                        assert.deepEqual(
+                            partials("apart").flatMap((n, s) => (n === undefined || s === first || s === last ? [] : [s])),
+                            [],
+                            '"apart" holds only the partials its invocations picked',
+                        );
+                    }
                     assert.equal(fixture.queues.messages(FATAL_QUEUE_URL).length, 0);
                     fixture.close();
                 });
@@ -388,7 +636,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
 
         // Assess: the batch succeeds, k is exact, the refused records are parked one by one, naming the partition key.
         assert.deepEqual(response, { batchItemFailures: [] });
-        await assertShardsExact(fixture, shards, "k", ["a", "b", "c", "d"]);
+        await assertCountedExact(fixture, shards, "k", ["a", "b", "c", "d"]);
         const parked = fixture.queues
             .messages(FATAL_QUEUE_URL)
             .map((m) => JSON.parse(m.body) as { reason: string; problem: string; records: DynamoDBRecord[] });
@@ -450,7 +698,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
 
         // Assess
         assert.deepEqual(responses, [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
-        await assertShardsExact(fixture, shards, "r", live);
+        await assertCountedExact(fixture, shards, "r", live);
         assert.deepEqual(
             fixture.queues.messages(FATAL_QUEUE_URL).map((m) => (JSON.parse(m.body) as { problem: string }).problem),
             [`[dynamodb.Keys.pk] ${shardedKeyProblem("r\u00002", shards)}`, `[dynamodb.Keys.pk] ${shardedKeyProblem("r\u00002", shards)}`],
@@ -581,7 +829,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
             "the index entry is the user key's",
         );
         assert.equal(metricsFrom(fixture.logs).KeysMarkedDue, 2);
-        await assertShardsExact(fixture, shards, "other", []);
+        await assertCountedExact(fixture, shards, "other", []);
         fixture.close();
     });
 });
