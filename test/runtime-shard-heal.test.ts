@@ -273,7 +273,7 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             ]);
         });
 
-        it("a client write to one shard between the heal's read and its write makes only that shard's write fail", async () => {
+        it("a client write to one shard between the heal's read and its write makes the whole heal fail: the shards land together", async () => {
             // Prepare: three drifted shards, read by a heal.
             await h.putItem("k", "a", tokenIn(0));
             await h.putItem("k", "b", tokenIn(1));
@@ -292,17 +292,17 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             await h.clientWrite("k", 1, 1, T0, true);
             const written = await writeHeal(read, options("strict"));
 
-            // Assess: shards 0 and 2 healed; shard 1 keeps the client's write and its index entry.
+            // Assess: one transaction for the three shards, refused by shard 1's condition: nothing changed, every entry stays.
             assert.equal(written.outcome, "raced");
             assert.deepEqual(shape(written.shards), [
-                { shard: 0, outcome: "healed", before: 5, after: 1 },
+                { shard: 0, outcome: "raced", before: 5 },
                 { shard: 1, outcome: "raced", before: 5 },
-                { shard: 2, outcome: "healed", before: 5, after: 1 },
+                { shard: 2, outcome: "raced", before: 5 },
             ]);
             assert.deepEqual(await h.bestEfforts("k"), [
-                [1, 10, 1, false],
+                [5, 10, undefined, true],
                 [6, 12, undefined, true],
-                [1, 12, 1, false],
+                [5, 12, undefined, true],
             ]);
             // Once quiet, the next heal takes shard 1 to its truth too.
             const later = await healKey("k", options("strict", T0 + Q));
@@ -316,21 +316,59 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             );
         });
 
-        it("a busy shard is skipped for its window while the quiet shards heal; a shard with no item is left alone", async () => {
+        it("a busy shard holds the whole key for its window; once quiet, a shard with no item but items homed there is created", async () => {
+            // Prepare: shard 0 busy, shard 1 absent with an item homed there, shard 2 quiet and one low.
             await h.putItem("k", "a", tokenIn(0));
+            await h.putItem("k", "b", tokenIn(1));
             await h.putItem("k", "c", tokenIn(2));
             await h.setBestEffort("k", 0, { count: 3, version: 1, writtenAt: T0 - 1 });
             await h.setBestEffort("k", 2, { count: 0, version: 1, writtenAt: OLD });
 
-            const healed = await healKey("k", options("utilization"));
+            // Act
+            const held = await healKey("k", options("utilization"));
+            const later = await healKey("k", options("utilization", T0 + Q));
 
-            assert.equal(healed.outcome, "healed");
-            assert.deepEqual(shape(healed.shards), [
+            // Assess: nothing written while shard 0 is busy, every shard reporting its window (the settler defers the key);
+            // then all three land together, shard 1 created with its item.
+            assert.equal(held.outcome, "skipped");
+            assert.deepEqual(shape(held.shards), [
                 { shard: 0, outcome: "skipped", reason: "quiet-window", before: 3, writtenAt: T0 - 1 },
-                { shard: 1, outcome: "skipped", reason: "no-best-effort", before: undefined },
-                { shard: 2, outcome: "healed", before: 0, after: 1 },
+                { shard: 1, outcome: "skipped", reason: "quiet-window", before: 0, writtenAt: T0 - 1 },
+                { shard: 2, outcome: "skipped", reason: "quiet-window", before: 0, writtenAt: T0 - 1 },
             ]);
-            assert.deepEqual([healed.before, healed.after], [3, 4]);
+            assert.equal(later.outcome, "healed");
+            assert.deepEqual(
+                shape(later.shards)?.map((s) => [s.outcome, s.before, s.after]),
+                [
+                    ["healed", 3, 1],
+                    ["healed", 0, 1],
+                    ["healed", 0, 1],
+                ],
+            );
+            assert.deepEqual([later.before, later.after], [3, 3]);
+        });
+
+        it("an item whose home moved to a shard with no item (another writer changed its token) keeps the sum: strict never drops below live", async () => {
+            // Prepare: a strict unit in shard 0 for "x"; another writer rewrites x with a token homed in shard 1 (no item).
+            await h.putItem("k", "x", tokenIn(1));
+            await h.setBestEffort("k", 0, { count: 1, version: 1, writtenAt: OLD });
+
+            // Act
+            const healed = await healKey("k", options("strict"));
+
+            // Assess: shard 0 lowered and shard 1 created in one transaction: the sum stays 1 == live.
+            assert.deepEqual(
+                shape(healed.shards)?.map((s) => [s.outcome, s.before, s.after]),
+                [
+                    ["healed", 1, 0],
+                    ["healed", 0, 1],
+                    ["skipped", undefined, undefined],
+                ],
+            );
+            assert.deepEqual(
+                (await h.bestEfforts("k")).map((b) => b[0]),
+                [0, 1, undefined],
+            );
         });
 
         it("a shard item only a drift mark created (no version) is healed and leaves the heal index, and is healed again later", async () => {
@@ -601,22 +639,22 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             assert.equal(next.keysFromIndex, 0);
         });
 
-        it("moves a busy shard's entry to its last write and heals the rest of the key", async () => {
+        it("holds a key with a busy shard whole: its shards' entries move to the busy shard's last write, nothing is healed", async () => {
             await h.putItem("k", "a", tokenIn(0));
             await h.setBestEffort("k", 0, { count: 3, version: 1, writtenAt: OLD, dueAt: OLD, marks: 1 });
             await h.setBestEffort("k", 1, { count: 1, version: 1, writtenAt: T0 - 5, dueAt: OLD, marks: 1 });
 
             const run = await settle(settleOptions());
 
-            assert.deepEqual([run.keysFromIndex, run.healed, run.skipped], [1, 1, { "quiet-window": 1, "no-best-effort": 1 }]);
+            assert.deepEqual([run.keysFromIndex, run.healed, run.skipped], [1, 0, { "quiet-window": 3 }]);
             const dueAt = async (shard: number) =>
                 Number((await h.counterItem("k", shard, bestEffortSortKey(config)))?.[A.dueAt]?.N ?? Number.NaN);
             assert.deepEqual(await h.bestEfforts("k"), [
-                [1, 1, 1, false],
+                [3, 1, undefined, true],
                 [1, 1, undefined, true],
                 [undefined, undefined, undefined, false],
             ]);
-            assert.equal(await dueAt(1), T0 - 5);
+            assert.deepEqual([await dueAt(0), await dueAt(1)], [T0 - 5, T0 - 5]);
         });
 
         it("audits keys, not shard partitions: a key whose counters outlived its items is healed once", async () => {

@@ -97,10 +97,15 @@
  *     writes an item homed at s writes s first (or, utilization create, had its increment of s settled before
  *     now), so it makes s's write fail or applies on top of it;
  *   - writes of lives homed elsewhere move other shards' items only, and truth(s) does not count their items;
- *   - the shards' bounds add up: a bound of the mode holds for each shard item at every instant (the write of s
- *     lands a valid value for s whenever it lands), so the sum over shards keeps it for the key at every instant.
- *     The per-shard writes need not be atomic together: one that loses (a client wrote s meanwhile) changes nothing
- *     of s and leaves s's heal-index entry, while the others stand, each right for its shard.
+ *   - the shards' truths are computed from ONE read of the key's items, and land together or not at all: every
+ *     shard to heal is written in one transaction (one shard: one conditional write), and a key with a shard in its
+ *     quiet window (or unversioned) is not healed. Per shard the write is right for the items homed there at the
+ *     read, but an item's home can move between shards (another writer changes its token: its unit stays where its
+ *     first life put it). Healed one by one, the shard losing the item could be lowered while the shard gaining it
+ *     waits for its window or loses its race: the sum would fall below the live items (strict) or, the other way
+ *     round, stay above them (utilization). Written together, the sum of the truths is the key's truth at the read,
+ *     exactly the unsharded argument. For the same reason a shard with no item at all is healed (created, on the
+ *     condition that it still has none) when items are homed there while another shard of the key has an item.
  * Two points where a shard differs from an unsharded key:
  *   - marks land where their writer puts them: a strict client's on the shard item it writes, a utilization
  *     drift mark (the client's markDue, the consumer's) on shard 0. Each write is conditional on its own shard's
@@ -120,7 +125,10 @@
 import {
     ConditionalCheckFailedException,
     GetItemCommand,
+    TransactionCanceledException,
+    TransactWriteItemsCommand,
     UpdateItemCommand,
+    type Update,
     type AttributeValue,
     type ConsumedCapacity,
     type DynamoDBClient,
@@ -402,7 +410,11 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
         const read = partitionKeys.map((partitionKey, shard) => ({ shard, partitionKey, plan: plans[shard]! }));
         return { key, plan: read[0]!.plan, shards: read, readUnits };
     };
-    if (skips.every((skip) => skip !== undefined)) {
+    // A sharded key with at least one shard item: a shard with no item is healed like the others when items are homed
+    // there (their home moved there after their unit was written elsewhere: another writer changed the token).
+    const anyShardItem = responses.some((response) => response.Item !== undefined);
+    const absent = (shard: number) => sharded && anyShardItem && responses[shard]!.Item === undefined;
+    if (skips.every((skip, shard) => skip !== undefined && !absent(shard))) {
         return result(skips as HealPlan[]);
     }
     const partition = (tableName: string, partitionKey: string, under?: { sortKey: string; prefix: string }) =>
@@ -429,7 +441,7 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                       items
                           .filter((item) => isLive(item, config) && item[config.tokenAttribute]?.S === undefined)
                           .map(home)
-                          .filter((shard) => skips[shard] === undefined),
+                          .filter((shard) => skips[shard] === undefined || absent(shard)),
                   ),
               ].sort((a, b) => a - b)
             : [];
@@ -445,17 +457,24 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
         byShard[sharded ? home(item) : 0]!.push(item);
     }
     return result(
-        responses.map(
-            (response, shard) =>
-                skips[shard] ??
-                planHeal(response.Item, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, sharded),
-        ),
+        responses.map((response, shard) => {
+            if (absent(shard)) {
+                const truth = healTruth(byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config);
+                return truth === 0 ? skips[shard]! : { action: "heal", truth, current: 0, cutoff: now - options.quietWindowMs };
+            }
+            return (
+                skips[shard] ?? planHeal(response.Item, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, sharded)
+            );
+        }),
     );
 }
 
-/** Step 4: one conditional write per shard to heal. Changes nothing of a shard a client wrote best-effort of since the read. */
+/**
+ * Step 4: the conditional write of every shard to heal. Changes nothing of a shard a client wrote best-effort of since
+ * the read; a sharded key's shards are healed together or not at all (the header's "items may change home").
+ */
 export async function writeHeal(read: HealRead, options: HealOptions): Promise<HealResult> {
-    const results = await Promise.all(read.shards.map((shard) => writeShard(shard, options)));
+    const results = read.shards.length === 1 ? [await writeShard(read.shards[0]!, options)] : await writeShards(read, options);
     const writeUnits = results.reduce((sum, r) => sum + r.writeUnits, 0);
     if (read.shards.length === 1) {
         const { shard: _shard, writeUnits: _units, ...only } = results[0]!;
@@ -489,64 +508,120 @@ export async function writeHeal(read: HealRead, options: HealOptions): Promise<H
     };
 }
 
-/** One shard's conditional write (nothing when its plan skips it). */
-async function writeShard(read: ShardHealRead, options: HealOptions): Promise<ShardHealResult> {
+/** A shard's result when nothing is written to it. */
+function skippedShard(read: ShardHealRead, why?: { reason: HealSkipReason; writtenAt?: number }): ShardHealResult {
     const { plan, shard } = read;
-    if (plan.action === "skip") {
-        return {
-            shard,
-            outcome: "skipped",
-            reason: plan.reason,
-            before: plan.current,
-            ...(plan.writtenAt === undefined ? {} : { writtenAt: plan.writtenAt }),
-            writeUnits: 0,
-        };
+    const reason = why?.reason ?? (plan.action === "skip" ? plan.reason : "quiet-window");
+    const writtenAt = why?.writtenAt ?? (plan.action === "skip" ? plan.writtenAt : undefined);
+    const before = plan.current;
+    return {
+        shard,
+        outcome: "skipped",
+        reason,
+        ...(before === undefined ? {} : { before }),
+        ...(writtenAt === undefined ? {} : { writtenAt }),
+        writeUnits: 0,
+    };
+}
+
+/**
+ * A sharded key: every shard to heal is written in one transaction, so the shards' truths land together. Healed one by
+ * one, a shard lowered for an item whose home moved to another (another writer changed its token) while that other
+ * shard's raise lost its race or waited for its window would leave the sum on the wrong side of the live items. So a
+ * key with a shard still in its quiet window (or unversioned) is not healed at all, and a transaction that meets a
+ * client write (a condition failure, or a conflict with a client's write in flight) changes nothing. A client write
+ * that meets the transaction answers TransactionConflict, which the client repeats or absorbs as any retryable error.
+ */
+async function writeShards(read: HealRead, options: HealOptions): Promise<ShardHealResult[]> {
+    const busy = read.shards.find((s) => s.plan.action === "skip" && (s.plan.reason === "quiet-window" || s.plan.reason === "unversioned"));
+    if (busy !== undefined && busy.plan.action === "skip") {
+        // The whole key waits; every shard reports the busy one's reason, so the settler defers the key's entries.
+        const why = { reason: busy.plan.reason, ...(busy.plan.writtenAt === undefined ? {} : { writtenAt: busy.plan.writtenAt }) };
+        return read.shards.map((s) => skippedShard(s, why));
     }
-    const { config, dynamodb } = options;
-    const absorbs = plan.truth < plan.current;
+    const writes = read.shards.filter((s) => s.plan.action === "heal");
+    if (writes.length <= 1) {
+        return Promise.all(read.shards.map((s) => (s.plan.action === "heal" ? writeShard(s, options) : skippedShard(s))));
+    }
+    const { dynamodb } = options;
     try {
         const response = await withRetries(
             () =>
                 dynamodb.send(
-                    new UpdateItemCommand({
-                        TableName: countersTable(config),
-                        Key: keyOf(config, read.partitionKey, bestEffortSortKey(config)),
-                        // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
-                        // set before it can give its unit back a second time (runtime/shared/strict-ledger.ts).
-                        // The key leaves the heal index (both its keys go): the next mark adds it again
-                        // (runtime/shared/best-effort-marks.ts).
-                        UpdateExpression: absorbs
-                            ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"
-                            : "SET #count = :truth REMOVE #heal, #due",
-                        // No mark since the read either: a mark that lands after it must outlive this heal. An item no
-                        // client wrote (a sharded key's shard, see the header) must still be one.
-                        ConditionExpression:
-                            (plan.version === undefined
-                                ? "attribute_not_exists(#version) AND attribute_not_exists(#writtenAt) AND "
-                                : "#version = :version AND #writtenAt <= :cutoff AND ") +
-                            (plan.marks === undefined ? "attribute_not_exists(#marks)" : "#marks = :marks"),
-                        ExpressionAttributeNames: {
-                            "#count": config.countAttribute,
-                            "#heal": A.healShard,
-                            "#due": A.dueAt,
-                            "#version": A.version,
-                            "#writtenAt": A.writtenAt,
-                            "#marks": A.marks,
-                            ...(absorbs ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),
-                        },
-                        ExpressionAttributeValues: {
-                            ":truth": { N: String(plan.truth) },
-                            ...(plan.version === undefined
-                                ? {}
-                                : { ":version": { N: String(plan.version) }, ":cutoff": { N: String(plan.cutoff) } }),
-                            ...(plan.marks === undefined ? {} : { ":marks": { N: String(plan.marks) } }),
-                            ...(absorbs
-                                ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":now": { N: String(plan.cutoff + options.quietWindowMs) } }
-                                : {}),
-                        },
+                    new TransactWriteItemsCommand({
+                        TransactItems: writes.map((s) => ({ Update: healUpdate(s, options) })),
                         ReturnConsumedCapacity: "TOTAL",
                     }),
                 ),
+            (error) => isRetryable(error) && !(error instanceof TransactionCanceledException),
+            options.attempts ?? 3,
+        );
+        const perAction = units(response.ConsumedCapacity) / writes.length;
+        return read.shards.map((s) =>
+            s.plan.action === "heal"
+                ? { shard: s.shard, outcome: "healed", before: s.plan.current, after: s.plan.truth, writeUnits: perAction }
+                : skippedShard(s),
+        );
+    } catch (error) {
+        if (error instanceof TransactionCanceledException) {
+            // A condition failed (a client wrote a shard since the read) or a client write was in flight: nothing changed.
+            return read.shards.map((s) =>
+                s.plan.action === "heal" ? { shard: s.shard, outcome: "raced", before: s.plan.current, writeUnits: 2 } : skippedShard(s),
+            );
+        }
+        throw error;
+    }
+}
+
+/** The conditional update that heals one shard's item (or a key's only one). */
+function healUpdate(read: ShardHealRead, options: HealOptions): Update {
+    const plan = read.plan as Extract<HealPlan, { action: "heal" }>;
+    const { config } = options;
+    const absorbs = plan.truth < plan.current;
+    return {
+        TableName: countersTable(config),
+        Key: keyOf(config, read.partitionKey, bestEffortSortKey(config)),
+        // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
+        // set before it can give its unit back a second time (runtime/shared/strict-ledger.ts).
+        // The key leaves the heal index (both its keys go): the next mark adds it again
+        // (runtime/shared/best-effort-marks.ts).
+        UpdateExpression: absorbs
+            ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"
+            : "SET #count = :truth REMOVE #heal, #due",
+        // No mark since the read either: a mark that lands after it must outlive this heal. An item no
+        // client wrote (a sharded key's shard, see the header) must still be one.
+        ConditionExpression:
+            (plan.version === undefined
+                ? "attribute_not_exists(#version) AND attribute_not_exists(#writtenAt) AND "
+                : "#version = :version AND #writtenAt <= :cutoff AND ") +
+            (plan.marks === undefined ? "attribute_not_exists(#marks)" : "#marks = :marks"),
+        ExpressionAttributeNames: {
+            "#count": config.countAttribute,
+            "#heal": A.healShard,
+            "#due": A.dueAt,
+            "#version": A.version,
+            "#writtenAt": A.writtenAt,
+            "#marks": A.marks,
+            ...(absorbs ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),
+        },
+        ExpressionAttributeValues: {
+            ":truth": { N: String(plan.truth) },
+            ...(plan.version === undefined ? {} : { ":version": { N: String(plan.version) }, ":cutoff": { N: String(plan.cutoff) } }),
+            ...(plan.marks === undefined ? {} : { ":marks": { N: String(plan.marks) } }),
+            ...(absorbs ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":now": { N: String(plan.cutoff + options.quietWindowMs) } } : {}),
+        },
+    };
+}
+
+/** One shard's conditional write (nothing when its plan skips it). */
+async function writeShard(read: ShardHealRead, options: HealOptions): Promise<ShardHealResult> {
+    const { plan, shard } = read;
+    if (plan.action === "skip") {
+        return skippedShard(read);
+    }
+    try {
+        const response = await withRetries(
+            () => options.dynamodb.send(new UpdateItemCommand({ ...healUpdate(read, options), ReturnConsumedCapacity: "TOTAL" })),
             isRetryable,
             options.attempts ?? 3,
         );

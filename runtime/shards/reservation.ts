@@ -76,6 +76,8 @@ export async function reserveAcrossShards(args: ReserveAcrossShards): Promise<Sh
         const counts = await args.snapshot();
         return { outcome: "limit", value: counts?.reduce((total, count) => total + count, 0) ?? 0 };
     }
+    // The key's count as last seen: the shards' own answers until a snapshot sums them at one instant.
+    const seen = new Map<number, number>();
     let value = 0;
     for (let round = 0; round < MAX_ROUNDS && candidates.length > 0; round++) {
         for (const shard of candidates) {
@@ -83,9 +85,11 @@ export async function reserveAcrossShards(args: ReserveAcrossShards): Promise<Sh
             if (reservation.outcome !== "limit") {
                 return reservation.outcome === "reserved" ? { ...reservation, shard } : reservation;
             }
+            seen.set(shard, reservation.value);
         }
         const counts = await args.snapshot();
         if (counts === undefined) {
+            value = [...seen.values()].reduce((total, count) => total + count, 0);
             break;
         }
         value = counts.reduce((total, count) => total + count, 0);
