@@ -68,8 +68,12 @@ export interface HotKeyCeilingOptions {
 const KEY = "hot-key";
 /** Strict mode is measured for its throughput and its bound, never refused by its limit. */
 const STRICT_LIMIT = 1_000_000_000;
-/** Callers the paced workload may hold open at once (a create takes tens of milliseconds; throttled ones longer). */
-const PACED_CONCURRENCY = 16;
+/**
+ * Callers the paced workload may hold open at once (a create takes tens of milliseconds, throttled ones longer, and
+ * longer still on a loaded machine): enough that the offered rate, not the callers, is what a step measures at 16
+ * shards' rates.
+ */
+const PACED_CONCURRENCY = 64;
 /** How often the bound is observed while creates run. */
 const OBSERVE_EVERY_MS = 500;
 /** DynamoDB's read units per write unit of one partition (3,000 / 1,000), kept when the rate is scaled. */

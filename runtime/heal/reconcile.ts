@@ -19,15 +19,17 @@
  * It never advances hc_seq, so any stream record not applied yet still applies after it, from the state
  * it finds. Safe to run while the consumer runs; running it twice changes nothing.
  *
- * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) is reconciled shard by shard: an id's marker and
- * the eventual partial its records move live in shard `markerShard(id, N)`, and the invariant holds per shard
- * (partial s == counted markers of shard s), so the sum is the key's eventual. Each round reads the key's items once
- * and every shard's markers; shard s's plan compares the items whose marker lives in s with the markers of s, and
- * each of its transactions moves only s's partial and s's markers (with the user items' conditions, under the key
- * itself), so every argument above holds per shard. A "counted" marker found outside its id's shard (no party
- * writes one there; a counting it holds is s's, not the item's, whose own marker lives at home) is uncounted in its
- * shard on its state and hc_seq alone: the item is counted, or not, by the marker of its home. Rounds, deadline and
- * transaction sizes are bounded as for an unsharded key; a round costs N marker Queries instead of one.
+ * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) is reconciled shard by shard: an id's marker lives
+ * in shard `markerShard(id, N)`, and the invariant is over the key (the sum of its N eventual partials == its counted
+ * markers, every shard's: the consumer adds each transaction's delta to a partial of its choice, runtime/stream/
+ * markers.ts). Each round reads the key's items once and every shard's markers; shard s's plan compares the items
+ * whose marker lives in s with the markers of s, and each of its transactions moves s's markers and adds its delta to
+ * s's partial (with the user items' conditions, under the key itself): a transaction that moves the markers and one
+ * partial by the same delta keeps the sum, whichever partial it is, so every argument above holds for the key. A
+ * "counted" marker found outside its id's shard (no party writes one there; the counting it holds is in the sum, not
+ * the item's, whose own marker lives at home) is uncounted in its shard on its state and hc_seq alone: the item is
+ * counted, or not, by the marker of its home. Rounds, deadline and transaction sizes are bounded as for an unsharded
+ * key; a round costs N marker Queries instead of one.
  */
 import {
     TransactWriteItemsCommand,
