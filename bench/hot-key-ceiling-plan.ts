@@ -10,6 +10,7 @@
  */
 import type { CounterMode } from "../runtime/client/client";
 import { MAX_COUNTER_SHARDS } from "../runtime/shards/layout";
+import { barChartSvg } from "./sweep-svg";
 
 /** A best-effort share at or above this refuses a rate. */
 export const THROTTLED_SHARE_LIMIT = 0.01;
@@ -203,4 +204,21 @@ export function boundHolds(mode: CounterMode, observation: BoundObservation, lim
     return mode === "utilization"
         ? observation.bestEffort <= observation.live
         : observation.live <= observation.bestEffort && observation.bestEffort <= limit;
+}
+
+/** The report as a bar chart: per shard count, each mode's sustained creates a second (docs/hot-key-ceiling.svg). */
+export function ceilingChartSvg(report: CeilingReport): string {
+    const shards = [...new Set(report.rows.map((r) => r.shards))].sort((a, b) => a - b);
+    return barChartSvg({
+        title: `One key's ceiling: creates/s with < 1% of best-effort writes throttled, partitions at ${report.partitionWcu} WCU/s`,
+        yLabel: "sustained creates/s",
+        groups: shards.map((n) => ({
+            label: `${n} shard${n === 1 ? "" : "s"}`,
+            bars: CEILING_MODES.flatMap((mode) => {
+                const row = report.rows.find((r) => r.shards === n && r.mode === mode);
+                return row === undefined ? [] : [{ name: mode, value: row.sustainedOpsPerSec }];
+            }),
+        })),
+        colors: { utilization: "#1f77b4", strict: "#d62728" },
+    });
 }

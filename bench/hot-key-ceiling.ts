@@ -62,6 +62,8 @@ export interface HotKeyCeilingOptions {
     /** Steps per search (per mode and shard count). */
     readonly maxSteps: number;
     readonly seed: number;
+    /** Where to draw the report as an SVG chart, when given. */
+    readonly chart?: string;
 }
 
 /** The one key every step drives. */
@@ -396,7 +398,14 @@ export async function measureRefusals(engine: LocalEngine, shards: number): Prom
         const result = await client.tryCreate(KEY, `refused-${i}`, REFUSAL_LIMIT);
         exact &&= !result.created && result.reason === "limit" && result.count === REFUSAL_LIMIT;
     }
-    const s = await snapshotKey(admin, deployment.clientLayout.tableName, deployment.clientLayout, KEY, deployment.clientLayout.countersTableName, shards);
+    const s = await snapshotKey(
+        admin,
+        deployment.clientLayout.tableName,
+        deployment.clientLayout,
+        KEY,
+        deployment.clientLayout.countersTableName,
+        shards,
+    );
     exact &&= s.bestEffort === REFUSAL_LIMIT && s.live === REFUSAL_LIMIT;
     for (const table of [deployment.clientLayout.tableName, deployment.clientLayout.countersTableName]) {
         await admin.send(new DeleteTableCommand({ TableName: table }));

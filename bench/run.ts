@@ -4,6 +4,7 @@
  * Throughput is reported as a ratio to the raw PutItem rate of the same engine in the same run:
  * DynamoDB Local on a shared 2-core machine is the bottleneck, and absolute figures mean little.
  */
+import { writeFileSync } from "node:fs";
 import { shardCount } from "../runtime/shards/layout";
 import {
     DeleteTableCommand,
@@ -33,7 +34,7 @@ import { healBenchLines, runHealBench } from "./heal";
 import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type HotTenantRow } from "./hot-tenant";
 import { describeParity } from "../local/engine/parity";
 import { formatHotKeyCeiling, runHotKeyCeiling, type HotKeyCeilingOptions } from "./hot-key-ceiling";
-import { CeilingUsageError, parseShards } from "./hot-key-ceiling-plan";
+import { CeilingUsageError, ceilingChartSvg, parseShards } from "./hot-key-ceiling-plan";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
 const APPROACHES: readonly Approach[] = ["hybrid", "hybrid-per-record", "atomic-counter", "transaction-crt"];
@@ -116,10 +117,11 @@ takes only --seed, --json and these:
   --shards <list>          comma-separated shard counts of each key's counters (default 1,4,16; at most 16)
   --step-seconds <s>       seconds of offered load per step of the search (2..120, default 10)
   --max-steps <n>          steps per search, per mode and shard count (1..20, default 6)
+  --chart <path>           also draw the sustained rates per shard count as an SVG bar chart
 `;
 
 /** The flags the hot-key-ceiling scenario takes; any other is a usage error with it. */
-const CEILING_FLAGS = ["scenario", "partition-wcu", "shards", "step-seconds", "max-steps", "seed", "json", "help"];
+const CEILING_FLAGS = ["scenario", "partition-wcu", "shards", "step-seconds", "max-steps", "chart", "seed", "json", "help"];
 
 /** A bad flag or value: one line naming it, exit code 2. */
 export class BenchUsageError extends Error {}
@@ -147,6 +149,7 @@ export function parseOptions(argv: string[]): Options | "help" {
                 shards: { type: "string" },
                 "step-seconds": { type: "string" },
                 "max-steps": { type: "string" },
+                chart: { type: "string" },
                 help: { type: "boolean", short: "h" },
             },
         });
@@ -163,7 +166,7 @@ export function parseOptions(argv: string[]): Options | "help" {
         throw new BenchUsageError(`--scenario takes all, approaches, hot-tenant or hot-key-ceiling (got "${scenario}")`);
     }
     const given = Object.keys(values).filter((flag) => values[flag as keyof typeof values] !== undefined);
-    const ceilingOnly = ["partition-wcu", "shards", "step-seconds", "max-steps"];
+    const ceilingOnly = ["partition-wcu", "shards", "step-seconds", "max-steps", "chart"];
     for (const flag of given) {
         if (scenario === "hot-key-ceiling" && !CEILING_FLAGS.includes(flag)) {
             throw new BenchUsageError(`--${flag} does not apply to --scenario hot-key-ceiling`);
@@ -205,6 +208,7 @@ export function parseOptions(argv: string[]): Options | "help" {
             stepSeconds: num("step-seconds", values["step-seconds"], 10, 2, 120),
             maxSteps: Math.floor(num("max-steps", values["max-steps"], 6, 1, 20)),
             seed: num("seed", values.seed, 1, 0, 2 ** 31),
+            ...(values.chart === undefined ? {} : { chart: values.chart }),
         };
     }
     return {
@@ -371,7 +375,14 @@ async function runApproach(
         let counted: number;
         let live: number;
         if (hybrid) {
-            const s = await snapshotKey(admin, tableName, deployment!.clientLayout, key, countersTableName, shardCount(deployment!.clientLayout));
+            const s = await snapshotKey(
+                admin,
+                tableName,
+                deployment!.clientLayout,
+                key,
+                countersTableName,
+                shardCount(deployment!.clientLayout),
+            );
             counted = Math.max(s.bestEffort, s.eventual);
             live = s.live;
             bestEffortUndercount += Math.max(0, s.live - s.bestEffort);
@@ -440,6 +451,10 @@ async function main(): Promise<void> {
         );
         const report = await runHotKeyCeiling(options.ceiling, log);
         log(`hot-key ceiling done in ${Math.round((Date.now() - started) / 1000)} s`);
+        if (options.ceiling.chart !== undefined) {
+            writeFileSync(options.ceiling.chart, ceilingChartSvg(report));
+            log(`chart: ${options.ceiling.chart}`);
+        }
         if (options.json) {
             process.stdout.write(`${JSON.stringify(report)}\n`);
         } else {

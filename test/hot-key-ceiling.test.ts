@@ -7,6 +7,7 @@ import { strict as assert } from "node:assert";
 import { BenchUsageError, parseOptions } from "../bench/run";
 import {
     boundHolds,
+    ceilingChartSvg,
     ceilingRow,
     nextRate,
     parseShards,
@@ -235,7 +236,9 @@ describe("the hot-key ceiling: its flags and its shard counts", () => {
             // Assess
             assert.throws(
                 () => parseOptions(["--scenario", "hot-key-ceiling", "--shards", shards]),
-                (error: unknown) => error instanceof BenchUsageError && /^--shards \d+: a key's counting spreads over at most 16 shards/.test(error.message),
+                (error: unknown) =>
+                    error instanceof BenchUsageError &&
+                    /^--shards \d+: a key's counting spreads over at most 16 shards/.test(error.message),
                 shards,
             );
         }
@@ -354,7 +357,49 @@ describe("the hot-key ceiling: strict mode's cost at its limit (DynamoDB Local)"
         const one = await measureRefusals(engine(), 1);
         const three = await measureRefusals(engine(), 3);
         // Assess
-        assert.deepEqual(one, { shards: 1, limit: 32, requestsPerRefusal: 1, writeUnitsPerRefusal: 1, readUnitsPerRefusal: 0, exact: true });
-        assert.deepEqual(three, { shards: 3, limit: 32, requestsPerRefusal: 4, writeUnitsPerRefusal: 3, readUnitsPerRefusal: 6, exact: true });
+        assert.deepEqual(one, {
+            shards: 1,
+            limit: 32,
+            requestsPerRefusal: 1,
+            writeUnitsPerRefusal: 1,
+            readUnitsPerRefusal: 0,
+            exact: true,
+        });
+        assert.deepEqual(three, {
+            shards: 3,
+            limit: 32,
+            requestsPerRefusal: 4,
+            writeUnitsPerRefusal: 3,
+            readUnitsPerRefusal: 6,
+            exact: true,
+        });
+    });
+});
+
+describe("the hot-key ceiling: its chart", () => {
+    it("draws one group per shard count with a bar per mode, labelled with its rate", () => {
+        // Prepare
+        const row = (mode: "utilization" | "strict", shards: number, rate: number) => ({
+            mode,
+            shards,
+            sustainedOpsPerSec: rate,
+            throttledBestEffortShare: 0,
+            exact: true,
+            boundViolations: 0,
+            apiErrors: 0,
+            countRcu: shards,
+        });
+        // Act
+        const svg = ceilingChartSvg({
+            partitionWcu: 10,
+            rows: [row("utilization", 1, 2), row("strict", 1, 2), row("utilization", 16, 43.4), row("strict", 16, 40)],
+        });
+        // Assess
+        assert.deepEqual(
+            [...svg.matchAll(/<text [^>]*text-anchor="middle">([^<]+)<\/text>/g)].map((m) => m[1]),
+            ["2", "2", "1 shard", "43.4", "40", "16 shards"],
+        );
+        assert.equal([...svg.matchAll(/<rect [^>]*fill="#1f77b4"/g)].length, 2);
+        assert.equal([...svg.matchAll(/<rect [^>]*fill="#d62728"/g)].length, 2);
     });
 });
