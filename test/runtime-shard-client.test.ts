@@ -136,7 +136,10 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
             assert.deepEqual(refused, { created: false, count: limit, reason: "limit" });
         }
         const perShard = await shardCounts(fixture, "strict");
-        assert.deepEqual(perShard, [0, 1, 2].map((s) => shardQuota(limit, SHARDS, s)));
+        assert.deepEqual(
+            perShard,
+            [0, 1, 2].map((s) => shardQuota(limit, SHARDS, s)),
+        );
         assert.deepEqual(perShard, await homes(fixture, "strict"));
         fixture.close();
     });
@@ -175,7 +178,11 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
         }
         const idIn = new Map<number, string>();
         const page = await fixture.reader.send(
-            new QueryCommand({ TableName: fixture.tableName, KeyConditionExpression: "pk = :k", ExpressionAttributeValues: { ":k": { S: "freed" } } }),
+            new QueryCommand({
+                TableName: fixture.tableName,
+                KeyConditionExpression: "pk = :k",
+                ExpressionAttributeValues: { ":k": { S: "freed" } },
+            }),
         );
         for (const item of page.Items ?? []) {
             idIn.set(lifeShard(item.counter_token!.S!, SHARDS), item.sk!.S!);
@@ -248,8 +255,14 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
         const fixture = await counterFixture(engine(), { placement: "separate", counterShards: SHARDS });
         // Act / Assert
         for (const key of ["a\u0000b", "k".repeat(2047)]) {
-            await assert.rejects(fixture.client.create(key, "r"), (error: unknown) => error instanceof InvalidArgumentError && error.field === "key");
-            await assert.rejects(fixture.client.count(key), (error: unknown) => error instanceof InvalidArgumentError && error.field === "key");
+            await assert.rejects(
+                fixture.client.create(key, "r"),
+                (error: unknown) => error instanceof InvalidArgumentError && error.field === "key",
+            );
+            await assert.rejects(
+                fixture.client.count(key),
+                (error: unknown) => error instanceof InvalidArgumentError && error.field === "key",
+            );
         }
         assert.deepEqual(await fixture.keys(), []);
         fixture.close();

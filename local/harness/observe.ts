@@ -59,7 +59,10 @@ export async function snapshotKey(
     const partitions: Array<{ table: string; key: string; shard?: number }> =
         countersTableName === tableName
             ? [{ table: tableName, key, shard: 0 }]
-            : [...shards.map((_, shard) => ({ table: countersTableName, key: shardPartitionKey(key, shard), shard })), { table: tableName, key }];
+            : [
+                  ...shards.map((_, shard) => ({ table: countersTableName, key: shardPartitionKey(key, shard), shard })),
+                  { table: tableName, key },
+              ];
     // Counts the pages as they are sent.
     const send = <T>(request: () => Promise<T>): Promise<T> => {
         pages++;

@@ -111,7 +111,12 @@ export class BestEffortCounter {
      * undercounts; strict's touch: no count change). Returns the key's heal epoch as the write left it.
      * Throws its last error.
      */
-    async repeatable(key: string, shard: number, delta: -1 | 0, deadline: CallDeadline): Promise<HealEpoch & { readonly repeated: boolean }> {
+    async repeatable(
+        key: string,
+        shard: number,
+        delta: -1 | 0,
+        deadline: CallDeadline,
+    ): Promise<HealEpoch & { readonly repeated: boolean }> {
         const doubt = new Doubt();
         const written = await withRetries(
             () => doubt.watch(this.writeItem(key, shard, delta)),

@@ -160,7 +160,9 @@ export function resolveClientOptions(
             selection,
             tableName,
             countersTableName: options.countersTableName as string,
-            ...(options.counterShards === undefined || options.counterShards === 1 ? {} : { counterShards: options.counterShards as number }),
+            ...(options.counterShards === undefined || options.counterShards === 1
+                ? {}
+                : { counterShards: options.counterShards as number }),
         },
         mode: mode as CounterMode,
         attempts: attempts as number,

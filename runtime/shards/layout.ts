@@ -50,7 +50,9 @@ export function shardOfPartitionKey(partitionKey: string, shards: number): { rea
         return { key: partitionKey, shard: 0 };
     }
     const shard = Number(partitionKey.slice(at + 1));
-    return Number.isInteger(shard) && shard > 0 && shard < shards ? { key: partitionKey.slice(0, at), shard } : { key: partitionKey, shard: 0 };
+    return Number.isInteger(shard) && shard > 0 && shard < shards
+        ? { key: partitionKey.slice(0, at), shard }
+        : { key: partitionKey, shard: 0 };
 }
 
 /** The bytes a shard's partition key adds to its key (the separator and the shard's digits). */

@@ -339,7 +339,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
                 if (outcome.refused) {
                     deps.logger.log("error", "transaction refused by DynamoDB", {
                         counterKey: group.counterKey,
-                                    error: describeError(error),
+                        error: describeError(error),
                     });
                     return giveUp(pending, "refused (ValidationError)");
                 }
@@ -355,7 +355,7 @@ async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: Rea
                 retryable = isRetryable(error);
                 deps.logger.log(retryable ? "warn" : "error", "transaction failed", {
                     counterKey: group.counterKey,
-                            error: describeError(error),
+                    error: describeError(error),
                 });
             }
         }

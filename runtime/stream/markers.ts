@@ -412,7 +412,9 @@ export function transactionActions(
     const index: ActionIndex[] = [];
     for (const item of items) {
         const marker = actions.length;
-        actions.push({ Update: markerUpdate(counters, counterItem(markerShard(item.id, shards), markerSortKey(config, item.id)), item, nowMs) });
+        actions.push({
+            Update: markerUpdate(counters, counterItem(markerShard(item.id, shards), markerSortKey(config, item.id)), item, nowMs),
+        });
         let softDelete: number | undefined;
         if (item.resurrected !== undefined) {
             softDelete = actions.length;
