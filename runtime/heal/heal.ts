@@ -101,7 +101,7 @@
  *     lands a valid value for s whenever it lands), so the sum over shards keeps it for the key at every instant.
  *     The per-shard writes need not be atomic together: one that loses (a client wrote s meanwhile) changes nothing
  *     of s and leaves s's heal-index entry, while the others stand, each right for its shard.
- * Two points where a shard differs from an unsharded key:
+ * Three points where a shard differs from an unsharded key:
  *   - marks land where their writer puts them: a strict client's on the shard item it writes, a utilization
  *     drift mark (the client's markDue, the consumer's) on shard 0. Each write is conditional on its own shard's
  *     marks only; a late put the consumer removes after the partition read may leave its home shard one above its
@@ -114,7 +114,13 @@
  *     `attribute_not_exists(hc_version)` proves that no client best-effort write of s ever landed, before t1_s or
  *     since: no call is counted in c_s ((b) holds vacuously), and (c) holds as above. Such a shard is healed on that
  *     condition instead of being skipped as unversioned (which would leave its heal-index entry listed for good).
- *     An unsharded key keeps the skip: its best-effort item may be a user's writer's.
+ *     An unsharded key keeps the skip: its best-effort item may be a user's writer's. A shard with no item at all is
+ *     the same case (the lives homed there all lost their increments, and their calls marked shard 0): healed, its
+ *     item created with the truth, when live items are homed there; left alone when none are.
+ *   - a drift mark on shard 0 stands for every shard, but each shard's write removes its own entry: when a shard's
+ *     write removed one while another shard was not written (raced, or skipped within its quiet window) and was not
+ *     listed itself, the heal puts the key back on the index (a mark on shard 0, due at the busy shard's last write,
+ *     or now when it raced), as an unsharded key's entry stays when its heal does not write.
  * With N = 1 the heal is exactly the unsharded one: one GetItem, the partition, the markers when needed, one write.
  */
 import {
@@ -126,6 +132,7 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, markerSortKey, type CounterTableConfig } from "../shared/config";
+import { dueMarkInput } from "../shared/best-effort-marks";
 import { isRetryable } from "../shared/aws-errors";
 import { queryPartition } from "./partition";
 import { withRetries } from "../shared/retry";
@@ -348,6 +355,8 @@ export interface ShardHealRead {
     /** The shard's counters-table partition key. */
     readonly partitionKey: string;
     readonly plan: HealPlan;
+    /** A sharded key's shard only: whether its best-effort item was on the heal index when read. */
+    readonly listed?: boolean;
 }
 
 /** A heal read in two steps, so that a test can stage a race between the read and the write. */
@@ -398,8 +407,15 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     const now = clock();
     const sharded = shards > 1;
     const skips = responses.map((response) => preCheck(response.Item, now, options.quietWindowMs, config.countAttribute, sharded));
+    // A sharded key's shard with no best-effort item at all: no client write of it ever landed (see the header), so it
+    // is healed as an unwritten item when live items are homed there (lives whose increments were all lost).
+    const absent = (shard: number): boolean => sharded && responses[shard]!.Item === undefined;
     const result = (plans: readonly HealPlan[]): HealRead => {
-        const read = partitionKeys.map((partitionKey, shard) => ({ shard, partitionKey, plan: plans[shard]! }));
+        const read = partitionKeys.map((partitionKey, shard) => {
+            const item = responses[shard]!.Item;
+            const listed = item?.[A.healShard] !== undefined && item[A.dueAt] !== undefined;
+            return { shard, partitionKey, plan: plans[shard]!, ...(sharded ? { listed } : {}) };
+        });
         return { key, plan: read[0]!.plan, shards: read, readUnits };
     };
     if (skips.every((skip) => skip !== undefined)) {
@@ -429,7 +445,7 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                       items
                           .filter((item) => isLive(item, config) && item[config.tokenAttribute]?.S === undefined)
                           .map(home)
-                          .filter((shard) => skips[shard] === undefined),
+                          .filter((shard) => skips[shard] === undefined || absent(shard)),
                   ),
               ].sort((a, b) => a - b)
             : [];
@@ -445,18 +461,45 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
         byShard[sharded ? home(item) : 0]!.push(item);
     }
     return result(
-        responses.map(
-            (response, shard) =>
-                skips[shard] ??
-                planHeal(response.Item, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, sharded),
-        ),
+        responses.map((response, shard) => {
+            if (absent(shard)) {
+                const plan = planHeal({}, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, true);
+                return plan.action === "heal" && plan.truth > 0 ? plan : skips[shard]!;
+            }
+            return (
+                skips[shard] ?? planHeal(response.Item, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, sharded)
+            );
+        }),
     );
 }
 
 /** Step 4: one conditional write per shard to heal. Changes nothing of a shard a client wrote best-effort of since the read. */
 export async function writeHeal(read: HealRead, options: HealOptions): Promise<HealResult> {
     const results = await Promise.all(read.shards.map((shard) => writeShard(shard, options)));
-    const writeUnits = results.reduce((sum, r) => sum + r.writeUnits, 0);
+    let writeUnits = results.reduce((sum, r) => sum + r.writeUnits, 0);
+    // A drift mark on shard 0 stands for the whole key, and each shard's write takes its own entry off the index: when
+    // one took it off while another shard could not be written (a client wrote it since the read, or it is within its
+    // quiet window) and holds no entry of its own, the key goes back on the index, due when that shard is quiet (see
+    // the header).
+    const unsettled = results.filter((r) => r.outcome === "raced" || r.reason === "quiet-window");
+    const stillListed = unsettled.some((r) => read.shards[r.shard]!.listed === true);
+    if (results.length > 1 && unsettled.length > 0 && !stillListed && results.some((r) => r.outcome === "healed")) {
+        const busy = unsettled.flatMap((r) => (r.writtenAt === undefined ? [] : [r.writtenAt]));
+        const dueAt = busy.length > 0 ? Math.max(...busy) : (options.now ?? Date.now)();
+        try {
+            const response = await withRetries(
+                () =>
+                    options.dynamodb.send(
+                        new UpdateItemCommand({ ...dueMarkInput(options.config, read.key, dueAt), ReturnConsumedCapacity: "TOTAL" }),
+                    ),
+                isRetryable,
+                options.attempts ?? 3,
+            );
+            writeUnits += units(response.ConsumedCapacity);
+        } catch {
+            // Absorbed, as any mark that cannot be written: the settler's audit still reaches the key.
+        }
+    }
     if (read.shards.length === 1) {
         const { shard: _shard, writeUnits: _units, ...only } = results[0]!;
         return { key: read.key, ...only, readUnits: read.readUnits, writeUnits };
