@@ -237,7 +237,13 @@ export type RequestEffect =
     /** A client write conditional on a life (claim, unclaim): the life's client token. */
     | { readonly kind: "life-write"; readonly key: string; readonly createToken?: string }
     /** One shard's counter read (a Query of its partition): what it read of each counter, when it was served. */
-    | { readonly kind: "counter-read"; readonly key: string; readonly shard: number; readonly bestEffort?: number; readonly eventual?: number }
+    | {
+          readonly kind: "counter-read";
+          readonly key: string;
+          readonly shard: number;
+          readonly bestEffort?: number;
+          readonly eventual?: number;
+      }
     | { readonly kind: "other"; readonly keys: readonly string[] };
 
 /** Did the request change the table? A 500 after commit did; a refused or failed one did not. */

@@ -139,7 +139,9 @@ export class StreamMapping {
             failedAt = from;
         } else {
             const groups = event.split === true ? this.splitById(batch) : [batch];
-            const responses = await Promise.all(groups.map((records) => consumer({ Records: records }, lambdaContext("consumer", 600_000))));
+            const responses = await Promise.all(
+                groups.map((records) => consumer({ Records: records }, lambdaContext("consumer", 600_000))),
+            );
             if (event.crash === "after") {
                 failedAt = from;
             } else {

@@ -144,9 +144,15 @@ const CLIENT_CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", 
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
     const time = new VirtualTime();
     time.install();
+    // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
+    // is homed in; the consumer's partial per transaction; backoff jitter): a run of a sharded history is replayed
+    // alike, as far as the schedule allows (see docs/guarantees.md).
+    const random = Math.random;
+    Math.random = seededRandom((history.seed ^ 0x3c6ef372) >>> 0);
     try {
         return await runOnClock(engine, history, options, time);
     } finally {
+        Math.random = random;
         time.restore();
     }
 }
@@ -154,7 +160,12 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, time: VirtualTime): Promise<RunResult> {
     const reader = engine.dynamodb();
     const streams = engine.streams();
-    const system = await createFuzzSystem(reader, history.placement ?? "same-table", history.selection ?? "client", history.counterShards ?? 1);
+    const system = await createFuzzSystem(
+        reader,
+        history.placement ?? "same-table",
+        history.selection ?? "client",
+        history.counterShards ?? 1,
+    );
     const shards = shardsOf(system);
     await writePreexisting(reader, system, history);
     const scheduler = new Scheduler();
@@ -816,7 +827,9 @@ function offTarget(truth: Truth, units: LiveByUnit, mode: History["mode"]): stri
     if (truth.shardBestEffort.length > 1) {
         const off = units.shards.flatMap((homed, shard) => {
             const wanted = healTarget(homed, mode);
-            return truth.shardBestEffort[shard] === wanted ? [] : [`shard ${shard} best-effort ${truth.shardBestEffort[shard]} != ${wanted}`];
+            return truth.shardBestEffort[shard] === wanted
+                ? []
+                : [`shard ${shard} best-effort ${truth.shardBestEffort[shard]} != ${wanted}`];
         });
         return off.length === 0 ? undefined : off.join(", ");
     }
