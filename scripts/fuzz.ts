@@ -10,6 +10,7 @@ import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { startEngine } from "../local/engine/engine";
 import { generateHistory, type History, type Mode, type SelectionKind } from "../test/fuzz/history";
+import { COUNTER_SHARDS_MAX } from "../runtime/shared/config";
 import { runHistory } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
 
@@ -24,6 +25,8 @@ Options:
   --selection <s>    client | prefix | attribute: what counts; prefix and attribute add other writers
                      and items there before the counter, attribute also moves items in and out of the
                      selection (default: chosen by each seed)
+  --shards <n>       counterShards of every key, 1..16 (default: 1, 3 or 8, chosen by each seed);
+                     above 1 the counters get a table of their own
   --replay <file>    run one saved history and report it
   --no-shrink        report a failing seed without shrinking it
   --trace            print every released request (with --replay, to read a reproduction)
@@ -39,6 +42,7 @@ export interface FuzzOptions {
     readonly mode?: Mode;
     readonly faultRate?: number;
     readonly selection?: SelectionKind;
+    readonly counterShards?: number;
     readonly replay?: string;
     readonly shrink: boolean;
     readonly trace: boolean;
@@ -69,6 +73,7 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
                 mode: { type: "string" },
                 "fault-rate": { type: "string" },
                 selection: { type: "string" },
+                shards: { type: "string" },
                 replay: { type: "string" },
                 "no-shrink": { type: "boolean" },
                 trace: { type: "boolean" },
@@ -90,6 +95,10 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
     if (v.selection !== undefined && v.selection !== "client" && v.selection !== "prefix" && v.selection !== "attribute") {
         throw new FuzzUsageError(`--selection must be client, prefix or attribute (got "${v.selection}")`);
     }
+    const counterShards = v.shards === undefined ? undefined : positive("shards", v.shards, 1);
+    if (counterShards !== undefined && counterShards > COUNTER_SHARDS_MAX) {
+        throw new FuzzUsageError(`--shards must be at most ${COUNTER_SHARDS_MAX} (got "${v.shards}")`);
+    }
     const faultRate = v["fault-rate"] === undefined ? undefined : Number(v["fault-rate"]);
     if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
         throw new FuzzUsageError(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
@@ -101,6 +110,7 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
         mode: v.mode as Mode | undefined,
         faultRate,
         selection: v.selection as SelectionKind | undefined,
+        counterShards,
         replay: v.replay,
         shrink: !(v["no-shrink"] ?? false),
         trace: v.trace ?? false,
@@ -161,6 +171,7 @@ async function main(): Promise<void> {
                       mode: options.mode,
                       faultRate,
                       selection: options.selection,
+                      counterShards: options.counterShards,
                   }),
               );
         for (const history of histories) {
@@ -186,7 +197,8 @@ async function main(): Promise<void> {
             totals.latePutsBack += result.stats.latePutsBack;
             totals.latePutsAfterAnotherLife += result.stats.latePutsAfterAnotherLife;
             const line =
-                `seed ${history.seed} ${history.mode} ${history.selection ?? "client"}: ${result.stats.events} events, ` +
+                `seed ${history.seed} ${history.mode} ${history.selection ?? "client"} ${history.counterShards ?? 1} shards: ` +
+                `${result.stats.events} events, ` +
                 `${result.stats.requests} requests, ${result.stats.faults} faults, ${result.stats.backfills} backfills, ` +
                 `${result.stats.settles} settler runs (${result.stats.healed} heals), ` +
                 `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +

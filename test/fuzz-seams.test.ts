@@ -14,6 +14,8 @@ import type {
 } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { bestEffortUpdate, dueUpdate } from "../runtime/shared/best-effort-marks";
+import { bestEffortSortKey, DEFAULT_LAYOUT } from "../runtime/shared/config";
+import { shardOfPartitionKey } from "../runtime/shards/layout";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
 import { runHistory, type FuzzClients } from "./fuzz/run";
 import { rewrite } from "./fuzz/mutants";
@@ -141,6 +143,38 @@ function releaseRepeatedLifeTwice({ api }: FuzzClients): void {
         if (input.UpdateExpression === "SET #repeated = :released REMOVE #expires") {
             input.ConditionExpression = "attribute_not_exists(#repeated) OR attribute_exists(#repeated)";
             delete input.ExpressionAttributeValues![":pending"];
+        }
+    });
+}
+
+/** Whether an UpdateItem writes a best-effort item (of any shard). */
+function writesBestEffort(input: UpdateItemCommandInput): boolean {
+    return input.Key?.[DEFAULT_LAYOUT.sortKey]?.S === bestEffortSortKey(DEFAULT_LAYOUT);
+}
+
+/**
+ * Mutant: a sharded strict reservation takes the call's whole limit in each shard it tries, not the shard's quota
+ * (runtime/shards/reservation.ts): every shard with a quota admits up to the limit, so the key passes it.
+ */
+function reserveWholeLimitPerShard(limit: number): (clients: FuzzClients) => void {
+    return ({ api }) =>
+        rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
+            const quota = input.ExpressionAttributeValues?.[":limit"];
+            if (writesBestEffort(input) && quota !== undefined) {
+                quota.N = String(limit);
+            }
+        });
+}
+
+/**
+ * Mutant: a release goes to shard 0 (the key's own best-effort item) instead of the life's home shard: the sums stay
+ * exact, but shard 0 gives back units it never held and admits lives past what it counts, while the home keeps its unit.
+ */
+function releaseToShardZero({ api }: FuzzClients): void {
+    rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
+        const partition = input.Key?.[DEFAULT_LAYOUT.partitionKey];
+        if (writesBestEffort(input) && Number(input.ExpressionAttributeValues?.[":delta"]?.N ?? 0) < 0 && partition?.S !== undefined) {
+            partition.S = shardOfPartitionKey(partition.S, 3).key;
         }
     });
 }
@@ -308,6 +342,50 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
 
         // Act / Assess
         await sharpens(history, consumerNeverMarks, /before the final heal: k0 best-effort 1 != 0, and the heal index does not list it/);
+    });
+
+    it("rejects a sharded reservation that takes the whole limit in each shard: the key passes its limit", async () => {
+        // Prepare: 3 shards under a limit of 2 (quotas 1, 1, 0); four creates, one after another.
+        const history: History = {
+            ...strictHistory(
+                "client",
+                ["i0", "i1", "i2", "i3"].map((id): FuzzEvent => ({ op: "tryCreate", key: "k0", id })),
+                2,
+            ),
+            counterShards: 3,
+        };
+
+        // Act / Assess: as shipped two creates pass; the mutant admits two in each shard with a quota.
+        await sharpens(
+            history,
+            reserveWholeLimitPerShard(2),
+            /k0 strict bound broken: \d client-written live items \(\d live\), best-effort \d, limit 2/,
+        );
+    });
+
+    it("rejects a release sent to shard 0 instead of the life's home: shard 0 admits lives its best-effort does not hold", async () => {
+        // Prepare: 3 shards under a limit of 3 (a quota of 1 each): three lives, one homed in each shard (the client takes
+        // the shards in turn), deleted; then three creates. The mutant's releases all land in shard 0, which goes below
+        // zero while the other shards keep their units: the new lives all go to shard 0, past what it counts.
+        const history: History = {
+            ...strictHistory(
+                "client",
+                [
+                    ...["i0", "i1", "i2"].map((id): FuzzEvent => ({ op: "tryCreate", key: "k0", id })),
+                    ...["i0", "i1", "i2"].map((id): FuzzEvent => ({ op: "delete", key: "k0", id })),
+                    ...["i3", "i4", "i5"].map((id): FuzzEvent => ({ op: "tryCreate", key: "k0", id })),
+                ],
+                3,
+            ),
+            counterShards: 3,
+        };
+
+        // Act / Assess: the key's sums stay within the bound; shard 0's does not.
+        await sharpens(
+            history,
+            releaseToShardZero,
+            /k0 shard 0 strict bound broken: \d client-written live items homed there > best-effort -?\d/,
+        );
     });
 
     it("counts an id exactly as long as a marker allows, through every party", async () => {

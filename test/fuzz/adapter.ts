@@ -1,6 +1,13 @@
 /**
  * What the checker needs to know about the counting model's storage, in one place: how to build a
  * system on DynamoDB Local, how to read one key's truth, and what a released request did.
+ *
+ * Sharded counters (runtime/shards/layout.ts): a key's counter items live in `counterShards` partitions of the
+ * counters table. Every read here reads every shard (the counters are sums over them, a marker is read in its id's
+ * shard), and every partition key a request names is mapped back to its key (`shardOfPartitionKey`; the histories'
+ * keys never hold the separator), with the shard it names where it matters: a best-effort write's, a counter read's.
+ * Per shard, the truth also counts the client's live items homed there (`lifeShard` of their token): what the mode's
+ * bound holds each shard's best-effort to, and what a heal sets it to.
  */
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { REPEATED } from "../../runtime/shared/strict-ledger";
@@ -17,6 +24,7 @@ import {
 import { queryPartition } from "../../runtime/heal/partition";
 import { isLive } from "../../runtime/shared/selection";
 import { hasBackfillUnit } from "../../runtime/shared/strict-ledger";
+import { lifeShard, markerShard, shardCount, shardOfPartitionKey, shardPartitionKey } from "../../runtime/shards/layout";
 import type { LocalEngine } from "../../local/engine/engine";
 import { snapshotKey } from "../../local/harness/observe";
 import { createCounterTable, createCountersTable } from "../../local/engine/table";
@@ -47,6 +55,7 @@ export async function createFuzzSystem(
     reader: DynamoDBClient,
     placement: "separate" | "same-table",
     selection: SelectionKind = "client",
+    counterShards = 1,
 ): Promise<FuzzSystem> {
     const tableName = `fuzz-${process.pid}-${++tables}`;
     // The heal index lives where the counter items do, as the component declares it.
@@ -66,8 +75,15 @@ export async function createFuzzSystem(
             countersTableName,
             fatalQueueUrl: "https://sqs.local/000000000000/fatal",
             metricsNamespace: "Fuzz",
+            // One shard is today's layout, item for item: the configuration does not name it.
+            ...(counterShards === 1 ? {} : { counterShards }),
         },
     };
+}
+
+/** The shard count of the system's keys. */
+export function shardsOf(system: FuzzSystem): number {
+    return shardCount(system.config);
 }
 
 /** A DynamoDB client for a task-driven part of the system: the SDK's retry decisions, no sleeps. */
@@ -92,10 +108,12 @@ export interface Truth {
     readonly counted: number;
     /** Items soft-deleted and not yet removed by the consumer. */
     readonly softDeleted: number;
+    /** Each shard's best-effort, shard 0 first (one entry when unsharded). */
+    readonly shardBestEffort: readonly number[];
 }
 
 export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<Truth> {
-    const s = await snapshotKey(reader, system.config.tableName, system.config, key, system.config.countersTableName);
+    const s = await snapshotKey(reader, system.config.tableName, system.config, key, system.config.countersTableName, shardsOf(system));
     return {
         bestEffort: s.bestEffort,
         eventual: s.eventual,
@@ -103,7 +121,30 @@ export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key:
         clientLive: s.clientLive,
         counted: s.counted,
         softDeleted: s.softDeleted,
+        shardBestEffort: s.shards.map((shard) => shard.bestEffort),
     };
+}
+
+/**
+ * The shard a live client item's unit lives in (its token's: runtime/shards/layout.ts `homeShard`), undefined for an
+ * item without the client's token.
+ */
+export function clientShard(system: FuzzSystem, item: Record<string, AttributeValue>): number | undefined {
+    const token = item[system.config.tokenAttribute]?.S;
+    return token === undefined ? undefined : lifeShard(token, shardsOf(system));
+}
+
+/** The tokens of a key's live items that carry the client's token, per shard of their home (shard 0 first). */
+export async function clientTokensByShard(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<string[][]> {
+    const { config } = system;
+    const tokens = Array.from({ length: shardsOf(system) }, (): string[] => []);
+    for (const item of await queryPartition(reader, { tableName: config.tableName, partitionKey: config.partitionKey, key })) {
+        const shard = clientShard(system, item);
+        if (shard !== undefined && isLive(item, config)) {
+            tokens[shard]!.push(item[config.tokenAttribute]!.S!);
+        }
+    }
+    return tokens;
 }
 
 /** A key's live items by what best-effort holds for them. */
@@ -114,34 +155,44 @@ export interface LiveByUnit {
     readonly backfilled: number;
     /** Without the token and without a backfill's unit: counted by eventual alone. */
     readonly eventualOnly: number;
+    /** The same, per shard of the items' homes (the token's shard, else the id's), shard 0 first. */
+    readonly shards: ReadonlyArray<{ readonly client: number; readonly backfilled: number; readonly eventualOnly: number }>;
 }
 
 export async function liveByUnit(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<LiveByUnit> {
     const { config } = system;
+    const shards = shardsOf(system);
     const counts = { client: 0, backfilled: 0, eventualOnly: 0 };
+    const perShard = Array.from({ length: shards }, () => ({ client: 0, backfilled: 0, eventualOnly: 0 }));
     for (const item of await queryPartition(reader, { tableName: config.tableName, partitionKey: config.partitionKey, key })) {
         if (!isLive(item, config)) {
             continue;
         }
-        if (item[config.tokenAttribute]?.S !== undefined) {
+        const home = clientShard(system, item);
+        if (home !== undefined) {
             counts.client++;
+            perShard[home]!.client++;
             continue;
         }
         const id = item[config.sortKey]!.S!;
+        // The marker, and a backfill's unit for an item without the token, live in the id's shard.
+        const shard = markerShard(id, shards);
         const marker = await reader.send(
             new GetItemCommand({
                 TableName: config.countersTableName,
-                Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: markerSortKey(config, id) } },
+                Key: { [config.partitionKey]: { S: shardPartitionKey(key, shard) }, [config.sortKey]: { S: markerSortKey(config, id) } },
                 ConsistentRead: true,
             }),
         );
-        counts[hasBackfillUnit(marker.Item) ? "backfilled" : "eventualOnly"]++;
+        const unit = hasBackfillUnit(marker.Item) ? "backfilled" : "eventualOnly";
+        counts[unit]++;
+        perShard[shard]![unit]++;
     }
-    return counts;
+    return { ...counts, shards: perShard };
 }
 
 /** What a heal writes for a key once nothing is in flight (heal.ts): the live items best-effort accounts for in the mode. */
-export function healTarget(live: LiveByUnit, mode: Mode): number {
+export function healTarget(live: Pick<LiveByUnit, "client" | "backfilled">, mode: Mode): number {
     return live.client + (mode === "strict" ? live.backfilled : 0);
 }
 
@@ -156,13 +207,21 @@ export type RequestEffect =
     | {
           readonly kind: "best-effort";
           readonly key: string;
+          /** The shard whose best-effort item it wrote. */
+          readonly shard: number;
           readonly delta: number;
           readonly applied: boolean;
           /** The epoch the write answered with: a strict delete's touch reads the one its release is judged in. */
           readonly epoch?: EpochSeen;
       }
     /** A transaction that adds to best-effort: only a strict-mode backfill sends one (the consumer never touches best-effort). */
-    | { readonly kind: "best-effort-transaction"; readonly key: string; readonly delta: number; readonly applied: boolean }
+    | {
+          readonly kind: "best-effort-transaction";
+          readonly key: string;
+          readonly shard: number;
+          readonly delta: number;
+          readonly applied: boolean;
+      }
     /** `token`: the client token the put item carries (none for another writer's put). */
     | { readonly kind: "put"; readonly key: string; readonly id: string; readonly applied: boolean; readonly token?: string }
     /** `createToken`: the client token of the life the soft delete is conditional on (none: an item without one). */
@@ -177,7 +236,14 @@ export type RequestEffect =
     | { readonly kind: "release-right"; readonly key: string; readonly applied: boolean }
     /** A client write conditional on a life (claim, unclaim): the life's client token. */
     | { readonly kind: "life-write"; readonly key: string; readonly createToken?: string }
-    | { readonly kind: "counter-read"; readonly key: string; readonly value?: number }
+    /** One shard's counter read (a Query of its partition): what it read of each counter, when it was served. */
+    | {
+          readonly kind: "counter-read";
+          readonly key: string;
+          readonly shard: number;
+          readonly bestEffort?: number;
+          readonly eventual?: number;
+      }
     | { readonly kind: "other"; readonly keys: readonly string[] };
 
 /** Did the request change the table? A 500 after commit did; a refused or failed one did not. */
@@ -187,13 +253,18 @@ function applied(released: Released): boolean {
 
 export function classifyRequest(system: FuzzSystem, released: Released): RequestEffect {
     const { partitionKey, sortKey, countAttribute } = system.config;
+    const shards = shardsOf(system);
     const input = released.input as {
         Key?: Record<string, AttributeValue>;
         Item?: Record<string, AttributeValue>;
         UpdateExpression?: string;
         ExpressionAttributeValues?: Record<string, AttributeValue>;
     };
-    const key = input.Key?.[partitionKey]?.S ?? input.Item?.[partitionKey]?.S;
+    // A counter item's partition key names a shard of its key; an item of the user's table is under the key itself.
+    const partition = input.Key?.[partitionKey]?.S ?? input.Item?.[partitionKey]?.S;
+    const located = partition === undefined ? undefined : shardOfPartitionKey(partition, shards);
+    const key = located?.key;
+    const shard = located?.shard ?? 0;
     const sk = input.Key?.[sortKey]?.S ?? input.Item?.[sortKey]?.S;
     // A strict delete's marker read (it asks for hc_be) that finds a life's release right taken already.
     const names = (released.input as { ExpressionAttributeNames?: Record<string, string> }).ExpressionAttributeNames;
@@ -213,7 +284,7 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
                       openedAt: Number(after[COUNTER_ATTRIBUTES.epochAt]?.N ?? 0),
                   };
         const delta = Number(input.ExpressionAttributeValues?.[":delta"]?.N ?? 0);
-        return { kind: "best-effort", key, delta, applied: applied(released), ...(epoch === undefined ? {} : { epoch }) };
+        return { kind: "best-effort", key, shard, delta, applied: applied(released), ...(epoch === undefined ? {} : { epoch }) };
     }
     const status = input.ExpressionAttributeValues?.[":status"]?.S;
     if (released.command === "UpdateItemCommand" && key !== undefined && sk !== undefined && status !== undefined) {
@@ -265,28 +336,30 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
             const updated = update?.Key?.[partitionKey]?.S;
             if (updated !== undefined && update?.Key?.[sortKey]?.S === bestEffortSortKey(system.config)) {
                 const delta = Number(update.ExpressionAttributeValues?.[":n"]?.N ?? update.ExpressionAttributeValues?.[":delta"]?.N ?? 0);
-                return { kind: "best-effort-transaction", key: updated, delta, applied: applied(released) };
+                const home = shardOfPartitionKey(updated, shards);
+                return { kind: "best-effort-transaction", key: home.key, shard: home.shard, delta, applied: applied(released) };
             }
         }
     }
     if (released.command === "QueryCommand") {
         const queried = input.ExpressionAttributeValues?.[":key"]?.S;
         if (queried !== undefined) {
+            const at = shardOfPartitionKey(queried, shards);
             const items = (released.outcome?.output as { Items?: Array<Record<string, AttributeValue>> } | undefined)?.Items;
-            let value: number | undefined;
-            if (items !== undefined && applied(released)) {
-                value = 0;
-                for (const item of items) {
-                    const s = item[sortKey]?.S;
-                    if (s === bestEffortSortKey(system.config) || s === eventualSortKey(system.config)) {
-                        value = Math.max(value, Number(item[countAttribute]?.N ?? 0));
-                    }
-                }
+            if (items === undefined || !applied(released)) {
+                return { kind: "counter-read", key: at.key, shard: at.shard };
             }
-            return { kind: "counter-read", key: queried, value };
+            const count = (sortKeyOf: string) => Number(items.find((item) => item[sortKey]?.S === sortKeyOf)?.[countAttribute]?.N ?? 0);
+            return {
+                kind: "counter-read",
+                key: at.key,
+                shard: at.shard,
+                bestEffort: count(bestEffortSortKey(system.config)),
+                eventual: count(eventualSortKey(system.config)),
+            };
         }
     }
-    return { kind: "other", keys: keysIn(released.input, partitionKey) };
+    return { kind: "other", keys: [...new Set(keysIn(released.input, partitionKey).map((pk) => shardOfPartitionKey(pk, shards).key))] };
 }
 
 /** Every value of the partition key attribute anywhere in a request's input. */

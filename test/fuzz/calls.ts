@@ -55,8 +55,12 @@ export interface CallLedger {
     lateTarget?: boolean;
     /** Strict deletes that found a life's release right taken by another delete of it (read or write): slot held. */
     releaseRightLost: number;
-    /** Utilization tryCreate: what it read, and the truth then. */
+    /** Utilization tryCreate: what it read (every shard's counters, summed), and the truth then. */
     read?: { value: number; live: number; putsBefore: number };
+    /** Utilization tryCreate: each shard's lowest read of the two counters (run.ts). */
+    shardReads?: Map<number, { bestEffort: number; eventual: number }>;
+    /** Utilization tryCreate: the most live items seen at one of its counter reads, and the puts applied before the first. */
+    firstRead?: { live: number; putsBefore: number };
     /** Utilization tryCreate: the allowance, checked when its put applied. */
 }
 

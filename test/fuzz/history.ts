@@ -13,6 +13,12 @@
  * client's included, in and out of the selection) and items that were in the table before the counter
  * was attached. Client histories have TTL-style deletes instead: the table's TTL hard-deletes a client
  * item. Every kind runs backfills and settler runs (heals on a clock moved past the quiet window).
+ *
+ * A history spreads its keys' counting over `counterShards` partitions (1, 3 or 8; runtime/shards/layout.ts), drawn
+ * from a source of its own so that every other draw of a seed stays what it was before shards existed. Above one
+ * shard the counters live in a table of their own (the placement is forced to "separate"), and some consumer
+ * invocations split their batch into two groups by item id, run at once: two stream shards carrying one key's items,
+ * as split-for-heat spreading a hot partition does.
  */
 import { seededRandom } from "../../local/engine/faults";
 import { DEFAULT_LAYOUT } from "../../runtime/shared/config";
@@ -42,7 +48,17 @@ export type FuzzEvent =
      * before it (a redelivery of records already counted). `crash`: "after" runs the invocation and
      * loses its answer (the batch is retried); "before" fails it without running.
      */
-    | { readonly op: "consume"; readonly max: number; readonly overlap: number; readonly crash: "none" | "before" | "after" }
+    | {
+          readonly op: "consume";
+          readonly max: number;
+          readonly overlap: number;
+          readonly crash: "none" | "before" | "after";
+          /**
+           * Sharded histories: the batch is split into two groups by item id (each id's records stay in one group, in
+           * order) and the consumer is invoked on both at once (mapping.ts); their failures are checkpointed as one batch's.
+           */
+          readonly split?: true;
+      }
     /** One redrive invocation over every message in the first dead-letter queue. */
     | { readonly op: "redrive" }
     /** reconcileKey on one key, beside everything else. */
@@ -101,7 +117,12 @@ export interface History {
      * after their records, as a mapping created on a table in use does, so only a backfill counts them.
      */
     readonly preexisting?: ReadonlyArray<{ readonly key: string; readonly id: string }>;
+    /** Shards of every key's counting (runtime/shards/layout.ts); absent in histories saved before shards existed: 1. */
+    readonly counterShards?: number;
 }
+
+/** The shard counts a history draws from: one (today's layout), a count that is not a power of two, and a power of two. */
+export const FUZZ_COUNTER_SHARDS = [1, 3, 8] as const;
 
 export interface GenerateOptions {
     readonly seed: number;
@@ -109,6 +130,8 @@ export interface GenerateOptions {
     readonly mode?: Mode;
     readonly faultRate?: number;
     readonly selection?: SelectionKind;
+    /** Forces the shard count (default: drawn from FUZZ_COUNTER_SHARDS by the seed). */
+    readonly counterShards?: number;
 }
 
 /** Builds a history from a seed: same seed, same history. */
@@ -215,6 +238,16 @@ export function generateHistory(options: GenerateOptions): History {
             events[i] = { op: "land" };
         }
     }
+    // The shard count and the split consumer invocations come from a fifth source: the draws above stay what they were.
+    const sharding = seededRandom((options.seed ^ 0x7f4a7c15) >>> 0);
+    const drawn = FUZZ_COUNTER_SHARDS[Math.floor(sharding() * FUZZ_COUNTER_SHARDS.length)]!;
+    const counterShards = options.counterShards ?? drawn;
+    for (let i = 0; i < events.length; i++) {
+        const event = events[i]!;
+        if (sharding() < 0.35 && event.op === "consume" && counterShards > 1) {
+            events[i] = { ...event, split: true };
+        }
+    }
     const preexisting: Array<{ key: string; id: string }> = [];
     if (others) {
         for (const key of keys) {
@@ -230,11 +263,13 @@ export function generateHistory(options: GenerateOptions): History {
         selection,
         preexisting,
         mode,
-        placement: random() < 0.5 ? "separate" : "same-table",
+        // A key's shards are partition keys of the counters table: above one shard it must be a table of its own.
+        placement: random() < 0.5 || counterShards > 1 ? "separate" : "same-table",
         faultRate: options.faultRate ?? pick([0.05, 0.1, 0.2]),
         concurrency: int(1, 4),
         limits,
         events,
+        ...(counterShards === 1 ? {} : { counterShards }),
     };
 }
 

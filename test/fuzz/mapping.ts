@@ -1,5 +1,11 @@
 /**
  * Lambda's event source mapping on DynamoDB Local, driven by the checker's schedule (see StreamMapping).
+ *
+ * A split invocation (history.ts, `split`) stands for two stream shards carrying one key's items at once (a hot
+ * partition split for heat, items spread by sort key): the batch's records are split into two groups by item id,
+ * each id's records in one group and in their order, and the consumer is invoked on both at once. Their answers are
+ * checkpointed as one batch's: the lowest failed sequence number is where the retry starts, and the records after it
+ * that one group applied are delivered again and found applied by their markers.
  */
 import {
     DescribeStreamCommand,
@@ -11,6 +17,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, SQSEvent } from "aws-lambda
 import type { FatalMessage } from "../../runtime/stream/fatal";
 import { toLambdaRecord } from "../../runtime/stream/stream-reader";
 import { lambdaContext } from "../../local/aws/lambda-context";
+import { fnv1a } from "../../runtime/shared/config";
 import type { FuzzEvent } from "./history";
 
 /** The mapping's retries before a batch goes to the first dead-letter queue (kept small to exercise it). */
@@ -36,6 +43,8 @@ export class StreamMapping {
     constructor(
         private readonly streams: DynamoDBStreamsClient,
         private readonly streamArn: string,
+        /** The table's sort key: a split invocation groups records by it (the item's id). */
+        private readonly sortKey: string,
     ) {}
 
     /**
@@ -129,13 +138,21 @@ export class StreamMapping {
         if (event.crash === "before") {
             failedAt = from;
         } else {
-            const response = await consumer({ Records: batch }, lambdaContext("consumer", 600_000));
+            const groups = event.split === true ? this.splitById(batch) : [batch];
+            const responses = await Promise.all(
+                groups.map((records) => consumer({ Records: records }, lambdaContext("consumer", 600_000))),
+            );
             if (event.crash === "after") {
                 failedAt = from;
-            } else if (response.batchItemFailures.length > 0) {
-                const sequence = response.batchItemFailures[0]!.itemIdentifier;
-                const index = this.records.findIndex((r) => r.record.dynamodb?.SequenceNumber === sequence);
-                failedAt = Math.max(from, index < 0 ? from : index);
+            } else {
+                // Each group reports its first failed record: the batch is retried from the lowest of them.
+                for (const response of responses) {
+                    if (response.batchItemFailures.length > 0) {
+                        const sequence = response.batchItemFailures[0]!.itemIdentifier;
+                        const index = this.records.findIndex((r) => r.record.dynamodb?.SequenceNumber === sequence);
+                        failedAt = Math.min(failedAt ?? Infinity, Math.max(from, index < 0 ? from : index));
+                    }
+                }
             }
         }
         if (this.checkpoint !== from) {
@@ -157,6 +174,16 @@ export class StreamMapping {
             this.checkpoint = end;
             this.attempts = 0;
         }
+    }
+
+    /** A batch in two groups by item id (see the top of this module); one group when every id falls in one. */
+    private splitById(batch: DynamoDBRecord[]): DynamoDBRecord[][] {
+        const groups: DynamoDBRecord[][] = [[], []];
+        for (const record of batch) {
+            const id = (record.dynamodb?.Keys?.[this.sortKey] as { S?: string } | undefined)?.S ?? "";
+            groups[fnv1a(id) % 2]!.push(record);
+        }
+        return groups.filter((group) => group.length > 0);
     }
 
     private deadLetter(from: number, end: number): void {

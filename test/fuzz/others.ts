@@ -29,6 +29,12 @@
  * heal, which may then count it (it carries the token). So strict mode's three checks allow `movedIn`, the
  * client items moved back in so far: it can only loosen them, and is 0 in every other history. A TTL delete
  * (client histories) is a hard delete nobody calls: another writer's, as far as the contract goes.
+ *
+ * Sharded counters (runtime/shards/layout.ts): the bound a mode keeps on one best-effort item it keeps per shard,
+ * over the client's live items homed there (their token's shard), so each shard is checked as a key of its own:
+ * utilization `bestEffort_s <= clientLive_s + ended_s`, strict `clientLive_s <= bestEffort_s + movedIn_s`, the
+ * allowances counted by the shard of the life they are about (its token's). The limit is the key's (its quotas
+ * sum to it), so `clientLive <= limit` and `bestEffort <= limit + backfilled` are checked on the sums.
  */
 import {
     DeleteItemCommand,
@@ -39,7 +45,7 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import { isLive } from "../../runtime/shared/selection";
-import type { FuzzSystem, Truth } from "./adapter";
+import { clientShard, shardsOf, type FuzzSystem, type Truth } from "./adapter";
 import { ACTIVE, STATUS_ATTRIBUTE, type FuzzEvent, type Mode } from "./history";
 import type { GatedRequest } from "./scheduler";
 
@@ -95,6 +101,8 @@ export async function otherWrite(
 /** Lives of client items that other writers ended: what utilization's bound allows best-effort above the client's live items. */
 export class EndedLives {
     private readonly perKey = new Map<string, number>();
+    /** Per key, per shard of the ended lives' home. */
+    private readonly perShard = new Map<string, number[]>();
     /** Per client token: the ordinals (see `count`) at which another writer ended a life carrying it. */
     private readonly perToken = new Map<string, number[]>();
     private ordinal = 0;
@@ -125,6 +133,9 @@ export class EndedLives {
             return;
         }
         this.perKey.set(key, (this.perKey.get(key) ?? 0) + 1);
+        const shards = this.perShard.get(key) ?? new Array<number>(shardsOf(system)).fill(0);
+        shards[clientShard(system, before)!]!++;
+        this.perShard.set(key, shards);
         const ordinals = this.perToken.get(token) ?? [];
         ordinals.push(++this.ordinal);
         this.perToken.set(token, ordinals);
@@ -133,6 +144,11 @@ export class EndedLives {
     /** Client lives of `key` other writers ended. */
     of(key: string): number {
         return this.perKey.get(key) ?? 0;
+    }
+
+    /** Client lives of `key` homed in `shard` that other writers ended. */
+    ofShard(key: string, shard: number): number {
+        return this.perShard.get(key)?.[shard] ?? 0;
     }
 
     /** The ordinal of the last ending recorded: a call notes it when it starts. */
@@ -182,4 +198,27 @@ export function boundProblem(mode: Mode, truth: Truth, limit: number, allowance:
         );
     }
     return undefined;
+}
+
+/** One shard's part of an observation: its best-effort, the client's live items homed there, and the allowances. */
+export interface ShardObservation {
+    readonly shard: number;
+    readonly bestEffort: number;
+    readonly clientLive: number;
+    /** Client lives homed there that other writers ended (utilization). */
+    readonly ended: number;
+    /** Client items homed there moved back into the selection, and late puts not promised (strict). */
+    readonly movedIn: number;
+}
+
+/** The mode's bound on one shard of a key (see the top of this module); undefined when it holds. */
+export function shardBoundProblem(mode: Mode, s: ShardObservation): string | undefined {
+    if (mode === "utilization") {
+        return s.bestEffort > s.clientLive + s.ended
+            ? `shard ${s.shard} best-effort ${s.bestEffort} > live ${s.clientLive} client-written items homed there + ${s.ended} ended by other writers`
+            : undefined;
+    }
+    return s.clientLive > s.bestEffort + s.movedIn
+        ? `shard ${s.shard} strict bound broken: ${s.clientLive} client-written live items homed there > best-effort ${s.bestEffort} (+ ${s.movedIn} moved back in)`
+        : undefined;
 }

@@ -27,6 +27,14 @@
  *   is left (an item moved into the selection already soft-deleted is reconcile's); and once the keys have been
  *   quiet for the window and healed, best-effort == the live items it accounts for (heal.ts).
  *
+ * Sharded counters (history.ts `counterShards`; runtime/shards/layout.ts). The system runs with the history's shard
+ * count in every party. Every read of the checker reads every shard: the counters are sums over the key's shards, a
+ * marker is read in its id's shard, a request's partition key is mapped back to its key (adapter.ts). The bounds
+ * above hold on the sums and, each shard being a counter of its own over the client's items homed there, per shard
+ * too (others.ts); the heal index lists a key when an entry of any of its shards does; once healed, each shard's
+ * best-effort equals the live items homed there that it accounts for. A call's moves of best-effort are summed over
+ * the shards it wrote, and a utilization tryCreate's read is the sum of its per-shard reads.
+ *
  * Time. The heal trusts a quiet window Q (its assumptions A1-A4: no write of an API call lands more than Q
  * after the call began). The checker runs on a virtual clock (clock.ts) that a settler run moves Q past the
  * present before it starts, and a settler run starts only when no API call is in flight: the calls that
@@ -54,12 +62,15 @@ import type { LocalEngine } from "../../local/engine/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
 import {
     classifyRequest,
+    clientTokensByShard,
     createFuzzSystem,
     fuzzClient,
     healTarget,
     liveByUnit,
     readTruth,
+    shardsOf,
     type FuzzSystem,
+    type LiveByUnit,
     type RequestEffect,
     type Truth,
 } from "./adapter";
@@ -67,7 +78,8 @@ import { VirtualTime } from "./clock";
 import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
 import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
 import { StreamMapping } from "./mapping";
-import { boundProblem, EndedLives, otherWrite } from "./others";
+import { boundProblem, EndedLives, otherWrite, shardBoundProblem } from "./others";
+import { lifeShard, shardPartitionKey } from "../../runtime/shards/layout";
 import { Scheduler, type Released } from "./scheduler";
 
 export interface RunResult {
@@ -132,9 +144,15 @@ const CLIENT_CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", 
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
     const time = new VirtualTime();
     time.install();
+    // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
+    // is homed in; the consumer's partial per transaction; backoff jitter): a run of a sharded history is replayed
+    // alike, as far as the schedule allows (see docs/guarantees.md).
+    const random = Math.random;
+    Math.random = seededRandom((history.seed ^ 0x3c6ef372) >>> 0);
     try {
         return await runOnClock(engine, history, options, time);
     } finally {
+        Math.random = random;
         time.restore();
     }
 }
@@ -142,7 +160,13 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, time: VirtualTime): Promise<RunResult> {
     const reader = engine.dynamodb();
     const streams = engine.streams();
-    const system = await createFuzzSystem(reader, history.placement ?? "same-table", history.selection ?? "client");
+    const system = await createFuzzSystem(
+        reader,
+        history.placement ?? "same-table",
+        history.selection ?? "client",
+        history.counterShards ?? 1,
+    );
+    const shards = shardsOf(system);
     await writePreexisting(reader, system, history);
     const scheduler = new Scheduler();
     const random = seededRandom((history.seed ^ 0x5bd1e995) >>> 0);
@@ -166,6 +190,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const settleTotals = { runs: 0, healed: 0 };
     /** Client items other writers moved back into the selection, per key (others.ts). */
     const movedIn = new Map<string, number>();
+    /** The same, per key and shard of their home (sharded histories). */
+    const movedInShards = new Map<string, number[]>();
     let callsInFlight = 0;
     let otherWritesFailed = 0;
     /** Calls whose first put attempt is to be held (history.ts, `late`), and held attempts landing now. */
@@ -251,6 +277,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 !isLive(before, system.config)
             ) {
                 movedIn.set(effect.key, (movedIn.get(effect.key) ?? 0) + 1);
+                const perShard = movedInShards.get(effect.key) ?? new Array<number>(shards).fill(0);
+                perShard[lifeShard(before[system.config.tokenAttribute]!.S!, shards)]!++;
+                movedInShards.set(effect.key, perShard);
             }
         }
         if (effect.kind === "best-effort-transaction" && effect.applied) {
@@ -314,7 +343,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
         },
     });
-    const mapping = new StreamMapping(streams, system.streamArn);
+    const mapping = new StreamMapping(streams, system.streamArn, system.config.sortKey);
     // Attached to a table in use: the mapping starts after the records of the items already there.
     await mapping.startAfterExisting();
 
@@ -336,6 +365,24 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
         if (truth.counted !== truth.eventual) {
             violations.push(`${context}: ${key} eventual ${truth.eventual} != ${truth.counted} items counted`);
+        }
+        if (shards > 1) {
+            // Each shard keeps the bound over the client's items homed there (late items left out, as above).
+            const lateOnes = lateTokens.get(key) ?? new Set<string>();
+            const unpromisedOnes = unpromisedTokens.get(key) ?? new Set<string>();
+            const tokens = await clientTokensByShard(reader, system, key);
+            for (let shard = 0; shard < shards; shard++) {
+                const problem = shardBoundProblem(history.mode, {
+                    shard,
+                    bestEffort: raw.shardBestEffort[shard]!,
+                    clientLive: tokens[shard]!.filter((token) => !lateOnes.has(token)).length,
+                    ended: ended.ofShard(key, shard),
+                    movedIn: (movedInShards.get(key)?.[shard] ?? 0) + tokens[shard]!.filter((token) => unpromisedOnes.has(token)).length,
+                });
+                if (problem !== undefined) {
+                    violations.push(`${context}: ${key} ${problem}`);
+                }
+            }
         }
         return { ...raw, late };
     };
@@ -545,8 +592,23 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
             case "counter-read": {
                 const truth = await observe(effect.key, context);
-                if (ledger && effect.value !== undefined) {
-                    ledger.read = { value: effect.value, live: truth.live - truth.late, putsBefore: putsApplied.get(effect.key) ?? 0 };
+                if (ledger && effect.bestEffort !== undefined && effect.eventual !== undefined) {
+                    // A read is one Query per shard, each released on its own (and a retry may read a shard again): its
+                    // value is max(sum of best-effort, sum of eventual), each shard's lowest read (the read the call used
+                    // is at least that), its live count the highest and its puts before the earliest: the loosest allowance.
+                    const reads = (ledger.shardReads ??= new Map());
+                    const seen = reads.get(effect.shard);
+                    reads.set(effect.shard, {
+                        bestEffort: Math.min(seen?.bestEffort ?? Infinity, effect.bestEffort),
+                        eventual: Math.min(seen?.eventual ?? Infinity, effect.eventual),
+                    });
+                    const live = Math.max(ledger.firstRead?.live ?? 0, truth.live - truth.late);
+                    const putsBefore = ledger.firstRead?.putsBefore ?? putsApplied.get(effect.key) ?? 0;
+                    ledger.firstRead = { live, putsBefore };
+                    if (reads.size === shards) {
+                        const sum = (counter: "bestEffort" | "eventual") => [...reads.values()].reduce((n, read) => n + read[counter], 0);
+                        ledger.read = { value: Math.max(sum("bestEffort"), sum("eventual")), live, putsBefore };
+                    }
                 }
                 return;
             }
@@ -705,18 +767,12 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     // heal index lists every key a heal would change, unless its mark could not be written (the audit reaches
     // those): whoever moved best-effort away from the items marked the key (runtime/shared/best-effort-marks.ts).
     time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
+    // A sharded key's heal sets each shard to the items homed there: it changes the key when any shard is off.
     for (const key of keys) {
         const truth = await readTruth(reader, system, key);
-        const target = healTarget(await liveByUnit(reader, system, key), history.mode);
-        if (
-            truth.bestEffort !== target &&
-            !unmarked.has(key) &&
-            !landedAfterSettle.has(key) &&
-            !(await listedForHeal(reader, system, key))
-        ) {
-            violations.push(
-                `before the final heal: ${key} best-effort ${truth.bestEffort} != ${target}, and the heal index does not list it`,
-            );
+        const off = offTarget(truth, await liveByUnit(reader, system, key), history.mode);
+        if (off !== undefined && !unmarked.has(key) && !landedAfterSettle.has(key) && !(await listedForHeal(reader, system, key))) {
+            violations.push(`before the final heal: ${key} ${off}, and the heal index does not list it`);
         }
     }
     for (const key of keys) {
@@ -726,11 +782,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             outcome = result.outcome === "skipped" ? `skipped (${result.reason})` : result.outcome;
         });
         const truth = await observe(key, "after the final heal");
-        const target = healTarget(await liveByUnit(reader, system, key), history.mode);
-        if (truth.bestEffort !== target) {
-            violations.push(
-                `after the final heal (${outcome}): ${key} best-effort ${truth.bestEffort} != ${target} live items it accounts for`,
-            );
+        const off = offTarget(truth, await liveByUnit(reader, system, key), history.mode);
+        if (off !== undefined) {
+            violations.push(`after the final heal (${outcome}): ${key} ${off} live items it accounts for`);
         }
     }
     for (const client of [reader, clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo, settlerDynamo]) {
@@ -761,18 +815,46 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     };
 }
 
-/** Writes the items the table held before the counter was attached: plain items, no client token. */
-/** Whether the heal index lists `key` (its best-effort item carries the entry). */
+/**
+ * How a key's best-effort is off what a heal would write (heal.ts), undefined when it is not: the sum against the live
+ * items it accounts for, and for a sharded key each shard against the items homed there.
+ */
+function offTarget(truth: Truth, units: LiveByUnit, mode: History["mode"]): string | undefined {
+    const target = healTarget(units, mode);
+    if (truth.bestEffort !== target) {
+        return `best-effort ${truth.bestEffort} != ${target}`;
+    }
+    if (truth.shardBestEffort.length > 1) {
+        const off = units.shards.flatMap((homed, shard) => {
+            const wanted = healTarget(homed, mode);
+            return truth.shardBestEffort[shard] === wanted
+                ? []
+                : [`shard ${shard} best-effort ${truth.shardBestEffort[shard]} != ${wanted}`];
+        });
+        return off.length === 0 ? undefined : off.join(", ");
+    }
+    return undefined;
+}
+
+/**
+ * Whether the heal index lists `key`: a best-effort item of one of its shards carries an entry (the settler maps a
+ * shard's entry back to its key and heals every shard).
+ */
 async function listedForHeal(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<boolean> {
     const { config } = system;
-    const read = await reader.send(
-        new GetItemCommand({
-            TableName: countersTable(config),
-            Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
-            ConsistentRead: true,
-        }),
-    );
-    return read.Item?.[COUNTER_ATTRIBUTES.healShard] !== undefined && read.Item?.[COUNTER_ATTRIBUTES.dueAt] !== undefined;
+    for (let shard = 0; shard < shardsOf(system); shard++) {
+        const read = await reader.send(
+            new GetItemCommand({
+                TableName: countersTable(config),
+                Key: { [config.partitionKey]: { S: shardPartitionKey(key, shard) }, [config.sortKey]: { S: bestEffortSortKey(config) } },
+                ConsistentRead: true,
+            }),
+        );
+        if (read.Item?.[COUNTER_ATTRIBUTES.healShard] !== undefined && read.Item?.[COUNTER_ATTRIBUTES.dueAt] !== undefined) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /** Live items of `key` carrying one of `tokens`: late puts the consumer has not removed yet. */
@@ -795,6 +877,7 @@ function segmentsOf(runId: string): number {
     return runId === "b" ? 3 : 1;
 }
 
+/** Writes the items the table held before the counter was attached: plain items, no client token. */
 async function writePreexisting(reader: DynamoDBClient, system: FuzzSystem, history: History): Promise<void> {
     const { tableName, partitionKey, sortKey, selection } = system.config;
     const status: Record<string, AttributeValue> = selection.kind === "attribute" ? { [STATUS_ATTRIBUTE]: { S: ACTIVE } } : {};
