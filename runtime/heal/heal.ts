@@ -513,12 +513,11 @@ function skippedShard(read: ShardHealRead, why?: { reason: HealSkipReason; writt
     const { plan, shard } = read;
     const reason = why?.reason ?? (plan.action === "skip" ? plan.reason : "quiet-window");
     const writtenAt = why?.writtenAt ?? (plan.action === "skip" ? plan.writtenAt : undefined);
-    const before = plan.current;
     return {
         shard,
         outcome: "skipped",
         reason,
-        ...(before === undefined ? {} : { before }),
+        before: plan.current,
         ...(writtenAt === undefined ? {} : { writtenAt }),
         writeUnits: 0,
     };
