@@ -14,17 +14,26 @@ import { REPEATED } from "../../runtime/shared/strict-ledger";
 import {
     bestEffortSortKey,
     COUNTER_ATTRIBUTES,
+    countersTable,
     DEFAULT_LAYOUT,
     eventualSortKey,
+    MARKER_STATE,
     markerId,
     markerSortKey,
     type HandlerConfig,
     type ItemSelection,
 } from "../../runtime/shared/config";
 import { queryPartition } from "../../runtime/heal/partition";
-import { isLive } from "../../runtime/shared/selection";
+import { isLive, isSelected, isSoftDeleted } from "../../runtime/shared/selection";
 import { hasBackfillUnit } from "../../runtime/shared/strict-ledger";
-import { lifeShard, markerShard, shardCount, shardOfPartitionKey, shardPartitionKey } from "../../runtime/shards/layout";
+import {
+    lifeShard,
+    markerShard,
+    shardCount,
+    shardOfPartitionKey,
+    shardPartitionKey,
+    shardPartitionKeys,
+} from "../../runtime/shards/layout";
 import type { LocalEngine } from "../../local/engine/engine";
 import { snapshotKey } from "../../local/harness/observe";
 import { createCounterTable, createCountersTable } from "../../local/engine/table";
@@ -110,10 +119,15 @@ export interface Truth {
     readonly softDeleted: number;
     /** Each shard's best-effort, shard 0 first (one entry when unsharded). */
     readonly shardBestEffort: readonly number[];
+    /** A sharded key's: the tokens of the client's live items, per shard of their home (`clientShard`). */
+    readonly clientTokens?: readonly string[][];
 }
 
 export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<Truth> {
-    const s = await snapshotKey(reader, system.config.tableName, system.config, key, system.config.countersTableName, shardsOf(system));
+    if (shardsOf(system) > 1) {
+        return readShardedTruth(reader, system, key);
+    }
+    const s = await snapshotKey(reader, system.config.tableName, system.config, key, system.config.countersTableName);
     return {
         bestEffort: s.bestEffort,
         eventual: s.eventual,
@@ -121,7 +135,60 @@ export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key:
         clientLive: s.clientLive,
         counted: s.counted,
         softDeleted: s.softDeleted,
-        shardBestEffort: s.shards.map((shard) => shard.bestEffort),
+        shardBestEffort: [s.bestEffort],
+    };
+}
+
+/**
+ * A sharded key's truth: the user's partition and every shard's partition of the counters table (a table of its own),
+ * read at once (the schedule holds every request meanwhile, so they are one observation), with the tokens of the
+ * client's live items per shard of their home.
+ */
+async function readShardedTruth(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<Truth> {
+    const { config } = system;
+    const [items, ...shards] = await Promise.all([
+        queryPartition(reader, { tableName: config.tableName, partitionKey: config.partitionKey, key }),
+        ...shardPartitionKeys(key, shardsOf(system)).map((partition) =>
+            queryPartition(reader, { tableName: countersTable(config), partitionKey: config.partitionKey, key: partition }),
+        ),
+    ]);
+    const count = (item: Record<string, AttributeValue> | undefined) => Number(item?.[config.countAttribute]?.N ?? 0);
+    const shardBestEffort = shards.map((partition) =>
+        count(partition.find((item) => item[config.sortKey]?.S === bestEffortSortKey(config))),
+    );
+    const eventual = shards.reduce(
+        (sum, partition) => sum + count(partition.find((item) => item[config.sortKey]?.S === eventualSortKey(config))),
+        0,
+    );
+    const counted = shards
+        .flat()
+        .filter(
+            (item) =>
+                markerId(config, item[config.sortKey]?.S ?? "") !== undefined && item[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted,
+        ).length;
+    const clientTokens = shards.map((): string[] => []);
+    let live = 0;
+    let softDeleted = 0;
+    for (const item of items) {
+        if (isLive(item, config)) {
+            live++;
+            const shard = clientShard(system, item);
+            if (shard !== undefined) {
+                clientTokens[shard]!.push(item[config.tokenAttribute]!.S!);
+            }
+        } else if (isSelected(item, config) && isSoftDeleted(item, config)) {
+            softDeleted++;
+        }
+    }
+    return {
+        bestEffort: shardBestEffort.reduce((sum, n) => sum + n, 0),
+        eventual,
+        live,
+        clientLive: clientTokens.reduce((sum, tokens) => sum + tokens.length, 0),
+        counted,
+        softDeleted,
+        shardBestEffort,
+        clientTokens,
     };
 }
 
@@ -132,19 +199,6 @@ export async function readTruth(reader: DynamoDBClient, system: FuzzSystem, key:
 export function clientShard(system: FuzzSystem, item: Record<string, AttributeValue>): number | undefined {
     const token = item[system.config.tokenAttribute]?.S;
     return token === undefined ? undefined : lifeShard(token, shardsOf(system));
-}
-
-/** The tokens of a key's live items that carry the client's token, per shard of their home (shard 0 first). */
-export async function clientTokensByShard(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<string[][]> {
-    const { config } = system;
-    const tokens = Array.from({ length: shardsOf(system) }, (): string[] => []);
-    for (const item of await queryPartition(reader, { tableName: config.tableName, partitionKey: config.partitionKey, key })) {
-        const shard = clientShard(system, item);
-        if (shard !== undefined && isLive(item, config)) {
-            tokens[shard]!.push(item[config.tokenAttribute]!.S!);
-        }
-    }
-    return tokens;
 }
 
 /** A key's live items by what best-effort holds for them. */

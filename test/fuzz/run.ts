@@ -62,7 +62,6 @@ import type { LocalEngine } from "../../local/engine/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
 import {
     classifyRequest,
-    clientTokensByShard,
     createFuzzSystem,
     fuzzClient,
     healTarget,
@@ -370,7 +369,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             // Each shard keeps the bound over the client's items homed there (late items left out, as above).
             const lateOnes = lateTokens.get(key) ?? new Set<string>();
             const unpromisedOnes = unpromisedTokens.get(key) ?? new Set<string>();
-            const tokens = await clientTokensByShard(reader, system, key);
+            const tokens = raw.clientTokens!;
             for (let shard = 0; shard < shards; shard++) {
                 const problem = shardBoundProblem(history.mode, {
                     shard,
