@@ -216,7 +216,9 @@ async function main(): Promise<void> {
                 shown = await shrinkHistory(engine, history, result.violations[0]!, {
                     onProgress: (n) => process.stderr.write(`  ${n} events\n`),
                 });
-                violations = (await runHistory(engine, shown)).violations;
+                const again = (await runHistory(engine, shown)).violations;
+                // A shrunk history replays closely, not exactly: when it passes this time, the seed's own violations stand.
+                violations = again.length > 0 ? again : result.violations;
             }
             const dir = path.join(".local", "fuzz");
             mkdirSync(dir, { recursive: true });
