@@ -2,7 +2,8 @@
  * The model-based checker in the suite: a fixed set of seeds, each a random history of concurrent
  * callers, consumer invocations, redeliveries, redrives, reconciliations, backfills, settler runs on a
  * virtual clock and injected faults (and, for the seeds that count by sort-key prefix or by attribute, other
- * writers, selection moves and items that were there before the counter; for the others, TTL deletes), run
+ * writers, selection moves and items that were there before the counter; for the others, TTL deletes), over
+ * 1, 3 or 8 shards per key (sharded seeds also split consumer batches into two groups run at once), run
  * on DynamoDB Local and checked against the contract (test/fuzz/run.ts says what is checked). A failing seed is shrunk and printed as a reproduction. `npm run fuzz` runs many more.
  */
 import type { DynamoDBClient, TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
@@ -13,8 +14,11 @@ import { reproduction, shrinkHistory } from "./fuzz/shrink";
 import { rewrite } from "./fuzz/mutants";
 import { useEngine } from "./support/engine";
 
-/** Seeds that run in every `npm test`: both modes, the three selections, every fault rate the generator picks. */
-const SEEDS = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112];
+/**
+ * Seeds that run in every `npm test`: both modes, the three selections, every fault rate the generator picks, and
+ * each shard count in both modes (113: strict over 3 shards, 116: strict over 8, 118: utilization over 1).
+ */
+const SEEDS = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 116, 118];
 const OPS = 150;
 
 /** True when the transaction's marker updates include one for an item without a client token (another writer's). */
@@ -57,6 +61,21 @@ describe("model-based checker", function () {
         // Assess
         assert.deepEqual(new Set(histories.map((h) => h.mode)), new Set(["utilization", "strict"]));
         assert.deepEqual(new Set(histories.map((h) => h.selection)), new Set(["client", "prefix", "attribute"]));
+        for (const mode of ["utilization", "strict"] as const) {
+            assert.deepEqual(
+                new Set(histories.filter((h) => h.mode === mode).map((h) => h.counterShards ?? 1)),
+                new Set([1, 3, 8]),
+                `the ${mode} seeds do not run every shard count`,
+            );
+        }
+        assert.ok(
+            histories.every((h) => (h.counterShards ?? 1) === 1 || h.placement === "separate"),
+            "a sharded seed keeps its counters in the user's table",
+        );
+        assert.ok(
+            histories.some((h) => h.events.some((e) => e.op === "consume" && e.split === true)),
+            "no seed splits a consumer batch",
+        );
         for (const op of ["otherPut", "otherDelete", "backfill", "settle", "otherFlip", "ttlDelete", "land"] as const) {
             assert.ok(ops.has(op), `no seed has a ${op} event`);
         }
@@ -88,9 +107,30 @@ describe("model-based checker", function () {
         assert.notDeepEqual(a, c);
     });
 
+    it("a seed's shard count changes none of its other draws but the placement and the split invocations", () => {
+        // Prepare: seed 101 draws 3 shards.
+        const sharded = generateHistory({ seed: 101, ops: OPS });
+        const unsharded = generateHistory({ seed: 101, ops: OPS, counterShards: 1 });
+
+        // Act
+        const { counterShards, placement, events, ...rest } = sharded;
+        const { placement: unshardedPlacement, events: unshardedEvents, ...unshardedRest } = unsharded;
+
+        // Assess
+        assert.equal(counterShards, 3);
+        assert.equal(placement, "separate");
+        assert.equal(unsharded.counterShards, undefined);
+        assert.deepEqual(rest, unshardedRest);
+        assert.deepEqual(
+            events.map((e) => (e.op === "consume" ? { op: e.op, max: e.max, overlap: e.overlap, crash: e.crash } : e)),
+            unshardedEvents,
+        );
+        assert.ok(["separate", "same-table"].includes(unshardedPlacement));
+    });
+
     it("catches a best-effort write applied twice", async () => {
         // Prepare: a mutant that doubles every best-effort increment.
-        const history: History = { ...generateHistory({ seed: 5, ops: 40, mode: "utilization", faultRate: 0 }) };
+        const history: History = { ...generateHistory({ seed: 5, ops: 40, mode: "utilization", faultRate: 0, counterShards: 1 }) };
         const mutate = ({ api }: { api: DynamoDBClient }) =>
             rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
                 const delta = input.ExpressionAttributeValues?.[":delta"];
@@ -109,7 +149,7 @@ describe("model-based checker", function () {
 
     it("catches an eventual counter that counts a creation twice", async () => {
         // Prepare: a mutant consumer whose transactions add twice the net change.
-        const history = generateHistory({ seed: 6, ops: 40, mode: "utilization", faultRate: 0 });
+        const history = generateHistory({ seed: 6, ops: 40, mode: "utilization", faultRate: 0, counterShards: 1 });
         const mutate = ({ pipeline }: { pipeline: DynamoDBClient }) =>
             rewrite<TransactWriteItemsCommandInput>(pipeline, "TransactWriteItemsCommand", (input) => {
                 for (const action of input.TransactItems ?? []) {
@@ -133,7 +173,7 @@ describe("model-based checker", function () {
     it("catches a consumer that counts another writer's item twice", async () => {
         // Prepare: a history with other writers, and a mutant consumer whose transactions double the
         // change when one of their markers counts an item without the client's token.
-        const history = generateHistory({ seed: 6, ops: 40, mode: "utilization", faultRate: 0, selection: "prefix" });
+        const history = generateHistory({ seed: 6, ops: 40, mode: "utilization", faultRate: 0, selection: "prefix", counterShards: 1 });
         assert.ok(
             history.events.some((e) => e.op === "otherPut"),
             "the history has no other writer's put",
@@ -205,7 +245,7 @@ describe("model-based checker", function () {
 
     it("catches a strict release given twice while other writers run", async () => {
         // Prepare: a strict history with other writers, and a client whose releases take two slots back.
-        const history = generateHistory({ seed: 8, ops: 60, mode: "strict", faultRate: 0, selection: "prefix" });
+        const history = generateHistory({ seed: 8, ops: 60, mode: "strict", faultRate: 0, selection: "prefix", counterShards: 1 });
         assert.ok(
             history.events.some((e) => e.op === "otherPut" || e.op === "otherDelete"),
             "the history has no other writer",
