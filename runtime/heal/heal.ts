@@ -133,7 +133,14 @@ import {
     type ConsumedCapacity,
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, markerSortKey, type CounterTableConfig } from "../shared/config";
+import {
+    COUNTER_ATTRIBUTES as A,
+    bestEffortSortKey,
+    countersTable,
+    healShard,
+    markerSortKey,
+    type CounterTableConfig,
+} from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { queryPartition } from "./partition";
 import { withRetries } from "../shared/retry";
@@ -141,7 +148,7 @@ import { isLive, type SelectingLayout } from "../shared/selection";
 import { hasBackfillUnit } from "../shared/strict-ledger";
 import { tokenTime } from "../shared/tokens";
 import { InvalidArgumentError } from "../shared/errors";
-import { homeShard, shardCount, shardedKeyProblem, shardPartitionKeys } from "../shards/layout";
+import { homeShard, shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
 
 export type HealMode = "strict" | "utilization";
 
@@ -170,6 +177,11 @@ export type HealPlan =
           readonly marks?: number;
           /** now - quiet window: the write's condition on `hc_written_at`. */
           readonly cutoff: number;
+          /**
+           * Utilization: the creation time of the youngest live client item left out of `truth` for its youth. The write
+           * then keeps the key on the heal index, due at that time, instead of removing it (healCount).
+           */
+          readonly heldBack?: number;
       }
     | {
           readonly action: "skip";
@@ -238,6 +250,23 @@ export function healTruth(
     quietWindowMs: number,
     layout: SelectingLayout,
 ): number {
+    return healCount(items, markers, now, mode, quietWindowMs, layout).truth;
+}
+
+/**
+ * healTruth, and the creation time of the youngest live client item it left out for its youth (utilization mode:
+ * its increment may still be in flight), if any. A heal that leaves one out keeps the key on the heal index, due
+ * then: the mark that listed the key may be that very item's (its increment lost), and removing it would leave
+ * the undercount to the audit.
+ */
+export function healCount(
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    markers: ReadonlyArray<Record<string, AttributeValue>>,
+    now: number,
+    mode: HealMode,
+    quietWindowMs: number,
+    layout: SelectingLayout,
+): { truth: number; youngest?: number } {
     const flagged = new Set<string>();
     for (const marker of markers) {
         const sk = marker[layout.sortKey]?.S;
@@ -246,6 +275,7 @@ export function healTruth(
         }
     }
     let truth = 0;
+    let youngest: number | undefined;
     for (const item of items) {
         if (!isLive(item, layout)) {
             continue;
@@ -258,13 +288,17 @@ export function healTruth(
         if (mode === "utilization") {
             const created = tokenTime(token);
             // Unknown or recent creation: its increment may still be in flight. Leaving it out only undercounts.
-            if (created === undefined || now - created < quietWindowMs) {
+            if (created === undefined) {
+                continue;
+            }
+            if (now - created < quietWindowMs) {
+                youngest = Math.max(youngest ?? created, created);
                 continue;
             }
         }
         truth++;
     }
-    return truth;
+    return youngest === undefined ? { truth } : { truth, youngest };
 }
 
 /**
@@ -286,9 +320,11 @@ export function planHeal(
         return skip;
     }
     const state = bestEffortState(bestEffortItem!, layout.countAttribute);
+    const { truth, youngest } = healCount(items, markers, now, mode, quietWindowMs, layout);
     return {
         action: "heal",
-        truth: healTruth(items, markers, now, mode, quietWindowMs, layout),
+        truth,
+        ...(youngest === undefined ? {} : { heldBack: youngest }),
         current: state.count,
         ...(state.version === undefined ? {} : { version: state.version }),
         ...(state.marks !== undefined ? { marks: state.marks } : {}),
@@ -459,8 +495,16 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     return result(
         responses.map((response, shard) => {
             if (absent(shard)) {
-                const truth = healTruth(byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config);
-                return truth === 0 ? skips[shard]! : { action: "heal", truth, current: 0, cutoff: now - options.quietWindowMs };
+                const { truth, youngest } = healCount(byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config);
+                return truth === 0
+                    ? skips[shard]!
+                    : {
+                          action: "heal",
+                          truth,
+                          current: 0,
+                          cutoff: now - options.quietWindowMs,
+                          ...(youngest === undefined ? {} : { heldBack: youngest }),
+                      };
             }
             return (
                 skips[shard] ?? planHeal(response.Item, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, sharded)
@@ -583,10 +627,13 @@ function healUpdate(read: ShardHealRead, options: HealOptions): Update {
         // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
         // set before it can give its unit back a second time (runtime/shared/strict-ledger.ts).
         // The key leaves the heal index (both its keys go): the next mark adds it again
-        // (runtime/shared/best-effort-marks.ts).
-        UpdateExpression: absorbs
-            ? "SET #count = :truth, #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now REMOVE #heal, #due"
-            : "SET #count = :truth REMOVE #heal, #due",
+        // (runtime/shared/best-effort-marks.ts). Unless the heal left a young item out (utilization, healCount): the key
+        // then stays listed, due at that item's creation, so that a mark its lost increment wrote is not spent on a heal
+        // that could not count it.
+        UpdateExpression:
+            "SET #count = :truth" +
+            (absorbs ? ", #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now" : "") +
+            (plan.heldBack === undefined ? " REMOVE #heal, #due" : ", #heal = :healShard, #due = :heldBack"),
         // No mark since the read either: a mark that lands after it must outlive this heal. An item no
         // client wrote (a sharded key's shard, see the header) must still be one.
         ConditionExpression:
@@ -608,6 +655,12 @@ function healUpdate(read: ShardHealRead, options: HealOptions): Update {
             ...(plan.version === undefined ? {} : { ":version": { N: String(plan.version) }, ":cutoff": { N: String(plan.cutoff) } }),
             ...(plan.marks === undefined ? {} : { ":marks": { N: String(plan.marks) } }),
             ...(absorbs ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":now": { N: String(plan.cutoff + options.quietWindowMs) } } : {}),
+            ...(plan.heldBack === undefined
+                ? {}
+                : {
+                      ":healShard": { S: healShard(shardOfPartitionKey(read.partitionKey, shardCount(config)).key) },
+                      ":heldBack": { N: String(plan.heldBack) },
+                  }),
         },
     };
 }
