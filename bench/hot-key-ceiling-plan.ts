@@ -9,7 +9,7 @@
  * stops after `maxSteps` steps or once the two are within `resolution` of each other.
  */
 import type { CounterMode } from "../runtime/client/client";
-import { MAX_COUNTER_SHARDS } from "../runtime/shards/layout";
+import { COUNTER_SHARDS_MAX } from "../runtime/shared/config";
 import { barChartSvg } from "./sweep-svg";
 
 /** A best-effort share at or above this refuses a rate. */
@@ -36,8 +36,8 @@ export function parseShards(raw: string | undefined): number[] {
         if (!/^\d+$/.test(s) || n < 1) {
             throw new CeilingUsageError(`--shards takes a comma-separated list of shard counts (got "${s}")`);
         }
-        if (n > MAX_COUNTER_SHARDS) {
-            throw new CeilingUsageError(`--shards ${n}: a key's counting spreads over at most ${MAX_COUNTER_SHARDS} shards`);
+        if (n > COUNTER_SHARDS_MAX) {
+            throw new CeilingUsageError(`--shards ${n}: a key's counting spreads over at most ${COUNTER_SHARDS_MAX} shards`);
         }
         if (!counts.includes(n)) {
             counts.push(n);

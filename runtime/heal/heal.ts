@@ -239,25 +239,11 @@ export function preCheck(
 }
 
 /**
- * The items best-effort accounts for that a heal may count: live items carrying the client's token or
- * flagged `hc_be` by their marker; in utilization mode only those whose token is at least the window old.
- */
-export function healTruth(
-    items: ReadonlyArray<Record<string, AttributeValue>>,
-    markers: ReadonlyArray<Record<string, AttributeValue>>,
-    now: number,
-    mode: HealMode,
-    quietWindowMs: number,
-    layout: SelectingLayout,
-): number {
-    return healCount(items, markers, now, mode, quietWindowMs, layout).truth;
-}
-
-/**
- * healTruth, and the creation time of the youngest live client item it left out for its youth (utilization mode:
- * its increment may still be in flight), if any. A heal that leaves one out keeps the key on the heal index, due
- * then: the mark that listed the key may be that very item's (its increment lost), and removing it would leave
- * the undercount to the audit.
+ * The items best-effort accounts for that a heal may count (`truth`): live items carrying the client's token or
+ * flagged `hc_be` by their marker; in utilization mode only those whose token is at least the window old. And the
+ * creation time of the youngest live client item left out for its youth (`youngest`; its increment may still be in
+ * flight), if any. A heal that leaves one out keeps the key on the heal index, due then: the mark that listed the
+ * key may be that very item's (its increment lost), and removing it would leave the undercount to the audit.
  */
 export function healCount(
     items: ReadonlyArray<Record<string, AttributeValue>>,

@@ -20,10 +20,8 @@
  *
  * `h` is a fixed 32-bit FNV-1a (config.ts), so the layout does not depend on a power of two.
  */
-import { COUNTER_SHARDS_MAX, fnv1a, type CounterTableConfig } from "../shared/config";
-
-/** The most shards a key's counting may spread over (the component's `counterShards` range is 1 to this). */
-export const MAX_COUNTER_SHARDS = COUNTER_SHARDS_MAX;
+import { fnv1a, type CounterTableConfig } from "../shared/config";
+import { PARTITION_KEY_MAX_BYTES } from "../shared/key-limits";
 
 /** Separates a key from its shard number in a shard's partition key. */
 export const SHARD_SEPARATOR = "\u0000";
@@ -90,9 +88,6 @@ export function homeShard(id: string, token: string | undefined, shards: number)
 export function shardQuota(limit: number, shards: number, shard: number): number {
     return Math.floor(limit / shards) + (shard < limit % shards ? 1 : 0);
 }
-
-/** DynamoDB's partition key limit (bytes, UTF-8): a shard's partition key must meet it too. */
-const PARTITION_KEY_MAX_BYTES = 2048;
 
 /**
  * The problem with `key` as a sharded key (undefined: none): above one shard it must not hold the separator
