@@ -6,6 +6,8 @@ import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
 import { describeDeployedSystem } from "../local/deployment/system";
 import { API_ERRORS_LISTED, parseTwinArgs, UsageError, type TwinReport } from "../local/twin/twin";
 import { ENV } from "../runtime/shared/config";
+import { CallsInFlight } from "../local/harness/calls";
+import type { HybridCounterClient } from "../runtime/client/client";
 
 const root = path.resolve(__dirname, "..");
 const tsx = path.join(root, "node_modules", ".bin", "tsx");
@@ -84,6 +86,52 @@ describe("the local twin", () => {
         assert.equal(result.status, 2);
         assert.equal(result.stdout, "");
         assert.match(result.stderr, /^error: --concurrency must be an integer from 1 to 256 \(got "zero"\)\n\nUsage: npm start/);
+    });
+
+    it("runs the settler with no API call in flight: it waits for the calls in flight, and holds new ones until it ends", async () => {
+        // Prepare: calls that end when the test says, and a log of what happened in which order.
+        const log: string[] = [];
+        const ends: Array<() => void> = [];
+        const call = (name: string) => () =>
+            new Promise<never>((_, reject) => {
+                log.push(`${name} started`);
+                ends.push(() => {
+                    log.push(`${name} ended`);
+                    reject(new Error("ended"));
+                });
+            });
+        const calls = new CallsInFlight();
+        const api = calls.wrap({
+            create: call("create"),
+            delete: call("delete"),
+            tryCreate: call("tryCreate"),
+        } as unknown as HybridCounterClient);
+        const settle = (p: Promise<unknown>) => p.catch(() => undefined);
+        let endRun!: () => void;
+        // Act
+        const before = settle(api.create("k", "a"));
+        await new Promise((r) => setImmediate(r));
+        const run = calls.exclusive(
+            () => {
+                log.push("run started");
+                return new Promise<string>((resolve) => (endRun = () => (log.push("run ended"), resolve("report"))));
+            },
+            () => false,
+        );
+        const during = settle(api.delete("k", "a"));
+        await new Promise((r) => setImmediate(r));
+        ends.shift()!();
+        await before;
+        await new Promise((r) => setTimeout(r, 60));
+        endRun();
+        const report = await run;
+        await new Promise((r) => setImmediate(r));
+        ends.shift()!();
+        await during;
+
+        // Assess
+        assert.equal(report, "report");
+        assert.deepEqual(log, ["create started", "create ended", "run started", "run ended", "delete started", "delete ended"]);
     });
 
     it("strict mode in the default placement, no faults: runs to its report (the counters table's first write does not end the stream read)", function () {

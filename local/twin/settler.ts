@@ -6,10 +6,6 @@
 import type { RecordedResource } from "../deployment/pulumi-mocks";
 import type { SettleReport } from "../../runtime/heal/settle";
 import { SETTLER_ENV } from "../../runtime/heal/settler-config";
-import type { HybridCounterClient } from "../../runtime/client/client";
-
-type ApiCalls = Pick<HybridCounterClient, "create" | "delete" | "tryCreate">;
-
 export interface TwinSettlerSpec {
     readonly environment: Record<string, string>;
     /** The schedule's period, compressed. */
@@ -61,46 +57,5 @@ export async function scheduleRuns(
         for (let waited = 0; waited < wait && !stop(); waited += 50) {
             await new Promise((r) => setTimeout(r, Math.min(50, wait - waited)));
         }
-    }
-}
-
-/**
- * The API calls in flight, so that the twin starts a settler run only between calls. The settler's quiet window is
- * compressed (by SETTLER_COMPRESSION) far below the client's deadline, so the heal's assumption that no write of a
- * call is still in flight once the key has been quiet for the window (runtime/heal/heal.ts, A1-A4) would otherwise rest on
- * this machine's speed. A run that starts with no call in flight reads every finished call's writes; a call that starts
- * after the run read a key either bumps its version first or makes a token younger than the run's clock.
- */
-export class CallsInFlight {
-    private count = 0;
-    private waiters: Array<() => void> = [];
-
-    /** The client, its calls counted. */
-    wrap(client: ApiCalls): ApiCalls {
-        const track = <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
-            (async (...args: A): Promise<R> => {
-                this.count++;
-                try {
-                    return await call(...args);
-                } finally {
-                    this.count--;
-                    if (this.count === 0) {
-                        this.waiters.splice(0).forEach((resolve) => resolve());
-                    }
-                }
-            }) as (...args: A) => Promise<R>;
-        return {
-            create: track(client.create.bind(client)),
-            delete: track(client.delete.bind(client)),
-            tryCreate: track(client.tryCreate.bind(client)),
-        };
-    }
-
-    /** Resolves when no call is in flight, or when `stop()` turns true (checked every 50 ms). */
-    async idle(stop: () => boolean): Promise<boolean> {
-        while (this.count > 0 && !stop()) {
-            await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), new Promise((r) => setTimeout(r, 50))]);
-        }
-        return this.count === 0;
     }
 }

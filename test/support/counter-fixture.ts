@@ -15,6 +15,7 @@ import { injectFaults, seededRandom, type FaultKind, type FaultStats } from "../
 import { LAMBDA_DEFAULTS, MappingEmulator, type MappingSettings, type OnFailureRecord } from "../../local/aws/mapping-emulator";
 import { lambdaContext } from "../../local/aws/lambda-context";
 import { snapshotKey, type KeyObservation, type KeySnapshot } from "../../local/harness/observe";
+import { CallsInFlight, NO_CALLS, type CallsDuring } from "../../local/harness/calls";
 import { LocalQueues, sqsEvent } from "../../local/aws/sqs";
 import { shardOfPartitionKey } from "../../runtime/shards/layout";
 import { createCounterTable, createCountersTable } from "../../local/engine/table";
@@ -82,6 +83,11 @@ export interface CounterFixture {
     snapshot(key: string): Promise<Snapshot>;
     /** The snapshot with the live items the client wrote (best-effort's own share). */
     observe(key: string): Promise<Observation>;
+    /**
+     * The observation, with the client's calls of the key in flight while it read (none in the same-table placement,
+     * where it is one read): what a bound check must allow it (local/harness/calls.ts, window).
+     */
+    observeDuring(key: string): Promise<{ observation: Observation; during: CallsDuring }>;
     keys(): Promise<string[]>;
     close(): void;
 }
@@ -147,6 +153,9 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         mode: options.mode,
         deadlineMs: 60_000,
     });
+    // Its calls counted, whoever makes them: an observation that reads two tables learns which calls it overlapped.
+    const calls = new CallsInFlight();
+    Object.assign(client, calls.wrap(client));
 
     const fixture: CounterFixture = {
         tableName,
@@ -186,6 +195,12 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
         },
         async observe(key) {
             return observe(reader, tableName, layout, key, countersTableName, config.counterShards);
+        },
+        async observeDuring(key) {
+            const during = calls.window(key);
+            const observation = await observe(reader, tableName, layout, key, countersTableName, config.counterShards);
+            // One Query of one partition reads one instant; reads of two tables do not.
+            return { observation, during: countersTableName === tableName ? NO_CALLS : during() };
         },
         async keys() {
             const keys = new Set<string>();
@@ -258,7 +273,7 @@ export async function observeWhile<T>(
     fixture: CounterFixture,
     keys: readonly string[],
     work: Promise<T>,
-    invariant: (s: Observation) => string | undefined,
+    invariant: (s: Observation, during: CallsDuring) => string | undefined,
 ): Promise<{ result: T; observations: number; violations: string[] }> {
     let done = false;
     const settled = work.finally(() => {
@@ -269,11 +284,11 @@ export async function observeWhile<T>(
     const observe = async () => {
         for (let i = 0; !done; i++) {
             const key = keys[i % keys.length]!;
-            const s = await fixture.observe(key);
+            const { observation: s, during } = await fixture.observeDuring(key);
             observations++;
-            const problem = invariant(s);
+            const problem = invariant(s, during);
             if (problem) {
-                violations.push(`${key}: ${problem} (${JSON.stringify(s)})`);
+                violations.push(`${key}: ${problem} (${JSON.stringify({ ...s, during })})`);
             }
         }
     };
@@ -281,8 +296,14 @@ export async function observeWhile<T>(
     return { result, observations, violations };
 }
 
-export const utilizationInvariant = (s: Snapshot): string | undefined =>
-    s.bestEffort > s.live ? `best-effort ${s.bestEffort} > live ${s.live}` : undefined;
+/**
+ * The bounds an observation may see crossed by the calls in flight while it read, and by no more: the best-effort
+ * read comes first, so utilization allows the deletes in flight and strict the creates (local/harness/calls.ts, window).
+ */
+export const utilizationInvariant = (s: Snapshot, during: CallsDuring = NO_CALLS): string | undefined =>
+    s.bestEffort > s.live + during.deletes
+        ? `best-effort ${s.bestEffort} > live ${s.live}${during.deletes > 0 ? ` + ${during.deletes} deletes in flight` : ""}`
+        : undefined;
 
 /**
  * Strict mode while a table is adopted: best-effort covers the items the client wrote (the backfill adds
@@ -291,18 +312,18 @@ export const utilizationInvariant = (s: Snapshot): string | undefined =>
  */
 export const strictAdoptionInvariant =
     (limit: number) =>
-    (s: Observation): string | undefined =>
-        s.bestEffort < s.clientLive
-            ? `best-effort ${s.bestEffort} < client-written live ${s.clientLive}`
+    (s: Observation, during: CallsDuring = NO_CALLS): string | undefined =>
+        s.bestEffort + during.creates < s.clientLive
+            ? `best-effort ${s.bestEffort}${during.creates > 0 ? ` + ${during.creates} creates in flight` : ""} < client-written live ${s.clientLive}`
             : s.clientLive > limit
               ? `client-written live ${s.clientLive} > limit ${limit}`
               : undefined;
 
 export const strictInvariant =
     (limit: number) =>
-    (s: Snapshot): string | undefined =>
-        s.bestEffort < s.live
-            ? `best-effort ${s.bestEffort} < live ${s.live}`
+    (s: Snapshot, during: CallsDuring = NO_CALLS): string | undefined =>
+        s.bestEffort + during.creates < s.live
+            ? `best-effort ${s.bestEffort}${during.creates > 0 ? ` + ${during.creates} creates in flight` : ""} < live ${s.live}`
             : s.live > limit
               ? `live ${s.live} > limit ${limit}`
               : undefined;
