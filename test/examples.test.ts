@@ -4,6 +4,8 @@
  */
 import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import * as os from "node:os";
 import Module from "node:module";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
@@ -394,5 +396,34 @@ describe("examples and the root program", () => {
             // Assess
             await assert.rejects(attempt, /\[batchSize\] must be between 1 and 10000/);
         });
+    });
+});
+
+describe("the examples' link to the package (test files share it, two at a time)", () => {
+    it("stays while any user holds it, and goes with the node_modules it created when the last one gives it up", () => {
+        // Prepare: an example with no install.
+        const example = mkdtempSync(path.join(os.tmpdir(), "hc-example-"));
+        const installed = path.join(example, "node_modules", "hybrid-counter", "package.json");
+        // Act
+        const first = linkPackageInto(example);
+        const second = linkPackageInto(example);
+        const both = existsSync(installed);
+        first();
+        const afterFirst = existsSync(installed);
+        second();
+        // Assess
+        assert.deepEqual([both, afterFirst], [true, true]);
+        assert.deepEqual(readdirSync(example), [], "no node_modules and no lock left");
+        rmSync(example, { recursive: true, force: true });
+    });
+
+    it("leaves an example's own install alone", () => {
+        const example = mkdtempSync(path.join(os.tmpdir(), "hc-example-"));
+        const own = path.join(example, "node_modules", "hybrid-counter");
+        mkdirSync(own, { recursive: true });
+        writeFileSync(path.join(own, "package.json"), "{}");
+        linkPackageInto(example)();
+        assert.equal(readFileSync(path.join(own, "package.json"), "utf8"), "{}");
+        rmSync(example, { recursive: true, force: true });
     });
 });
