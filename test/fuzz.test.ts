@@ -10,6 +10,8 @@ import type { DynamoDBClient, TransactWriteItemsCommandInput, UpdateItemCommandI
 import { strict as assert } from "node:assert";
 import { generateHistory, type History } from "./fuzz/history";
 import { runHistory } from "./fuzz/run";
+import { callProblems, newLedger } from "./fuzz/calls";
+import { DeadlineExceededError } from "../runtime/shared/errors";
 import { reproduction, shrinkHistory } from "./fuzz/shrink";
 import { rewrite } from "./fuzz/mutants";
 import { useEngine } from "./support/engine";
@@ -105,6 +107,29 @@ describe("model-based checker", function () {
         // Assess
         assert.deepEqual(a, b);
         assert.notDeepEqual(a, c);
+    });
+
+    it("allows DeadlineExceededError from a delete (or a strict create) once its deadline has passed, and from nothing else", () => {
+        // Prepare
+        const error = new DeadlineExceededError("soft delete", 10_000);
+        const ending = (op: "delete" | "create" | "tryCreate", mode: "utilization" | "strict", elapsedMs: number) =>
+            callProblems(newLedger({ op, key: "k", id: "a" }, 0), {
+                answer: undefined,
+                thrown: error,
+                mode,
+                endedMine: 0,
+                elapsedMs,
+                deadlineMs: 10_000,
+            });
+
+        // Act / Assess
+        assert.deepEqual(ending("delete", "utilization", 10_000), []);
+        assert.deepEqual(ending("create", "strict", 12_000), []);
+        assert.deepEqual(ending("delete", "strict", 9_999), [
+            "threw DeadlineExceededError: the call's deadline of 10000 ms passed before its soft delete could be sent 9999 ms after it started, before its deadline of 10000 ms",
+        ]);
+        assert.equal(ending("create", "utilization", 12_000).length, 1);
+        assert.equal(ending("tryCreate", "strict", 12_000).length, 1);
     });
 
     it("a seed's shard count changes none of its other draws but the placement and the split invocations", () => {

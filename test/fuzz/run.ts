@@ -74,6 +74,7 @@ import {
     type Truth,
 } from "./adapter";
 import { VirtualTime } from "./clock";
+import { DEFAULT_DEADLINE_MS } from "../../runtime/client/validation";
 import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
 import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
 import { StreamMapping } from "./mapping";
@@ -526,6 +527,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
         let answer: unknown;
         let thrown: unknown;
+        const startedAt = Date.now();
         try {
             switch (event.op) {
                 case "create":
@@ -549,6 +551,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             thrown,
             mode: history.mode,
             endedMine: ended.endedSince(ledger.tokens, ledger.endedBefore),
+            elapsedMs: Date.now() - startedAt,
+            deadlineMs: DEFAULT_DEADLINE_MS,
         })) {
             violations.push(`${label}: ${problem}`);
         }
