@@ -7,6 +7,7 @@ import { describeDeployedSystem } from "../local/deployment/system";
 import { API_ERRORS_LISTED, parseTwinArgs, UsageError, type TwinReport } from "../local/twin/twin";
 import { ENV } from "../runtime/shared/config";
 import { CallsInFlight } from "../local/harness/calls";
+import { pauseAfterRun } from "../local/twin/settler";
 import type { HybridCounterClient } from "../runtime/client/client";
 
 const root = path.resolve(__dirname, "..");
@@ -132,6 +133,13 @@ describe("the local twin", () => {
         // Assess
         assert.equal(report, "report");
         assert.deepEqual(log, ["create started", "create ended", "run started", "run ended", "delete started", "delete ended"]);
+    });
+
+    it("pauses after a settler run to the end of its period, and never for less than the run took", () => {
+        assert.deepEqual(
+            [pauseAfterRun(1_000, 100), pauseAfterRun(1_000, 500), pauseAfterRun(1_000, 700), pauseAfterRun(1_000, 3_000)],
+            [900, 500, 700, 3_000],
+        );
     });
 
     it("strict mode in the default placement, no faults: runs to its report (the counters table's first write does not end the stream read)", function () {

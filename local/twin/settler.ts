@@ -39,7 +39,16 @@ export function twinSettlerSpec(resources: readonly RecordedResource[], name: st
     return { environment, periodMs: (rateMinutes(rule.inputs.scheduleExpression as string) * 60_000) / compression, quietWindowMs };
 }
 
-/** Invokes `run` every `periodMs` until `stop()`; returns every run's report. */
+/**
+ * The pause after a run that took `tookMs`: to the end of its period, and never shorter than the run itself. The twin's
+ * runs hold the API's calls back (local/harness/calls.ts): runs back to back, as a run longer than the period would
+ * have them, would stop the workload, and this way it has the engine at least half the time.
+ */
+export function pauseAfterRun(periodMs: number, tookMs: number): number {
+    return Math.max(periodMs - tookMs, tookMs);
+}
+
+/** Invokes `run` every `periodMs` (pausing as `pauseAfterRun` says) until `stop()`; returns every run's report. */
 export async function scheduleRuns(
     periodMs: number,
     run: () => Promise<SettleReport>,
@@ -53,7 +62,7 @@ export async function scheduleRuns(
         } catch {
             // A failed run: Lambda would record an error (and the alarm fire); the next run goes on.
         }
-        const wait = periodMs - (Date.now() - started);
+        const wait = pauseAfterRun(periodMs, Date.now() - started);
         for (let waited = 0; waited < wait && !stop(); waited += 50) {
             await new Promise((r) => setTimeout(r, Math.min(50, wait - waited)));
         }
