@@ -4,7 +4,7 @@
  */
 import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import * as os from "node:os";
 import Module from "node:module";
 import * as path from "node:path";
@@ -417,13 +417,31 @@ describe("the examples' link to the package (test files share it, two at a time)
         rmSync(example, { recursive: true, force: true });
     });
 
-    it("leaves an example's own install alone", () => {
+    it("leaves an example's own install alone, even where a killed run left its users behind", () => {
         const example = mkdtempSync(path.join(os.tmpdir(), "hc-example-"));
         const own = path.join(example, "node_modules", "hybrid-counter");
         mkdirSync(own, { recursive: true });
         writeFileSync(path.join(own, "package.json"), "{}");
         linkPackageInto(example)();
+        mkdirSync(path.join(example, "node_modules", ".hybrid-counter-link"));
+        linkPackageInto(example)();
         assert.equal(readFileSync(path.join(own, "package.json"), "utf8"), "{}");
+        rmSync(example, { recursive: true, force: true });
+    });
+
+    it("links again where a killed run left its users and no link, and a lock older than 30 s is taken over", () => {
+        const example = mkdtempSync(path.join(os.tmpdir(), "hc-example-"));
+        mkdirSync(path.join(example, "node_modules", ".hybrid-counter-link"), { recursive: true });
+        writeFileSync(path.join(example, "node_modules", ".hybrid-counter-link", "999999999-dead"), "");
+        const lock = path.join(example, ".hybrid-counter-link.lock");
+        mkdirSync(lock);
+        const old = new Date(Date.now() - 60_000);
+        utimesSync(lock, old, old);
+        const unlink = linkPackageInto(example);
+        const linked = existsSync(path.join(example, "node_modules", "hybrid-counter", "package.json"));
+        unlink();
+        assert.equal(linked, true);
+        assert.deepEqual(readdirSync(example), [], "the link, its users and the stale lock are gone");
         rmSync(example, { recursive: true, force: true });
     });
 });

@@ -10,7 +10,18 @@
  * the link (and the node_modules it was created in). Taking and leaving the link happen under a lock (a directory,
  * which mkdir creates or refuses atomically), so one process cannot remove the link while another takes it.
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+    existsSync,
+    lstatSync,
+    mkdirSync,
+    readFileSync,
+    readdirSync,
+    renameSync,
+    rmSync,
+    statSync,
+    symlinkSync,
+    writeFileSync,
+} from "node:fs";
 import * as path from "node:path";
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -24,8 +35,12 @@ export function linkPackageInto(exampleDir: string): () => void {
     const users = path.join(modules, ".hybrid-counter-link");
     const user = path.join(users, `${process.pid}-${Math.random().toString(36).slice(2)}`);
     const taken = locked(exampleDir, () => {
-        if (existsSync(link) && !existsSync(users)) {
+        if (existsSync(link) && (!isLink(link) || !existsSync(users))) {
             return false; // the example's own install, or a link someone made by hand
+        }
+        if (!isLink(link)) {
+            // What a run killed while it held the link left, with no link left to share.
+            rmSync(users, { recursive: true, force: true });
         }
         if (!existsSync(users)) {
             mkdirSync(users, { recursive: true });
@@ -66,7 +81,24 @@ function locked<T>(exampleDir: string, fn: () => T): T {
                 throw error;
             }
             if (Date.now() - (statMs(lock) ?? Date.now()) > STALE_LOCK_MS) {
-                rmSync(lock, { recursive: true, force: true });
+                // Left by a process killed inside its few filesystem calls. Moved aside, then looked at again: two
+                // processes may both have found it stale, and the second may have moved the lock the first has just
+                // taken, which it gives back.
+                const aside = `${lock}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
+                try {
+                    renameSync(lock, aside);
+                } catch {
+                    continue; // another process moved it first
+                }
+                if (Date.now() - (statMs(aside) ?? 0) > STALE_LOCK_MS) {
+                    rmSync(aside, { recursive: true, force: true });
+                } else {
+                    try {
+                        renameSync(aside, lock);
+                    } catch {
+                        rmSync(aside, { recursive: true, force: true });
+                    }
+                }
             } else {
                 Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
             }
