@@ -9,24 +9,9 @@ import { LocalQueues } from "../local/aws/sqs";
 import { createStreamHandler } from "../runtime/stream/consumer";
 import { createRedriveHandler } from "../runtime/stream/redrive";
 import { assertExact, counterFixture, FATAL_QUEUE_URL } from "./support/counter-fixture";
-import { countTransactions, readStream } from "./support/stream-records";
+import { countTransactions, readStream, emfTotals } from "./support/stream-records";
 
 const ctx = () => lambdaContext("consumer", 10_000);
-
-function metricsFrom(logs: readonly string[]): Record<string, number> {
-    const totals: Record<string, number> = {};
-    for (const line of logs) {
-        const parsed = JSON.parse(line) as Record<string, unknown>;
-        if (parsed._aws) {
-            for (const [k, v] of Object.entries(parsed)) {
-                if (typeof v === "number") {
-                    totals[k] = (totals[k] ?? 0) + v;
-                }
-            }
-        }
-    }
-    return totals;
-}
 
 describe("the stream consumer on DynamoDB Local", () => {
     const engine = useEngine();
@@ -51,7 +36,7 @@ describe("the stream consumer on DynamoDB Local", () => {
         assert.deepEqual(second, { batchItemFailures: [] });
         const s = await fixture.snapshot("twice");
         assert.deepEqual(s, { bestEffort: 20, eventual: 20, live: 20, counted: 20, softDeleted: 0 });
-        const metrics = metricsFrom(fixture.logs);
+        const metrics = emfTotals(fixture.logs);
         assert.equal(metrics.RecordsCounted, 30, "first delivery: 20 creations and 10 created-then-deleted items");
         assert.equal(metrics.DuplicatesSkipped, 30, "second delivery: every item was already settled");
         fixture.close();
@@ -190,7 +175,7 @@ describe("the stream consumer on DynamoDB Local", () => {
             assert.equal(m.records.length, 1, "the full record travels with the message");
         }
         assert.deepEqual(parked[1]!.records[0], JSON.parse(JSON.stringify(poison[1])));
-        assert.equal(metricsFrom(fixture.logs).PoisonRecords, 6);
+        assert.equal(emfTotals(fixture.logs).PoisonRecords, 6);
         fixture.close();
     });
 

@@ -1,6 +1,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
+import { streamRecordBuilder } from "./support/stream-records";
 import { streamFilterPatterns } from "../components/defaults";
 import { matchesAny, parsePattern } from "../local/aws/filter";
 import {
@@ -20,22 +21,8 @@ import { isLive, isSelected } from "../runtime/shared/selection";
 
 const config: CounterTableConfig = { ...DEFAULT_LAYOUT, tableName: "orders", countersTableName: "orders-counters" };
 
-let sequence = 1000;
 type Image = Record<string, AttributeValue>;
-function record(eventName: "INSERT" | "MODIFY" | "REMOVE", pk: string, sk: string, next?: Image, previous?: Image): DynamoDBRecord {
-    const full = (image: Image | undefined) => image && { pk: { S: pk }, sk: { S: sk }, ...image };
-    return {
-        eventName,
-        dynamodb: {
-            Keys: { pk: { S: pk }, sk: { S: sk } },
-            NewImage: full(next) as never,
-            OldImage: full(previous) as never,
-            SequenceNumber: String(sequence++),
-        },
-    };
-}
-const token = (t: string): Image => ({ counter_token: { S: t } });
-const del = (t: string): Image => ({ counter_token: { S: t }, deleted: { BOOL: true } });
+const { record, token, del } = streamRecordBuilder(1000);
 
 function summary(r: DynamoDBRecord, layout: CounterTableLayout = config): string {
     const c = classifyRecord(r, layout);

@@ -3,9 +3,8 @@
  * key, transactions that write each marker in its id's shard and the chunk's delta to one partial, the partial
  * picked, and the keys the shard count refuses.
  */
-import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
+import { streamRecordBuilder } from "./support/stream-records";
 import { seededRandom } from "../local/engine/faults";
 import { DEFAULT_LAYOUT, eventualSortKey, markerSortKey, type CounterTableConfig } from "../runtime/shared/config";
 import { markerShard, shardPartitionKey } from "../runtime/shards/layout";
@@ -16,22 +15,7 @@ import { classifyRecord } from "../runtime/stream/records";
 const unsharded: CounterTableConfig = { ...DEFAULT_LAYOUT, tableName: "orders", countersTableName: "orders-counters" };
 const sharded = (counterShards: number): CounterTableConfig => ({ ...unsharded, counterShards });
 
-let sequence = 5000;
-type Image = Record<string, AttributeValue>;
-function record(eventName: "INSERT" | "MODIFY" | "REMOVE", pk: string, sk: string, next?: Image, previous?: Image): DynamoDBRecord {
-    const full = (image: Image | undefined) => image && { pk: { S: pk }, sk: { S: sk }, ...image };
-    return {
-        eventName,
-        dynamodb: {
-            Keys: { pk: { S: pk }, sk: { S: sk } },
-            NewImage: full(next) as never,
-            OldImage: full(previous) as never,
-            SequenceNumber: String(sequence++),
-        },
-    };
-}
-const token = (t: string): Image => ({ counter_token: { S: t } });
-const del = (t: string): Image => ({ counter_token: { S: t }, deleted: { BOOL: true } });
+const { record, token, del } = streamRecordBuilder(5000);
 
 const intent = (id: string, n: number): ItemIntent => ({
     id,

@@ -34,7 +34,7 @@ import { sqsFatalQueue } from "../runtime/stream/fatal";
 import { chunkIntents, planBatch } from "../runtime/stream/markers";
 import { counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
-import { readStream } from "./support/stream-records";
+import { readStream, emfTotals } from "./support/stream-records";
 
 const ctx = () => lambdaContext("consumer", 10_000);
 
@@ -363,21 +363,6 @@ async function countWithPartial(
     }
 }
 
-function metricsFrom(logs: readonly string[]): Record<string, number> {
-    const totals: Record<string, number> = {};
-    for (const line of logs) {
-        const parsed = JSON.parse(line) as Record<string, unknown>;
-        if (parsed._aws) {
-            for (const [k, v] of Object.entries(parsed)) {
-                if (typeof v === "number") {
-                    totals[k] = (totals[k] ?? 0) + v;
-                }
-            }
-        }
-    }
-    return totals;
-}
-
 describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
     const engine = useEngine();
     /** The stream's records so far (the counters live in their own table: every record is a resource's). */
@@ -470,7 +455,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
                 );
                 assert.ok(new Set(only!.markers.map((m) => m.pk)).size > 1);
                 assert.equal(transactions.length, afterFirst, "the second delivery commits nothing");
-                const metrics = metricsFrom(fixture.logs);
+                const metrics = emfTotals(fixture.logs);
                 assert.equal(metrics.RecordsCounted, 60);
                 assert.equal(metrics.DuplicatesSkipped, 60);
                 await assertCountedExact(fixture, shards, "twice", live);
@@ -506,7 +491,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
                             assert.deepEqual([met.partials.length, met.markers], [1, []], "disjoint ids share only a partial");
                         }
                     }
-                    assert.equal(metricsFrom(fixture.logs).TransactionRetries ?? 0, conflicts.length);
+                    assert.equal(emfTotals(fixture.logs).TransactionRetries ?? 0, conflicts.length);
                     await assertCountedExact(fixture, shards, "both", live);
                     assert.equal(fixture.queues.messages(FATAL_QUEUE_URL).length, 0);
                     fixture.close();
@@ -663,8 +648,8 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
             [...layout.partitions.values()].flatMap((p) => p.uncounted),
             [],
         );
-        assert.equal(metricsFrom(fixture.logs).PoisonRecords, 3);
-        assert.equal(metricsFrom(fixture.logs).RecordsCounted, 4);
+        assert.equal(emfTotals(fixture.logs).PoisonRecords, 3);
+        assert.equal(emfTotals(fixture.logs).RecordsCounted, 4);
         fixture.close();
     });
 
@@ -828,7 +813,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
             ["zero", "other"].map((key) => healShard(key)),
             "the index entry is the user key's",
         );
-        assert.equal(metricsFrom(fixture.logs).KeysMarkedDue, 2);
+        assert.equal(emfTotals(fixture.logs).KeysMarkedDue, 2);
         await assertCountedExact(fixture, shards, "other", []);
         fixture.close();
     });

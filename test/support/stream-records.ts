@@ -2,7 +2,7 @@
  * What the runtime tests read off a fixture's stream and its consumer: the stream's records as Lambda
  * would deliver them, and the consumer's transactions.
  */
-import type { ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
+import type { AttributeValue, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import {
     DescribeStreamCommand,
     GetRecordsCommand,
@@ -52,4 +52,51 @@ export function countTransactions(fixture: CounterFixture): { calls: number; act
     // A name of its own: a test may count twice on one fixture.
     fixture.consumerDynamo.middlewareStack.add(middleware, { step: "initialize", name: `countTransactions${++counters}` });
     return seen;
+}
+
+type Image = Record<string, AttributeValue>;
+
+/**
+ * Builders of synthetic stream records on the default layout (`pk`, `sk`, `counter_token`, `deleted`), numbered
+ * from `firstSequence` on: `record` fills both images with the record's keys, `token` and `del` are the images of a
+ * live and a soft-deleted client life.
+ */
+export function streamRecordBuilder(firstSequence: number): {
+    record: (eventName: "INSERT" | "MODIFY" | "REMOVE", pk: string, sk: string, next?: Image, previous?: Image) => DynamoDBRecord;
+    token: (t: string) => Image;
+    del: (t: string) => Image;
+} {
+    let sequence = firstSequence;
+    return {
+        record(eventName, pk, sk, next, previous) {
+            const full = (image: Image | undefined) => image && { pk: { S: pk }, sk: { S: sk }, ...image };
+            return {
+                eventName,
+                dynamodb: {
+                    Keys: { pk: { S: pk }, sk: { S: sk } },
+                    NewImage: full(next) as never,
+                    OldImage: full(previous) as never,
+                    SequenceNumber: String(sequence++),
+                },
+            };
+        },
+        token: (t) => ({ counter_token: { S: t } }),
+        del: (t) => ({ counter_token: { S: t }, deleted: { BOOL: true } }),
+    };
+}
+
+/** The totals of every numeric field of the EMF lines among `logs` (the consumer's metrics, summed). */
+export function emfTotals(logs: readonly string[]): Record<string, number> {
+    const totals: Record<string, number> = {};
+    for (const line of logs) {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        if (parsed._aws) {
+            for (const [k, v] of Object.entries(parsed)) {
+                if (typeof v === "number") {
+                    totals[k] = (totals[k] ?? 0) + v;
+                }
+            }
+        }
+    }
+    return totals;
 }
