@@ -295,6 +295,30 @@ describe("the README and docs/ are true", () => {
         });
     }
 
+    it("gives one key's hot-key ceiling with the same figures wherever it is quoted", () => {
+        // docs/local.md holds the run's table (mode | shards | sustained creates/s | ...): the others quote it.
+        const measured = new Map<string, string>();
+        for (const [, mode, shards, rate] of text.get("docs/local.md")!.matchAll(/^\| (utilization|strict) \| (\d+) \| ([\d.]+) \|/gm)) {
+            measured.set(`${mode} ${shards}`, rate!);
+        }
+        assert.equal(measured.size, 6, "docs/local.md gives both modes at 1, 4 and 16 shards");
+        const sharding = new Map<string, string>();
+        for (const [, mode, shards, rate] of text.get("docs/sharding.md")!.matchAll(/^\| (utilization|strict) \| (\d+) \| ([\d.]+) \|/gm)) {
+            sharding.set(`${mode} ${shards}`, rate!);
+        }
+        assert.deepEqual(sharding, measured, "docs/sharding.md");
+        const readmeRows = [...readme.matchAll(/^\| (\d+) \| ([\d.]+) \| ([\d.]+) \| \d+ \|$/gm)];
+        assert.equal(readmeRows.length, 3, "the README's ceiling table has a row per shard count");
+        for (const [, shards, utilization, strict] of readmeRows) {
+            assert.equal(utilization, measured.get(`utilization ${shards}`), `README, utilization, ${shards} shards`);
+            assert.equal(strict, measured.get(`strict ${shards}`), `README, strict, ${shards} shards`);
+        }
+        const limits = /([\d.]+) \(utilization\) and ([\d.]+) \(strict\) creates a second at 10 WCU\/s with 16 shards/.exec(
+            text.get("docs/limits.md")!,
+        );
+        assert.deepEqual(limits?.slice(1), [measured.get("utilization 16"), measured.get("strict 16")], "docs/limits.md");
+    });
+
     it("names, for every Guarantees row, a test file that exists or the model-based checker", () => {
         // Every table whose header has a "proven by" column, on any page: the README's Guarantees.
         let tables = 0;
