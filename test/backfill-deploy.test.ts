@@ -20,7 +20,6 @@ const TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-table`;
 const FUNCTION_ARN = `arn:aws:lambda:us-east-1:${ACCOUNT}:function:orders-backfill`;
 
 describe("backfill Lambda handler on DynamoDB Local", function () {
-    this.timeout(180_000);
     const engine = useEngine();
 
     it("runs within each invocation's budget and continues itself with the run id until the run is complete", async () => {

@@ -222,7 +222,6 @@ describe("backfill planner (pure)", () => {
 });
 
 describe("backfill on DynamoDB Local (no consumer)", function () {
-    this.timeout(240_000);
     const engine = useEngine();
 
     async function seededTables(seedOptions: {

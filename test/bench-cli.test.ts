@@ -11,7 +11,6 @@ function bench(args: string[]) {
 }
 
 describe("npm run bench: its flags", function () {
-    this.timeout(60_000);
 
     it("--help prints the options on stdout and exits 0, starting no engine", () => {
         const result = bench(["--help"]);

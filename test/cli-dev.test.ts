@@ -16,7 +16,6 @@ interface Line {
 }
 
 describe("operator CLI: dev", function () {
-    this.timeout(180_000);
     let bin = "";
     let child: ChildProcessWithoutNullStreams | undefined;
 

@@ -75,7 +75,6 @@ const exactKey = (key: string, n: number, bestEffort = n) => ({
 });
 
 describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function () {
-    this.timeout(180_000);
     const engine = useEngine();
     let sqsServer: LocalSqs;
     let sqs: SQSClient;

@@ -192,7 +192,6 @@ function consumerNeverMarks({ pipeline }: FuzzClients): void {
 }
 
 describe("the checker at the seams: each fix kept as a mutant it rejects", function () {
-    this.timeout(120_000);
     const engine = useEngine();
 
     /** Runs the history as shipped (it must keep the contract) and against the mutant (it must not). */

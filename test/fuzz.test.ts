@@ -33,7 +33,6 @@ function countsAnOtherWritersItem(input: TransactWriteItemsCommandInput): boolea
 }
 
 describe("model-based checker", function () {
-    this.timeout(240_000);
     const engine = useEngine();
 
     for (const seed of SEEDS) {

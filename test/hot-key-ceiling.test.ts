@@ -349,7 +349,6 @@ describe("the hot-key ceiling: the workload's pace", () => {
 });
 
 describe("the hot-key ceiling: strict mode's cost at its limit (DynamoDB Local)", function () {
-    this.timeout(120_000);
     const engine = useEngine({ parity: false });
 
     it("an unsharded key refuses with one conditional write; 3 shards with a refused write per shard and one snapshot of them", async () => {

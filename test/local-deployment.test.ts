@@ -25,7 +25,6 @@ function assertRefused(act: () => unknown, message: string): void {
 }
 
 describe("a harness's deployment on DynamoDB Local", function () {
-    this.timeout(60_000);
     const engine = useEngine();
 
     it("builds the client and the consumer from the component's outputs, with the tables it declares (default placement)", async () => {

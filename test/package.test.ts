@@ -167,7 +167,6 @@ function tsc(project: string, args: string[]): Promise<{ code: number; output: s
 }
 
 describe("the npm package, packed and installed into a new project outside the repository", function () {
-    this.timeout(600_000);
     let work: string;
     let tarball: string;
     let packed: string[];

@@ -152,7 +152,6 @@ describe("counting items from any writer, counters in a table of their own (Dyna
     });
 
     it("a 10,000-record range of one key keeps its progress across short invocations, and its redelivery completes in one", async function () {
-        this.timeout(600_000);
         const fixture = await counterFixture(engine(), {
             placement: "separate",
             layout: { selection: { kind: "sortKeyPrefix", prefix: "item#" } },

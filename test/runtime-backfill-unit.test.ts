@@ -14,7 +14,6 @@ import { counterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 
 describe("strict mode: a backfill's unit for another writer's item is released once (DynamoDB Local)", function () {
-    this.timeout(120_000);
     const engine = useEngine();
 
     for (const placement of ["same-table", "separate"] as const) {

@@ -21,7 +21,6 @@ const T0 = 1_800_000_000_000;
 const noFatal: FatalQueue = { park: async () => true };
 
 describe("the heal index on the hot path", function () {
-    this.timeout(60_000);
     const engine = useEngine();
 
     for (const mode of ["utilization", "strict"] as const) {

@@ -26,7 +26,6 @@ function keysInShard(shard: number, count: number, prefix: string): string[] {
 }
 
 describe("the settler serves the heal index oldest first across shards (DynamoDB Local)", function () {
-    this.timeout(120_000);
     const engine = useEngine();
 
     it("a backlog of 5 due keys in the high shards heals within ceil(5 / 2) runs while 2 newer keys arrive in shard 0 each run", async () => {

@@ -271,7 +271,6 @@ describe("backfill of sharded keys (pure)", () => {
 });
 
 describe("backfill of sharded keys on DynamoDB Local (counterShards 3)", function () {
-    this.timeout(300_000);
     const engine = useEngine();
 
     /** The seeded user table and the counters table as the consumer and the client left them before the backfill. */

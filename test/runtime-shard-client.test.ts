@@ -71,7 +71,6 @@ async function homes(fixture: CounterFixture, key: string): Promise<number[]> {
 }
 
 describe("the client on a sharded key (DynamoDB Local)", function () {
-    this.timeout(120_000);
     const engine = useEngine();
 
     it("utilization: each create's unit lands in its token's shard, each delete takes it from there, count() sums the shards", async () => {

@@ -41,7 +41,6 @@ function otherCaller(fixture: CounterFixture, dynamodb: HybridCounterClient["dyn
 }
 
 describe("strict mode: a life that may have two items gives its slot back once", function () {
-    this.timeout(120_000);
     const engine = useEngine();
 
     for (const remover of ["reconcile", "TTL"] as const) {

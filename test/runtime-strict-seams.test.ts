@@ -28,7 +28,6 @@ async function twoCreatesAtLimitOne(client: HybridCounterClient, first: string, 
 }
 
 describe("strict mode where backfill, heal, other writers and deletes meet (DynamoDB Local)", function () {
-    this.timeout(120_000);
     const engine = useEngine();
 
     async function strictFixture(

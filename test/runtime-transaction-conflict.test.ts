@@ -16,7 +16,6 @@ import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
 
 describe("a TransactionConflict on the client's best-effort write never reaches the caller (DynamoDB Local)", function () {
-    this.timeout(120_000);
     const engine = useEngine();
 
     /**

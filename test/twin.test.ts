@@ -143,7 +143,6 @@ describe("the local twin", () => {
     });
 
     it("strict mode in the default placement, no faults: runs to its report (the counters table's first write does not end the stream read)", function () {
-        this.timeout(300_000);
         const result = twin(["--json", "--mode", "strict", "--limit", "10", "--ops", "300", "--faults", "0", "--keys", "4", "--seed", "3"]);
         assert.equal(result.status, 0, result.stderr);
         const report = JSON.parse(result.stdout.trim()) as TwinReport;
@@ -159,8 +158,7 @@ describe("the local twin", () => {
     });
 
     it("with 5% injected faults over 2,000 operations on 8 keys: exact, no API error, never an overcount", function () {
-        // The whole system on one machine: about a minute idle, several under heavy shared load.
-        this.timeout(300_000);
+        // The whole system on one machine: about a minute idle, several under heavy shared load (the suite allows 10 min).
         const result = twin([
             "--json",
             "--faults",
