@@ -27,7 +27,6 @@ const SELECTION: ItemSelection = { kind: "sortKeyPrefix", prefix: "item-" };
 const KEYS = 50;
 
 describe("backfill while the API, other writers and the consumer run (DynamoDB Local, 5% faults)", function () {
-
     // Each scenario has an engine of its own: DynamoDB Local serves every later request slower on an engine
     // that has held a large table and its stream, even after the table is dropped.
     for (const scenario of [

@@ -11,7 +11,6 @@ function bench(args: string[]) {
 }
 
 describe("npm run bench: its flags", function () {
-
     it("--help prints the options on stdout and exits 0, starting no engine", () => {
         const result = bench(["--help"]);
         assert.equal(result.status, 0, result.stderr);
