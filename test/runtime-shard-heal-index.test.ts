@@ -13,9 +13,8 @@ import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, type Counter
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../runtime/shared/best-effort-marks";
 import { healKey, readForHeal, writeHeal, type HealOptions, type ShardHealResult } from "../runtime/heal/heal";
 import { settle } from "../runtime/heal/settle";
-import { lifeShard, shardPartitionKey } from "../runtime/shards/layout";
+import { shardPartitionKey, tokenHomedIn } from "../runtime/shards/layout";
 import type { FatalQueue } from "../runtime/stream/fatal";
-import { uuidv7 } from "../runtime/shared/tokens";
 import { useEngine } from "./support/engine";
 import { healTables } from "./support/heal-fixture";
 
@@ -26,14 +25,7 @@ const OLD = T0 - 2 * Q;
 const noFatal: FatalQueue = { park: async () => true };
 
 /** A client token made at `at` whose life is homed in `shard`. */
-function tokenIn(shard: number, at = OLD): string {
-    for (;;) {
-        const token = uuidv7(at);
-        if (lifeShard(token, N) === shard) {
-            return token;
-        }
-    }
-}
+const tokenIn = (shard: number, at = OLD): string => tokenHomedIn(shard, N, at);
 
 /** A shard's result without its write units (the parity layer bills index writes: not what these tests check). */
 const shape = (results: readonly ShardHealResult[] | undefined) => results?.map(({ writeUnits: _units, ...rest }) => rest);

@@ -22,10 +22,9 @@ import { reconcileKey } from "../runtime/heal/reconcile";
 import { settle, type SettleOptions } from "../runtime/heal/settle";
 import { readKeyStatus, readTableStatus } from "../runtime/ops/status";
 import { reconcileAll, reconcileKeys } from "../runtime/ops/reconcile-all";
-import { lifeShard, markerShard, shardPartitionKey } from "../runtime/shards/layout";
+import { markerShard, shardPartitionKey, tokenHomedIn } from "../runtime/shards/layout";
 import { InvalidArgumentError } from "../runtime/shared/errors";
 import type { FatalMessage, FatalQueue } from "../runtime/stream/fatal";
-import { uuidv7 } from "../runtime/shared/tokens";
 import { useEngine } from "./support/engine";
 import { counterFixture } from "./support/counter-fixture";
 import { healTables } from "./support/heal-fixture";
@@ -37,14 +36,7 @@ const OLD = T0 - 2 * Q;
 const noFatal: FatalQueue = { park: async () => true };
 
 /** A client token made at `at` whose life is homed in `shard`. */
-function tokenIn(shard: number, at = OLD): string {
-    for (;;) {
-        const token = uuidv7(at);
-        if (lifeShard(token, N) === shard) {
-            return token;
-        }
-    }
-}
+const tokenIn = (shard: number, at = OLD): string => tokenHomedIn(shard, N, at);
 
 /** The first id `${prefix}0`, `${prefix}1`, ... whose marker lives in `shard`. */
 function idIn(shard: number, prefix: string): string {

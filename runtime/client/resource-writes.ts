@@ -40,7 +40,7 @@ import {
 import type { BestEffortFailure } from "./best-effort";
 import type { ClientConfig, CounterMode } from "./validation";
 import { COUNTER_ATTRIBUTES, markerSortKey } from "../shared/config";
-import { lifeShard, markerShard, shardCount, shardPartitionKey } from "../shards/layout";
+import { lifeShard, markerShard, shardCount, shardPartitionKey, tokenHomedIn } from "../shards/layout";
 import { DeadlineExceededError } from "../shared/errors";
 import { isRetryable } from "../shared/aws-errors";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
@@ -137,10 +137,7 @@ export class ResourceWriter {
      */
     rehome(resource: ResourceItem, shard: number): ResourceItem {
         const shards = shardCount(this.config);
-        let token = resource.token;
-        while (lifeShard(token, shards) !== shard) {
-            token = newToken(tokenTime(resource.token));
-        }
+        const token = lifeShard(resource.token, shards) === shard ? resource.token : tokenHomedIn(shard, shards, tokenTime(resource.token));
         return { ...resource, token, item: { ...resource.item, [this.config.tokenAttribute]: { S: token } } };
     }
 

@@ -22,6 +22,7 @@
  */
 import { fnv1a, type CounterTableConfig } from "../shared/config";
 import { PARTITION_KEY_MAX_BYTES } from "../shared/key-limits";
+import { newToken } from "../shared/tokens";
 
 /** Separates a key from its shard number in a shard's partition key. */
 export const SHARD_SEPARATOR = "\u0000";
@@ -71,6 +72,19 @@ export function markerShard(id: string, shards: number): number {
 /** The shard a client life's unit lives in: its token's. */
 export function lifeShard(token: string, shards: number): number {
     return shardOf(token, shards);
+}
+
+/**
+ * A new client token made at `at` whose life is homed in shard `shard`: tokens are drawn until one is (1 in N draws on
+ * average).
+ */
+export function tokenHomedIn(shard: number, shards: number, at?: number): string {
+    for (;;) {
+        const token = newToken(at);
+        if (lifeShard(token, shards) === shard) {
+            return token;
+        }
+    }
 }
 
 /**
