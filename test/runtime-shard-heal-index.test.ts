@@ -11,24 +11,12 @@ import { strict as assert } from "node:assert";
 import { GetItemCommand, PutItemCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, type CounterTableConfig } from "../runtime/shared/config";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../runtime/shared/best-effort-marks";
-import { healKey, readForHeal, writeHeal, type HealOptions, type ShardHealResult } from "../runtime/heal/heal";
+import { healKey, readForHeal, writeHeal, type HealOptions } from "../runtime/heal/heal";
 import { settle } from "../runtime/heal/settle";
-import { shardPartitionKey, tokenHomedIn } from "../runtime/shards/layout";
-import type { FatalQueue } from "../runtime/stream/fatal";
+import { shardPartitionKey } from "../runtime/shards/layout";
 import { useEngine } from "./support/engine";
 import { healTables } from "./support/heal-fixture";
-
-const N = 3;
-const Q = 60_000;
-const T0 = 1_800_000_000_000;
-const OLD = T0 - 2 * Q;
-const noFatal: FatalQueue = { park: async () => true };
-
-/** A client token made at `at` whose life is homed in `shard`. */
-const tokenIn = (shard: number, at = OLD): string => tokenHomedIn(shard, N, at);
-
-/** A shard's result without its write units (the parity layer bills index writes: not what these tests check). */
-const shape = (results: readonly ShardHealResult[] | undefined) => results?.map(({ writeUnits: _units, ...rest }) => rest);
+import { N, OLD, Q, T0, noFatal, shape, tokenIn } from "./support/shard-heal";
 
 describe("a sharded key's heal keeps a drifted shard on the heal index (DynamoDB Local)", () => {
     const engine = useEngine();

@@ -17,26 +17,18 @@ import {
     type CounterTableConfig,
 } from "../runtime/shared/config";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../runtime/shared/best-effort-marks";
-import { healKey, readForHeal, writeHeal, type HealOptions, type ShardHealResult } from "../runtime/heal/heal";
+import { healKey, readForHeal, writeHeal, type HealOptions } from "../runtime/heal/heal";
 import { reconcileKey } from "../runtime/heal/reconcile";
 import { settle, type SettleOptions } from "../runtime/heal/settle";
 import { readKeyStatus, readTableStatus } from "../runtime/ops/status";
 import { reconcileAll, reconcileKeys } from "../runtime/ops/reconcile-all";
-import { markerShard, shardPartitionKey, tokenHomedIn } from "../runtime/shards/layout";
+import { markerShard, shardPartitionKey } from "../runtime/shards/layout";
 import { InvalidArgumentError } from "../runtime/shared/errors";
-import type { FatalMessage, FatalQueue } from "../runtime/stream/fatal";
+import type { FatalMessage } from "../runtime/stream/fatal";
 import { useEngine } from "./support/engine";
 import { counterFixture } from "./support/counter-fixture";
 import { healTables } from "./support/heal-fixture";
-
-const N = 3;
-const Q = 60_000;
-const T0 = 1_800_000_000_000;
-const OLD = T0 - 2 * Q;
-const noFatal: FatalQueue = { park: async () => true };
-
-/** A client token made at `at` whose life is homed in `shard`. */
-const tokenIn = (shard: number, at = OLD): string => tokenHomedIn(shard, N, at);
+import { N, OLD, Q, T0, noFatal, shape, tokenIn } from "./support/shard-heal";
 
 /** The first id `${prefix}0`, `${prefix}1`, ... whose marker lives in `shard`. */
 function idIn(shard: number, prefix: string): string {
@@ -171,9 +163,6 @@ function helpers(db: () => DynamoDBClient, config: () => CounterTableConfig) {
         },
     };
 }
-
-/** A shard's result without its write units (the parity layer bills index writes: not what these tests check). */
-const shape = (results: readonly ShardHealResult[] | undefined) => results?.map(({ writeUnits: _units, ...rest }) => rest);
 
 describe("a key spread over 3 shards: healing, reconciliation, the settler and status (DynamoDB Local)", () => {
     const engine = useEngine();
