@@ -60,6 +60,7 @@ import { queryPartition } from "./partition";
 import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "../shared/selection";
 import { jsonLogger, type LineSink } from "../shared/telemetry";
 import { markerShard, shardCount, shardedKeyProblem, shardPartitionKey, shardPartitionKeys } from "../shards/layout";
+import { pause } from "../shared/pauses";
 
 export interface ReconcileOptions {
     readonly config: CounterTableConfig;
@@ -389,7 +390,7 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
             if (Date.now() + delay >= deadline) {
                 break;
             }
-            await new Promise((r) => setTimeout(r, delay));
+            await pause(delay);
             continue;
         }
         const plans = markers.map((shardMarkers, shard) => planReconcile(items, shardMarkers, config, { shard, shards }));
@@ -445,7 +446,7 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
             if (Date.now() + delay >= deadline) {
                 break;
             }
-            await new Promise((r) => setTimeout(r, delay));
+            await pause(delay);
         }
     }
     return { key, found: found ?? 0, counted: committed, alreadySettled: 0, incomplete: true };

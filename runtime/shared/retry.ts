@@ -17,6 +17,7 @@ import type {
 } from "@aws-sdk/client-dynamodb";
 import type { FinalizeRequestMiddleware } from "@smithy/types";
 import { DeadlineExceededError } from "./errors";
+import { pause } from "./pauses";
 
 const BACKOFF_BASE_MS = 10;
 const BACKOFF_CAP_MS = 400;
@@ -106,7 +107,7 @@ export async function backoff(attempt: number, deadline?: CallDeadline): Promise
         // The next attempt would start after the deadline: it is abandoned.
         return false;
     }
-    await new Promise((r) => setTimeout(r, delay));
+    await pause(delay);
     return deadline === undefined || deadline.open();
 }
 

@@ -4,13 +4,13 @@
  * of a delete's claim (the delete token) can be read back from the item itself. The remaining 74 bits
  * are random, so two tokens never collide in practice.
  */
-import { randomBytes } from "node:crypto";
+import { tokenBytes } from "./pauses";
 
 const UUID_V7 = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 /** A new UUIDv7 token stamped with `now` (epoch ms). */
 export function newToken(now: number = Date.now()): string {
-    const bytes = randomBytes(16);
+    const bytes = Buffer.from(tokenBytes(16));
     const ms = BigInt(Math.max(0, Math.floor(now)));
     for (let i = 0; i < 6; i++) {
         bytes[i] = Number((ms >> BigInt(8 * (5 - i))) & 0xffn);

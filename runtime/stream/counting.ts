@@ -50,6 +50,7 @@ import {
 import { driftedKey, markKeysDue } from "./heal-due";
 import { lowestSequenceNumber } from "./records";
 import type { Logger, Metrics } from "../shared/telemetry";
+import { pause } from "../shared/pauses";
 
 export { MAX_TRANSACTION_ACTIONS, planBatch, transactionActions, type BatchPlan, type GroupPlan, type ItemIntent } from "./markers";
 
@@ -238,7 +239,7 @@ export async function readMarkers(
 async function commitGroup(group: GroupPlan, deps: CountingDeps, bySequence: ReadonlyMap<string, DynamoDBRecord>): Promise<GroupResult> {
     const result: GroupResult = { drifted: false, counted: 0, duplicates: 0, poison: 0, failedSequenceNumbers: [] };
     const random = deps.random ?? Math.random;
-    const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+    const sleep = deps.sleep ?? pause;
     const now = deps.now ?? Date.now;
     const shards = shardCount(deps.config);
     const giveUp = (pending: readonly ItemIntent[], why: string): GroupResult => {
