@@ -39,7 +39,7 @@ import { snapshotKey } from "../../local/harness/observe";
 import { createCounterTable, createCountersTable } from "../../local/engine/table";
 import { ACTIVE, ID_PREFIX, STATUS_ATTRIBUTE, type Mode, type SelectionKind } from "./history";
 import type { Released } from "./scheduler";
-import { immediateRetries } from "./scheduler";
+import { fuzzRetries } from "./scheduler";
 
 let tables = 0;
 
@@ -95,13 +95,13 @@ export function shardsOf(system: FuzzSystem): number {
     return shardCount(system.config);
 }
 
-/** A DynamoDB client for a task-driven part of the system: the SDK's retry decisions, no sleeps. */
-export function fuzzClient(engine: LocalEngine): DynamoDBClient {
+/** A DynamoDB client for a task-driven part of the system: the SDK's retry decisions, its backoff slept through `sleep`. */
+export function fuzzClient(engine: LocalEngine, sleep: (ms: number) => Promise<void>): DynamoDBClient {
     return new DynamoDBClient({
         endpoint: engine.endpoint,
         region: "us-east-1",
         credentials: { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" },
-        retryStrategy: immediateRetries(3),
+        retryStrategy: fuzzRetries(sleep, 3),
     });
 }
 

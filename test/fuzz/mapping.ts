@@ -38,6 +38,8 @@ export class StreamMapping {
     /** The refresh in progress (refresh). */
     private reading: Promise<void> = Promise.resolve();
     private readonly firstDlq: Array<{ body: string; receives: number }> = [];
+    /** Each record's place in the stream, by its sequence number's value. */
+    private readonly ordinals = new Map<bigint, number>();
     deadLettered = 0;
 
     constructor(
@@ -46,6 +48,16 @@ export class StreamMapping {
         /** The table's sort key: a split invocation groups records by it (the item's id). */
         private readonly sortKey: string,
     ) {}
+
+    /**
+     * The place in the stream (0 for its first record) of the record whose sequence number has the value of `digits`
+     * (written with or without leading zeros); undefined for a number no record read so far has. DynamoDB Local
+     * numbers the records of all its tables from one sequence, so a record's number depends on what ran before in
+     * the engine, and its place does not.
+     */
+    ordinal(digits: string): number | undefined {
+        return this.ordinals.get(BigInt(digits));
+    }
 
     /**
      * Starts the checkpoint after every record the stream holds now, as a mapping created on a table in
@@ -94,6 +106,7 @@ export class StreamMapping {
                     continue;
                 }
                 for (const record of page.Records ?? []) {
+                    this.ordinals.set(BigInt(record.dynamodb?.SequenceNumber ?? "0"), this.records.length);
                     this.records.push({ record: toLambdaRecord(record, this.streamArn), shardId });
                 }
                 this.iterators.set(shardId, page.NextShardIterator);

@@ -36,8 +36,8 @@
  * the shards it wrote, and a utilization tryCreate's read is the sum of its per-shard reads.
  *
  * Time. The heal trusts a quiet window Q (its assumptions A1-A4: no write of an API call lands more than Q
- * after the call began). The checker runs on a virtual clock (clock.ts) that a settler run moves Q past the
- * present before it starts, and a settler run starts only when no API call is in flight: the calls that
+ * after the call began). The checker runs on a virtual clock (clock.ts), which the schedule alone moves (scheduler.ts):
+ * every timer of the system sleeps on it, and a settler run moves it Q past the present before it starts, and a settler run starts only when no API call is in flight: the calls that
  * began before it have ended, so no write older than Q can still land, and the calls that begin while it
  * runs are within the window and race its heals as they would on AWS.
  */
@@ -57,7 +57,7 @@ import { markerIdMaxBytes } from "../../runtime/shared/key-limits";
 import type { FatalMessage } from "../../runtime/stream/fatal";
 import { reconcileKey } from "../../runtime/heal/reconcile";
 import { createRedriveHandler } from "../../runtime/stream/redrive";
-import type { Clock } from "../../runtime/shared/token-bucket";
+import { installPauses } from "../../runtime/shared/pauses";
 import type { LocalEngine } from "../../local/engine/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
 import {
@@ -81,9 +81,12 @@ import { StreamMapping } from "./mapping";
 import { boundProblem, EndedLives, otherWrite, shardBoundProblem } from "./others";
 import { lifeShard, shardPartitionKey } from "../../runtime/shards/layout";
 import { Scheduler, type Released } from "./scheduler";
+import { Trace } from "./trace";
 
 export interface RunResult {
     readonly violations: string[];
+    /** The digest of every released request, in order (trace.ts): two runs of one history give the same. */
+    readonly trace: string;
     readonly stats: {
         readonly events: number;
         readonly requests: number;
@@ -117,9 +120,6 @@ export const FUZZ_QUIET_WINDOW_MS = 600_000;
 
 const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);
 
-/** Backfill's clock in the checker: no sleeps (the schedule, not the clock, decides what runs next). */
-const NO_SLEEP: Clock = { now: () => Date.now(), sleep: async () => undefined };
-
 export interface RunOptions {
     /** Hears one line per released request: what ran, with which fault, and how it ended. */
     readonly trace?: (line: string) => void;
@@ -143,21 +143,31 @@ const CLIENT_CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", 
 
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
     const time = new VirtualTime();
+    const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
+    // A released request takes 1 to 20 ms of virtual time.
+    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * 20));
     time.install();
     // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
-    // is homed in; the consumer's partial per transaction; backoff jitter): a run of a sharded history is replayed
-    // alike, as far as the schedule allows (see docs/guarantees.md).
+    // is homed in; the consumer's partial per transaction; backoff jitter), and so do its tokens' random bits: with
+    // the schedule's, every draw is made in the order the seed decides.
     const random = Math.random;
     Math.random = seededRandom((history.seed ^ 0x3c6ef372) >>> 0);
+    const bits = seededRandom((history.seed ^ 0x165667b1) >>> 0);
+    const restorePauses = installPauses({
+        sleep: (ms) => scheduler.sleep(ms),
+        bytes: (size) => Uint8Array.from({ length: size }, () => Math.floor(bits() * 256)),
+    });
     try {
-        return await runOnClock(engine, history, options, time);
+        return await runOnClock(engine, history, options, scheduler);
     } finally {
+        restorePauses();
         Math.random = random;
         time.restore();
     }
 }
 
-async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, time: VirtualTime): Promise<RunResult> {
+async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, scheduler: Scheduler): Promise<RunResult> {
+    const time = scheduler.time;
     const reader = engine.dynamodb();
     const streams = engine.streams();
     const system = await createFuzzSystem(
@@ -168,7 +178,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     );
     const shards = shardsOf(system);
     await writePreexisting(reader, system, history);
-    const scheduler = new Scheduler();
+    const trace = new Trace(
+        [
+            [system.config.countersTableName ?? system.config.tableName, "COUNTERS"],
+            [system.config.tableName, "TABLE"],
+        ],
+        (digits) => mapping.ordinal(digits),
+    );
     const random = seededRandom((history.seed ^ 0x5bd1e995) >>> 0);
     const violations: string[] = [];
     const keys = historyKeys(history);
@@ -286,22 +302,22 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             backfilled.set(effect.key, (backfilled.get(effect.key) ?? 0) + effect.delta);
         }
         released.push({ request, effect });
-        if (options.trace) {
-            const error = request.outcome?.error;
-            const ending = error === undefined ? "ok" : error instanceof Error ? error.name : String(error);
-            options.trace(
-                `${request.task.label} ${request.command}${request.fault ? ` [${request.fault}]` : ""} -> ${ending} ${JSON.stringify(effect)}`,
-            );
-        }
+        const line = trace.add(request);
+        options.trace?.(`${trace.requests} ${line}`);
     };
-    const clientDynamo = fuzzClient(engine);
-    const pipelineDynamo = fuzzClient(engine);
-    const otherDynamo = fuzzClient(engine);
-    const backfillDynamo = fuzzClient(engine);
-    const settlerDynamo = fuzzClient(engine);
+    const sleep = (ms: number) => scheduler.sleep(ms);
+    const clientDynamo = fuzzClient(engine, sleep);
+    const pipelineDynamo = fuzzClient(engine, sleep);
+    const otherDynamo = fuzzClient(engine, sleep);
+    const backfillDynamo = fuzzClient(engine, sleep);
+    const settlerDynamo = fuzzClient(engine, sleep);
     for (const client of [clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo, settlerDynamo]) {
         scheduler.gate(client, onOutcome);
     }
+    // Reads that tasks wait for without the gate (the stream's records, the late items a settler run looks for):
+    // no move is made while one is under way.
+    scheduler.track(streams);
+    scheduler.track(reader);
     options.mutate?.({ api: clientDynamo, pipeline: pipelineDynamo, other: otherDynamo, backfill: backfillDynamo, settler: settlerDynamo });
 
     const fatalMessages: FatalMessage[] = [];
@@ -311,6 +327,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         endpoint: "http://127.0.0.1:9",
         credentials: { accessKeyId: "x", secretAccessKey: "x" },
     });
+    scheduler.track(noSqs);
     /** Keys whose heal-index mark could not be written (the client's `due` failures, the consumer's log): the audit's. */
     const unmarked = new Set<string>();
     /**
@@ -504,7 +521,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 pageSize,
                 readUnitsPerSecond: Infinity,
                 writeUnitsPerSecond: Infinity,
-                clock: NO_SLEEP,
+                clock: { now: () => Date.now(), sleep },
             });
             backfillTotals.counted += report.thisCall.counted;
             backfillTotals.alreadyCounted += report.thisCall.alreadyCounted;
@@ -631,6 +648,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         for (const request of released.splice(0)) {
             await account(request);
         }
+        // A timer that is due fires before anything else moves (the clock moved past it with the last release).
+        if (scheduler.fireTimer(false)) {
+            continue;
+        }
         const pending = scheduler.pending;
         // A settler run waits until no API call is in flight (see "Time" at the top), held put attempts included:
         // they land first (within a request's lifetime, shorter than the window the run moves the clock by).
@@ -662,8 +683,11 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             if (next >= history.events.length && running.size === 0) {
                 break;
             }
-            await Promise.race(running);
-            continue;
+            // Every running task is asleep (or the schedule is stuck): the clock moves to the earliest timer.
+            if (scheduler.fireTimer(true)) {
+                continue;
+            }
+            throw new Error(`the schedule is stuck: ${running.size} tasks run, none waits at the gate or on the clock`);
         }
         const index = Math.floor(random() * pending.length);
         const request = pending[index]!;
@@ -699,7 +723,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             for (const request of released.splice(0)) {
                 await account(request);
             }
+            if (scheduler.fireTimer(false)) {
+                continue;
+            }
             if (scheduler.pending.length === 0) {
+                if (scheduler.fireTimer(true)) {
+                    continue;
+                }
                 break;
             }
             scheduler.release(0, undefined);
@@ -796,6 +826,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     streams.destroy();
     return {
         violations,
+        trace: trace.digest(),
         stats: {
             events: history.events.length,
             requests,

@@ -1,19 +1,24 @@
 /**
- * A deterministic scheduler for concurrent histories on DynamoDB Local.
+ * A deterministic scheduler for concurrent histories on DynamoDB Local: the seed alone decides the history.
  *
- * Every DynamoDB request a task sends (the API's callers, the consumer, the redrive, reconciliation)
- * stops at a gate inside the SDK's retry loop. The scheduler waits until every task is either stopped
- * at a gate or finished, then releases ONE request, chosen by a seeded random source, with a fault
- * decided by the same source. So the interleaving of requests, and every injected fault, follows the
- * seed. Not exactly: a task that sends requests in parallel (the settler's shard queries and concurrent
- * heals, the consumer's groups) counts as one here, so a branch can still be on its way to its gate when the
- * schedule moves on, and a seed's request count varies by a few percent between runs. Counting each task's
- * pending timers (async_hooks) would close it.
+ * Every DynamoDB request a task sends (the API's callers, the consumer, the redrive, reconciliation, backfill, the
+ * settler) stops at a gate inside the SDK's retry loop. The scheduler waits until the system is *quiescent*, then
+ * makes ONE move, chosen by a seeded random source: release one waiting request (with a fault decided by the same
+ * source), start the next event, or fire a timer of the virtual clock (clock.ts). So the interleaving of requests,
+ * every injected fault and every wake-up follow the seed, and a history replays request for request.
  *
- * Whatever the branches do, a request is released only when no released request is still in flight, so
- * the engine serves one released request at a time and between two releases the table is still: an
- * observation made then is exact. (Counting tasks alone let a parallel section open a window in which two
- * released requests ran at once, and a read taken "between" them saw one and not the other.)
+ * Quiescent means every branch of every task is stopped: at the gate, asleep on the virtual clock, or finished.
+ * A task may run branches in parallel (the settler's shard queries and concurrent heals, the consumer's groups, a
+ * sharded read): the scheduler does not count tasks or branches. It waits until (1) no released request and no
+ * tracked read (`track`: the stream reads, the checker's own reads a task makes) is in flight, and (2) a turn of
+ * the event loop passes in which nothing arrives at the gate, sets a timer or ends. A branch between two gates runs
+ * on microtasks alone (every wait is a request, which is in flight, or a timer, which is virtual), and the microtask
+ * queue drains before the turn ends: so every branch has reached its next stop before a move is made, however slow
+ * the machine. A branch that waited on a real timer or on I/O nobody tracks would break this: none does (the
+ * runtime sleeps through runtime/shared/pauses.ts, the SDK's retries through adapter.ts `fuzzRetries`).
+ *
+ * A request is released only when no released request is still in flight, so the engine serves one released
+ * request at a time and between two releases the table is still: an observation made then is exact.
  *
  * A request can also be *held* (`hold`): its task hears a timeout at once, as when the SDK gives up on an
  * attempt, while the very request (signed, as sent) waits; `land` puts every held request back at the gate
@@ -22,6 +27,8 @@
 import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from "@smithy/types";
 import { AsyncLocalStorage } from "node:async_hooks";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { VirtualTime } from "./clock";
 import { faultError, type FaultKind } from "../../local/engine/faults";
 
 /** A unit of concurrent work: one API call, one consumer invocation, one redrive, one reconciliation. */
@@ -70,23 +77,39 @@ export class Scheduler {
     private readonly context = new AsyncLocalStorage<Task>();
     private readonly waiting: Waiting[] = [];
     private readonly held: Held[] = [];
-    private running = 0;
-    /** Released requests whose answer has not reached their task yet. */
+    /** Released requests whose answer has not reached their task yet, and tracked reads under way. */
     private inFlight = 0;
+    /** Arrivals at the gate, timers set and tasks ended: a turn in which this does not change moved nothing. */
+    private moves = 0;
     private idle: Array<() => void> = [];
     private nextTaskId = 1;
+    private live = 0;
+
+    /**
+     * @param time the virtual clock: each released request moves it by `latency()` ms, and tasks sleep on it.
+     * @param latency the time a released request takes (drawn from the seed).
+     */
+    constructor(
+        readonly time: VirtualTime,
+        private readonly latency: () => number = () => 0,
+    ) {}
 
     /** Runs `work` as a task: its DynamoDB requests wait for the scheduler. */
     spawn<T>(label: string, work: () => Promise<T>, task: Task = { id: this.nextTaskId++, label }): Promise<T> {
-        this.running++;
+        this.live++;
         return this.context.run(task, async () => {
             try {
                 return await work();
             } finally {
-                this.running--;
-                this.wake();
+                this.live--;
+                this.moves++;
             }
         });
+    }
+
+    /** Tasks started and not finished. */
+    get tasks(): number {
+        return this.live;
     }
 
     /** The task the calling code runs in, if any. */
@@ -99,11 +122,52 @@ export class Scheduler {
         return this.waiting;
     }
 
-    /** Resolves once every task is stopped at the gate or finished. */
+    /** Sleeps `ms` on the virtual clock: the schedule fires the timer (`fireTimer`). */
+    sleep(ms: number): Promise<void> {
+        this.moves++;
+        return this.time.sleep(ms);
+    }
+
+    /**
+     * Fires a due timer, or when `jump` and no timer is due, moves the clock to the earliest and fires it. False when
+     * nothing was fired.
+     */
+    fireTimer(jump: boolean): boolean {
+        return this.time.fireDue() || (jump && this.time.fireNext());
+    }
+
+    /** Resolves once every branch of every task is stopped at the gate, asleep or finished (see the top). */
     async quiescent(): Promise<void> {
-        while (this.running > 0 || this.inFlight > 0) {
-            await new Promise<void>((resolve) => this.idle.push(resolve));
+        for (;;) {
+            while (this.inFlight > 0) {
+                await new Promise<void>((resolve) => this.idle.push(resolve));
+            }
+            const before = this.moves;
+            await nextTurn();
+            if (this.inFlight === 0 && this.moves === before) {
+                return;
+            }
         }
+    }
+
+    /**
+     * Counts every request `client` sends as in flight until it is answered, without gating it: a read whose answer
+     * a task waits for (the stream's records, the checker's own reads), so no move is made while it is under way.
+     */
+    track(client: { middlewareStack: { add: (middleware: any, options: { step: "initialize"; name: string }) => void } }): void {
+        client.middlewareStack.add(
+            (next: (args: unknown) => Promise<unknown>) => async (args: unknown) => {
+                this.inFlight++;
+                try {
+                    return await next(args);
+                } finally {
+                    this.inFlight--;
+                    this.moves++;
+                    this.wake();
+                }
+            },
+            { step: "initialize", name: "fuzzTracked" },
+        );
     }
 
     /** Requests held past their caller, not yet landed. */
@@ -136,8 +200,8 @@ export class Scheduler {
         if (!request) {
             throw new Error(`no waiting request at ${index}`);
         }
-        this.running++;
         this.inFlight++;
+        this.time.advance(this.latency());
         request.resume(fault);
         return request;
     }
@@ -164,8 +228,7 @@ export class Scheduler {
     /** One request of the current task through the gate: it waits to be released, then meets its fault. */
     private async pass(command: string, input: Record<string, unknown>, send: () => Promise<unknown>): Promise<unknown> {
         const task = this.context.getStore()!;
-        this.running--;
-        this.wake();
+        this.moves++;
         const fault = await new Promise<GateFault | undefined>((resume) => this.waiting.push({ task, command, input, resume }));
         const released: Released = { task, command, input, fault, served: false };
         try {
@@ -195,12 +258,13 @@ export class Scheduler {
         } finally {
             this.onOutcome(released);
             this.inFlight--;
+            this.moves++;
             this.wake();
         }
     }
 
     private wake(): void {
-        if (this.running <= 0 && this.inFlight === 0) {
+        if (this.inFlight === 0) {
             const idle = this.idle;
             this.idle = [];
             for (const resolve of idle) {
@@ -211,11 +275,12 @@ export class Scheduler {
 }
 
 /**
- * The SDK's standard retry decisions (retry throttling, transient and server errors, up to
- * `maxAttempts`) without its backoff sleeps or its retry quota: the schedule, not the clock,
- * decides what runs next. Deterministic for the same sequence of errors.
+ * The SDK's standard retry decisions (retry throttling, transient and server errors, up to `maxAttempts`) and its
+ * backoff (full jitter, 100 ms base, 500 ms for throttling, capped at 20 s), slept on the virtual clock through
+ * `sleep` (the SDK itself is told 0 ms, so it sets no timer of its own); no retry quota. Deterministic for the same
+ * sequence of errors and the same seeded `Math.random`.
  */
-export function immediateRetries(maxAttempts = 3): RetryStrategyV2 {
+export function fuzzRetries(sleep: (ms: number) => Promise<void>, maxAttempts = 3): RetryStrategyV2 {
     const token = (count: number): RetryToken => ({ getRetryCount: () => count, getRetryDelay: () => 0 });
     return {
         acquireInitialRetryToken: async () => token(0),
@@ -224,6 +289,8 @@ export function immediateRetries(maxAttempts = 3): RetryStrategyV2 {
             if (!retryable || previous.getRetryCount() + 1 >= maxAttempts) {
                 throw new Error("no retry");
             }
+            const base = error.errorType === "THROTTLING" ? 500 : 100;
+            await sleep(Math.random() * Math.min(20_000, base * 2 ** previous.getRetryCount()));
             return token(previous.getRetryCount() + 1);
         },
         recordSuccess: () => undefined,
