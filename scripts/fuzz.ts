@@ -3,15 +3,18 @@
  *
  * Generates a history per seed, runs it on DynamoDB Local under the deterministic scheduler, checks it
  * against the contract, and for a failing seed shrinks the history and writes a reproduction under
- * .local/fuzz/. `--replay <file>` runs one saved history again.
+ * .local/fuzz/. `--replay <file>` runs one saved history again, `--replay <seed>` one seed's history.
+ *
+ * A seed alone decides its history (test/fuzz/scheduler.ts): every run prints each history's trace digest (stderr, and
+ * `histories` with --json), and two runs of the same seeds print the same digests, on any machine at any load.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { startEngine } from "../local/engine/engine";
 import { generateHistory, type History, type Mode, type SelectionKind } from "../test/fuzz/history";
 import { COUNTER_SHARDS_MAX } from "../runtime/shared/config";
-import { runHistory } from "../test/fuzz/run";
+import { runHistory, type RunResult } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
 
 export const FUZZ_USAGE = `Usage: npm run fuzz -- [options]
@@ -27,7 +30,8 @@ Options:
                      selection (default: chosen by each seed)
   --shards <n>       counterShards of every key, 1..16 (default: 1, 3 or 8, chosen by each seed);
                      above 1 the counters get a table of their own
-  --replay <file>    run one saved history and report it
+  --replay <f|seed>  run one saved history (a reproduction's file), or one seed's history (with the
+                     flags it ran with), and report it with its trace digest
   --no-shrink        report a failing seed without shrinking it
   --trace            print every released request (with --replay, to read a reproduction)
   --json             print the summary as JSON`;
@@ -141,6 +145,7 @@ async function main(): Promise<void> {
 
     const engine = await startEngine();
     let failed = 0;
+    const histories: Array<{ seed: number; requests: number; trace: string; violations: string[] }> = [];
     const totals = {
         seeds: 0,
         events: 0,
@@ -162,20 +167,24 @@ async function main(): Promise<void> {
         latePutsAfterAnotherLife: 0,
     };
     try {
-        const histories: History[] = options.replay
-            ? [JSON.parse(readFileSync(options.replay, "utf8")) as History]
-            : Array.from({ length: seeds }, (_, i) =>
-                  generateHistory({
-                      seed: first + i,
-                      ops,
-                      mode: options.mode,
-                      faultRate,
-                      selection: options.selection,
-                      counterShards: options.counterShards,
-                  }),
-              );
-        for (const history of histories) {
+        const generate = (seed: number) =>
+            generateHistory({
+                seed,
+                ops,
+                mode: options.mode,
+                faultRate,
+                selection: options.selection,
+                counterShards: options.counterShards,
+            });
+        const toRun: History[] =
+            options.replay === undefined
+                ? Array.from({ length: seeds }, (_, i) => generate(first + i))
+                : /^\d+$/.test(options.replay) && !existsSync(options.replay)
+                  ? [generate(Number(options.replay))]
+                  : [JSON.parse(readFileSync(options.replay, "utf8")) as History];
+        for (const history of toRun) {
             const result = await runHistory(engine, history, options.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {});
+            histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
             totals.seeds++;
             totals.events += result.stats.events;
             totals.requests += result.stats.requests;
@@ -203,33 +212,38 @@ async function main(): Promise<void> {
                 `${result.stats.settles} settler runs (${result.stats.healed} heals), ` +
                 `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +
                 `${result.stats.latePutsAfterAnotherLife} after another life), ` +
-                `${result.violations.length} violations`;
+                `${result.violations.length} violations, trace ${result.trace}`;
             process.stderr.write(`${line}\n`);
             if (result.violations.length === 0) {
                 continue;
             }
             failed++;
             let shown = history;
-            let violations = result.violations;
+            let shownResult: RunResult = result;
             if (options.shrink && !options.replay) {
                 process.stderr.write(`  shrinking seed ${history.seed}...\n`);
-                shown = await shrinkHistory(engine, history, result.violations[0]!, {
+                ({ history: shown, result: shownResult } = await shrinkHistory(engine, history, result, {
                     onProgress: (n) => process.stderr.write(`  ${n} events\n`),
-                });
-                const again = (await runHistory(engine, shown)).violations;
-                // A shrunk history replays closely, not exactly: when it passes this time, the seed's own violations stand.
-                violations = again.length > 0 ? again : result.violations;
+                }));
+                // The shrunk history's failing run is its replay: one more run proves it, request for request.
+                const again = await runHistory(engine, shown);
+                if (again.trace !== shownResult.trace) {
+                    process.stderr.write(
+                        `  the shrunk history did not replay: trace ${shownResult.trace} then ${again.trace} ` +
+                            `(${shownResult.stats.requests} then ${again.stats.requests} requests); the schedule let something escape\n`,
+                    );
+                }
             }
             const dir = path.join(".local", "fuzz");
             mkdirSync(dir, { recursive: true });
             const file = path.join(dir, `seed-${history.seed}.json`);
             writeFileSync(file, `${JSON.stringify(shown, null, 2)}\n`);
-            process.stderr.write(`${reproduction(shown, violations, file)}\n`);
+            process.stderr.write(`${reproduction(shown, shownResult, file)}\n`);
         }
     } finally {
         await engine.stop();
     }
-    const summary = { ...totals, failed };
+    const summary = { ...totals, failed, histories };
     process.stdout.write(
         options.json
             ? `${JSON.stringify(summary)}\n`

@@ -36,10 +36,11 @@
  * the shards it wrote, and a utilization tryCreate's read is the sum of its per-shard reads.
  *
  * Time. The heal trusts a quiet window Q (its assumptions A1-A4: no write of an API call lands more than Q
- * after the call began). The checker runs on a virtual clock (clock.ts), which the schedule alone moves (scheduler.ts):
- * every timer of the system sleeps on it, and a settler run moves it Q past the present before it starts, and a settler run starts only when no API call is in flight: the calls that
- * began before it have ended, so no write older than Q can still land, and the calls that begin while it
- * runs are within the window and race its heals as they would on AWS.
+ * after the call began). The checker runs on a virtual clock (clock.ts), which only the schedule moves (scheduler.ts):
+ * every timer of the system sleeps on it, and a settler run moves it Q past the present before it starts. A settler
+ * run starts only when no API call is in flight: the calls that began before it have ended, so no write older than Q
+ * can still land, and the calls that begin while it runs are within the window and race its heals as they would on
+ * AWS.
  */
 import { GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
