@@ -305,22 +305,26 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
     it("rejects a strict delete that releases a repeated life twice: its late attempt lands after TTL removed it", async () => {
         // Prepare (seed 160, shrunk): the create's first put attempt is held and its repeat creates the life; a delete
         // releases its slot and TTL hard-deletes the soft-deleted item before the consumer reads it; the held attempt
-        // lands (the same life again) and is deleted; then two creates at limit 2 and a count.
-        const history = strictHistory(
-            "client",
-            [
-                { op: "tryCreate", key: "k0", id: "i0", late: true },
-                { op: "delete", key: "k0", id: "i0" },
-                { op: "ttlDelete", key: "k0", id: "i0" },
-                { op: "land" },
-                { op: "delete", key: "k0", id: "i0" },
-                { op: "tryCreate", key: "k0", id: "i1" },
-                { op: "tryCreate", key: "k0", id: "i2" },
-                { op: "count", key: "k0" },
-                consume,
-            ],
-            2,
-        );
+        // lands (the same life again) and is deleted; then two creates at limit 2 and a count. The landing runs beside
+        // the events after it: under seed 4's schedule it lands before the second delete.
+        const history = {
+            ...strictHistory(
+                "client",
+                [
+                    { op: "tryCreate", key: "k0", id: "i0", late: true },
+                    { op: "delete", key: "k0", id: "i0" },
+                    { op: "ttlDelete", key: "k0", id: "i0" },
+                    { op: "land" },
+                    { op: "delete", key: "k0", id: "i0" },
+                    { op: "tryCreate", key: "k0", id: "i1" },
+                    { op: "tryCreate", key: "k0", id: "i2" },
+                    { op: "count", key: "k0" },
+                    consume,
+                ],
+                2,
+            ),
+            seed: 4,
+        };
 
         // Act / Assess
         await sharpens(history, releaseRepeatedLifeTwice, /k0 strict bound broken: \d client-written live items/);
