@@ -226,7 +226,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
      * allows them (no slot backs them) until a heal.
      */
     const unpromisedTokens = new Map<string, Set<string>>();
-    /** Per key and id, the token of the last client put that applied (not a late one). */
+    /** Per key and id, the token of the last client put that applied (not a late one); "" after another writer's put. */
     const lastLife = new Map<string, string>();
     const landHeld = (): Promise<void> => {
         const count = scheduler.heldCount;
@@ -245,6 +245,11 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         // A second put of one token is a late attempt over a removed life: no life of its call, and no item the
         // counters account for (markers.ts); the consumer removes it.
         let late = false;
+        if (effect.kind === "put" && effect.applied && effect.token === undefined) {
+            // Another writer's item: a life of the id too, which the marker names once the consumer reads it, so a put
+            // attempt of an earlier client life landing after it is one the consumer does not promise to catch.
+            lastLife.set(`${effect.key}\u0000${effect.id}`, "");
+        }
         if (effect.kind === "put" && effect.applied && effect.token !== undefined) {
             late = appliedTokens.has(effect.token);
             appliedTokens.add(effect.token);
