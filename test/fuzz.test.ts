@@ -322,6 +322,44 @@ describe("model-based checker", function () {
         assert.equal(result.stats.backfillCounted, 1);
     });
 
+    it("counts a held put attempt as live once the consumer counted it, its life unnamed by the marker (fuzz seed 285)", async () => {
+        // Prepare: a create whose first put attempt is held; its repeat creates the life, a delete soft-deletes it and
+        // another writer's put replaces the soft-deleted item before the consumer reads any of it, so the batch that
+        // shows the life ends with a change that has none and the marker never names it. The client deletes the other
+        // writer's item and the consumer removes it; then the held attempt lands and a settler run heals the key. The
+        // consumer counts the attempt (docs/limits.md: it recognises only the life its marker names), and so does the heal.
+        const consume = { op: "consume", max: 25, overlap: 0, crash: "none" } as const;
+        const history: History = {
+            seed: 285,
+            mode: "utilization",
+            selection: "prefix",
+            placement: "separate",
+            faultRate: 0,
+            concurrency: 1,
+            limits: { k0: 5 },
+            preexisting: [],
+            events: [
+                { op: "create", key: "k0", id: "i0", late: true },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "otherPut", key: "k0", id: "i0" },
+                consume,
+                { op: "delete", key: "k0", id: "i0" },
+                consume,
+                { op: "land" },
+                { op: "settle", keyBudget: 200, auditSegments: 0 },
+            ],
+        };
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess: before the fix, the checker kept taking the attempt for one the consumer removes, left it out of the
+        // live items, and flagged the heal that counted it (best-effort 1 > live 0 client-written items).
+        assert.deepEqual(result.violations, []);
+        assert.equal(result.stats.held, 1);
+        assert.equal(result.stats.latePutsAfterAnotherLife, 1);
+    });
+
     it("keeps the contract when the consumer has removed the backfilled life before the other writer puts the id again", async () => {
         // Prepare: another writer's item, counted into best-effort by a strict backfill; the client deletes
         // it and the consumer removes it; the other writer puts the id again and the consumer counts that

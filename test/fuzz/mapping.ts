@@ -59,6 +59,14 @@ export class StreamMapping {
         return this.ordinals.get(BigInt(digits));
     }
 
+    /** The place in the stream of the first INSERT of an item whose `tokenAttribute` is `token`, of the records read. */
+    firstInsertOf(tokenAttribute: string, token: string): number | undefined {
+        const index = this.records.findIndex(
+            ({ record }) => record.eventName === "INSERT" && record.dynamodb?.NewImage?.[tokenAttribute]?.S === token,
+        );
+        return index < 0 ? undefined : index;
+    }
+
     /**
      * Starts the checkpoint after every record the stream holds now, as a mapping created on a table in
      * use starts (Lambda cannot start a DynamoDB stream mapping at a timestamp): those records are never

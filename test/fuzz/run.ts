@@ -22,7 +22,8 @@
  *   items for every key, whoever wrote them, and no put attempt held past its call (history.ts, `late`)
  *   that landed after its life was removed has left that life in the table (until the consumer removes
  *   such an item, the bounds leave it out: it is no one's live resource), unless another life of the id was
- *   put after its first landing (docs/limits.md: the marker names that life, so it counts as live, and
+ *   put after its first landing, or the consumer counted it (docs/limits.md: the marker names another life, or
+ *   none when the batch that showed the life ended with another writer's replacement, so it counts as live, and
  *   strict mode's bound allows it); once the settler has reconciled the keys no soft-deleted item
  *   is left (an item moved into the selection already soft-deleted is reconcile's); and once the keys have been
  *   quiet for the window and healed, best-effort == the live items it accounts for (heal.ts).
@@ -42,7 +43,13 @@
  * can still land, and the calls that begin while it runs are within the window and race its heals as they would on
  * AWS.
  */
-import { GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+    GetItemCommand,
+    PutItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+    type TransactWriteItemsCommandInput,
+} from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { backfill, BackfillError } from "../../runtime/backfill/backfill";
 import { HybridCounterClient } from "../../runtime/client/client";
@@ -80,7 +87,7 @@ import { callProblems, describe, newLedger, recordRequest, type CallLedger } fro
 import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
 import { StreamMapping } from "./mapping";
 import { boundProblem, EndedLives, otherWrite, shardBoundProblem } from "./others";
-import { lifeShard, shardPartitionKey } from "../../runtime/shards/layout";
+import { lifeShard, shardOfPartitionKey, shardPartitionKey } from "../../runtime/shards/layout";
 import { Scheduler, type Released } from "./scheduler";
 import { Trace } from "./trace";
 
@@ -226,8 +233,29 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
      * allows them (no slot backs them) until a heal.
      */
     const unpromisedTokens = new Map<string, Set<string>>();
-    /** Per key and id, the token of the last client put that applied (not a late one); "" after another writer's put. */
+    /** Per key and id, the token of the last client put that applied (not a late one). */
     const lastLife = new Map<string, string>();
+    /** The lives of late put attempts a served transaction counted as new (the INSERT after the life's first). */
+    const countedLateInserts = (request: Released): Array<{ key: string; life: string }> => {
+        if (request.command !== "TransactWriteItemsCommand" || !request.served || request.outcome?.error !== undefined) {
+            return [];
+        }
+        const actions = (request.input as unknown as TransactWriteItemsCommandInput).TransactItems ?? [];
+        return actions.flatMap((action) => {
+            const values = action.Update?.ExpressionAttributeValues;
+            const life = values?.[":insertedLife"]?.S;
+            const seq = values?.[":insertedSeq"]?.S;
+            const partition = action.Update?.Key?.[system.config.partitionKey]?.S;
+            if (life === undefined || seq === undefined || partition === undefined || values?.[":target"]?.S !== "counted") {
+                return [];
+            }
+            const first = mapping.firstInsertOf(system.config.tokenAttribute, life);
+            const place = mapping.ordinal(seq);
+            return first !== undefined && place !== undefined && place > first
+                ? [{ key: shardOfPartitionKey(partition, shards).key, life }]
+                : [];
+        });
+    };
     const landHeld = (): Promise<void> => {
         const count = scheduler.heldCount;
         landing += count;
@@ -245,11 +273,6 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         // A second put of one token is a late attempt over a removed life: no life of its call, and no item the
         // counters account for (markers.ts); the consumer removes it.
         let late = false;
-        if (effect.kind === "put" && effect.applied && effect.token === undefined) {
-            // Another writer's item: a life of the id too, which the marker names once the consumer reads it, so a put
-            // attempt of an earlier client life landing after it is one the consumer does not promise to catch.
-            lastLife.set(`${effect.key}\u0000${effect.id}`, "");
-        }
         if (effect.kind === "put" && effect.applied && effect.token !== undefined) {
             late = appliedTokens.has(effect.token);
             appliedTokens.add(effect.token);
@@ -260,6 +283,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 lateTokens.set(effect.key, (lateTokens.get(effect.key) ?? new Set()).add(effect.token));
             } else {
                 unpromisedTokens.set(effect.key, (unpromisedTokens.get(effect.key) ?? new Set()).add(effect.token));
+            }
+        }
+        // The consumer counted a late put's INSERT: its marker did not name the life (a batch that showed the life only
+        // with the change that replaced it writes no hc_life), which docs/limits.md does not promise to catch either.
+        for (const { key, life } of countedLateInserts(request)) {
+            if (lateTokens.get(key)?.delete(life)) {
+                unpromisedTokens.set(key, (unpromisedTokens.get(key) ?? new Set()).add(life));
             }
         }
         if (effect.kind === "put" && effect.applied && heldInputs.has(request.input) && settleTotals.runs > 0) {
