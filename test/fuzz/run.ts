@@ -43,13 +43,7 @@
  * can still land, and the calls that begin while it runs are within the window and race its heals as they would on
  * AWS.
  */
-import {
-    GetItemCommand,
-    PutItemCommand,
-    type AttributeValue,
-    type DynamoDBClient,
-    type TransactWriteItemsCommandInput,
-} from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { backfill, BackfillError } from "../../runtime/backfill/backfill";
 import { HybridCounterClient } from "../../runtime/client/client";
@@ -85,9 +79,10 @@ import { VirtualTime } from "./clock";
 import { DEFAULT_DEADLINE_MS } from "../../runtime/client/validation";
 import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
 import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
+import { countedLateInserts } from "./late-puts";
 import { StreamMapping } from "./mapping";
 import { boundProblem, EndedLives, otherWrite, shardBoundProblem } from "./others";
-import { lifeShard, shardOfPartitionKey, shardPartitionKey } from "../../runtime/shards/layout";
+import { lifeShard, shardPartitionKey } from "../../runtime/shards/layout";
 import { Scheduler, type Released } from "./scheduler";
 import { Trace } from "./trace";
 
@@ -235,27 +230,6 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const unpromisedTokens = new Map<string, Set<string>>();
     /** Per key and id, the token of the last client put that applied (not a late one). */
     const lastLife = new Map<string, string>();
-    /** The lives of late put attempts a served transaction counted as new (the INSERT after the life's first). */
-    const countedLateInserts = (request: Released): Array<{ key: string; life: string }> => {
-        if (request.command !== "TransactWriteItemsCommand" || !request.served || request.outcome?.error !== undefined) {
-            return [];
-        }
-        const actions = (request.input as unknown as TransactWriteItemsCommandInput).TransactItems ?? [];
-        return actions.flatMap((action) => {
-            const values = action.Update?.ExpressionAttributeValues;
-            const life = values?.[":insertedLife"]?.S;
-            const seq = values?.[":insertedSeq"]?.S;
-            const partition = action.Update?.Key?.[system.config.partitionKey]?.S;
-            if (life === undefined || seq === undefined || partition === undefined || values?.[":target"]?.S !== "counted") {
-                return [];
-            }
-            const first = mapping.firstInsertOf(system.config.tokenAttribute, life);
-            const place = mapping.ordinal(seq);
-            return first !== undefined && place !== undefined && place > first
-                ? [{ key: shardOfPartitionKey(partition, shards).key, life }]
-                : [];
-        });
-    };
     const landHeld = (): Promise<void> => {
         const count = scheduler.heldCount;
         landing += count;
@@ -287,7 +261,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
         // The consumer counted a late put's INSERT: its marker did not name the life (a batch that showed the life only
         // with the change that replaced it writes no hc_life), which docs/limits.md does not promise to catch either.
-        for (const { key, life } of countedLateInserts(request)) {
+        for (const { key, life } of countedLateInserts(request, system, mapping)) {
             if (lateTokens.get(key)?.delete(life)) {
                 unpromisedTokens.set(key, (unpromisedTokens.get(key) ?? new Set()).add(life));
             }
