@@ -158,7 +158,9 @@ export function describeParity(proxy: ParityProxy | undefined): string {
             .join("") +
         `4 MB / 100 actions per transaction; transactions billed 2 WCU per KB per item): ` +
         `${throttled} of ${stats.requests} requests throttled (${stats.throttled.writes} writes, ${stats.throttled.transactions} transactions, ` +
-        `${stats.throttled.reads} reads), ${stats.refused.transactionTooLarge + stats.refused.tooManyActions} transactions refused`
+        `${stats.throttled.reads} reads), ${stats.refused.transactionTooLarge + stats.refused.tooManyActions} transactions refused, ` +
+        `${stats.conflicts.writes + stats.conflicts.transactions + stats.conflicts.reads} transaction conflicts raised ` +
+        `(${stats.conflicts.writes} plain writes, ${stats.conflicts.transactions} transactions, ${stats.conflicts.reads} TransactGetItems)`
     );
 }
 
