@@ -175,6 +175,30 @@ describe("the parity layer raises DynamoDB's transaction conflicts on DynamoDB L
         assert.deepEqual([await count(db, name, "c", "1"), await count(db, name, "c", "2")], [8, 1]);
     });
 
+    it("answers a resent ClientRequestToken from the engine's record, whatever transaction is pending on its items", async () => {
+        // Prepare: a transaction with a token commits; another transaction over the same item is then held open.
+        const name = await table();
+        const token = `token-${Date.now()}`;
+        const first = { TransactItems: [add(name, "e", "1", 1)], ClientRequestToken: token };
+        await db.send(new TransactWriteItemsCommand(first));
+        const hold = engine().parity!.holdTransactions((t) => t.items.some((i) => i.table === name));
+        const pending = db.send(new TransactWriteItemsCommand({ TransactItems: [add(name, "e", "1", 10), add(name, "e", "2", 10)] }));
+        await hold.held;
+
+        // Act: the same request again (a lost answer resent), and one without a token.
+        await db.send(new TransactWriteItemsCommand(first));
+        const fresh = await rejection(db.send(new TransactWriteItemsCommand({ TransactItems: [add(name, "e", "1", 1)] })));
+        hold.release();
+        await pending;
+
+        // Assess: the resend changed nothing and met no conflict; the fresh one was cancelled.
+        assert.deepEqual(
+            (fresh.CancellationReasons as Array<{ Code: string }>).map((r) => r.Code),
+            ["TransactionConflict"],
+        );
+        assert.equal(await count(db, name, "e", "1"), 11);
+    });
+
     it("DynamoDB Local alone accepts the same plain write while the transaction is held (what the layer adds)", async () => {
         // Prepare
         const name = await table();

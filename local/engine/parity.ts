@@ -64,7 +64,14 @@ import {
     type Item,
     type TableMetering,
 } from "./parity-model";
-import { conflictReasons, CONFLICT_MESSAGE, TransactionWindow, type PendingTransaction, type TransactionHold } from "./transaction-window";
+import {
+    conflictReasons,
+    CONFLICT_MESSAGE,
+    IN_PROGRESS_MESSAGE,
+    TransactionWindow,
+    type PendingTransaction,
+    type TransactionHold,
+} from "./transaction-window";
 
 export interface ParityOptions {
     /** @default 1000 */
@@ -541,23 +548,38 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                 }),
             );
         }
-        const named = parsed.map((p, i) => (p.key ? identity(p.table, p.info, p.key) : `unnamed action ${i}`));
-        const opened = window.openTransaction(named);
-        if ("conflicts" in opened) {
-            stats.conflicts.transactions++;
-            const reasons = conflictReasons(opened.conflicts);
-            return replyError(
-                res,
-                new ServiceError("TransactionCanceledException", {
-                    Message: MESSAGES.transactionCancelled(reasons.map((r) => r.Code)),
-                    CancellationReasons: reasons,
-                }),
-            );
+        // A token the engine already answered is answered from its record: it meets no conflict (transaction-window.ts).
+        const token = input.ClientRequestToken as string | undefined;
+        const replayed = token === undefined ? "new" : window.tokenState(token, now());
+        if (replayed === "pending") {
+            return replyError(res, new ServiceError("TransactionInProgressException", { message: IN_PROGRESS_MESSAGE }));
         }
-        const response = await window
-            .pause({ items: parsed.map((p) => ({ table: p.table, key: p.key ?? {} })) }, named)
-            .then(() => send(headers, Buffer.from(JSON.stringify(input))))
-            .finally(opened.release);
+        let response: Awaited<ReturnType<typeof send>>;
+        if (replayed === "answered") {
+            response = await send(headers, Buffer.from(JSON.stringify(input)));
+        } else {
+            const named = parsed.map((p, i) => (p.key ? identity(p.table, p.info, p.key) : `unnamed action ${i}`));
+            const opened = window.openTransaction(named);
+            if ("conflicts" in opened) {
+                stats.conflicts.transactions++;
+                const reasons = conflictReasons(opened.conflicts);
+                return replyError(
+                    res,
+                    new ServiceError("TransactionCanceledException", {
+                        Message: MESSAGES.transactionCancelled(reasons.map((r) => r.Code)),
+                        CancellationReasons: reasons,
+                    }),
+                );
+            }
+            const answered = token === undefined ? () => undefined : window.tokenSent(token, now);
+            response = await window
+                .pause({ items: parsed.map((p) => ({ table: p.table, key: p.key ?? {} })) }, named)
+                .then(() => send(headers, Buffer.from(JSON.stringify(input))))
+                .finally(() => {
+                    opened.release();
+                    answered();
+                });
+        }
         if (response.status !== 200) {
             return reply(res, response);
         }

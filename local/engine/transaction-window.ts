@@ -12,7 +12,10 @@
  * - a TransactGetItems one of whose items an ongoing TransactWriteItems, BatchWriteItem, PutItem, UpdateItem or
  *   DeleteItem is writing is cancelled the same way;
  * - a plain write never waits for, nor cancels, a TransactGetItems, and reads other than TransactGetItems meet no
- *   conflict.
+ *   conflict;
+ * - a TransactWriteItems whose ClientRequestToken the service has already answered (for 10 minutes) is answered from
+ *   that record, whatever is in flight (success without changes, or IdempotentParameterMismatchException for other
+ *   actions), so it meets no conflict; one whose token is still being applied gets TransactionInProgressException.
  *
  * Invariant kept: a write holds its items from the moment the layer admits it (every limit checked, about to be
  * forwarded) until the engine's answer reaches the layer, and a request refused for a conflict never reaches the
@@ -53,6 +56,30 @@ export class TransactionWindow {
     private readonly holds: Hold[] = [];
     /** The held transactions now waiting, with their items. */
     private readonly paused = new Map<Hold, ReadonlySet<ItemId>>();
+    /** ClientRequestTokens sent to the engine: "pending" until its answer, then the time of the answer. */
+    private readonly tokens = new Map<string, "pending" | number>();
+
+    /** Where a transaction's ClientRequestToken stands: never sent, being applied, or answered within 10 minutes. */
+    tokenState(token: string, now: number): "new" | "pending" | "answered" {
+        const state = this.tokens.get(token);
+        if (state === undefined) {
+            return "new";
+        }
+        if (state === "pending") {
+            return "pending";
+        }
+        if (now - state > TOKEN_LIFETIME_MS) {
+            this.tokens.delete(token);
+            return "new";
+        }
+        return "answered";
+    }
+
+    /** A token sent to the engine; the returned function records its answer. */
+    tokenSent(token: string, now: () => number): () => void {
+        this.tokens.set(token, "pending");
+        return once(() => this.tokens.set(token, now()));
+    }
 
     /**
      * A TransactWriteItems admitted by every other check: either its conflicts (some action names an item another
@@ -174,6 +201,12 @@ function once(fn: () => void): () => void {
         }
     };
 }
+
+/** How long DynamoDB answers a ClientRequestToken from its record after the request completed (TransactWriteItems reference). */
+const TOKEN_LIFETIME_MS = 10 * 60_000;
+
+/** DynamoDB's message for a retried token whose transaction is still being applied (TransactionInProgressException). */
+export const IN_PROGRESS_MESSAGE = "The transaction with the given request token is already in progress.";
 
 /** DynamoDB's message for a request that meets an ongoing transaction. */
 export const CONFLICT_MESSAGE = "Transaction is ongoing for the item";
