@@ -148,6 +148,15 @@ class ServiceError {
     ) {}
 }
 
+/** A transaction (write or get) cancelled for meeting ongoing writes: one reason per action, in order. */
+function cancelledFor(conflicts: readonly boolean[]): ServiceError {
+    const reasons = conflictReasons(conflicts);
+    return new ServiceError("TransactionCanceledException", {
+        Message: MESSAGES.transactionCancelled(reasons.map((r) => r.Code)),
+        CancellationReasons: reasons,
+    });
+}
+
 /** The engine refused one of the layer's own calls (a table that does not exist): the request goes through as sent. */
 class EngineRefusal extends Error {}
 
@@ -562,14 +571,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             const opened = window.openTransaction(named);
             if ("conflicts" in opened) {
                 stats.conflicts.transactions++;
-                const reasons = conflictReasons(opened.conflicts);
-                return replyError(
-                    res,
-                    new ServiceError("TransactionCanceledException", {
-                        Message: MESSAGES.transactionCancelled(reasons.map((r) => r.Code)),
-                        CancellationReasons: reasons,
-                    }),
-                );
+                return replyError(res, cancelledFor(opened.conflicts));
             }
             const answered = token === undefined ? () => undefined : window.tokenSent(token, now);
             response = await window
@@ -665,14 +667,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             const conflicts = window.readConflicts(items);
             if (conflicts.some(Boolean)) {
                 stats.conflicts.reads++;
-                const reasons = conflictReasons(conflicts);
-                return replyError(
-                    res,
-                    new ServiceError("TransactionCanceledException", {
-                        Message: MESSAGES.transactionCancelled(reasons.map((r) => r.Code)),
-                        CancellationReasons: reasons,
-                    }),
-                );
+                return replyError(res, cancelledFor(conflicts));
             }
         }
         const written = write ? window.holdWrite(items) : undefined;
