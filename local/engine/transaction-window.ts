@@ -77,6 +77,13 @@ export class TransactionWindow {
 
     /** A token sent to the engine; the returned function records its answer. */
     tokenSent(token: string, now: () => number): () => void {
+        // Tokens past their lifetime are forgotten, as the service forgets them: the record stays bounded.
+        const at = now();
+        for (const [known, answered] of this.tokens) {
+            if (answered !== "pending" && at - answered > TOKEN_LIFETIME_MS) {
+                this.tokens.delete(known);
+            }
+        }
         this.tokens.set(token, "pending");
         return once(() => this.tokens.set(token, now()));
     }
