@@ -8,7 +8,8 @@ import { table } from "./format";
 import type { CliCommand } from "./command";
 
 const COLUMNS = ["key", "best-effort", "eventual", "live", "pending creates", "pending deletes", "malformed", "held slots", "drift"];
-const SHARD_COLUMNS = ["shard", "best-effort", "eventual partial", "live homed here"];
+// What a heal sets a shard's best-effort to, and apart from it the items no heal counts (runtime/ops/status.ts).
+const SHARD_COLUMNS = ["shard", "best-effort", "eventual partial", "client items homed here", "other writers' items"];
 const row = (s: KeyStatus) => [
     s.key,
     s.bestEffort,
@@ -46,7 +47,7 @@ export const statusCommand: CliCommand = {
                                     : [
                                           table(
                                               SHARD_COLUMNS,
-                                              s.shards.map((h) => [h.shard, h.bestEffort, h.eventual, h.homed]),
+                                              s.shards.map((h) => [h.shard, h.bestEffort, h.eventual, h.homed, h.others]),
                                           ),
                                       ]),
                                 s.exact ? "exact" : "not exact: run `reconcile --key` (see `fatal list`)",

@@ -13,13 +13,15 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { HybridCounterClient } from "../runtime/client/client";
-import { DEFAULT_LAYOUT, type HandlerConfig } from "../runtime/shared/config";
+import { DEFAULT_LAYOUT, type CounterTableLayout, type HandlerConfig } from "../runtime/shared/config";
 import { createStreamHandler } from "../runtime/stream/consumer";
 import { createRedriveHandler } from "../runtime/stream/redrive";
 import { lambdaContext } from "../local/aws/lambda-context";
 import { LAMBDA_DEFAULTS, MappingEmulator } from "../local/aws/mapping-emulator";
 import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../local/aws/sqs";
-import { createCounterTable } from "../local/engine/table";
+import { createCounterTable, createCountersTable } from "../local/engine/table";
+import { healKey } from "../runtime/heal/heal";
+import { markerShard } from "../runtime/shards/layout";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
 
@@ -491,5 +493,75 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
         assert.deepEqual(JSON.parse(deleted.stdout), { deleted: left[0]!.id, kind: "malformed-redrive-message" });
         assert.deepEqual(json(await cli(["fatal", "list", ...s.flags])), []);
         assert.deepEqual(json(await cli(["status", "--key", "m", ...s.flags])), exactKey("m", 1));
+    });
+
+    it("status --key on a sharded key shows each shard's client items (what a heal sets) apart from other writers' items", async () => {
+        // Prepare: a strict key over 3 shards whose selection counts every item under "r#": three client items, and
+        // one item another writer put (no client token, no backfill flag), which the eventual counter counts and no
+        // heal does.
+        const tableName = `cli-sharded-${++tables}`;
+        const countersTableName = `${tableName}-counters`;
+        const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, selection: { kind: "sortKeyPrefix", prefix: "r#" } };
+        const admin = engine().dynamodb();
+        await createCounterTable(admin, tableName, layout);
+        await createCountersTable(admin, countersTableName, layout);
+        const client = new HybridCounterClient({
+            ...layout,
+            tableName,
+            countersTableName,
+            counterShards: 3,
+            mode: "strict",
+            dynamodb: admin,
+        });
+        for (const id of ["r#a", "r#b", "r#c"]) {
+            assert.equal((await client.tryCreate("k", id, 10)).created, true);
+        }
+        await admin.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "r#other" } } }));
+        const flags = [
+            ...["--endpoint", engine().endpoint, "--table", tableName, "--counters-table", countersTableName, "--counter-shards", "3"],
+            ...["--counted-items", "sortKeyPrefix", "--counted-sort-key-prefix", "r#"],
+        ];
+        type Shards = { shards: Array<{ shard: number; bestEffort: number; homed: number; others: number }> };
+
+        // Act: status, a heal of the key (its clock past the quiet window), status again, and the human table.
+        const before = json(await cli(["status", "--key", "k", "--json", ...flags])) as Shards;
+        const config = { ...layout, tableName, countersTableName, counterShards: 3 };
+        const healed = await healKey("k", {
+            config,
+            dynamodb: admin,
+            mode: "strict",
+            quietWindowMs: 60_000,
+            now: () => Date.now() + 120_000,
+        });
+        const after = json(await cli(["status", "--key", "k", "--json", ...flags])) as Shards;
+        const human = await cli(["status", "--key", "k", ...flags]);
+
+        // Assess: "homed" is exactly what the heal set each shard to, the other writer's item is listed apart, in its
+        // id's shard, and the heal changed no shard (the strict key was exact over the client's items).
+        assert.equal(healed.outcome, "healed");
+        const set = healed.shards!.map((s) => s.after ?? -1);
+        assert.deepEqual(
+            after.shards.map((s) => s.homed),
+            set,
+        );
+        assert.deepEqual(
+            after.shards.map((s) => s.bestEffort),
+            set,
+        );
+        assert.deepEqual(
+            before.shards.map((s) => [s.bestEffort, s.homed]),
+            after.shards.map((s) => [s.bestEffort, s.homed]),
+        );
+        assert.deepEqual(
+            after.shards.map((s) => s.others),
+            [0, 1, 2].map((shard) => (shard === markerShard("r#other", 3) ? 1 : 0)),
+        );
+        assert.equal(
+            set.reduce((a, b) => a + b, 0),
+            3,
+        );
+        assert.equal(human.code, 0, human.stderr);
+        assert.match(human.stdout, /client items homed here/);
+        assert.match(human.stdout, /other writers' items/);
     });
 });

@@ -449,9 +449,9 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                 exact: false,
                 shards: [
                     // Homed by token: the three of shard 2's markers carry shard 0's tokens.
-                    { shard: 0, bestEffort: 0, eventual: 3, homed: 3 },
-                    { shard: 1, bestEffort: 0, eventual: 0, homed: 2 },
-                    { shard: 2, bestEffort: 0, eventual: 1, homed: 1 },
+                    { shard: 0, bestEffort: 0, eventual: 3, homed: 3, others: 0 },
+                    { shard: 1, bestEffort: 0, eventual: 0, homed: 2, others: 0 },
+                    { shard: 2, bestEffort: 0, eventual: 1, homed: 1, others: 0 },
                 ],
             });
 
@@ -545,9 +545,9 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                 drift: 0,
                 exact: true,
                 shards: [
-                    { shard: 0, bestEffort: 0, eventual: 1, homed: 0 },
-                    { shard: 1, bestEffort: 2, eventual: 0, homed: 1 },
-                    { shard: 2, bestEffort: 1, eventual: 1, homed: 1 },
+                    { shard: 0, bestEffort: 0, eventual: 1, homed: 0, others: 0 },
+                    { shard: 1, bestEffort: 2, eventual: 0, homed: 1, others: 0 },
+                    { shard: 2, bestEffort: 1, eventual: 1, homed: 1, others: 0 },
                 ],
             });
             assert.deepEqual(

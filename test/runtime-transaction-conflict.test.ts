@@ -1,9 +1,10 @@
 /**
- * A strict backfill's transaction includes the key's best-effort item, and DynamoDB refuses a plain write to an item
- * that a pending transaction includes with TransactionConflictException (DynamoDB Local never does, so it is
- * injected here with the real error shape, on the client's best-effort writes only). The client must never surface
- * it: a write that is safe to repeat is repeated, one that is sent once is absorbed and reported, and the mode's
- * bound holds.
+ * A strict backfill's transaction, and a sharded heal's, include the key's best-effort item, and DynamoDB refuses a
+ * plain write to an item that a pending transaction includes with TransactionConflictException, a 400 that wrote
+ * nothing (injected here with the real error shape on the client's best-effort writes only, attempt by attempt; the
+ * parity layer raises it for a real transaction: test/runtime-heal-conflict.test.ts). The client must never surface
+ * it: every write repeats it, even one sent once (an increment, a release: only a refusal is repeated, so it commits
+ * at most once); a write refused on every attempt is absorbed and reported, and the mode's bound holds.
  */
 import { type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
@@ -22,7 +23,7 @@ describe("a TransactionConflict on the client's best-effort write never reaches 
      * A client of `mode` whose best-effort writes meet a TransactionConflictException: `conflicts.next[delta]` of
      * the next writes that add `delta` ("1" an increment or reserve, "0" a touch, "-1" a decrement or release).
      */
-    async function conflicted(mode: "strict" | "utilization") {
+    async function conflicted(mode: "strict" | "utilization", attempts?: number) {
         const fixture: CounterFixture = await counterFixture(engine(), { mode, placement: "separate" });
         const dynamodb = engine().dynamodb();
         const conflicts = { next: {} as Record<string, number>, injected: 0 };
@@ -48,16 +49,17 @@ describe("a TransactionConflict on the client's best-effort write never reaches 
             countersTableName: fixture.countersTableName,
             dynamodb,
             mode,
+            ...(attempts === undefined ? {} : { attempts }),
             onBestEffortFailure: (failure) => failures.push(failure),
         });
         return { fixture, client, conflicts, failures };
     }
 
-    it("utilization: an increment that meets it is absorbed and reported (best-effort stays below live); a decrement is repeated", async () => {
+    it("utilization: an increment and a decrement that meet it are repeated; nothing is absorbed, the count is exact", async () => {
         // Prepare
         const { fixture, client, conflicts, failures } = await conflicted("utilization");
 
-        // Act: the create's increment (sent once) meets a conflict; then the delete's decrement meets one on its first attempt.
+        // Act: the create's increment (committed at most once) meets a conflict; then the delete's decrement meets one.
         conflicts.next = { "1": 1 };
         const created = await client.create("k", "a");
         const afterCreate = await fixture.observe("k");
@@ -70,37 +72,74 @@ describe("a TransactionConflict on the client's best-effort write never reaches 
         assert.deepEqual(created, { created: true });
         assert.deepEqual(deleted, { deleted: true });
         assert.equal(conflicts.injected, 2);
+        assert.deepEqual(failures, []);
+        assert.deepEqual([afterCreate.bestEffort, afterCreate.clientLive], [1, 1], "the increment was repeated once");
+        assert.deepEqual([afterDelete.bestEffort, afterDelete.clientLive], [1, 1], "the decrement was repeated once, not lost");
+        fixture.close();
+    });
+
+    it("utilization: an increment refused on every attempt is absorbed and reported (best-effort stays below live)", async () => {
+        // Prepare: 3 attempts per write.
+        const { fixture, client, conflicts, failures } = await conflicted("utilization", 3);
+
+        // Act
+        conflicts.next = { "1": 3 };
+        const created = await client.create("k", "a");
+        const after = await fixture.observe("k");
+
+        // Assess
+        assert.deepEqual(created, { created: true });
+        assert.equal(conflicts.injected, 3);
         assert.deepEqual(
             failures.map((f) => [f.operation, (f.error as Error).name]),
             [["increment", "TransactionConflictException"]],
         );
-        assert.deepEqual([afterCreate.bestEffort, afterCreate.clientLive], [0, 1]);
-        assert.deepEqual([afterDelete.bestEffort, afterDelete.clientLive], [0, 1], "the decrement was repeated once, not lost");
+        assert.deepEqual([after.bestEffort, after.clientLive], [0, 1]);
         fixture.close();
     });
 
-    it("strict: a reserve and a touch that meet it are repeated; a release that meets it is absorbed, holding the slot", async () => {
+    it("strict: a reserve, a touch and a release that meet it are repeated; the slot is freed once", async () => {
         // Prepare
         const { fixture, client, conflicts, failures } = await conflicted("strict");
 
-        // Act: the reserve's first attempt conflicts; then the delete's touch conflicts once, and its release (sent once) too.
+        // Act: the reserve's first attempt conflicts; then the delete's touch conflicts once, and its release too.
         conflicts.next = { "1": 1 };
         const created = await client.tryCreate("k", "a", 1);
         const refused = await client.tryCreate("k", "b", 1);
         conflicts.next = { "0": 1, "-1": 1 };
         const deleted = await client.delete("k", "a");
         const afterDelete = await fixture.observe("k");
+        const again = await client.tryCreate("k", "c", 1);
 
         // Assess
         assert.equal(created.created, true);
         assert.deepEqual([refused.created, refused.reason], [false, "limit"]);
         assert.deepEqual(deleted, { deleted: true });
         assert.equal(conflicts.injected, 3);
+        assert.deepEqual(failures, []);
+        assert.deepEqual([afterDelete.bestEffort, afterDelete.clientLive], [0, 0], "the slot is freed once, not held");
+        assert.equal(again.created, true);
+        fixture.close();
+    });
+
+    it("strict: a release refused on every attempt is absorbed and reported, holding the slot", async () => {
+        // Prepare: 3 attempts per write.
+        const { fixture, client, conflicts, failures } = await conflicted("strict", 3);
+        assert.equal((await client.tryCreate("k", "a", 1)).created, true);
+
+        // Act
+        conflicts.next = { "-1": 3 };
+        const deleted = await client.delete("k", "a");
+        const after = await fixture.observe("k");
+
+        // Assess
+        assert.deepEqual(deleted, { deleted: true });
+        assert.equal(conflicts.injected, 3);
         assert.deepEqual(
             failures.map((f) => [f.operation, (f.error as Error).name]),
             [["release", "TransactionConflictException"]],
         );
-        assert.deepEqual([afterDelete.bestEffort, afterDelete.clientLive], [1, 0], "the slot is held back, never freed twice");
+        assert.deepEqual([after.bestEffort, after.clientLive], [1, 0], "the slot is held back, never freed twice");
         fixture.close();
     });
 });

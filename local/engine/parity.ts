@@ -21,6 +21,11 @@
  *   or moved as a delete and a put), reported in the transaction's ConsumedCapacity (DynamoDB Local
  *   reports one flat figure). Single-item writes keep DynamoDB Local's own figure, which bills index
  *   writes the same way (test/parity.test.ts proves both).
+ * - Transaction conflicts (local/engine/transaction-window.ts): a plain write of an item an ongoing
+ *   TransactWriteItems includes gets TransactionConflictException, a transaction meeting another one on an item, or
+ *   a TransactGetItems meeting any write of one of its items, a TransactionCanceledException with
+ *   TransactionConflict reasons. `holdTransactions` keeps a transaction open for a test
+ *   (test/parity-conflicts.test.ts).
  *
  * What DynamoDB Local already enforces with the service's messages is left to it, and the tests
  * prove it: the 400 KB item size for PutItem, UpdateItem (including attributes an update adds) and
@@ -59,6 +64,14 @@ import {
     type Item,
     type TableMetering,
 } from "./parity-model";
+import {
+    conflictReasons,
+    CONFLICT_MESSAGE,
+    IN_PROGRESS_MESSAGE,
+    TransactionWindow,
+    type PendingTransaction,
+    type TransactionHold,
+} from "./transaction-window";
 
 export interface ParityOptions {
     /** @default 1000 */
@@ -95,6 +108,8 @@ export interface ParityStats {
     transactionIndexWriteUnits: number;
     /** Requests passed through unchecked because the engine refused the layer's own read (a missing table). */
     unchecked: number;
+    /** Requests refused for meeting an ongoing write (transaction-window.ts): plain writes, transactions, TransactGetItems. */
+    conflicts: { writes: number; transactions: number; reads: number };
 }
 
 export interface ParityProxy {
@@ -104,6 +119,11 @@ export interface ParityProxy {
     readonly limits: { partitionWriteUnitsPerSecond: number; partitionReadUnitsPerSecond: number; bucketSeconds: number };
     /** The tables metered otherwise than `limits` per partition key value (`ParityOptions.metering`), as first metered. */
     readonly metered: ReadonlyMap<string, TableMetering>;
+    /**
+     * Keeps the next TransactWriteItems `match` accepts open (its items held, the engine not yet asked) until the
+     * hold's `release()`: what a request meets while the engine applies a transaction, staged without timing.
+     */
+    holdTransactions(match: (transaction: PendingTransaction) => boolean): TransactionHold;
     stop(): Promise<void>;
 }
 
@@ -128,6 +148,15 @@ class ServiceError {
     ) {}
 }
 
+/** A transaction (write or get) cancelled for meeting ongoing writes: one reason per action, in order. */
+function cancelledFor(conflicts: readonly boolean[]): ServiceError {
+    const reasons = conflictReasons(conflicts);
+    return new ServiceError("TransactionCanceledException", {
+        Message: MESSAGES.transactionCancelled(reasons.map((r) => r.Code)),
+        CancellationReasons: reasons,
+    });
+}
+
 /** The engine refused one of the layer's own calls (a table that does not exist): the request goes through as sent. */
 class EngineRefusal extends Error {}
 
@@ -145,7 +174,9 @@ export function describeParity(proxy: ParityProxy | undefined): string {
             .join("") +
         `4 MB / 100 actions per transaction; transactions billed 2 WCU per KB per item): ` +
         `${throttled} of ${stats.requests} requests throttled (${stats.throttled.writes} writes, ${stats.throttled.transactions} transactions, ` +
-        `${stats.throttled.reads} reads), ${stats.refused.transactionTooLarge + stats.refused.tooManyActions} transactions refused`
+        `${stats.throttled.reads} reads), ${stats.refused.transactionTooLarge + stats.refused.tooManyActions} transactions refused, ` +
+        `${stats.conflicts.writes + stats.conflicts.transactions + stats.conflicts.reads} transaction conflicts raised ` +
+        `(${stats.conflicts.writes} plain writes, ${stats.conflicts.transactions} transactions, ${stats.conflicts.reads} TransactGetItems)`
     );
 }
 
@@ -168,7 +199,9 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         transactionsBilled: 0,
         transactionIndexWriteUnits: 0,
         unchecked: 0,
+        conflicts: { writes: 0, transactions: 0, reads: 0 },
     };
+    const window = new TransactionWindow();
     const tables = new Map<string, Promise<TableInfo>>();
     const writeBuckets = new Map<string, TokenBucket>();
     const readBuckets = new Map<string, TokenBucket>();
@@ -366,7 +399,16 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                 return replyError(res, throttleError(info, write ? "Write" : "Read"));
             }
         }
-        const { response, asked } = await forwardMetered(headers, input);
+        let released: (() => void) | undefined;
+        if (write) {
+            const item = (operation === "PutItem" ? input.Item : input.Key) as Item | undefined;
+            released = item === undefined ? () => undefined : window.openWrite([identity(table, info, item)]);
+            if (released === undefined) {
+                stats.conflicts.writes++;
+                return replyError(res, new ServiceError("TransactionConflictException", { message: CONFLICT_MESSAGE }));
+            }
+        }
+        const { response, asked } = await forwardMetered(headers, input).finally(released);
         if (response.status !== 200) {
             if (key !== undefined && write) {
                 // A refused conditional write still consumes a write unit.
@@ -515,7 +557,31 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
                 }),
             );
         }
-        const response = await send(headers, Buffer.from(JSON.stringify(input)));
+        // A token the engine already answered is answered from its record: it meets no conflict (transaction-window.ts).
+        const token = input.ClientRequestToken as string | undefined;
+        const replayed = token === undefined ? "new" : window.tokenState(token, now());
+        if (replayed === "pending") {
+            return replyError(res, new ServiceError("TransactionInProgressException", { message: IN_PROGRESS_MESSAGE }));
+        }
+        let response: Awaited<ReturnType<typeof send>>;
+        if (replayed === "answered") {
+            response = await send(headers, Buffer.from(JSON.stringify(input)));
+        } else {
+            const named = parsed.map((p, i) => (p.key ? identity(p.table, p.info, p.key) : `unnamed action ${i}`));
+            const opened = window.openTransaction(named);
+            if ("conflicts" in opened) {
+                stats.conflicts.transactions++;
+                return replyError(res, cancelledFor(opened.conflicts));
+            }
+            const answered = token === undefined ? () => undefined : window.tokenSent(token, now);
+            response = await window
+                .pause({ items: parsed.map((p) => ({ table: p.table, key: p.key ?? {} })) }, named)
+                .then(() => send(headers, Buffer.from(JSON.stringify(input))))
+                .finally(() => {
+                    opened.release();
+                    answered();
+                });
+        }
         if (response.status !== 200) {
             return reply(res, response);
         }
@@ -596,7 +662,16 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             noteThrottle(blocked.key);
             return replyError(res, throttleError(blocked.info, write ? "Write" : "Read"));
         }
-        const response = await send(headers, Buffer.from(JSON.stringify(input)));
+        const items = await batchItems(operation, input);
+        if (operation === "TransactGetItems") {
+            const conflicts = window.readConflicts(items);
+            if (conflicts.some(Boolean)) {
+                stats.conflicts.reads++;
+                return replyError(res, cancelledFor(conflicts));
+            }
+        }
+        const written = write ? window.holdWrite(items) : undefined;
+        const response = await send(headers, Buffer.from(JSON.stringify(input))).finally(written);
         if (response.status === 200 && !write) {
             // Reads are billed by what they returned.
             const output = JSON.parse(response.body.toString("utf8") || "{}") as Json;
@@ -622,6 +697,24 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
             for (const t of touched) consumeWrite(t.table, t.key, t.units);
         }
         reply(res, response);
+    };
+
+    /** The items a TransactGetItems reads or a BatchWriteItem writes, as the transaction window names them. */
+    const batchItems = async (operation: string, input: Json): Promise<string[]> => {
+        const named: string[] = [];
+        if (operation === "TransactGetItems") {
+            for (const { Get } of (input.TransactItems ?? []) as Array<{ Get: Json }>) {
+                named.push(identity(Get.TableName as string, await tableInfo(Get.TableName as string), Get.Key as Item));
+            }
+        } else if (operation === "BatchWriteItem") {
+            for (const [table, request] of Object.entries((input.RequestItems ?? {}) as Record<string, unknown>)) {
+                const info = await tableInfo(table);
+                for (const r of request as Array<{ PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } }>) {
+                    named.push(identity(table, info, (r.PutRequest?.Item ?? r.DeleteRequest?.Key)!));
+                }
+            }
+        }
+        return named;
     };
 
     const server = createServer((req, res) => {
@@ -691,6 +784,7 @@ export async function startParityProxy(upstream: string, options: ParityOptions 
         stats,
         limits,
         metered,
+        holdTransactions: (match) => window.hold(match),
         async stop() {
             agent.destroy();
             server.closeAllConnections();

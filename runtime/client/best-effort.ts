@@ -1,8 +1,11 @@
 /**
  * The best-effort counter item, in the counters table, written by the API-side client (never inside a
- * transaction) and by a strict backfill (inside its transaction, with the markers it flags). A client write
- * that meets that transaction fails with TransactionConflictException: it is treated as any retryable error,
- * repeated where a repeat is safe and absorbed where the write is sent once, so the caller never sees it.
+ * transaction), by a strict backfill (inside its transaction, with the markers it flags) and by the heal of a sharded
+ * key (one transaction over the shards it heals). A client write that meets such a transaction is refused with
+ * TransactionConflictException, an HTTP 400 that wrote nothing: every write repeats it within the call's deadline,
+ * even one sent once (below), so the caller never sees it and the count moves as if the write had come after the
+ * transaction. docs/guarantees.md ("Transactions that include best-effort") lists each transaction and what a
+ * client write meeting it gets.
  *
  * Every write is `ADD count :delta, hc_version :one SET hc_written_at = :now`: the version and the time tell a
  * heal that a client write happened since it read the counter (its conditional write then changes nothing). A
@@ -15,6 +18,22 @@
  * mode's bound (an increment in utilization mode, a release in strict mode: applied twice after a
  * "500 after commit" they would overcount or free a slot still in use) is sent exactly once, and its
  * failure is absorbed: it only loosens the bound. Every absorbed failure reaches `onFailure`.
+ *
+ * "Sent once" means committed at most once: such a write is repeated after a TransactionConflictException only, and
+ * only while every earlier attempt was one (a refusal that wrote nothing), so at most its last attempt can commit.
+ * Why the repeat keeps the heal's argument (runtime/heal/heal.ts): a repeat is sent within the call's deadline like
+ * any write of the call (A1). A heal's transaction that includes shard s commits only if no client write landed on s
+ * since the heal read it, so:
+ * - a strict release: its call wrote s first (the reservation or the delete's touch). Had that write landed before
+ *   the heal's read, the call would be counted in the heal's read and every write of it, repeats included, would
+ *   have taken effect before the heal's partition read (the argument's (b)), never while its transaction is pending;
+ *   so the first write landed after the read, the heal's condition fails and its transaction changes nothing: the
+ *   repeat frees the slot on the count it was taken from. Against a strict backfill's transaction (it ADDs units and
+ *   flags markers) the repeat commutes with the backfill's ADD.
+ * - a utilization increment: a heal counts its item only if the item's token is at least the quiet window older than
+ *   the heal's clock, and then the increment took effect, or never will, before that clock (the argument's (c)); so a
+ *   heal whose transaction the increment meets did not count the item, and the repeat adds it on top of the heal's
+ *   truth, as an increment after the heal would. Never an overcount; and no longer an undercount.
  */
 import {
     ConditionalCheckFailedException,
@@ -68,6 +87,11 @@ class Doubt {
 /** `repeated`: the reservation was sent again after an attempt that may have committed (a slot may be held twice). */
 export type Reservation =
     { outcome: "reserved"; value: number; repeated: boolean } | { outcome: "limit"; value: number } | { outcome: "failed" };
+
+/** A refusal for meeting a transaction (a 400): the attempt wrote nothing, so it may be sent again whatever the write. */
+function isTransactionConflict(error: unknown): boolean {
+    return (error as Error | undefined)?.name === "TransactionConflictException";
+}
 
 /** The heal-index shard of a counter key: one definition, shared with the settler (config.ts). */
 export { healShard };
@@ -132,16 +156,13 @@ export class BestEffortCounter {
         };
     }
 
-    /** A write sent at most once; failures (and a deadline that passed) are absorbed and reported. True when it committed. */
+    /**
+     * A write committed at most once: repeated only after a TransactionConflictException (see the header); other
+     * failures (and a deadline that passed) are absorbed and reported. True when it committed.
+     */
     async once(key: string, shard: number, delta: 1 | -1, operation: "increment" | "release", deadline: CallDeadline): Promise<boolean> {
         try {
-            await withRetries(
-                () => this.write(key, shard, delta),
-                () => false,
-                1,
-                deadline,
-                operation,
-            );
+            await withRetries(() => this.write(key, shard, delta), isTransactionConflict, this.attempts, deadline, operation);
             return true;
         } catch (error) {
             this.onFailure({ key, operation, error });

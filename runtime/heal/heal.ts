@@ -559,7 +559,8 @@ function skippedShard(read: ShardHealRead, why?: { reason: HealSkipReason; writt
  * shard's raise lost its race or waited for its window would leave the sum on the wrong side of the live items. So a
  * key with a shard still in its quiet window (or unversioned) is not healed at all, and a transaction that meets a
  * client write (a condition failure, or a conflict with a client's write in flight) changes nothing. A client write
- * that meets the transaction answers TransactionConflict, which the client repeats or absorbs as any retryable error.
+ * that meets the transaction is refused with TransactionConflict (nothing written), and the client repeats it within
+ * its deadline, a write it sends once included: why that repeat is safe is stated in runtime/client/best-effort.ts.
  */
 async function writeShards(read: HealRead, options: HealOptions): Promise<ShardHealResult[]> {
     const busy = read.shards.find((s) => s.plan.action === "skip" && (s.plan.reason === "quiet-window" || s.plan.reason === "unversioned"));

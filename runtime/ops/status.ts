@@ -11,8 +11,10 @@
  *
  * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) has its counter items in N partitions of the
  * counters table: its counters are the sums over them, an item's marker is read in its shard
- * (`markerShard(id, N)`), and the status lists each shard: its best-effort, its eventual partial, and the live
- * items homed there (`homeShard`: what a heal sets that shard's best-effort to). A partial alone means nothing
+ * (`markerShard(id, N)`), and the status lists each shard: its best-effort, its eventual partial, the live items
+ * best-effort accounts for homed there (`homeShard`; carrying the client's token, or flagged by a strict backfill on
+ * their marker: what a heal sets that shard's best-effort to, runtime/heal/heal.ts `healCount`), and apart from them
+ * the live items of other writers homed there, which the eventual counter counts and no heal does. A partial alone means nothing
  * (the consumer adds each transaction's delta to a partial of its choice): only the sum is compared with the live
  * items. A "counted" marker outside its id's shard holds a counting reconcile undoes: it is a pending delete.
  */
@@ -28,6 +30,7 @@ import {
     type CounterTableLayout,
 } from "../shared/config";
 import { isLive, isSelected } from "../shared/selection";
+import { hasBackfillUnit } from "../shared/strict-ledger";
 import { homeShard, markerShard, shardCount, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
 
 /** How the counting model sees one resource item, given its marker (undefined: none). */
@@ -96,8 +99,14 @@ export interface ShardStatus {
     readonly bestEffort: number;
     /** The shard's eventual partial (only the sum over shards counts the key). */
     readonly eventual: number;
-    /** Live items homed in this shard (their token's shard, else their id's): what a heal sets its best-effort to. */
+    /**
+     * Live items best-effort accounts for, homed in this shard: carrying the client's token (homed by it), or without
+     * one and flagged by a strict backfill on their marker (homed by their id). What a strict heal sets the shard's
+     * best-effort to; a utilization heal leaves out those younger than its quiet window.
+     */
     readonly homed: number;
+    /** Live items of other writers homed in this shard (no client token, no backfill flag): no heal counts them. */
+    readonly others: number;
 }
 
 interface Tally {
@@ -148,6 +157,7 @@ export function tallyKey(rows: KeyRows, layout: CounterTableLayout, shards = 1):
         bestEffort: count(shard, bestEffortSortKey(layout)),
         eventual: count(shard, eventualSortKey(layout)),
         homed: 0,
+        others: 0,
     }));
     tally.bestEffort = perShard.reduce((sum, s) => sum + s.bestEffort, 0);
     tally.eventual = perShard.reduce((sum, s) => sum + s.eventual, 0);
@@ -168,10 +178,18 @@ export function tallyKey(rows: KeyRows, layout: CounterTableLayout, shards = 1):
     for (const id of ids) {
         const item = rows.items.get(id);
         const home = markerShard(id, shards);
-        const state = itemState(item, rows.counters.get(home)?.get(`${layout.counterPrefix}item#${id}`), layout);
+        const marker = rows.counters.get(home)?.get(`${layout.counterPrefix}item#${id}`);
+        const state = itemState(item, marker, layout);
         if (item !== undefined && isLive(item, layout)) {
             tally.live++;
-            perShard[homeShard(id, item[layout.tokenAttribute]?.S, shards)]!.homed++;
+            const token = item[layout.tokenAttribute]?.S;
+            const shard = perShard[homeShard(id, token, shards)]!;
+            // Counted as a heal counts (heal.ts `healCount`): the client's token, or a backfill's flag on the marker.
+            if (token !== undefined || hasBackfillUnit(marker)) {
+                shard.homed++;
+            } else {
+                shard.others++;
+            }
         }
         if (state === "malformed") {
             tally.malformed++;
