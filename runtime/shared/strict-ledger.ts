@@ -248,9 +248,19 @@ export function legacyMarks(marker: Record<string, AttributeValue> | undefined):
     return Object.keys(marker ?? {}).filter((name) => name.startsWith(COUNTER_ATTRIBUTES.repeatedPrefix));
 }
 
-/** `prunableLegacyMarks` over the names of the marks alone. */
+/**
+ * The most marks one write removes: its REMOVE clause then stays within DynamoDB's 4 KB expression limit
+ * (200 of "#prune199, " are 2.2 KB). A marker an earlier version grew past that shrinks by this much at every write to it.
+ */
+export const PRUNE_PER_WRITE = 200;
+
+/** `prunableLegacyMarks` over the names of the marks alone (at most PRUNE_PER_WRITE of them). */
 export function prunableLegacyNames(names: readonly string[], keep: string | undefined, atMs: number): string[] {
     const prefix = COUNTER_ATTRIBUTES.repeatedPrefix;
+    return prunable(names, prefix, keep, atMs).slice(0, PRUNE_PER_WRITE);
+}
+
+function prunable(names: readonly string[], prefix: string, keep: string | undefined, atMs: number): string[] {
     return names.filter((name) => {
         if (!name.startsWith(prefix)) {
             return false;
