@@ -34,7 +34,8 @@
  *       - `hc_released`: the greatest token whose slot a delete gave back through the marker. A strict delete of a
  *         life U that goes through the marker sets it to U on the condition that it is absent or below U, and
  *         releases only when that write succeeded; a delete that finds it at or above U holds the slot. It only
- *         grows, so U gets at most one release through it, however many items U has;
+ *         grows (until the consumer removes it: below), so U gets at most one release through it, however many items
+ *         U has;
  *       - `hc_pending`: the greatest token whose creating call was about to repeat its put. The creating call sets it
  *         to U, before the inspection that precedes any repeat, on the condition that `hc_released` is below U (no
  *         repeat when the write fails; when it finds `hc_released` = U, a delete saw an item of the life, so the life
@@ -47,7 +48,8 @@
  *     Why one release: a release through the marker moves `hc_released` up to U, once. A release without it needs
  *     a delete that read U's item, then the marker, found it old and covered by neither value. A second item of U
  *     needs a repeat, sent only after `hc_pending` >= U was written, within the call's deadline, so before any such
- *     delete's read (an old life's call has ended); the values only grow, so that delete would have seen it. So a
+ *     delete's read (an old life's call has ended); the values only grow until removed, and are removed only once
+ *     that delete's item is U's last (below), so that delete would have seen them when it mattered. So a
  *     life with two items gives back its slot only through the marker, once. And a life whose item a delete ended
  *     is not put again: the delete that ended the first item read that item, then the marker. If the life was young,
  *     it wrote `hc_released` = U before its soft delete, hence before the item's removal; the creating call then
@@ -92,6 +94,20 @@
  * heal's quiet window argues, heal-window.ts, and the id held another life's item, so none of that life is live),
  * and by the consumer, for every life other than its record's whose token is that old at the record's time (the
  * record shows the id's item then). The consumer sizes its transactions from the markers it reads (markers.ts).
+ *
+ * Removal of the two values (the consumer, at a record of time s that shows the id's item with life X; its write is
+ * conditional on each value it removes being the one it read, so a client's later write is never undone):
+ *   - `hc_pending` = W, once W is sealed at s (`lifeSealed`: older than LIFE_SEALED_MS). Every life it covers is older
+ *     than W, so sealed: none sends a repeat or lands an attempt after s. A delete of such a life U that reads the
+ *     marker after the removal read an item that was in the table at s, so U's last item. If an earlier item of U was
+ *     released through the marker, `hc_released` >= U still says so (kept while X is U: next point); an earlier item
+ *     released directly was read old and uncovered, which a repeat rules out, so U had no other item.
+ *   - `hc_released` = R, once R is sealed at s and X is not a client life at or below R. Lives at or below R are
+ *     sealed, and at s the id held no live item of one: after s no delete soft-deletes an item of such a life (its
+ *     soft delete is conditional on the item being live and of its life), so none releases, and none of their
+ *     creating calls runs. A later life V > R is not covered by R anyway.
+ * So both leave at the id's first record once their lives are sealed (a life of the id created later brings one);
+ * until then they are two values of 36 bytes, and an "uncounted" marker leaves whole when its expiry passes.
  *
  * Expiry: a marker that says "uncounted" carries hc_expires_at (48 h after the consumer's write), a counted one none.
  * The client's writes of hc_released and hc_pending take the expiry off (the marker must outlive the life's
@@ -248,6 +264,31 @@ export function legacyMarks(marker: Record<string, AttributeValue> | undefined):
     return Object.keys(marker ?? {}).filter((name) => name.startsWith(COUNTER_ATTRIBUTES.repeatedPrefix));
 }
 
+/** Whether no attempt of the life `token` names can land after `atMs` (a token that is not a client's has none). */
+export function lifeSealed(token: string, atMs: number): boolean {
+    const made = tokenTime(token);
+    return made === undefined || made + LIFE_SEALED_MS < atMs;
+}
+
+/**
+ * The ledger values (`hc_released`, `hc_pending`) the consumer may remove when its record, of time `atMs`, shows the
+ * id's item holding the life `life` (undefined: no client life): see the header. `hc_pending` once its life is
+ * sealed (every life it covers is older, so sealed too: none can put a second item any more); `hc_released` once its
+ * life is sealed and the item is not of a life it covers (no item of those lives is live, and none can land).
+ */
+export function droppableLedger(
+    values: { readonly released?: string; readonly pending?: string },
+    life: string | undefined,
+    atMs: number,
+): { released?: string; pending?: string } {
+    const { released, pending } = values;
+    const coversLife = life !== undefined && isClientToken(life) && released !== undefined && life <= released;
+    return {
+        ...(released !== undefined && lifeSealed(released, atMs) && !coversLife ? { released } : {}),
+        ...(pending !== undefined && lifeSealed(pending, atMs) ? { pending } : {}),
+    };
+}
+
 /**
  * The most marks one write removes: its REMOVE clause then stays within DynamoDB's 4 KB expression limit
  * (200 of "#prune199, " are 2.2 KB). A marker an earlier version grew past that shrinks by this much at every write to it.
@@ -266,8 +307,7 @@ function prunable(names: readonly string[], prefix: string, keep: string | undef
             return false;
         }
         const token = name.slice(prefix.length);
-        const made = tokenTime(token);
-        return token !== keep && (made === undefined || made + LIFE_SEALED_MS < atMs);
+        return token !== keep && lifeSealed(token, atMs);
     });
 }
 

@@ -67,7 +67,7 @@ import {
     type CounterTableConfig,
 } from "../shared/config";
 import { markerShard, shardCount, shardPartitionKey } from "../shards/layout";
-import { MARKER_MAX_BYTES, legacyMarks, prunableLegacyNames } from "../shared/strict-ledger";
+import { MARKER_MAX_BYTES, droppableLedger, legacyMarks, prunableLegacyNames } from "../shared/strict-ledger";
 import { COUNTER_CHUNK_LIMITS, itemSize, withMargin, type ChunkLimits } from "./chunking";
 import { classifyRecord } from "./records";
 
@@ -113,6 +113,8 @@ export interface ItemIntent {
     readonly markerBytes?: number;
     /** Marks of earlier versions the marker write removes (runtime/shared/strict-ledger.ts, `prunableLegacyMarks`). */
     readonly prune?: readonly string[];
+    /** Ledger values the marker write removes, on the condition that they still hold them (strict-ledger.ts). */
+    readonly dropLedger?: { readonly released?: string; readonly pending?: string };
 }
 
 /** All the work a batch holds for one counter key. */
@@ -260,6 +262,9 @@ export interface MarkerRead {
     readonly bytes?: number;
     /** The names of its marks of earlier versions (`hc_repeated_<token>`), when the whole item was read. */
     readonly legacy?: readonly string[];
+    /** hc_released and hc_pending (runtime/shared/strict-ledger.ts), when the whole item was read. */
+    readonly released?: string;
+    readonly pending?: string;
 }
 
 /** Reads a marker's state and hc_seq from a stored counter item (undefined: no marker). */
@@ -274,6 +279,8 @@ export function markerRead(item: Record<string, AttributeValue> | undefined): Ma
         lifeSeq: item[A.lifeSeq]?.S,
         bytes: itemSize(item),
         legacy: legacyMarks(item),
+        released: item[A.released]?.S,
+        pending: item[A.pending]?.S,
     };
 }
 
@@ -282,15 +289,15 @@ export function markerRead(item: Record<string, AttributeValue> | undefined): Ma
  * than the one its last record shows, sealed at that record's time (runtime/shared/strict-ledger.ts).
  */
 function withMarker(intent: ItemIntent, marker: MarkerRead | undefined): ItemIntent {
-    const prune =
-        intent.observedAt === undefined || marker?.legacy === undefined
-            ? []
-            : prunableLegacyNames(marker.legacy, intent.life, intent.observedAt);
-    const { prune: _stale, markerBytes: _read, ...rest } = intent;
+    const at = intent.observedAt;
+    const prune = at === undefined || marker?.legacy === undefined ? [] : prunableLegacyNames(marker.legacy, intent.life, at);
+    const drop = at === undefined || marker === undefined ? {} : droppableLedger(marker, intent.life, at);
+    const { prune: _stale, markerBytes: _read, dropLedger: _dropped, ...rest } = intent;
     return {
         ...rest,
         ...(marker?.bytes !== undefined ? { markerBytes: marker.bytes } : {}),
         ...(prune.length > 0 ? { prune } : {}),
+        ...(Object.keys(drop).length > 0 ? { dropLedger: drop } : {}),
     };
 }
 
@@ -520,6 +527,14 @@ function markerUpdate(
         names[`#prune${i}`] = name;
         removed.push(`#prune${i}`);
     });
+    // Ledger values whose lives are sealed, on the condition that no client moved them since the read (strict-ledger.ts).
+    let ledger = "";
+    for (const [which, value] of Object.entries(item.dropLedger ?? {})) {
+        names[`#${which}`] = which === "released" ? A.released : A.pending;
+        values[`:${which}`] = { S: value };
+        removed.push(`#${which}`);
+        ledger += ` AND #${which} = :${which}`;
+    }
     const remove = removed.length > 0 ? ` REMOVE ${removed.join(", ")}` : "";
     if (item.life !== undefined) {
         set.push("#life = :life", "#lifeSeq = :seq");
@@ -558,7 +573,7 @@ function markerUpdate(
         TableName: counters,
         Key: key,
         UpdateExpression: `SET ${set.join(", ")}${remove}`,
-        ConditionExpression: `(attribute_not_exists(#seq) OR #seq < :seq) AND ${expected}${notLate}`,
+        ConditionExpression: `(attribute_not_exists(#seq) OR #seq < :seq) AND ${expected}${notLate}${ledger}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
