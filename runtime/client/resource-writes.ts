@@ -223,9 +223,13 @@ export class ResourceWriter {
         if (written.outcome === "done") {
             return "marked";
         }
-        // Refused: a release at or above the token, or a mark at or above it already there (which covers this life).
+        // Refused: a release at or above the token, or a mark at or above it already there (which covers this life; an
+        // earlier attempt of this very write whose answer was lost also ends here).
         const seen = markerOnLife(written.item, token);
-        return seen === "released" || seen === "later" ? seen : "marked";
+        if (seen === "open") {
+            throw new Error("the mark was refused on a marker that does not show why");
+        }
+        return seen === "covered" ? "marked" : seen;
     }
 
     /**
