@@ -6,12 +6,7 @@
  * change requests on their way to DynamoDB Local (middleware on one party's client), so the system under
  * test is otherwise the one the package ships.
  */
-import type {
-    BatchGetItemCommandInput,
-    GetItemCommandInput,
-    TransactWriteItemsCommandInput,
-    UpdateItemCommandInput,
-} from "@aws-sdk/client-dynamodb";
+import type { BatchGetItemCommandInput, TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { bestEffortUpdate, dueUpdate } from "../runtime/shared/best-effort-marks";
 import { bestEffortSortKey, DEFAULT_LAYOUT } from "../runtime/shared/config";
@@ -105,10 +100,9 @@ function backfillWithoutFlagOnly({ backfill }: FuzzClients): void {
 function countLatePuts({ pipeline }: FuzzClients): void {
     rewrite<BatchGetItemCommandInput>(pipeline, "BatchGetItemCommand", (input) => {
         for (const request of Object.values(input.RequestItems ?? {})) {
-            if (request.ExpressionAttributeNames?.["#lifeSeq"] !== undefined) {
+            if (request.ProjectionExpression === undefined) {
                 request.ProjectionExpression = "#sk, #state, #seq";
-                delete request.ExpressionAttributeNames["#life"];
-                delete request.ExpressionAttributeNames["#lifeSeq"];
+                request.ExpressionAttributeNames = { "#sk": DEFAULT_LAYOUT.sortKey, "#state": "hc_state", "#seq": "hc_seq" };
             }
         }
     });
@@ -132,16 +126,9 @@ function countLatePuts({ pipeline }: FuzzClients): void {
  * fix), so a delete of a late attempt that landed after the life was removed gives the life's slot back a second time.
  */
 function releaseRepeatedLifeTwice({ api }: FuzzClients): void {
-    rewrite<GetItemCommandInput>(api, "GetItemCommand", (input) => {
-        const names = input.ExpressionAttributeNames;
-        if (names?.["#repeated"] !== undefined && names["#be"] !== undefined) {
-            delete names["#repeated"];
-            input.ProjectionExpression = "#be";
-        }
-    });
     rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
-        if (input.UpdateExpression === "SET #repeated = :released REMOVE #expires") {
-            input.ConditionExpression = "attribute_not_exists(#repeated) OR attribute_exists(#repeated)";
+        if (input.UpdateExpression?.startsWith("SET #released = :released") === true) {
+            input.ConditionExpression = "attribute_not_exists(#released) OR attribute_exists(#released)";
             delete input.ExpressionAttributeValues![":pending"];
         }
     });

@@ -62,11 +62,11 @@ import {
 import type { CounterTableLayout, FlatSelection } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
-import { mayStillBeRepeated, ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
+import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
 import { CallDeadline, withRetries } from "../shared/retry";
 import type { ItemSelection } from "../shared/selection";
 import { Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
-import { REPEATED, reservedInEpoch } from "../shared/strict-ledger";
+import { reservedInEpoch } from "../shared/strict-ledger";
 import { newToken, tokenTime } from "../shared/tokens";
 import { homeShard, lifeShard, shardCount } from "../shards/layout";
 import { readKeyCounters } from "../shards/read";
@@ -346,11 +346,13 @@ export class HybridCounterClient {
                 // gives its slot back once, taken on its marker before the soft delete: another item of the life is
                 // then deleted without a release, and the creating call does not repeat (strict-ledger.ts).
                 const token = live.createToken;
-                const mayRelease =
-                    token === null ||
-                    (live.repeated === undefined && !mayStillBeRepeated(token, Date.now())) ||
-                    ((live.repeated === undefined || live.repeated === REPEATED.pending) &&
-                        (await this.resources.takeRepeatedRelease(key, id, token, deadline)));
+                const prune = live.prune ?? [];
+                let mayRelease = token === null || live.release === "direct";
+                if (token !== null && live.release === "marker") {
+                    mayRelease = await this.resources.takeRelease(key, id, token, prune, deadline);
+                } else {
+                    await this.resources.pruneMarks(key, id, prune, deadline);
+                }
                 const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
                 // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
                 // consumer already removed the item before a retry could see it, or a concurrent delete did

@@ -22,7 +22,7 @@
  *     another life came and went while my attempt was in doubt, so whether mine committed cannot be
  *     told: nothing is written ("taken", in doubt);
  *   - otherwise no life of mine can have been removed: the put is sent again.
- * In strict mode, before the first such repeat the client marks the life on its marker ("pending"), so that a
+ * In strict mode, before the first such repeat the client marks the life on its marker (`hc_pending`), so that a
  * delete of it gives its slot back once even if an attempt lands again after its removal
  * (runtime/shared/strict-ledger.ts); when that mark cannot be written, the put is not repeated (the slot is held).
  * This adds no new answer and no new error: every outcome is one an SDK retry could already give
@@ -44,7 +44,15 @@ import { lifeShard, markerShard, shardCount, shardPartitionKey, tokenHomedIn } f
 import { DeadlineExceededError } from "../shared/errors";
 import { isRetryable } from "../shared/aws-errors";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
-import { REPEATED, hasBackfillUnit, repeatedAttribute } from "../shared/strict-ledger";
+import {
+    hasBackfillUnit,
+    markerOnLife,
+    markPendingUpdate,
+    prunableLegacyMarks,
+    releasePath,
+    takeReleaseUpdate,
+    type ReleasePath,
+} from "../shared/strict-ledger";
 import { newToken, tokenTime } from "../shared/tokens";
 import { CLOCK_SKEW_MS, MAX_CLIENT_DEADLINE_MS } from "../heal/heal-window";
 
@@ -72,9 +80,6 @@ export interface ResourceItem {
     readonly token: string;
 }
 
-/** A marker that could not be read: the delete treats the life's release as not its own to take. */
-const UNREAD = "unread";
-
 /** "mine": this call's write committed. "taken": another write owns the item. "gone": no such item (life). */
 export type WriteOutcome = "mine" | "taken" | "gone";
 
@@ -93,8 +98,10 @@ export interface LiveItem {
     readonly createToken: string | null;
     /** Best-effort accounts for it: it carries the client's token, or its marker says hc_be = true. */
     readonly clientCounted: boolean;
-    /** Strict mode: the marker's `hc_repeated_<createToken>` (the life's put was repeated), if any. */
-    readonly repeated?: string;
+    /** Strict mode, an item carrying a token: how its delete gives the slot back (strict-ledger.ts, `releasePath`). */
+    readonly release?: ReleasePath;
+    /** Strict mode: marks of earlier versions the delete may remove (strict-ledger.ts, `prunableLegacyMarks`). */
+    readonly prune?: readonly string[];
     /**
      * False when an attribute selection leaves the item out (another writer moved it): a heal since may have taken
      * its unit out of best-effort, so a delete of it may leave best-effort off its items.
@@ -157,6 +164,10 @@ export class ResourceWriter {
                     // A delete read an item of this life and gave its slot back: the life existed, and has ended.
                     return { outcome: "mine" };
                 }
+                if (mark === "later") {
+                    // A later life's slot was given back: whether this one's put committed cannot be told.
+                    return { outcome: "taken", doubt };
+                }
                 marked = mark === "marked";
                 mayRepeat = marked;
             }
@@ -202,44 +213,59 @@ export class ResourceWriter {
     }
 
     /**
-     * Strict mode: marks the life `resource` creates as one whose put is about to be repeated (strict-ledger.ts).
-     * "released": a delete of this life already gave its slot back (the put is then not repeated). The mark takes
-     * a tombstone's expiry off the marker, so that it outlives every attempt of the life.
+     * Strict mode: marks the life `resource` creates as one whose put is about to be repeated (`hc_pending`,
+     * strict-ledger.ts). "released": a delete of this life already gave its slot back (the put is then not
+     * repeated); "later": a later life's was. The mark takes a tombstone's expiry off the marker, so that it outlives
+     * every attempt of the life.
      */
-    private async markRepeated({ key, id, token }: ResourceItem, deadline: CallDeadline): Promise<"marked" | "released"> {
-        const written = await this.updateMarker(
-            key,
-            id,
-            {
-                update: "SET #repeated = :pending REMOVE #expires",
-                condition: "attribute_not_exists(#repeated) OR #repeated = :pending",
-                names: { "#repeated": repeatedAttribute(token), "#expires": COUNTER_ATTRIBUTES.expiresAt },
-                values: { ":pending": { S: REPEATED.pending } },
-            },
-            deadline,
-            "mark",
-        );
-        return written === "done" ? "marked" : "released";
+    private async markRepeated({ key, id, token }: ResourceItem, deadline: CallDeadline): Promise<"marked" | "released" | "later"> {
+        const written = await this.updateMarker(key, id, markPendingUpdate(token), deadline, "mark");
+        if (written.outcome === "done") {
+            return "marked";
+        }
+        // Refused: a release at or above the token, or a mark at or above it already there (which covers this life; an
+        // earlier attempt of this very write whose answer was lost also ends here).
+        const seen = markerOnLife(written.item, token);
+        if (seen === "open") {
+            throw new Error("the mark was refused on a marker that does not show why");
+        }
+        return seen === "covered" ? "marked" : seen;
     }
 
     /**
-     * Strict mode: takes the one release of a life that may have a second item (its put was repeated, or its
-     * creating call may still repeat it), by moving its marker's `hc_repeated_<createToken>` from absent or
-     * "pending" to "released", before the soft delete. True when this call moved it; false when it was released
-     * already (by the delete that ended this life: this item is a late attempt of it), lost to a concurrent
-     * delete, or the write failed (reported): the slot is then held, never freed twice.
+     * Strict mode: takes the one release of a life through its marker (strict-ledger.ts), by moving `hc_released` up
+     * to `createToken`, before the soft delete; `prune` names marks of earlier versions to remove in the same write.
+     * True when this call moved it; false when it was at or above the token already (the delete that ended this life
+     * took it: this item is a late attempt of it; or a later life's release covers it), lost to a concurrent delete,
+     * or the write failed (reported): the slot is then held, never freed twice.
      */
-    async takeRepeatedRelease(key: string, id: string, createToken: string, deadline: CallDeadline): Promise<boolean> {
-        // The trace takes a tombstone's expiry off the marker (an earlier life's): it must outlive this life's items.
-        return this.takeOnMarker(
+    async takeRelease(key: string, id: string, createToken: string, prune: readonly string[], deadline: CallDeadline): Promise<boolean> {
+        const write = takeReleaseUpdate(createToken, prune);
+        return this.takeOnMarker(key, id, write.update, write.condition, write.names, write.values, deadline);
+    }
+
+    /**
+     * Strict mode: removes marks of earlier versions that no retry can need (strict-ledger.ts, `prunableLegacyMarks`),
+     * from a delete that writes nothing else to the marker. Its failure costs nothing but the marks' bytes: the next
+     * delete of the id, or the consumer, removes them.
+     */
+    async pruneMarks(key: string, id: string, prune: readonly string[], deadline: CallDeadline): Promise<void> {
+        if (prune.length === 0) {
+            return;
+        }
+        const names = Object.fromEntries(prune.map((name, i) => [`#prune${i}`, name]));
+        await this.updateMarker(
             key,
             id,
-            "SET #repeated = :released REMOVE #expires",
-            "attribute_not_exists(#repeated) OR #repeated = :pending",
-            { "#repeated": repeatedAttribute(createToken), "#expires": COUNTER_ATTRIBUTES.expiresAt },
-            { ":pending": { S: REPEATED.pending }, ":released": { S: REPEATED.released } },
+            {
+                update: `REMOVE ${Object.keys(names).join(", ")}`,
+                condition: "attribute_exists(#sk)",
+                names: { ...names, "#sk": this.config.sortKey },
+                values: {},
+            },
             deadline,
-        );
+            "prune",
+        ).catch(() => undefined);
     }
 
     /** Reads the item, then its marker: whether a life of mine exists or existed (see the header). */
@@ -260,17 +286,15 @@ export class ResourceWriter {
             return item.Item[tokenAttribute]?.S === token ? "mine" : "taken";
         }
         const marker = await this.dynamodb.send(
-            new GetItemCommand({
-                TableName: countersTableName,
-                Key: this.markerKey(key, id),
-                ConsistentRead: true,
-                ProjectionExpression: "#life, #repeated",
-                ExpressionAttributeNames: { "#life": COUNTER_ATTRIBUTES.life, "#repeated": repeatedAttribute(token) },
-            }),
+            new GetItemCommand({ TableName: countersTableName, Key: this.markerKey(key, id), ConsistentRead: true }),
         );
         // A delete of my life gave its slot back before its soft delete (strict-ledger.ts): my life existed and ended.
-        if (marker.Item?.[repeatedAttribute(token)]?.S === REPEATED.released) {
+        const seen = markerOnLife(marker.Item, token);
+        if (seen === "released") {
             return "mine";
+        }
+        if (seen === "later") {
+            return "unknown";
         }
         const life = marker.Item?.[COUNTER_ATTRIBUTES.life]?.S;
         if (life === undefined) {
@@ -285,9 +309,9 @@ export class ResourceWriter {
     }
 
     /**
-     * Reads the item before a delete and, when asked (strict mode), its marker after it: hc_be, and whether the
-     * put of the life read was repeated (strict-ledger.ts: the marker must be read after the item). Undefined when
-     * the item is missing or already deleted.
+     * Reads the item before a delete and, when asked (strict mode), its marker after it: hc_be, how the delete of the
+     * life read gives its slot back, and the marks of earlier versions it may remove (strict-ledger.ts: the marker
+     * must be read after the item). Undefined when the item is missing or already deleted.
      */
     async liveItem(key: string, id: string, readMarker: boolean): Promise<LiveItem | undefined> {
         const { tableName, deletedAttribute, tokenAttribute, selection } = this.config;
@@ -295,6 +319,8 @@ export class ResourceWriter {
         if (selection.kind === "attribute") {
             names["#selection"] = selection.name;
         }
+        // Before the item's read: a life sealed by then (strict-ledger.ts) has no item after it but the one read.
+        const readAt = Date.now();
         const response = await withRetries(
             () =>
                 this.dynamodb.send(
@@ -317,29 +343,25 @@ export class ResourceWriter {
         if (!readMarker) {
             return { createToken, clientCounted: createToken !== null, selected };
         }
-        const marker = await this.readMarker(key, id, createToken);
+        const marker = await this.readMarker(key, id);
+        if (marker === "unread") {
+            return { createToken, clientCounted: createToken !== null, selected, ...(createToken !== null ? { release: "hold" } : {}) };
+        }
         return {
             createToken,
-            clientCounted: createToken !== null || marker.beCounted,
+            clientCounted: createToken !== null || hasBackfillUnit(marker),
             selected,
-            ...(marker.repeated !== undefined ? { repeated: marker.repeated } : {}),
+            ...(createToken !== null ? { release: releasePath(createToken, marker, mayStillBeRepeated(createToken, readAt)) } : {}),
+            prune: prunableLegacyMarks(marker, createToken ?? undefined, readAt),
         };
     }
 
     /**
-     * The marker's hc_be and `hc_repeated_<createToken>`. A failed read is reported and taken as "repeated, state
-     * unknown": the delete then holds the slot (not knowing that best-effort accounts for the item, or that the
-     * life's release was not taken already, only holds a slot back).
+     * The whole marker (bounded: strict-ledger.ts; its hc_be, its ledger values and any marks of earlier versions).
+     * A failed read is reported and answers "unread": the delete then holds the slot (not knowing that best-effort
+     * accounts for the item, or that the life's release was not taken already, only holds a slot back).
      */
-    private async readMarker(
-        key: string,
-        id: string,
-        createToken: string | null,
-    ): Promise<{ readonly beCounted: boolean; readonly repeated?: string }> {
-        const names: Record<string, string> = { "#be": COUNTER_ATTRIBUTES.beCounted };
-        if (createToken !== null) {
-            names["#repeated"] = repeatedAttribute(createToken);
-        }
+    private async readMarker(key: string, id: string): Promise<Record<string, AttributeValue> | undefined | "unread"> {
         try {
             const response = await withRetries(
                 () =>
@@ -348,18 +370,15 @@ export class ResourceWriter {
                             TableName: this.config.countersTableName,
                             Key: this.markerKey(key, id),
                             ConsistentRead: true,
-                            ProjectionExpression: Object.keys(names).join(", "),
-                            ExpressionAttributeNames: names,
                         }),
                     ),
                 isRetryable,
                 this.attempts,
             );
-            const repeated = createToken === null ? undefined : response.Item?.[repeatedAttribute(createToken)]?.S;
-            return { beCounted: hasBackfillUnit(response.Item), ...(repeated !== undefined ? { repeated } : {}) };
+            return response.Item;
         } catch (error) {
             this.onFailure({ key, operation: "read", error });
-            return { beCounted: false, repeated: UNREAD };
+            return "unread";
         }
     }
 
@@ -393,7 +412,7 @@ export class ResourceWriter {
         deadline: CallDeadline,
     ): Promise<boolean> {
         try {
-            return (await this.updateMarker(key, id, { update, condition, names, values }, deadline, "release")) === "done";
+            return (await this.updateMarker(key, id, { update, condition, names, values }, deadline, "release")).outcome === "done";
         } catch (error) {
             this.onFailure({ key, operation: "release", error });
             return false;
@@ -402,7 +421,8 @@ export class ResourceWriter {
 
     /**
      * One conditional update of the marker of `id`, retried while retryable under the call's deadline. "refused":
-     * its condition failed (a repeat after a lost response also ends here). Throws any other last error.
+     * its condition failed (a repeat after a lost response also ends here), with the marker as it was then. Throws any
+     * other last error.
      */
     private async updateMarker(
         key: string,
@@ -415,7 +435,7 @@ export class ResourceWriter {
         },
         deadline: CallDeadline,
         operation: string,
-    ): Promise<"done" | "refused"> {
+    ): Promise<{ readonly outcome: "done" } | { readonly outcome: "refused"; readonly item?: Record<string, AttributeValue> }> {
         try {
             await withRetries(
                 () =>
@@ -427,7 +447,8 @@ export class ResourceWriter {
                             UpdateExpression: write.update,
                             ConditionExpression: write.condition,
                             ExpressionAttributeNames: write.names,
-                            ExpressionAttributeValues: write.values,
+                            ...(Object.keys(write.values).length > 0 ? { ExpressionAttributeValues: write.values } : {}),
+                            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                         }),
                     ),
                 isRetryable,
@@ -435,10 +456,10 @@ export class ResourceWriter {
                 deadline,
                 operation,
             );
-            return "done";
+            return { outcome: "done" };
         } catch (error) {
             if (error instanceof ConditionalCheckFailedException) {
-                return "refused";
+                return error.Item === undefined ? { outcome: "refused" } : { outcome: "refused", item: error.Item };
             }
             throw error;
         }

@@ -55,7 +55,7 @@ import { markerKeyFits, PARTITION_KEY_MAX_BYTES } from "../shared/key-limits";
 import { InvalidArgumentError } from "../shared/errors";
 import type { FatalQueue } from "../stream/fatal";
 import { COUNTER_CHUNK_LIMITS, itemSize, planChunks, type ChunkLimits } from "../stream/chunking";
-import { MARKER_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "../stream/markers";
+import { MARKER_MAX_BYTES, MARKER_WRITE_MAX_BYTES, MAX_TRANSACTION_ACTIONS } from "../stream/markers";
 import { queryPartition } from "./partition";
 import { isLive, isSelected, isSoftDeleted, liveConditionExpression, notLiveConditionExpression } from "../shared/selection";
 import { jsonLogger, type LineSink } from "../shared/telemetry";
@@ -419,9 +419,12 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         }
         let cancelled = false;
         const sizes = new Map(items.map((item) => [item[config.sortKey]?.S ?? "", itemSize(item)]));
-        const sizeOf = (a: ReconcileAction): number => MARKER_MAX_BYTES + (a.misplaced ? 0 : (sizes.get(a.id) ?? 0));
-        // A transaction writes one shard's partial and markers: each shard's plan is chunked on its own.
+        // A transaction writes one shard's partial and markers: each shard's plan is chunked on its own, each marker
+        // weighed as read (plus what the write adds), not at an assumed bound.
         for (const [shard, shardPlan] of plans.entries()) {
+            const markerSizes = new Map(markers[shard]!.map((m) => [markerId(config, m[config.sortKey]?.S ?? ""), itemSize(m)]));
+            const sizeOf = (a: ReconcileAction): number =>
+                (markerSizes.get(a.id) ?? MARKER_MAX_BYTES) + MARKER_WRITE_MAX_BYTES + (a.misplaced ? 0 : (sizes.get(a.id) ?? 0));
             for (const chunk of planChunks(shardPlan.actions, sizeOf, RECONCILE_CHUNK_LIMITS)) {
                 try {
                     await dynamodb.send(

@@ -103,9 +103,19 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
      */
     lifeSeq: "hc_life_seq",
     /**
-     * marker, strict mode: the prefix of `hc_repeated_<token>`, "pending" once the call that created life <token>
-     * is about to repeat a put that may have committed (a late attempt of that life may land after it is removed),
-     * "released" once a delete gave back that life's slot (runtime/shared/strict-ledger.ts)
+     * marker, strict mode: S, the greatest client token (UUIDv7 text, which sorts by time) of a life whose slot a
+     * delete gave back through the marker: a life at or below it gets no release (runtime/shared/strict-ledger.ts)
+     */
+    released: "hc_released",
+    /**
+     * marker, strict mode: S, the greatest client token of a life whose creating call was about to repeat a put that
+     * may have committed: a delete of a life at or below it takes its release through the marker (strict-ledger.ts)
+     */
+    pending: "hc_pending",
+    /**
+     * marker, strict mode, written by earlier versions only: the prefix of `hc_repeated_<token>` ("pending" or
+     * "released"), one per life. Read for the life being deleted or created, and removed once no attempt of its life
+     * can land (runtime/shared/strict-ledger.ts, `prunableLegacyMarks`)
      */
     repeatedPrefix: "hc_repeated_",
 } as const);

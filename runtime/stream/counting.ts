@@ -30,7 +30,7 @@ import {
 import type { DynamoDBRecord } from "aws-lambda";
 import { describeError, isRetryable, VALIDATION_ERROR } from "../shared/aws-errors";
 import { recordImageSize, separateTooLarge } from "./chunking";
-import { COUNTER_ATTRIBUTES as A, countersTable, markerSortKey, type CounterTableConfig } from "../shared/config";
+import { countersTable, markerSortKey, type CounterTableConfig } from "../shared/config";
 import { markerShard, shardCount, shardPartitionKey } from "../shards/layout";
 import { ITEM_TOO_LARGE, type FatalQueue } from "./fatal";
 import {
@@ -208,15 +208,8 @@ export async function readMarkers(
                     [config.partitionKey]: { S: shardPartitionKey(counterKey, markerShard(id, shards)) },
                     [config.sortKey]: { S: markerSortKey(config, id) },
                 })),
+                // The whole marker: its size sizes the transactions that write it (markers.ts, `chunkIntents`).
                 ConsistentRead: true,
-                ProjectionExpression: "#sk, #state, #seq, #life, #lifeSeq",
-                ExpressionAttributeNames: {
-                    "#sk": config.sortKey,
-                    "#state": A.state,
-                    "#seq": A.seq,
-                    "#life": A.life,
-                    "#lifeSeq": A.lifeSeq,
-                },
             },
         };
         for (let round = 0; request !== undefined && Object.keys(request).length > 0; round++) {

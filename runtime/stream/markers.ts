@@ -67,7 +67,8 @@ import {
     type CounterTableConfig,
 } from "../shared/config";
 import { markerShard, shardCount, shardPartitionKey } from "../shards/layout";
-import { COUNTER_CHUNK_LIMITS, withMargin, type ChunkLimits } from "./chunking";
+import { MARKER_MAX_BYTES, droppableLedger, legacyMarks, prunableLegacyNames } from "../shared/strict-ledger";
+import { COUNTER_CHUNK_LIMITS, itemSize, withMargin, type ChunkLimits } from "./chunking";
 import { classifyRecord } from "./records";
 
 /** DynamoDB's limit on actions in one TransactWriteItems. */
@@ -106,6 +107,14 @@ export interface ItemIntent {
     readonly insertedBefore?: { readonly life: string; readonly seq: string };
     /** A late put of the item was seen, whatever the intent's target: its key is due for a heal (heal-due.ts). */
     readonly lateSeen?: true;
+    /** Epoch ms of the last record (its approximate creation time, whole seconds), when the record has one. */
+    readonly observedAt?: number;
+    /** The marker's size as read (undefined: not read, or no marker: taken at its bound). Transactions are sized from it. */
+    readonly markerBytes?: number;
+    /** Marks of earlier versions the marker write removes (runtime/shared/strict-ledger.ts, `prunableLegacyMarks`). */
+    readonly prune?: readonly string[];
+    /** Ledger values the marker write removes, on the condition that they still hold them (strict-ledger.ts). */
+    readonly dropLedger?: { readonly released?: string; readonly pending?: string };
 }
 
 /** All the work a batch holds for one counter key. */
@@ -211,6 +220,7 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
             ...(inserted !== undefined ? { inserted, again } : {}),
             ...(insertedBefore !== undefined ? { insertedBefore } : {}),
             ...(lateSeen ? { lateSeen: true as const } : {}),
+            ...(change.approximateCreationTime !== undefined ? { observedAt: change.approximateCreationTime * 1000 } : {}),
         };
         items.set(change.id, intent);
     }
@@ -248,6 +258,13 @@ export interface MarkerRead {
     readonly life?: string;
     /** hc_life_seq: the record that wrote hc_life (absent: a backfill wrote it, or no life). */
     readonly lifeSeq?: string;
+    /** The marker's size (what a transaction that writes it carries), when the whole item was read. */
+    readonly bytes?: number;
+    /** The names of its marks of earlier versions (`hc_repeated_<token>`), when the whole item was read. */
+    readonly legacy?: readonly string[];
+    /** hc_released and hc_pending (runtime/shared/strict-ledger.ts), when the whole item was read. */
+    readonly released?: string;
+    readonly pending?: string;
 }
 
 /** Reads a marker's state and hc_seq from a stored counter item (undefined: no marker). */
@@ -255,7 +272,33 @@ export function markerRead(item: Record<string, AttributeValue> | undefined): Ma
     if (item === undefined) {
         return undefined;
     }
-    return { state: item[A.state]?.S, seq: item[A.seq]?.S, life: item[A.life]?.S, lifeSeq: item[A.lifeSeq]?.S };
+    return {
+        state: item[A.state]?.S,
+        seq: item[A.seq]?.S,
+        life: item[A.life]?.S,
+        lifeSeq: item[A.lifeSeq]?.S,
+        bytes: itemSize(item),
+        legacy: legacyMarks(item),
+        released: item[A.released]?.S,
+        pending: item[A.pending]?.S,
+    };
+}
+
+/**
+ * The intent with what its marker weighs and the marks of earlier versions its write removes: those of lives other
+ * than the one its last record shows, sealed at that record's time (runtime/shared/strict-ledger.ts).
+ */
+function withMarker(intent: ItemIntent, marker: MarkerRead | undefined): ItemIntent {
+    const at = intent.observedAt;
+    const prune = at === undefined || marker?.legacy === undefined ? [] : prunableLegacyNames(marker.legacy, intent.life, at);
+    const drop = at === undefined || marker === undefined ? {} : droppableLedger(marker, intent.life, at);
+    const { prune: _stale, markerBytes: _read, dropLedger: _dropped, ...rest } = intent;
+    return {
+        ...rest,
+        ...(marker?.bytes !== undefined ? { markerBytes: marker.bytes } : {}),
+        ...(prune.length > 0 ? { prune } : {}),
+        ...(Object.keys(drop).length > 0 ? { dropLedger: drop } : {}),
+    };
 }
 
 /** What to do with an intent once its marker is known. */
@@ -271,7 +314,7 @@ export type Refinement =
  */
 export function refineIntent(intent: ItemIntent, marker: MarkerRead | undefined): Refinement {
     if (marker === undefined || (marker.state === undefined && marker.seq === undefined)) {
-        return { action: "apply", intent: { ...intent, expected: "absent" } };
+        return { action: "apply", intent: withMarker({ ...intent, expected: "absent" }, marker) };
     }
     if (marker.seq !== undefined && marker.seq >= intent.seq) {
         return { action: "done", why: "a record as new or newer was applied" };
@@ -290,7 +333,7 @@ export function refineIntent(intent: ItemIntent, marker: MarkerRead | undefined)
         const endedLate =
             before !== undefined && marker.life === before.life && marker.lifeSeq !== undefined && marker.lifeSeq < before.seq;
         const applied = { ...(late ? resurrect(intent) : intent), expected: marker.state };
-        return { action: "apply", intent: endedLate ? { ...applied, lateSeen: true } : applied };
+        return { action: "apply", intent: withMarker(endedLate ? { ...applied, lateSeen: true } : applied, marker) };
     }
     return {
         action: "poison",
@@ -319,17 +362,31 @@ export function removesItem(intent: ItemIntent): boolean {
 }
 
 /**
- * Upper bound of a marker item's size: the largest keys DynamoDB allows (2 KB partition key, 1 KB sort
- * key under the prefix) and the marker's few attributes. A sharded key's partition key carries its shard's
- * suffix, and stays within the same 2 KB: a key whose suffix would pass it is refused (`shardedKeyProblem`,
- * records.ts), so the bound holds for every shard, and so does the counter item's in COUNTER_CHUNK_LIMITS.
+ * Upper bound of a marker item's size when it was not read (runtime/shared/strict-ledger.ts states and argues it):
+ * the largest keys DynamoDB allows (2 KB partition key, 1 KB sort key under the prefix) and the marker's fixed
+ * attributes. A sharded key's partition key carries its shard's suffix, and stays within the same 2 KB: a key whose
+ * suffix would pass it is refused (`shardedKeyProblem`, records.ts), so the bound holds for every shard, and so does
+ * the counter item's in COUNTER_CHUNK_LIMITS.
  */
-export const MARKER_MAX_BYTES = 4 * 1024;
+export { MARKER_MAX_BYTES };
+
+/** The most a marker write adds to a marker (hc_state, hc_seq, hc_life_seq, hc_expires_at), hc_life's value aside. */
+export const MARKER_WRITE_MAX_BYTES = 256;
+
+/**
+ * What a marker weighs in a transaction that writes it: DynamoDB counts the larger of the item before and after the
+ * write, at most its size as read plus what the write adds; a marker not read is taken at its bound.
+ */
+export function markerTransactionBytes(intent: ItemIntent): number {
+    const life = intent.life === undefined ? 0 : Buffer.byteLength(intent.life, "utf8");
+    return (intent.markerBytes ?? MARKER_MAX_BYTES) + MARKER_WRITE_MAX_BYTES + life;
+}
 
 /**
  * Splits a group's intents into transactions DynamoDB accepts (the only chunking decision of the
  * consumer): at most 100 actions with the counter's (a hard delete costs a second action), and items
- * within 4 MB by runtime/stream/chunking.ts's estimate, where `sizeOf` gives the hard-deleted item's size.
+ * within 4 MB by runtime/stream/chunking.ts's estimate: each marker as read (`markerTransactionBytes`), and
+ * `sizeOf` giving the hard-deleted item's size.
  */
 export function chunkIntents(
     items: readonly ItemIntent[],
@@ -343,7 +400,7 @@ export function chunkIntents(
     let bytes = 0;
     for (const item of items) {
         const cost = actionsPerIntent(item);
-        const size = withMargin(MARKER_MAX_BYTES + (removesItem(item) ? sizeOf(item) : 0), limits);
+        const size = withMargin(markerTransactionBytes(item) + (removesItem(item) ? sizeOf(item) : 0), limits);
         if (current.length > 0 && (actions + cost > limits.maxActions || bytes + size > budget)) {
             chunks.push(current);
             current = [];
@@ -457,14 +514,28 @@ function markerUpdate(
     const names: Record<string, string> = { "#state": A.state, "#seq": A.seq, "#exp": A.expiresAt };
     const values: Record<string, AttributeValue> = { ":target": { S: item.target }, ":seq": { S: item.seq } };
     const set = ["#state = :target", "#seq = :seq"];
-    let remove = "";
+    const removed: string[] = [];
     if (item.target === "uncounted") {
         set.push("#exp = :exp");
         values[":exp"] = { N: String(Math.floor(nowMs / 1000) + TOMBSTONE_TTL_SECONDS) };
     } else {
         // A counted marker must never expire.
-        remove = " REMOVE #exp";
+        removed.push("#exp");
     }
+    // Marks of earlier versions no attempt of their lives can need any more (runtime/shared/strict-ledger.ts).
+    (item.prune ?? []).forEach((name, i) => {
+        names[`#prune${i}`] = name;
+        removed.push(`#prune${i}`);
+    });
+    // Ledger values whose lives are sealed, on the condition that no client moved them since the read (strict-ledger.ts).
+    let ledger = "";
+    for (const [which, value] of Object.entries(item.dropLedger ?? {})) {
+        names[`#${which}`] = which === "released" ? A.released : A.pending;
+        values[`:${which}`] = { S: value };
+        removed.push(`#${which}`);
+        ledger += ` AND #${which} = :${which}`;
+    }
+    const remove = removed.length > 0 ? ` REMOVE ${removed.join(", ")}` : "";
     if (item.life !== undefined) {
         set.push("#life = :life", "#lifeSeq = :seq");
         names["#life"] = A.life;
@@ -502,7 +573,7 @@ function markerUpdate(
         TableName: counters,
         Key: key,
         UpdateExpression: `SET ${set.join(", ")}${remove}`,
-        ConditionExpression: `(attribute_not_exists(#seq) OR #seq < :seq) AND ${expected}${notLate}`,
+        ConditionExpression: `(attribute_not_exists(#seq) OR #seq < :seq) AND ${expected}${notLate}${ledger}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",

@@ -10,7 +10,6 @@
  * bound holds each shard's best-effort to, and what a heal sets it to.
  */
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
-import { REPEATED } from "../../runtime/shared/strict-ledger";
 import {
     bestEffortSortKey,
     COUNTER_ATTRIBUTES,
@@ -320,14 +319,6 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
     const key = located?.key;
     const shard = located?.shard ?? 0;
     const sk = input.Key?.[sortKey]?.S ?? input.Item?.[sortKey]?.S;
-    // A strict delete's marker read (it asks for hc_be) that finds a life's release right taken already.
-    const names = (released.input as { ExpressionAttributeNames?: Record<string, string> }).ExpressionAttributeNames;
-    if (released.command === "GetItemCommand" && key !== undefined && names?.["#be"] !== undefined && names["#repeated"] !== undefined) {
-        const marker = (released.outcome?.output as { Item?: Record<string, AttributeValue> } | undefined)?.Item;
-        if (marker?.[names["#repeated"]]?.S === REPEATED.released) {
-            return { kind: "release-right", key, applied: false };
-        }
-    }
     if (released.command === "UpdateItemCommand" && key !== undefined && sk === bestEffortSortKey(system.config)) {
         const after = (released.outcome?.output as { Attributes?: Record<string, AttributeValue> } | undefined)?.Attributes;
         const epoch =
@@ -372,7 +363,7 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
         key !== undefined &&
         sk !== undefined &&
         markerId(system.config, sk) !== undefined &&
-        input.UpdateExpression?.startsWith("SET #repeated = :released") === true
+        input.UpdateExpression?.startsWith("SET #released = :released") === true
     ) {
         return { kind: "release-right", key, applied: applied(released) };
     }
