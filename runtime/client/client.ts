@@ -346,7 +346,11 @@ export class HybridCounterClient {
                 // gives its slot back once, taken on its marker before the soft delete: another item of the life is
                 // then deleted without a release, and the creating call does not repeat (strict-ledger.ts).
                 const token = live.createToken;
+                // A backfill's unit (an item from before the counter, token or not) is given back by taking its flag;
+                // a client life's reservation, through the life's token.
+                const backfilled = live.backfilled === true;
                 const mayRelease =
+                    backfilled ||
                     token === null ||
                     (live.repeated === undefined && !mayStillBeRepeated(token, Date.now())) ||
                     ((live.repeated === undefined || live.repeated === REPEATED.pending) &&
@@ -361,7 +365,7 @@ export class HybridCounterClient {
                 if (outcome === "mine" && live.clientCounted) {
                     const owned =
                         mayRelease &&
-                        (live.createToken !== null
+                        (live.createToken !== null && !backfilled
                             ? reservedInEpoch(live.createToken, epoch)
                             : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
                     // A slot not given back is held until a heal: the key is due for one.
@@ -491,7 +495,8 @@ export class HybridCounterClient {
 
     /**
      * Strict mode: reserves a slot under `limit`. Unsharded, today's one conditional write; sharded, within the
-     * shards' quotas, the token's home first (runtime/shards/reservation.ts).
+     * shards' stored quotas, the token's home first, else through a serializable read and a rearm
+     * (runtime/shards/reservation.ts).
      */
     private async reserveUnder(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<ShardReservation> {
         const { key } = resource;
@@ -499,12 +504,14 @@ export class HybridCounterClient {
             const reservation = await this.bestEffort.reserve(key, 0, limit, deadline);
             return reservation.outcome === "reserved" ? { ...reservation, shard: 0 } : reservation;
         }
+        const first = this.home(resource);
         return reserveAcrossShards({
             shards: this.shards,
             limit,
-            first: this.home(resource),
-            reserveIn: (shard, quota) => this.bestEffort.reserve(key, shard, quota, deadline),
+            first,
+            reserveIn: (shard) => this.bestEffort.reserve(key, shard, limit, deadline, true),
             snapshot: () => this.bestEffort.snapshot(key, this.shards, deadline),
+            rearm: (counts, quotas) => this.bestEffort.rearm(key, first, limit, counts, quotas, deadline),
         });
     }
 
