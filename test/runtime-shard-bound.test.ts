@@ -43,7 +43,9 @@ function healKeepsQuotas(dynamodb: DynamoDBClient): void {
         input.TransactItems = input.TransactItems!.filter((action) => action.Update?.UpdateExpression !== DISARM_CLAUSE);
         for (const action of input.TransactItems) {
             const update = action.Update!;
-            update.UpdateExpression = update.UpdateExpression!.replace(", #quotaLimit, #quota", "").replace(" REMOVE #quotaLimit, #quota", "");
+            update.UpdateExpression = update
+                .UpdateExpression!.replace(", #quotaLimit, #quota", "")
+                .replace(" REMOVE #quotaLimit, #quota", "");
             delete update.ExpressionAttributeNames!["#quotaLimit"];
             delete update.ExpressionAttributeNames!["#quota"];
         }
@@ -54,7 +56,10 @@ function healKeepsQuotas(dynamodb: DynamoDBClient): void {
 function quotaOfAnyLimit(dynamodb: DynamoDBClient): void {
     rewrite<UpdateItemCommandInput>(dynamodb, "UpdateItemCommand", (input) => {
         if (input.ConditionExpression?.startsWith("#quotaLimit = :limit AND ")) {
-            input.ConditionExpression = input.ConditionExpression.replace("#quotaLimit = :limit AND ", "attribute_exists(#quotaLimit) AND ");
+            input.ConditionExpression = input.ConditionExpression.replace(
+                "#quotaLimit = :limit AND ",
+                "attribute_exists(#quotaLimit) AND ",
+            );
             delete input.ExpressionAttributeValues![":limit"];
         }
     });
@@ -115,7 +120,11 @@ describe("one strict bound over a sharded key (DynamoDB Local)", function () {
      */
     async function adoptedAtLimit(
         shards: number,
-        options: { selection: ItemSelection; seed: (i: number) => { id: string; token?: string }; mutate?: (dynamodb: DynamoDBClient) => void },
+        options: {
+            selection: ItemSelection;
+            seed: (i: number) => { id: string; token?: string };
+            mutate?: (dynamodb: DynamoDBClient) => void;
+        },
     ): Promise<{ created: number; live: number }> {
         const limit = 100;
         const fixture = await counterFixture(engine(), {
@@ -172,7 +181,10 @@ describe("one strict bound over a sharded key (DynamoDB Local)", function () {
     });
 
     /** Under the client selection, items from before the counter that carry a token no client made (another program's). */
-    const foreignTokens = { selection: { kind: "client" } as ItemSelection, seed: (i: number) => ({ id: `seed-${i}`, token: `seed-${i}` }) };
+    const foreignTokens = {
+        selection: { kind: "client" } as ItemSelection,
+        seed: (i: number) => ({ id: `seed-${i}`, token: `seed-${i}` }),
+    };
 
     it("items from before the counter that carry a token no client made take a unit: adoption keeps the limit, sharded and not", async () => {
         // Prepare / Act

@@ -165,9 +165,7 @@ export function planPage(
     clientsSince?: number,
 ): PagePlan {
     const candidates = liveCandidates(items, config).map((found) =>
-        mode === "strict" && found.life !== undefined && fromBeforeClients(found.life, clientsSince)
-            ? { ...found, adopted: true }
-            : found,
+        mode === "strict" && found.life !== undefined && fromBeforeClients(found.life, clientsSince) ? { ...found, adopted: true } : found,
     );
     const shards = shardCount(config);
     const groups = new Map<string, { counterKey: string; items: Candidate[] }>();

@@ -248,10 +248,7 @@ export class BestEffortCounter {
         const token = randomUUID();
         try {
             await withRetries(
-                () =>
-                    doubt.watch(
-                        this.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: actions, ClientRequestToken: token })),
-                    ),
+                () => doubt.watch(this.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: actions, ClientRequestToken: token }))),
                 (error) => isRetryable(error) && !(error instanceof TransactionCanceledException),
                 this.attempts,
                 deadline,

@@ -586,7 +586,12 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
                         TransactItems: [
                             ...writes.map((s) => ({ Update: healUpdate(s, options, disarm) })),
                             ...(disarm
-                                ? disarmUpdates(options.config, read.key, read.shards.length, writes.map((s) => s.shard)).map((update) => ({
+                                ? disarmUpdates(
+                                      options.config,
+                                      read.key,
+                                      read.shards.length,
+                                      writes.map((s) => s.shard),
+                                  ).map((update) => ({
                                       Update: update,
                                   }))
                                 : []),
