@@ -17,7 +17,9 @@ import { backfill } from "../runtime/backfill/backfill";
 import { healKey } from "../runtime/heal/heal";
 import type { ItemSelection } from "../runtime/shared/config";
 import { homeShard, lifeShard, tokenHomedIn } from "../runtime/shards/layout";
-import { DISARM_CLAUSE } from "../runtime/shards/quotas";
+import { DISARM_CLAUSE, spreadQuotas } from "../runtime/shards/quotas";
+import { fromBeforeClients } from "../runtime/backfill/plan";
+import { newToken } from "../runtime/shared/tokens";
 import { rewrite } from "./fuzz/mutants";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
@@ -110,6 +112,41 @@ async function creates(fixture: CounterFixture, key: string, prefix: string, cal
     }
     return created;
 }
+
+describe("stored quotas and items from before the counter (pure)", () => {
+    it("spreads the room over the shards above their counts, and arms nothing when the counts pass the limit", () => {
+        // Act / Assess
+        assert.deepEqual(spreadQuotas([0, 1, 0], 7), [2, 3, 2]);
+        assert.deepEqual(spreadQuotas([5, 0, 0, 1], 8), [6, 1, 0, 1]);
+        assert.deepEqual(spreadQuotas([2, 2, 2], 6), [2, 2, 2]);
+        assert.equal(spreadQuotas([4, 0, 3], 6), undefined);
+        for (const counts of [
+            [0, 0, 0],
+            [9, 0, 1],
+            [1, 1, 1, 1, 1],
+        ]) {
+            const quotas = spreadQuotas(counts, 11)!;
+            assert.equal(
+                quotas.reduce((a, b) => a + b, 0),
+                11,
+            );
+            assert.ok(quotas.every((quota, s) => quota >= counts[s]!));
+        }
+    });
+
+    it("an item from before the counter: a token no client made, or a client token made before the clients began", () => {
+        // Prepare
+        const since = 1_800_000_000_000;
+        const skew = 60_000;
+
+        // Act / Assess
+        assert.equal(fromBeforeClients("seed-1", undefined), true);
+        assert.equal(fromBeforeClients(newToken(since - 1), undefined), false);
+        assert.equal(fromBeforeClients(newToken(since - 1), since), true);
+        assert.equal(fromBeforeClients(newToken(since + skew - 1), since), true);
+        assert.equal(fromBeforeClients(newToken(since + skew), since), false);
+    });
+});
 
 describe("one strict bound over a sharded key (DynamoDB Local)", function () {
     const engine = useEngine();
