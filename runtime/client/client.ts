@@ -346,11 +346,7 @@ export class HybridCounterClient {
                 // gives its slot back once, taken on its marker before the soft delete: another item of the life is
                 // then deleted without a release, and the creating call does not repeat (strict-ledger.ts).
                 const token = live.createToken;
-                // A backfill's unit (an item from before the counter, token or not) is given back by taking its flag;
-                // a client life's reservation, through the life's token.
-                const backfilled = live.backfilled === true;
                 const mayRelease =
-                    backfilled ||
                     token === null ||
                     (live.repeated === undefined && !mayStillBeRepeated(token, Date.now())) ||
                     ((live.repeated === undefined || live.repeated === REPEATED.pending) &&
@@ -365,7 +361,7 @@ export class HybridCounterClient {
                 if (outcome === "mine" && live.clientCounted) {
                     const owned =
                         mayRelease &&
-                        (live.createToken !== null && !backfilled
+                        (live.createToken !== null
                             ? reservedInEpoch(live.createToken, epoch)
                             : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
                     // A slot not given back is held until a heal: the key is due for one.

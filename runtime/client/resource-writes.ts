@@ -95,8 +95,6 @@ export interface LiveItem {
     readonly clientCounted: boolean;
     /** Strict mode: the marker's `hc_repeated_<createToken>` (the life's put was repeated), if any. */
     readonly repeated?: string;
-    /** Strict mode: the marker holds a backfill's unit (hc_be), token or not: the delete gives back that unit. */
-    readonly backfilled?: boolean;
     /**
      * False when an attribute selection leaves the item out (another writer moved it): a heal since may have taken
      * its unit out of best-effort, so a delete of it may leave best-effort off its items.
@@ -324,7 +322,6 @@ export class ResourceWriter {
             createToken,
             clientCounted: createToken !== null || marker.beCounted,
             selected,
-            backfilled: marker.beCounted,
             ...(marker.repeated !== undefined ? { repeated: marker.repeated } : {}),
         };
     }
