@@ -140,15 +140,18 @@ function writesBestEffort(input: UpdateItemCommandInput): boolean {
 }
 
 /**
- * Mutant: a sharded strict reservation takes the call's whole limit in each shard it tries, not the shard's quota
- * (runtime/shards/reservation.ts): every shard with a quota admits up to the limit, so the key passes it.
+ * Mutant: a sharded strict reservation takes the call's whole limit in each shard it tries, not the shard's stored
+ * quota (runtime/shards/reservation.ts): every shard admits up to the limit, so the key passes it.
  */
 function reserveWholeLimitPerShard(limit: number): (clients: FuzzClients) => void {
     return ({ api }) =>
         rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
-            const quota = input.ExpressionAttributeValues?.[":limit"];
-            if (writesBestEffort(input) && quota !== undefined) {
-                quota.N = String(limit);
+            if (writesBestEffort(input) && input.ConditionExpression?.startsWith("#quotaLimit = :limit AND ")) {
+                input.ConditionExpression = "attribute_not_exists(#count) OR #count < :limit";
+                input.ExpressionAttributeValues![":limit"] = { N: String(limit) };
+                delete input.ExpressionAttributeNames!["#quotaLimit"];
+                delete input.ExpressionAttributeNames!["#quota"];
+                delete input.ExpressionAttributeValues![":zero"];
             }
         });
 }

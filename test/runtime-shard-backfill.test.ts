@@ -44,6 +44,7 @@ import {
     markerSortKey,
 } from "../runtime/shared/config";
 import { homeShard, lifeShard, markerShard, shardOfPartitionKey, shardPartitionKey } from "../runtime/shards/layout";
+import { newToken } from "../runtime/shared/tokens";
 import { useEngine } from "./support/engine";
 
 const SHARDS = 3;
@@ -88,7 +89,8 @@ function resources(): { items: Array<Record<string, AttributeValue>>; resources:
                 continue;
             }
             const id = `order#${key}-${i}`;
-            const token = i % 3 === 0 ? `tok-${key}-${i}` : undefined;
+            // A client token (made by the client: items carrying another program's token are from before the counter).
+            const token = i % 3 === 0 ? newToken() : undefined;
             const live = i % 10 !== 1;
             const item: Record<string, AttributeValue> = { pk: { S: key }, sk: { S: id } };
             if (token !== undefined) {
@@ -162,7 +164,7 @@ describe("backfill of sharded keys (pure)", () => {
 
     it("groups a page by (key, marker shard), chunked to the transaction limit, each chunk's items sharing their shards", () => {
         // Prepare: 400 items of one key, a third with the client's token.
-        const items = Array.from({ length: 400 }, (_, i) => item(`order#${i}`, i % 3 === 0 ? `t-${i}` : undefined));
+        const items = Array.from({ length: 400 }, (_, i) => item(`order#${i}`, i % 3 === 0 ? newToken() : undefined));
 
         for (const mode of ["utilization", "strict"] as const) {
             // Act
@@ -175,7 +177,7 @@ describe("backfill of sharded keys (pure)", () => {
             );
             const perShard = [0, 0, 0];
             for (const chunk of plan.chunks) {
-                assert.ok(chunk.items.length <= markersPerTransaction(mode));
+                assert.ok(chunk.items.length <= markersPerTransaction(mode, SHARDS));
                 const shards = chunkShards(config, chunk.items, mode);
                 assert.ok(chunk.items.every((c) => markerShard(c.id, SHARDS) === shards.marker));
                 assert.ok(chunk.items.filter((c) => c.life === undefined).every((c) => homeShard(c.id, c.life, SHARDS) === shards.home));
@@ -186,7 +188,7 @@ describe("backfill of sharded keys (pure)", () => {
             // Each shard's items fill as few transactions as the limit allows.
             assert.equal(
                 plan.chunks.length,
-                expected.reduce((n, e) => n + Math.ceil(e / markersPerTransaction(mode)), 0),
+                expected.reduce((n, e) => n + Math.ceil(e / markersPerTransaction(mode, SHARDS)), 0),
             );
         }
     });
@@ -194,7 +196,7 @@ describe("backfill of sharded keys (pure)", () => {
     it("writes the marker shard's partial and markers, and the home shard's best-effort with that shard's heal mark and epoch", () => {
         // Prepare: token-less items of one marker shard (shard 2), and a client item of that shard.
         const ids = Array.from({ length: 40 }, (_, i) => `order#${i}`).filter((id) => markerShard(id, SHARDS) === 2);
-        const items = [...ids.slice(0, 2).map((id) => ({ counterKey: "acme", id })), { counterKey: "acme", id: ids[2]!, life: "tok" }];
+        const items = [...ids.slice(0, 2).map((id) => ({ counterKey: "acme", id })), { counterKey: "acme", id: ids[2]!, life: newToken() }];
 
         // Act
         const actions = backfillActions(config, "acme", items, "strict", 1_700_000_000_000, 7);
@@ -208,7 +210,15 @@ describe("backfill of sharded keys (pure)", () => {
                 [shard2, eventualSortKey(config)],
                 [shard2, bestEffortSortKey(config)],
                 ...items.map((i) => [shard2, markerSortKey(config, i.id)]),
+                // The units may lift shard 2 above its stored quota: every other shard is disarmed too.
+                [shardPartitionKey("acme", 0), bestEffortSortKey(config)],
+                [shardPartitionKey("acme", 1), bestEffortSortKey(config)],
             ],
+        );
+        assert.ok(actions[1]!.Update!.UpdateExpression!.endsWith(" REMOVE #quotaLimit, #quota"));
+        assert.deepEqual(
+            actions.slice(-2).map((a) => a.Update!.UpdateExpression),
+            ["REMOVE #quotaLimit, #quota", "REMOVE #quotaLimit, #quota"],
         );
         assert.deepEqual(actions[0]!.Update!.ExpressionAttributeValues, { ":n": { N: "3" } });
         const be = actions[1]!.Update!;
@@ -218,7 +228,7 @@ describe("backfill of sharded keys (pure)", () => {
             [{ N: "2" }, { N: "7" }, { S: healShard(shard2) }],
         );
         assert.deepEqual(
-            actions.slice(2).map((a) => a.Update!.ExpressionAttributeValues![":epoch"]),
+            actions.slice(2, 5).map((a) => a.Update!.ExpressionAttributeValues![":epoch"]),
             [{ N: "7" }, { N: "7" }, undefined],
         );
     });

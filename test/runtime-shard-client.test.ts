@@ -7,8 +7,8 @@ import { GetItemCommand, QueryCommand, UpdateItemCommand, type DynamoDBClient } 
 import { strict as assert } from "node:assert";
 import { HybridCounterClient } from "../runtime/client/client";
 import { InvalidArgumentError } from "../runtime/shared/errors";
-import { bestEffortSortKey } from "../runtime/shared/config";
-import { homeShard, lifeShard, shardPartitionKey, shardQuota } from "../runtime/shards/layout";
+import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/shared/config";
+import { homeShard, lifeShard, shardPartitionKey } from "../runtime/shards/layout";
 import { useEngine } from "./support/engine";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 
@@ -49,6 +49,22 @@ async function shardCounts(fixture: CounterFixture, key: string): Promise<number
         counts.push(Number(item.Item?.count?.N ?? "0"));
     }
     return counts;
+}
+
+/** Each shard's stored limit and quota (runtime/shards/quotas.ts). */
+async function storedQuotas(fixture: CounterFixture, key: string): Promise<Array<{ limit: number; quota: number }>> {
+    const stored = [];
+    for (let shard = 0; shard < SHARDS; shard++) {
+        const item = await fixture.reader.send(
+            new GetItemCommand({
+                TableName: fixture.countersTableName,
+                Key: { pk: { S: shardPartitionKey(key, shard) }, sk: { S: bestEffortSortKey(fixture.layout) } },
+                ConsistentRead: true,
+            }),
+        );
+        stored.push({ limit: Number(item.Item?.[A.quotaLimit]?.N), quota: Number(item.Item?.[A.quota]?.N) });
+    }
+    return stored;
 }
 
 /** Each live item's home shard, from its token. */
@@ -120,7 +136,7 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
         dynamodb.destroy();
     });
 
-    it("strict: admits exactly the limit, each shard within its quota, and refuses with the key's count", async () => {
+    it("strict: admits exactly the limit, each shard within its stored quota, and refuses with the key's count", async () => {
         // Prepare
         const fixture = await counterFixture(engine(), { placement: "separate", counterShards: SHARDS, mode: "strict" });
         const limit = 7;
@@ -135,16 +151,25 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
             assert.deepEqual(refused, { created: false, count: limit, reason: "limit" });
         }
         const perShard = await shardCounts(fixture, "strict");
+        const stored = await storedQuotas(fixture, "strict");
         assert.deepEqual(
-            perShard,
-            [0, 1, 2].map((s) => shardQuota(limit, SHARDS, s)),
+            stored.map((s) => s.limit),
+            [limit, limit, limit],
+        );
+        assert.equal(
+            stored.reduce((sum, s) => sum + s.quota, 0),
+            limit,
+        );
+        assert.ok(
+            perShard.every((count, s) => count <= stored[s]!.quota),
+            `${perShard} within ${stored.map((s) => s.quota)}`,
         );
         assert.deepEqual(perShard, await homes(fixture, "strict"));
         fixture.close();
     });
 
     it("strict: a full home shard falls back to another, and the item's token is homed where its slot is", async () => {
-        // Prepare: shard 0 at its quota already (quotas 2, 2, 2 under 6)
+        // Prepare: two units in shard 0 already (a writer that knows no limit put them there)
         const fixture = await counterFixture(engine(), { placement: "separate", counterShards: SHARDS, mode: "strict" });
         await fixture.reader.send(
             new UpdateItemCommand({
@@ -164,13 +189,21 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
         // Assert
         assert.ok(created.every((r) => r.created));
         assert.deepEqual(refused, { created: false, count: 6, reason: "limit" });
-        assert.deepEqual(await shardCounts(fixture, "fallback"), [2, 2, 2]);
-        assert.deepEqual(await homes(fixture, "fallback"), [0, 2, 2]);
+        const counts = await shardCounts(fixture, "fallback");
+        const homed = await homes(fixture, "fallback");
+        assert.deepEqual(
+            counts,
+            homed.map((n, s) => n + (s === 0 ? 2 : 0)),
+        );
+        assert.equal(
+            homed.reduce((a, b) => a + b, 0),
+            4,
+        );
         fixture.close();
     });
 
-    it("strict: when a shard tried earlier frees a slot before the last refusal, the snapshot finds it and the call creates", async () => {
-        // Prepare: every shard at its quota (1, 1, 1 under 3)
+    it("strict: when a slot is freed after the last refusal, the snapshot finds it and the call creates through a rearm", async () => {
+        // Prepare: every shard at its stored quota (the key at 3 under 3)
         const fixture = await counterFixture(engine(), { placement: "separate", counterShards: SHARDS, mode: "strict" });
         for (let i = 0; i < 3; i++) {
             assert.equal((await fixture.client.tryCreate("freed", `r${i}`, 3)).created, true);
@@ -206,7 +239,7 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
                             freedShard = shard;
                         }
                         if (refusals === SHARDS) {
-                            assert.deepEqual(await fixture.client.delete("freed", idIn.get(freedShard)!), { deleted: true });
+                            assert.deepEqual(await fixture.client.delete("freed", [...idIn.values()][0]!), { deleted: true });
                         }
                     }
                     throw error;
@@ -223,11 +256,12 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
         });
         // Act
         const result = await client.tryCreate("freed", "late", 3);
-        // Assert: created after one snapshot, and the key holds 3 again
+        // Assert: created after one snapshot and one rearm, and the key holds 3 again
         assert.equal(refusals, SHARDS);
         assert.ok(freedShard >= 0);
         assert.equal(result.created, true);
         assert.equal(meter.sent.get("TransactGetItemsCommand"), 1);
+        assert.equal(meter.sent.get("TransactWriteItemsCommand"), 1);
         assert.deepEqual(
             (await shardCounts(fixture, "freed")).reduce((a, b) => a + b, 0),
             3,
@@ -244,8 +278,12 @@ describe("the client on a sharded key (DynamoDB Local)", function () {
         const results = await Promise.all(Array.from({ length: 24 }, (_, i) => fixture.client.tryCreate("race", `r${i}`, 10)));
         // Assert
         assert.equal(results.filter((r) => r.created).length, 10);
-        assert.deepEqual(await shardCounts(fixture, "race"), [4, 3, 3]);
-        assert.deepEqual(await homes(fixture, "race"), [4, 3, 3]);
+        const counts = await shardCounts(fixture, "race");
+        assert.equal(
+            counts.reduce((a, b) => a + b, 0),
+            10,
+        );
+        assert.deepEqual(counts, await homes(fixture, "race"));
         fixture.close();
     });
 

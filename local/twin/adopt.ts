@@ -8,7 +8,11 @@ import type { CounterTableConfig } from "../../runtime/shared/config";
 import { CLIENT_SELECTION } from "../../runtime/shared/selection";
 import { seedKey, writeItems } from "../harness/seed";
 
-/** `count` items over `keys` keys, each matching the layout's selection, as an earlier writer left them. */
+/**
+ * `count` items over `keys` keys, each matching the layout's selection, as an earlier writer left them. Under the client
+ * selection they carry a token another program wrote (no client made it): items from before the counter, which a
+ * strict backfill gives a unit each (docs/adopting.md), so the limit holds over them.
+ */
 export function preexistingItems(config: CounterTableConfig, count: number, keys: number): Array<Record<string, AttributeValue>> {
     const selection = config.selection ?? CLIENT_SELECTION;
     return Array.from({ length: count }, (_, i) => {

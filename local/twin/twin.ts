@@ -355,7 +355,11 @@ export async function runTwin(
         // in a counters table of their own, so the user's table and its stream hold only the user's items), its
         // tables created as declared: keys, stream, and the heal index where the counter items live.
         const admin = engine.dynamodb();
-        const twin = await deployTwin(admin, options.shards === undefined || options.shards === 1 ? {} : { counterShards: options.shards });
+        // The component is deployed in the client's mode: its settler heals as that mode counts.
+        const twin = await deployTwin(admin, {
+            ...(options.mode === "strict" ? { counterMode: "strict" as const } : {}),
+            ...(options.shards === undefined || options.shards === 1 ? {} : { counterShards: options.shards }),
+        });
         const { deployment, settlerSpec } = twin;
         const { system, clientLayout: layout } = deployment;
         log(

@@ -7,7 +7,10 @@
  *     eventual(key) == number of markers of key with hc_state = "counted"
  *
  * and in strict mode, additionally: every marker backfill writes with hc_be = true added exactly one
- * unit to best-effort in the same transaction (so best-effort >= live client-counted items holds).
+ * unit to best-effort in the same transaction (so best-effort >= live client-counted items holds). The items that
+ * take a unit are those no client reservation backs: no client token, or a token from before the counter
+ * (plan.ts `fromBeforeClients`). On a sharded key the transaction that adds units also disarms every shard's stored
+ * quota (runtime/shards/reservation.ts): the next tryCreate checks the key's exact sum against its limit.
  *
  * Each transaction is, per counter key and chunk of at most 99 (strict: 98) items:
  *   `ADD eventual :n` [+ `ADD best-effort :n, hc_version :1`] + per item
@@ -83,6 +86,14 @@ export interface BackfillOptions {
     readonly dynamodb: DynamoDBClient;
     /** The counter's mode: strict also counts the items into best-effort. @default "utilization" */
     readonly mode?: BackfillMode;
+    /**
+     * Strict: the instant (ms since the epoch) the strict clients of this counters table began writing. A live item
+     * whose client token was made before it (with the clock skew allowed), or that carries a token no client made, is
+     * an item from before the counter: no reservation of this table backs it, so the backfill adds its unit, as for an
+     * item with no token (docs/adopting.md). Absent: only tokens no client made are from before the counter (a table
+     * whose items were all written by this table's strict clients, or by other programs).
+     */
+    readonly clientsSince?: number;
     /** Names the run: a run resumes from its own checkpoints; a new id starts over. @default "default" */
     readonly runId?: string;
     /** Scan segments, each read by its own worker (1..1000). Fixed for a run once started. @default 4 */
@@ -202,6 +213,10 @@ export function backfillOptionsProblems(options: Partial<BackfillOptions>): stri
     }
     positive("readUnitsPerSecond");
     positive("writeUnitsPerSecond");
+    const since = options.clientsSince;
+    if (since !== undefined && (typeof since !== "number" || !Number.isFinite(since) || since < 0)) {
+        problems.push("[clientsSince] must be a time in milliseconds since the epoch");
+    }
     if (options.config === undefined || typeof options.config.tableName !== "string") {
         problems.push("[config.tableName] must be set");
     } else {
@@ -388,7 +403,7 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
             const markers = await retrying(() => store.markedIds(candidates));
             call.readUnits += markers.readUnits;
             call.markerReadUnits += markers.readUnits;
-            const plan = planPage(page.items, config, markers.marked, mode, markers.unflagged);
+            const plan = planPage(page.items, config, markers.marked, mode, markers.unflagged, options.clientsSince);
             let counted = 0;
             let alreadyCounted = plan.alreadyCounted;
             for (const chunk of plan.chunks) {

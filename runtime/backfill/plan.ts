@@ -14,6 +14,9 @@ import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, marke
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
 import { isLive } from "../shared/selection";
 import { homeShard, markerShard, shardCount, shardPartitionKey, shardedKeyProblem } from "../shards/layout";
+import { DISARM_CLAUSE, disarmNames, disarmUpdates } from "../shards/quotas";
+import { LEDGER_CLOCK_SKEW_MS } from "../shared/strict-ledger";
+import { tokenTime } from "../shared/tokens";
 
 /** A table config whose counters table is known (equal to `tableName` when the counters share it). */
 export type BackfillConfig = CounterTableConfig & { readonly countersTableName: string };
@@ -23,9 +26,23 @@ export type BackfillMode = "utilization" | "strict";
 /** DynamoDB's limit on actions in one TransactWriteItems. */
 export const TRANSACTION_MAX_ACTIONS = 100;
 
-/** Markers per transaction: the rest of the 100 actions after the counters it moves. */
-export function markersPerTransaction(mode: BackfillMode): number {
-    return TRANSACTION_MAX_ACTIONS - (mode === "strict" ? 2 : 1);
+/**
+ * Markers per transaction: the rest of the 100 actions after the counters it moves and, strict over `shards` above 1,
+ * the disarm of the key's other shards (runtime/shards/quotas.ts).
+ */
+export function markersPerTransaction(mode: BackfillMode, shards = 1): number {
+    return TRANSACTION_MAX_ACTIONS - (mode === "strict" ? 2 + (shards - 1) : 1);
+}
+
+/**
+ * Strict: whether an item carrying `token` is an item from before the counter, which no reservation of this counters
+ * table backs (docs/adopting.md): its token is not a client token (no time in it: another program's), or was made
+ * before `clientsSince`, the instant the strict clients of this counters table began, with the clock skew allowed
+ * (counting an item of theirs twice holds a slot until a heal; not counting an older one would pass the limit).
+ */
+export function fromBeforeClients(token: string, clientsSince: number | undefined): boolean {
+    const made = tokenTime(token);
+    return made === undefined || (clientsSince !== undefined && made < clientsSince + LEDGER_CLOCK_SKEW_MS);
 }
 
 const A = COUNTER_ATTRIBUTES;
@@ -69,6 +86,8 @@ export interface Candidate {
      * transaction only flags it and adds its unit to best-effort; eventual already counts it.
      */
     readonly flagOnly?: boolean;
+    /** Strict: an item carrying a token from before the counter (`fromBeforeClients`): it takes a unit as a token-less one. */
+    readonly adopted?: boolean;
 }
 
 /**
@@ -102,7 +121,7 @@ export function liveCandidates(
 
 /** Whether the transaction that carries `item` adds a unit of best-effort for it (strict mode). */
 function takesUnit(item: Candidate, mode: BackfillMode): boolean {
-    return mode === "strict" && item.life === undefined;
+    return mode === "strict" && (item.life === undefined || item.adopted === true);
 }
 
 /**
@@ -142,8 +161,12 @@ export function planPage(
     marked: ReadonlySet<string>,
     mode: BackfillMode,
     unflagged: ReadonlySet<string> = new Set(),
+    /** Strict: the instant the strict clients of this counters table began (`fromBeforeClients`). */
+    clientsSince?: number,
 ): PagePlan {
-    const candidates = liveCandidates(items, config);
+    const candidates = liveCandidates(items, config).map((found) =>
+        mode === "strict" && found.life !== undefined && fromBeforeClients(found.life, clientsSince) ? { ...found, adopted: true } : found,
+    );
     const shards = shardCount(config);
     const groups = new Map<string, { counterKey: string; items: Candidate[] }>();
     let alreadyCounted = 0;
@@ -152,9 +175,10 @@ export function planPage(
         let candidate: Candidate = found;
         if (marked.has(marker)) {
             alreadyCounted++;
-            // Strict: an item without the client's token that the consumer or a reconciliation counted first
-            // still has no unit in best-effort: the backfill gives it one (the settler's audit may reach a key first).
-            if (!(mode === "strict" && found.life === undefined && unflagged.has(marker))) {
+            // Strict: an item no client reservation backs (no client token, or one from before the counter) that the
+            // consumer or a reconciliation counted first still has no unit in best-effort: the backfill gives it one
+            // (the settler's audit may reach a key first).
+            if (!(takesUnit(found, mode) && unflagged.has(marker))) {
                 continue;
             }
             candidate = { ...found, flagOnly: true };
@@ -168,7 +192,7 @@ export function planPage(
         group.items.push(candidate);
         groups.set(name, group);
     }
-    const size = markersPerTransaction(mode);
+    const size = markersPerTransaction(mode, shards);
     const chunks: Array<{ counterKey: string; items: Candidate[] }> = [];
     for (const { counterKey, items: group } of groups.values()) {
         for (let i = 0; i < group.length; i += size) {
@@ -200,6 +224,7 @@ export function backfillActions(
     const bestEffortKey = shardPartitionKey(counterKey, shards.home);
     const counterItem = (partitionKey: string, sk: string) => ({ [config.partitionKey]: { S: partitionKey }, [config.sortKey]: { S: sk } });
     const n = { N: String(items.filter((item) => item.flagOnly !== true).length) };
+    let disarms = false;
     const actions: TransactWriteItem[] = [
         {
             Update: {
@@ -216,15 +241,24 @@ export function backfillActions(
         // only the others are added. The write is a best-effort write like a client's (it bumps the version and sets
         // the last-write time, so a heal can prove the key quiet), and it puts the key on the heal index: the units
         // it adds can double-count items the consumer has not reached yet (best-effort-marks.ts).
+        // Units added to a sharded key may lift the home above its stored quota, which the backfill cannot know (the
+        // limit is the client's): the transaction disarms every shard of the key (runtime/shards/reservation.ts), the
+        // home in its own update, the others after the markers (the cancellation reasons read the markers by position).
         const units = items.filter((item) => takesUnit(item, mode)).length;
+        disarms = units > 0 && shardCount(config) > 1;
         actions.push({
             Update: {
                 TableName: table,
                 Key: counterItem(bestEffortKey, bestEffortSortKey(config)),
-                UpdateExpression: bestEffortUpdate(":n", true),
+                UpdateExpression: bestEffortUpdate(":n", true) + (disarms ? ` ${DISARM_CLAUSE}` : ""),
                 // The flags below name the epoch read before: a heal that absorbed units since makes this fail.
                 ConditionExpression: epoch === 0 ? "attribute_not_exists(#epoch)" : "#epoch = :epoch",
-                ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(true), "#epoch": A.epoch },
+                ExpressionAttributeNames: {
+                    "#count": config.countAttribute,
+                    ...bestEffortMarkNames(true),
+                    "#epoch": A.epoch,
+                    ...(disarms ? disarmNames() : {}),
+                },
                 ExpressionAttributeValues: {
                     ":n": { N: String(units) },
                     ...bestEffortMarkValues(bestEffortKey, now, true),
@@ -270,6 +304,9 @@ export function backfillActions(
                 ExpressionAttributeValues: values,
             },
         });
+    }
+    if (disarms) {
+        actions.push(...disarmUpdates(config, counterKey, shardCount(config), [shards.home]).map((update) => ({ Update: update })));
     }
     return actions;
 }

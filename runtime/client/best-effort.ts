@@ -38,16 +38,21 @@
 import {
     ConditionalCheckFailedException,
     TransactGetItemsCommand,
+    TransactionCanceledException,
+    TransactWriteItemsCommand,
     UpdateItemCommand,
     type AttributeValue,
     type DynamoDBClient,
+    type TransactWriteItem,
 } from "@aws-sdk/client-dynamodb";
+import { randomUUID } from "node:crypto";
 import type { ClientConfig } from "./validation";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../shared/best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 import { shardPartitionKey } from "../shards/layout";
+import type { Rearm } from "../shards/reservation";
 
 /** A failure the client absorbed (the count stays on its safe side, or the call answered "unavailable"). */
 export interface BestEffortFailure {
@@ -84,9 +89,14 @@ class Doubt {
     }
 }
 
-/** `repeated`: the reservation was sent again after an attempt that may have committed (a slot may be held twice). */
+/**
+ * `repeated`: the reservation was sent again after an attempt that may have committed (a slot may be held twice).
+ * `armedUnder`, on a sharded key's refusal: the limit the shard's stored quota was set for (runtime/shards/reservation.ts).
+ */
 export type Reservation =
-    { outcome: "reserved"; value: number; repeated: boolean } | { outcome: "limit"; value: number } | { outcome: "failed" };
+    | { outcome: "reserved"; value: number; repeated: boolean }
+    | { outcome: "limit"; value: number; armedUnder?: number }
+    | { outcome: "failed" };
 
 /** A refusal for meeting a transaction (a 400): the attempt wrote nothing, so it may be sent again whatever the write. */
 function isTransactionConflict(error: unknown): boolean {
@@ -107,14 +117,15 @@ export class BestEffortCounter {
     ) {}
 
     /**
-     * Strict mode: reserves one slot in shard `shard` of the key, below `limit` when given (the shard's quota when
-     * the key is sharded: runtime/shards/reservation.ts). Retries are safe: an extra slot is held back.
+     * Strict mode: reserves one slot in shard `shard` of the key, below `limit` when given; with `quota`, on the shard's
+     * stored quota while the key is armed under `limit` (a sharded key: runtime/shards/reservation.ts). Retries are
+     * safe: an extra slot is held back.
      */
-    async reserve(key: string, shard: number, limit: number | undefined, deadline: CallDeadline): Promise<Reservation> {
+    async reserve(key: string, shard: number, limit: number | undefined, deadline: CallDeadline, quota = false): Promise<Reservation> {
         const doubt = new Doubt();
         try {
             const value = await withRetries(
-                () => doubt.watch(this.write(key, shard, 1, limit)),
+                () => doubt.watch(this.write(key, shard, 1, limit, quota)),
                 isRetryable,
                 this.attempts,
                 deadline,
@@ -123,7 +134,12 @@ export class BestEffortCounter {
             return { outcome: "reserved", value, repeated: doubt.repeated };
         } catch (error) {
             if (error instanceof ConditionalCheckFailedException) {
-                return { outcome: "limit", value: Number(error.Item?.[this.config.countAttribute]?.N ?? "0") };
+                const armedUnder = error.Item?.[COUNTER_ATTRIBUTES.quotaLimit]?.N;
+                return {
+                    outcome: "limit",
+                    value: Number(error.Item?.[this.config.countAttribute]?.N ?? "0"),
+                    ...(armedUnder === undefined ? {} : { armedUnder: Number(armedUnder) }),
+                };
             }
             this.onFailure({ key, operation: "reserve", error });
             return { outcome: "failed" };
@@ -171,10 +187,11 @@ export class BestEffortCounter {
     }
 
     /**
-     * Every shard's count of `key` in one TransactGetItems: a serializable snapshot (runtime/shards/reservation.ts).
-     * Retried while retryable within the call's deadline; undefined when it could not be read (absorbed and reported).
+     * Every shard's count of `key` in one TransactGetItems: a serializable snapshot (runtime/shards/reservation.ts); a
+     * shard with no count yet reads as undefined. Retried while retryable within the call's deadline; undefined when it
+     * could not be read (absorbed and reported).
      */
-    async snapshot(key: string, shards: number, deadline: CallDeadline): Promise<number[] | undefined> {
+    async snapshot(key: string, shards: number, deadline: CallDeadline): Promise<Array<number | undefined> | undefined> {
         const { countersTableName, countAttribute } = this.config;
         try {
             const response = await withRetries(
@@ -196,10 +213,75 @@ export class BestEffortCounter {
                 deadline,
                 "read",
             );
-            return (response.Responses ?? []).map((item) => Number(item.Item?.[countAttribute]?.N ?? "0"));
+            return (response.Responses ?? []).map((item) => {
+                const count = item.Item?.[countAttribute]?.N;
+                return count === undefined ? undefined : Number(count);
+            });
         } catch (error) {
             this.onFailure({ key, operation: "read", error });
             return undefined;
+        }
+    }
+
+    /**
+     * Strict mode, a sharded key: arms every shard under `limit` with `quotas` and reserves one slot in shard `shard`, in
+     * one transaction whose every action is conditional on the shard's count as `counts` read it
+     * (runtime/shards/reservation.ts). A cancellation (a count moved since the read) is "raced"; a commit in doubt is
+     * repeated with the same ClientRequestToken (applied once) and reported as repeated; other failures are absorbed
+     * and reported ("failed").
+     */
+    async rearm(
+        key: string,
+        shard: number,
+        limit: number,
+        counts: ReadonlyArray<number | undefined>,
+        quotas: readonly number[],
+        deadline: CallDeadline,
+    ): Promise<Rearm> {
+        const { countersTableName, countAttribute } = this.config;
+        const now = Date.now();
+        const actions = counts.map((count, s): TransactWriteItem => {
+            const own = s === shard;
+            return {
+                Update: {
+                    TableName: countersTableName,
+                    Key: this.key(shardPartitionKey(key, s)),
+                    UpdateExpression: own
+                        ? `${bestEffortUpdate(":delta", this.due)}, #quotaLimit = :limit, #quota = :quota`
+                        : "SET #quotaLimit = :limit, #quota = :quota",
+                    ConditionExpression: count === undefined ? "attribute_not_exists(#count)" : "#count = :read",
+                    ExpressionAttributeNames: {
+                        "#count": countAttribute,
+                        "#quotaLimit": COUNTER_ATTRIBUTES.quotaLimit,
+                        "#quota": COUNTER_ATTRIBUTES.quota,
+                        ...(own ? bestEffortMarkNames(this.due) : {}),
+                    },
+                    ExpressionAttributeValues: {
+                        ":limit": { N: String(limit) },
+                        ":quota": { N: String(quotas[s]) },
+                        ...(count === undefined ? {} : { ":read": { N: String(count) } }),
+                        ...(own ? { ":delta": { N: "1" }, ...bestEffortMarkValues(key, now, this.due) } : {}),
+                    },
+                },
+            };
+        });
+        const doubt = new Doubt();
+        const token = randomUUID();
+        try {
+            await withRetries(
+                () => doubt.watch(this.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: actions, ClientRequestToken: token }))),
+                (error) => isRetryable(error) && !(error instanceof TransactionCanceledException),
+                this.attempts,
+                deadline,
+                "reserve",
+            );
+            return { outcome: "reserved", value: counts.reduce<number>((sum, count) => sum + (count ?? 0), 1), repeated: doubt.repeated };
+        } catch (error) {
+            if (error instanceof TransactionCanceledException) {
+                return { outcome: "raced" };
+            }
+            this.onFailure({ key, operation: "reserve", error });
+            return { outcome: "failed" };
         }
     }
 
@@ -220,17 +302,33 @@ export class BestEffortCounter {
         }
     }
 
-    /** One attempt: ADDs `delta` to shard `shard`'s item, optionally only while its count is below `limit`. Returns the new count. */
-    private async write(key: string, shard: number, delta: number, limit?: number): Promise<number> {
-        return Number((await this.writeItem(key, shard, delta, limit))[this.config.countAttribute]?.N ?? "0");
+    /**
+     * One attempt: ADDs `delta` to shard `shard`'s item, optionally only while its count is below `limit` (with `quota`:
+     * below the shard's stored quota while armed under `limit`). Returns the new count.
+     */
+    private async write(key: string, shard: number, delta: number, limit?: number, quota = false): Promise<number> {
+        return Number((await this.writeItem(key, shard, delta, limit, quota))[this.config.countAttribute]?.N ?? "0");
     }
 
     /** One attempt, returning the item as the write left it (ALL_NEW costs no more than UPDATED_NEW). */
-    private async writeItem(key: string, shard: number, delta: number, limit?: number): Promise<Record<string, AttributeValue>> {
+    private async writeItem(
+        key: string,
+        shard: number,
+        delta: number,
+        limit?: number,
+        quota = false,
+    ): Promise<Record<string, AttributeValue>> {
         const { countersTableName, countAttribute } = this.config;
-        // A first reservation meets no item: it may pass only when the limit leaves room for one.
+        // A first reservation meets no item: it may pass only when the limit leaves room for one. A sharded key's shard
+        // admits on its stored quota, only while armed under this call's limit (runtime/shards/reservation.ts).
         const condition =
-            limit === undefined ? undefined : limit > 0 ? "attribute_not_exists(#count) OR #count < :limit" : "#count < :limit";
+            limit === undefined
+                ? undefined
+                : quota
+                  ? "#quotaLimit = :limit AND (#count < #quota OR (attribute_not_exists(#count) AND #quota > :zero))"
+                  : limit > 0
+                    ? "attribute_not_exists(#count) OR #count < :limit"
+                    : "#count < :limit";
         const response = await sendOnce(
             this.dynamodb,
             new UpdateItemCommand({
@@ -238,11 +336,16 @@ export class BestEffortCounter {
                 Key: this.key(shardPartitionKey(key, shard)),
                 UpdateExpression: bestEffortUpdate(":delta", this.due),
                 ConditionExpression: condition,
-                ExpressionAttributeNames: { "#count": countAttribute, ...bestEffortMarkNames(this.due) },
+                ExpressionAttributeNames: {
+                    "#count": countAttribute,
+                    ...bestEffortMarkNames(this.due),
+                    ...(quota ? { "#quotaLimit": COUNTER_ATTRIBUTES.quotaLimit, "#quota": COUNTER_ATTRIBUTES.quota } : {}),
+                },
                 ExpressionAttributeValues: {
                     ":delta": { N: String(delta) },
                     ...bestEffortMarkValues(key, Date.now(), this.due),
                     ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
+                    ...(quota ? { ":zero": { N: "0" } } : {}),
                 },
                 ReturnValues: "ALL_NEW",
                 ReturnValuesOnConditionCheckFailure: limit === undefined ? undefined : "ALL_OLD",

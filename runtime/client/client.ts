@@ -493,7 +493,8 @@ export class HybridCounterClient {
 
     /**
      * Strict mode: reserves a slot under `limit`. Unsharded, today's one conditional write; sharded, within the
-     * shards' quotas, the token's home first (runtime/shards/reservation.ts).
+     * shards' stored quotas, the token's home first, else through a serializable read and a rearm
+     * (runtime/shards/reservation.ts).
      */
     private async reserveUnder(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<ShardReservation> {
         const { key } = resource;
@@ -501,12 +502,14 @@ export class HybridCounterClient {
             const reservation = await this.bestEffort.reserve(key, 0, limit, deadline);
             return reservation.outcome === "reserved" ? { ...reservation, shard: 0 } : reservation;
         }
+        const first = this.home(resource);
         return reserveAcrossShards({
             shards: this.shards,
             limit,
-            first: this.home(resource),
-            reserveIn: (shard, quota) => this.bestEffort.reserve(key, shard, quota, deadline),
+            first,
+            reserveIn: (shard) => this.bestEffort.reserve(key, shard, limit, deadline, true),
             snapshot: () => this.bestEffort.snapshot(key, this.shards, deadline),
+            rearm: (counts, quotas) => this.bestEffort.rearm(key, first, limit, counts, quotas, deadline),
         });
     }
 

@@ -149,6 +149,7 @@ import { hasBackfillUnit } from "../shared/strict-ledger";
 import { tokenTime } from "../shared/tokens";
 import { InvalidArgumentError } from "../shared/errors";
 import { homeShard, shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
+import { disarmNames, disarmUpdates } from "../shards/quotas";
 
 export type HealMode = "strict" | "utilization";
 
@@ -570,7 +571,11 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
         return read.shards.map((s) => skippedShard(s, why));
     }
     const writes = read.shards.filter((s) => s.plan.action === "heal");
-    if (writes.length <= 1) {
+    // A shard raised (an item's home moved to it) may pass its stored quota, which the heal cannot know (the limit is the
+    // client's): the transaction disarms every shard of the key (runtime/shards/reservation.ts), so the next tryCreate
+    // checks the key's exact sum.
+    const disarm = options.mode === "strict" && writes.some((s) => s.plan.action === "heal" && s.plan.truth > s.plan.current);
+    if (writes.length <= 1 && !disarm) {
         return Promise.all(read.shards.map((s) => (s.plan.action === "heal" ? writeShard(s, options) : skippedShard(s))));
     }
     const { dynamodb } = options;
@@ -579,14 +584,26 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
             () =>
                 dynamodb.send(
                     new TransactWriteItemsCommand({
-                        TransactItems: writes.map((s) => ({ Update: healUpdate(s, options) })),
+                        TransactItems: [
+                            ...writes.map((s) => ({ Update: healUpdate(s, options, disarm) })),
+                            ...(disarm
+                                ? disarmUpdates(
+                                      options.config,
+                                      read.key,
+                                      read.shards.length,
+                                      writes.map((s) => s.shard),
+                                  ).map((update) => ({
+                                      Update: update,
+                                  }))
+                                : []),
+                        ],
                         ReturnConsumedCapacity: "TOTAL",
                     }),
                 ),
             (error) => isRetryable(error) && !(error instanceof TransactionCanceledException),
             options.attempts ?? 3,
         );
-        const perAction = units(response.ConsumedCapacity) / writes.length;
+        const perAction = units(response.ConsumedCapacity) / (disarm ? read.shards.length : writes.length);
         return read.shards.map((s) =>
             s.plan.action === "heal"
                 ? { shard: s.shard, outcome: "healed", before: s.plan.current, after: s.plan.truth, writeUnits: perAction }
@@ -603,8 +620,8 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
     }
 }
 
-/** The conditional update that heals one shard's item (or a key's only one). */
-function healUpdate(read: ShardHealRead, options: HealOptions): Update {
+/** The conditional update that heals one shard's item (or a key's only one); `disarm`: it also removes its stored quota. */
+function healUpdate(read: ShardHealRead, options: HealOptions, disarm = false): Update {
     const plan = read.plan as Extract<HealPlan, { action: "heal" }>;
     const { config } = options;
     const absorbs = plan.truth < plan.current;
@@ -620,7 +637,8 @@ function healUpdate(read: ShardHealRead, options: HealOptions): Update {
         UpdateExpression:
             "SET #count = :truth" +
             (absorbs ? ", #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now" : "") +
-            (plan.heldBack === undefined ? " REMOVE #heal, #due" : ", #heal = :healShard, #due = :heldBack"),
+            (plan.heldBack === undefined ? " REMOVE #heal, #due" : ", #heal = :healShard, #due = :heldBack") +
+            (disarm ? (plan.heldBack === undefined ? ", #quotaLimit, #quota" : " REMOVE #quotaLimit, #quota") : ""),
         // No mark since the read either: a mark that lands after it must outlive this heal. An item no
         // client wrote (a sharded key's shard, see the header) must still be one.
         ConditionExpression:
@@ -636,6 +654,7 @@ function healUpdate(read: ShardHealRead, options: HealOptions): Update {
             "#writtenAt": A.writtenAt,
             "#marks": A.marks,
             ...(absorbs ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),
+            ...(disarm ? disarmNames() : {}),
         },
         ExpressionAttributeValues: {
             ":truth": { N: String(plan.truth) },

@@ -16,7 +16,8 @@
  *   item, so every party that reads the item (a delete, a heal, a backfill) finds the same shard;
  * - so each shard is a counter of its own, over the items homed there: the bound a mode keeps on one item
  *   (utilization `best-effort <= live`, strict `live <= best-effort`) it keeps per shard, and a sum of per-shard
- *   bounds is the bound on the key.
+ *   bounds is the bound on the key. A strict limit is kept over the key's sum, not per shard: stored quotas and
+ *   their disarming by whoever moves units between shards (reservation.ts, quotas.ts).
  *
  * `h` is a fixed 32-bit FNV-1a (config.ts), so the layout does not depend on a power of two.
  */
@@ -93,14 +94,6 @@ export function tokenHomedIn(shard: number, shards: number, at?: number): string
  */
 export function homeShard(id: string, token: string | undefined, shards: number): number {
     return token === undefined ? markerShard(id, shards) : lifeShard(token, shards);
-}
-
-/**
- * A strict reservation's quota in shard `shard` under `limit`: the limit split as evenly as integers allow
- * (the first `limit mod shards` shards take one more), so the quotas sum to the limit exactly.
- */
-export function shardQuota(limit: number, shards: number, shard: number): number {
-    return Math.floor(limit / shards) + (shard < limit % shards ? 1 : 0);
 }
 
 /**

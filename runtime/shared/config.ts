@@ -118,6 +118,14 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
      * can land (runtime/shared/strict-ledger.ts, `prunableLegacyMarks`)
      */
     repeatedPrefix: "hc_repeated_",
+    /**
+     * best-effort of a sharded key's shard, strict mode: N, the limit the stored quotas were set for (the key is
+     * "armed" under it: runtime/shards/quotas.ts). Set on every shard together by a client's rearm; removed from every
+     * shard by whoever may lift a shard above its quota (a strict backfill adding units, a heal raising a shard).
+     */
+    quotaLimit: "hc_limit",
+    /** best-effort of a sharded key's shard, strict mode: N, the shard's quota under `hc_limit`; written and removed with it */
+    quota: "hc_quota",
 } as const);
 
 /** Marker states. */

@@ -267,7 +267,10 @@ export type RequestEffect =
           /** The epoch the write answered with: a strict delete's touch reads the one its release is judged in. */
           readonly epoch?: EpochSeen;
       }
-    /** A transaction that adds to best-effort: only a strict-mode backfill sends one (the consumer never touches best-effort). */
+    /**
+     * A transaction that adds to best-effort: a strict-mode backfill's (the consumer never touches best-effort; a sharded
+     * strict client's rearm is a "best-effort" write of its reservation).
+     */
     | {
           readonly kind: "best-effort-transaction";
           readonly key: string;
@@ -376,6 +379,18 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
                     }>;
                 }
             ).TransactItems ?? [];
+        // A sharded strict client's rearm (runtime/shards/reservation.ts): its reservation is the one action with a `:delta`.
+        const rearm = actions.find(
+            (action) =>
+                action.Update?.ExpressionAttributeValues?.[":quota"] !== undefined &&
+                action.Update.ExpressionAttributeValues[":delta"] !== undefined,
+        );
+        const rearmed = rearm?.Update?.Key?.[partitionKey]?.S;
+        if (rearm !== undefined && rearmed !== undefined) {
+            const home = shardOfPartitionKey(rearmed, shards);
+            const delta = Number(rearm.Update!.ExpressionAttributeValues![":delta"]!.N);
+            return { kind: "best-effort", key: home.key, shard: home.shard, delta, applied: applied(released) };
+        }
         for (const action of actions) {
             const update = action.Update;
             const updated = update?.Key?.[partitionKey]?.S;
