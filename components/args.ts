@@ -95,6 +95,37 @@ export type CountedItems = (typeof CountedItems)[keyof typeof CountedItems];
 export const CounterModeArg = { Strict: "strict", Utilization: "utilization" } as const;
 export type CounterModeArg = (typeof CounterModeArg)[keyof typeof CounterModeArg];
 
+/** What a region does in a multi-region counter (docs/design/global-tables.md). */
+export const RegionRole = {
+    /**
+     * Counts the writes its own clients stamp with its region, and also every counted item no client stamped:
+     * another writer's items and the items written before the counter was attached. Exactly one region is home.
+     */
+    Home: "home",
+    /** Counts only the writes its own clients stamp with its region. */
+    Member: "member",
+} as const;
+export type RegionRole = (typeof RegionRole)[keyof typeof RegionRole];
+
+/** One region of a multi-region counter. */
+export interface CounterRegionArgs {
+    /** The AWS region's name, for example "us-east-1". */
+    readonly region: string;
+    /** What the region counts. @default "member" */
+    readonly role?: RegionRole;
+}
+
+/**
+ * How the regions of a replicated (global) table count: which region this deployment of the component counts
+ * for, and every region that holds a replica of the table, each with its role (docs/design/global-tables.md).
+ */
+export interface CounterRegionsArgs {
+    /** The region this deployment counts for: the region of the provider the component's resources are created with. */
+    readonly current: string;
+    /** Every region that holds a replica of the table and counts, each once; exactly one has the role "home". */
+    readonly members: CounterRegionArgs[];
+}
+
 /** The component's backfill args (part of HybridCounterComponentArgs). */
 export interface BackfillArgs {
     /**
@@ -175,6 +206,16 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      * @default 1 (each key's counters are one best-effort and one eventual item, under the key itself)
      */
     readonly counterShards?: number;
+    /**
+     * How the regions of a replicated (global) table count (docs/design/global-tables.md). A table with replicas
+     * (`replicas` on `table`, or replicas in the description of a table attached by name or `tableArn`) is refused
+     * without it: each region's stream carries every region's writes, so a consumer per region would count a write
+     * once per region. Counting per region is not built yet: this version refuses the setting too, with an error
+     * naming `[regions]`, rather than miscount. `aws.dynamodb.TableReplica` resources are other resources, which
+     * the component cannot see: the policy pack's `counter-table-replicas` reports them.
+     * @default undefined (one region: the table must have no replicas)
+     */
+    readonly regions?: CounterRegionsArgs;
     /**
      * Physical name of the table the component creates.
      * @default undefined (Pulumi auto-names it from `${name}-table`)

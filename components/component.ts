@@ -105,6 +105,8 @@ interface UserTable {
     readonly hashKey: pulumi.Output<string | undefined>;
     readonly rangeKey: pulumi.Output<string | undefined>;
     readonly attributes: pulumi.Output<Array<{ name: string; type: string }> | undefined>;
+    /** The regions of the table's replicas: empty for a table the component creates or one without replicas. */
+    readonly replicaRegions: pulumi.Output<string[]>;
 }
 
 /**
@@ -194,10 +196,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 .all([table.hashKey, table.rangeKey])
                 .apply(([hashKey, rangeKey]) => layoutFromArgs(args, { hashKey, rangeKey }));
             const problems = pulumi
-                .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey, table.attributes])
-                .apply(([streamEnabled, streamViewType, hashKey, rangeKey, attributes]) =>
+                .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey, table.attributes, table.replicaRegions])
+                .apply(([streamEnabled, streamViewType, hashKey, rangeKey, attributes, replicaRegions]) =>
                     attachedTableProblems(
-                        { streamEnabled, streamViewType, hashKey, rangeKey, attributes },
+                        { streamEnabled, streamViewType, hashKey, rangeKey, attributes, replicaRegions },
                         { partitionKey: args.partitionKey, sortKey: args.sortKey },
                     ),
                 );
@@ -576,6 +578,11 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         const attributes = (source.attributes as pulumi.Output<Array<{ name: string; type: string }> | undefined>).apply((list) =>
             list?.map((a) => ({ name: a.name, type: a.type })),
         );
+        // A Table's `replicas` are its own (or, read with Table.get, its description's); getTable reads them from the
+        // description. TableReplica resources are not visible here: the policy pack reports those (policy/regions.ts).
+        const replicaRegions = (source.replicas as pulumi.Output<Array<{ regionName?: string }> | undefined>).apply((list) =>
+            (list ?? []).map((replica) => replica.regionName ?? "(unnamed region)"),
+        );
         return {
             name: source.name,
             arn: source.arn,
@@ -585,6 +592,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             hashKey: source.hashKey as pulumi.Output<string | undefined>,
             rangeKey: source.rangeKey as pulumi.Output<string | undefined>,
             attributes,
+            replicaRegions,
         };
     }
 
@@ -599,6 +607,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             hashKey: table.hashKey,
             rangeKey: table.rangeKey as pulumi.Output<string | undefined>,
             attributes: table.attributes.apply((list) => list.map((a) => ({ name: a.name, type: a.type }))),
+            // The component creates a table in one region only.
+            replicaRegions: pulumi.output([]),
         };
     }
 

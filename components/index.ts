@@ -3,6 +3,8 @@ export {
     Architecture,
     BillingMode,
     type BackfillArgs,
+    type CounterRegionArgs,
+    type CounterRegionsArgs,
     type HybridCounterAlarmArns,
     type HybridCounterComponentArgs,
 } from "./args";

@@ -16,6 +16,7 @@ import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowC
 import { Architecture, BillingMode, CounterPlacement, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { backfillArgsProblems } from "./backfill";
+import { regionsProblems, replicatedTableProblems } from "./regions";
 import {
     ALARM_NAMES,
     HYBRID_COUNTER_DEFAULTS as D,
@@ -138,6 +139,8 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         }
     }
     plainMatches("tableArn", TABLE_ARN, "a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)");
+    // A replicated table's regions: refused in full for now (components/regions.ts).
+    problems.push(...regionsProblems(args.regions));
     oneOf("counterPlacement", COUNTER_PLACEMENTS);
     // The runtime's own range (every handler reads the count back with the same check); the placement is the
     // component's to name: in the same-table placement a shard's partition key would be the user's.
@@ -307,11 +310,14 @@ export interface AttachedTableSettings {
     readonly rangeKey: string | undefined;
     /** The table's attribute definitions, when known (the keys' types are checked). */
     readonly attributes?: ReadonlyArray<{ readonly name: string; readonly type: string }>;
+    /** The regions of the table's replicas (`replicas[].regionName`), when known: a table with any is refused. */
+    readonly replicaRegions?: readonly string[];
 }
 
 /**
  * Problems with an attached table, checked when its outputs resolve (at preview for a table declared with
- * literal settings in the same program). The keys are compared only with the ones the args give: otherwise
+ * literal settings in the same program): its stream, its keys, and its replicas (a global table is refused,
+ * components/regions.ts). The keys are compared only with the ones the args give: otherwise
  * the table's own keys become the layout's.
  */
 export function attachedTableProblems(table: AttachedTableSettings, given: { partitionKey?: string; sortKey?: string }): string[] {
@@ -338,5 +344,6 @@ export function attachedTableProblems(table: AttachedTableSettings, given: { par
             problems.push(`[table] must have a string (S) key "${key}"; found type ${type}`);
         }
     }
+    problems.push(...replicatedTableProblems(table.replicaRegions));
     return problems;
 }

@@ -13,6 +13,7 @@ import { isUnknown, read } from "./unknowns";
 /** AWS resource type tokens (@pulumi/aws 7). */
 export const TYPES = {
     table: "aws:dynamodb/table:Table",
+    tableReplica: "aws:dynamodb/tableReplica:TableReplica",
     eventSourceMapping: "aws:lambda/eventSourceMapping:EventSourceMapping",
     function: "aws:lambda/function:Function",
     functionEventInvokeConfig: "aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig",

@@ -36,6 +36,7 @@ import { dynamodbStreamViewType, dynamodbTableEncryption, dynamodbTablePointInTi
 import { PolicyConfigError, PolicySetting } from "./config";
 import { scheduledFunctionGuarded } from "./schedule";
 import { streamMappingCounterParallelization } from "./parallelization";
+import { counterTableReplicas } from "./regions";
 
 export { ENFORCEMENT_LEVELS, PolicyConfigError, resourceClassOf } from "./config";
 export type { ExemptionConfig, PolicyFactory, PolicySetting } from "./config";
@@ -70,6 +71,8 @@ export {
     isCounterConsumer,
 } from "./parallelization";
 export type { ConsumerShards } from "./parallelization";
+export type { CounterTableReplicasConfig } from "./regions";
+export { COUNTER_REGIONS_VARIABLE, isRegionsSetting } from "./regions";
 
 /** Every policy factory, by policy name, in the order the pack lists them. */
 export const policyFactories = {
@@ -83,6 +86,7 @@ export const policyFactories = {
     "stream-mapping-on-failure-destination": streamMappingOnFailureDestination,
     "stream-mapping-trim-horizon": streamMappingTrimHorizon,
     "stream-mapping-counter-parallelization": streamMappingCounterParallelization,
+    "counter-table-replicas": counterTableReplicas,
     "failure-queue-encryption": failureQueueEncryption,
     "failure-queue-retention": failureQueueRetention,
     "stream-consumer-alarms": streamConsumerAlarms,
@@ -139,6 +143,7 @@ export function hybridCounterPolicies(args: HybridCounterPolicyArgs = {}): Polic
 
 export {
     consumerIamNoWildcardActions,
+    counterTableReplicas,
     dynamodbStreamViewType,
     dynamodbTableEncryption,
     dynamodbTablePointInTimeRecovery,

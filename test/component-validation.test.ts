@@ -14,6 +14,18 @@ import { settle, setupPulumiMocks } from "../local/deployment/pulumi-mocks";
 const RETENTIONS = "1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653";
 const KMS = "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)";
 
+/** Two regions, one of them home: a setting of the right shape. */
+const TWO_REGIONS = {
+    current: "us-east-1",
+    members: [
+        { region: "us-east-1", role: "home" as const },
+        { region: "eu-west-1", role: "member" as const },
+    ],
+};
+const REGIONS_NOT_YET =
+    "[regions] is not supported yet: counting per region is designed in docs/design/global-tables.md but not built, " +
+    "and this version refuses a multi-region counter rather than count a write once per region";
+
 /** One bad arg each, with the exact problem it must produce. */
 const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ["batchSize below range", { batchSize: 0 }, ["[batchSize] must be between 1 and 10000"]],
@@ -210,6 +222,75 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ["settler key budget", { settlerKeyBudget: 0 }, ["[settlerKeyBudget] must be between 1 and 10000"]],
     ["settler timeout", { settlerTimeout: 901 }, ["[settlerTimeout] must be between 1 and 900"]],
     ["settler switch", { settlerEnabled: "yes" as never }, ["[settlerEnabled] must be true or false"]],
+    // A multi-region setting: its shape is checked in full, and a right one is refused as not built yet.
+    ["a valid multi-region setting (not built yet)", { regions: TWO_REGIONS }, [REGIONS_NOT_YET]],
+    [
+        "a multi-region setting next to an attached table",
+        { regions: TWO_REGIONS, tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/orders" },
+        [REGIONS_NOT_YET],
+    ],
+    ["regions that are not an object", { regions: ["us-east-1"] as never }, ["[regions] must be an object { current, members }"]],
+    [
+        "one member region",
+        { regions: { current: "us-east-1", members: [{ region: "us-east-1", role: "home" }] } },
+        [
+            "[regions.members] must list at least 2 regions, each { region, role }: one region is not a multi-region counter " +
+                "(leave [regions] unset for a table without replicas)",
+        ],
+    ],
+    [
+        "a current region that is not a region name",
+        { regions: { ...TWO_REGIONS, current: "virginia" } },
+        ['[regions.current] must be an AWS region name such as "us-east-1" (got "virginia")'],
+    ],
+    [
+        "a current region that is not a member",
+        { regions: { ...TWO_REGIONS, current: "ap-south-1" } },
+        ['[regions.current] must be one of [regions.members] (got "ap-south-1", members are us-east-1, eu-west-1)'],
+    ],
+    [
+        "no home region",
+        { regions: { current: "us-east-1", members: [{ region: "us-east-1" }, { region: "eu-west-1", role: "member" }] } },
+        [
+            '[regions.members] must give exactly one region the role "home" (found 0): ' +
+                "the home region counts the items no client stamped with its region",
+        ],
+    ],
+    [
+        "two home regions",
+        {
+            regions: {
+                current: "us-east-1",
+                members: [
+                    { region: "us-east-1", role: "home" },
+                    { region: "eu-west-1", role: "home" },
+                ],
+            },
+        },
+        [
+            '[regions.members] must give exactly one region the role "home" (found 2): ' +
+                "the home region counts the items no client stamped with its region",
+        ],
+    ],
+    [
+        "a region listed twice, an unknown role and a bad region name",
+        {
+            regions: {
+                current: "us-east-1",
+                members: [
+                    { region: "us-east-1", role: "home" },
+                    { region: "us-east-1", role: "member" },
+                    { region: "eu-west-1", role: "primary" as never },
+                    { region: "Europe" },
+                ],
+            },
+        },
+        [
+            '[regions.members[1].region] must name each region once ("us-east-1" is listed twice)',
+            '[regions.members[2].role] must be "home" or "member" (got "primary")',
+            '[regions.members[3].region] must be an AWS region name such as "us-east-1" (got "Europe")',
+        ],
+    ],
 ];
 
 function expectArgsError(problems: string[]) {
@@ -363,6 +444,24 @@ describe("HybridCounterComponent validation", () => {
             "[table] must have a range key: a resource's id is its sort key; found none",
         ]);
         assert.deepEqual(keysFromTable, []);
+    });
+
+    it("refuses an attached table with replicas, naming [table] and the replicas' regions", () => {
+        // Prepare: a happy-path table, then the same table with replicas (one property changed).
+        const table = { streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", hashKey: "pk", rangeKey: "sk" };
+
+        // Act
+        const unreplicated = attachedTableProblems({ ...table, replicaRegions: [] }, {});
+        const replicated = attachedTableProblems({ ...table, replicaRegions: ["us-west-2", "eu-west-1"] }, {});
+
+        // Assess
+        assert.deepEqual(unreplicated, []);
+        assert.deepEqual(replicated, [
+            '[table] must not have replicas (found "us-west-2", "eu-west-1"): it is a global table, whose stream in each region ' +
+                "carries every region's writes, so a consumer per region would count each write once per region, and two regions' " +
+                "updates of one counter item would lose one to last-writer-wins. A global table is refused until counting per region " +
+                "([regions]) is built; see docs/design/global-tables.md",
+        ]);
     });
 
     it("tells the user to build when a bundle is missing", () => {

@@ -1000,6 +1000,12 @@ describe("HybridCounterComponent", () => {
                 ...overrides,
             };
         };
+        /** The refusal of a table with replicas in `regions` (components/regions.ts). */
+        const replicatedProblem = (regions: string): string =>
+            `[table] must not have replicas (found ${regions}): it is a global table, whose stream in each region carries every ` +
+            "region's writes, so a consumer per region would count each write once per region, and two regions' updates of one " +
+            "counter item would lose one to last-writer-wins. A global table is refused until counting per region ([regions]) is " +
+            "built; see docs/design/global-tables.md";
         /** ready()'s outcome, handled at once as a unit test would: "resolved", or the error it rejected with. */
         const outcomeOf = (component: HybridCounterComponent): Promise<unknown> =>
             component.ready().then(
@@ -1148,6 +1154,55 @@ describe("HybridCounterComponent", () => {
             );
         });
 
+        for (const [title, attach] of [
+            ["by ARN, read with getTable", { tableArn: `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders` }],
+            ["by name, read with aws.dynamodb.Table.get", "Table.get"],
+        ] as Array<[string, HybridCounterComponentArgs | "Table.get"]>) {
+            it(`refuses a table attached ${title} whose description shows replicas, through ready(), with the mapping disabled`, async () => {
+                // Prepare: the happy-path table's description, with one property changed: two replicas.
+                const described = (name: string) =>
+                    legacyOrders({
+                        name,
+                        replicas: [
+                            { regionName: "eu-west-1", kmsKeyArn: "" },
+                            { regionName: "ap-south-1", kmsKeyArn: "" },
+                        ],
+                    });
+
+                // Act
+                let outcome: Promise<unknown> = Promise.resolve("not attached");
+                const { resources, errors } = await runProgramWithResult(
+                    () => {
+                        const component = new HybridCounterComponent("orders", {
+                            backfillOnDeploy: true,
+                            ...(attach === "Table.get" ? { table: aws.dynamodb.Table.get("legacy", "legacy-orders") } : attach),
+                        });
+                        outcome = outcomeOf(component);
+                        return component;
+                    },
+                    {
+                        captureErrors: true,
+                        invokes: { "aws:dynamodb/getTable:getTable": (inputs) => described(inputs.name as string) },
+                        reads: { "aws:dynamodb/table:Table": (id) => described(id) },
+                    },
+                );
+                const error = await outcome;
+
+                // Assess
+                assert.deepEqual(errors, []);
+                assert.ok(error instanceof HybridCounterArgsError);
+                assert.deepEqual(error.problems, [replicatedProblem('"eu-west-1", "ap-south-1"')]);
+                assert.equal(
+                    findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.enabled,
+                    false,
+                );
+                assert.deepEqual(
+                    JSON.parse(findResource(resources, "aws:lambda/invocation:Invocation", "orders-backfill-start").inputs.input as string),
+                    { action: "skip", runId: "deploy-1" },
+                );
+            });
+        }
+
         it("refuses a table that is not a Table resource before creating anything", async () => {
             // Act
             const { resources, errors } = await runProgramWithResult(
@@ -1210,6 +1265,12 @@ describe("HybridCounterComponent", () => {
                 "without a sort key",
                 { rangeKey: undefined, attributes: [{ name: "pk", type: "S" }] },
                 ["[table] must have a range key: a resource's id is its sort key; found none"],
+                {},
+            ],
+            [
+                "with replicas (a global table)",
+                { replicas: [{ regionName: "us-west-2" }, { regionName: "eu-west-1" }] },
+                [replicatedProblem('"us-west-2", "eu-west-1"')],
                 {},
             ],
         ] as Array<[string, Partial<aws.dynamodb.TableArgs>, string[], HybridCounterComponentArgs]>) {

@@ -7,6 +7,7 @@
  * output (an ARN or URL anywhere in the value, or a name or id equal to a whole value).
  */
 import * as assert from "node:assert/strict";
+import * as aws from "@pulumi/aws";
 import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { hybridCounterPolicies, POLICY_NAMES } from "../policy/index";
 import { RecordedResource as PolicyRecord, runPolicies } from "./support/policy-harness";
@@ -110,7 +111,7 @@ describe("policy pack: the component passes its own pack", () => {
         assert.deepEqual(run.violations, []);
         assert.deepEqual(run.unknownValueErrors, []);
         assert.deepEqual(run.notApplicable, []);
-        assert.equal(POLICY_NAMES.length, 15);
+        assert.equal(POLICY_NAMES.length, 16);
     });
 
     it("would catch a change to the component's mapping (the check is not vacuous)", async () => {
@@ -179,6 +180,52 @@ describe("policy pack: the component passes its own pack", () => {
                         'each key\'s eventual counter is 2 items ([HYBRID_COUNTER_COUNTER_SHARDS] "2"), fewer than the batches that run at once, ' +
                         "so concurrent batches of one key conflict on one of them and are retried as contention (slower, never wrong): " +
                         "raise the counter shards to 4, or set the factor to 2",
+                ],
+            ],
+        );
+    });
+
+    it("reports a TableReplica of the component's attached table, which the component itself cannot see", async () => {
+        // Prepare: a table without replicas (the component accepts it), replicated by a resource of its own.
+        const program = () => {
+            const table = new aws.dynamodb.Table("app", {
+                name: "app-table",
+                hashKey: "pk",
+                rangeKey: "sk",
+                attributes: [
+                    { name: "pk", type: "S" },
+                    { name: "sk", type: "S" },
+                ],
+                streamEnabled: true,
+                streamViewType: "NEW_AND_OLD_IMAGES",
+                pointInTimeRecovery: { enabled: true },
+                serverSideEncryption: { enabled: true },
+            });
+            new aws.dynamodb.TableReplica("app-west", { globalTableArn: table.arn, region: "us-west-2" });
+            const component = new HybridCounterComponent("orders", { table });
+            outcome = component.ready().then(
+                () => "resolved",
+                (error: unknown) => error,
+            );
+            return component;
+        };
+        let outcome: Promise<unknown> = Promise.resolve("not attached");
+
+        // Act
+        const run = await runPolicies(hybridCounterPolicies(), withRebuiltDependencies(await runProgram(program)));
+
+        // Assess
+        assert.equal(await outcome, "resolved");
+        assert.deepEqual(
+            run.violations.map((v) => [v.policy, v.resource, v.level, v.message]),
+            [
+                [
+                    "counter-table-replicas",
+                    "app-west",
+                    "mandatory",
+                    "table replica 'app-west' in us-west-2 replicates table 'app' ([globalTableArn]), which feeds a hybrid counter through " +
+                        "event source mapping 'orders-stream-mapping', but its consumer 'orders-consumer' has no [HYBRID_COUNTER_REGIONS], so each " +
+                        "region's stream carries every region's writes and a consumer per region counts each write once per region",
                 ],
             ],
         );

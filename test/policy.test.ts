@@ -487,6 +487,19 @@ const FAILING_CASES: FailingCase[] = [
         },
     },
     {
+        title: "a replicated (global) table feeding a counter's consumer that does not say how regions count",
+        resource: "orders-table",
+        change: (i) => (i.replicas = [{ regionName: "us-west-2" }]),
+        expected: {
+            policy: "counter-table-replicas",
+            resource: "orders-table",
+            message:
+                "table 'orders-table' has [replicas] in us-west-2 and feeds a hybrid counter through event source mapping 'orders-consumer-mapping', " +
+                "but its consumer 'orders-consumer' has no [HYBRID_COUNTER_REGIONS], so each region's stream carries every region's writes " +
+                "and a consumer per region counts each write once per region",
+        },
+    },
+    {
         title: "an unencrypted on-failure queue",
         resource: "orders-dlq",
         change: (i) => (i.sqsManagedSseEnabled = false),
@@ -815,6 +828,10 @@ describe("policy pack: a hand-written table and mapping that break several polic
                 policy: "stream-mapping-counter-parallelization",
                 reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
             },
+            {
+                policy: "counter-table-replicas",
+                reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
+            },
             { policy: "failure-queue-encryption", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
             { policy: "failure-queue-retention", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
             { policy: "scheduled-function-guarded", reason: "no EventBridge schedule in this stack invokes a Lambda function" },
@@ -1037,6 +1054,7 @@ describe("policy pack: metadata", () => {
                 ["stream-mapping-on-failure-destination", "mandatory"],
                 ["stream-mapping-trim-horizon", "mandatory"],
                 ["stream-mapping-counter-parallelization", "advisory"],
+                ["counter-table-replicas", "mandatory"],
                 ["failure-queue-encryption", "mandatory"],
                 ["failure-queue-retention", "mandatory"],
                 ["stream-consumer-alarms", "advisory"],
@@ -1060,6 +1078,7 @@ describe("policy pack: metadata", () => {
             "stream-mapping-on-failure-destination": { allowedDestinationServices: ["sqs", "sns", "s3"], exemptResources: [] },
             "stream-mapping-trim-horizon": { allowedStartingPositions: ["TRIM_HORIZON"], exemptResources: [] },
             "stream-mapping-counter-parallelization": { exemptResources: [] },
+            "counter-table-replicas": { exemptResources: [] },
             "failure-queue-encryption": { exemptResources: [] },
             "failure-queue-retention": { minimumRetentionSeconds: 1_209_600, exemptResources: [] },
             "stream-consumer-alarms": {
@@ -1419,6 +1438,7 @@ describe("policy pack: dependencies", () => {
                 "stream-mapping-on-failure-destination",
                 "stream-mapping-trim-horizon",
                 "stream-mapping-counter-parallelization",
+                "counter-table-replicas",
                 "failure-queue-encryption",
                 "failure-queue-retention",
                 "stream-consumer-alarms",

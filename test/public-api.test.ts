@@ -127,6 +127,7 @@ const PUBLIC_NAMES: Record<string, string[]> = {
     "hybrid-counter/runtime/client": ["CLAIM_TAKEOVER_MARGIN_MS", "CLIENT_METRIC_NAMES", "HybridCounterClient"],
     "hybrid-counter/policy": [
         "COUNTER_CONSUMER_VARIABLE",
+        "COUNTER_REGIONS_VARIABLE",
         "COUNTER_SHARDS_MAX",
         "COUNTER_SHARDS_VARIABLE",
         "DEFAULT_RECOVERY_PERIOD_IN_DAYS",
@@ -146,6 +147,7 @@ const PUBLIC_NAMES: Record<string, string[]> = {
         "consumerFunctions",
         "consumerIamNoWildcardActions",
         "counterShardsOf",
+        "counterTableReplicas",
         "dependenciesOf",
         "dynamodbStreamViewType",
         "dynamodbTableEncryption",
@@ -156,6 +158,7 @@ const PUBLIC_NAMES: Record<string, string[]> = {
         "hybridCounterPolicies",
         "isCounterConsumer",
         "isDynamoDbStreamArn",
+        "isRegionsSetting",
         "isUnknown",
         "policyFactories",
         "rateMinutes",

@@ -1,0 +1,175 @@
+/**
+ * Stack policy: a hybrid counter's consumer reads a replicated (global) table only with the multi-region setting.
+ *
+ * Why (docs/design/global-tables.md, "What goes wrong"): in global tables version 2019.11.21 each replica's stream
+ * carries every write to the table, wherever it was made, and no attribute marks a replicated write. A consumer per
+ * region therefore counts each write once per region, and with multi-region eventual consistency two regions' updates
+ * of one counter item resolve last-writer-wins, losing one. The count is wrong, not slow: mandatory.
+ *
+ * What makes a table replicated, as the stack shows it:
+ * - `replicas` on the `aws:dynamodb/table:Table` whose stream the counter's consumer reads (a non-empty list);
+ * - an `aws:dynamodb/tableReplica:TableReplica` whose `globalTableArn` was computed from that table (its property
+ *   dependency), or, for a table this stack reads by ARN, whose known `globalTableArn` is the table ARN of the
+ *   mapping's known stream ARN. The component cannot see these: a table does not name its TableReplica resources,
+ *   and a component sees only its args. The stack does, so this policy is where they are caught.
+ *
+ * What says how regions count: the consumer's `HYBRID_COUNTER_REGIONS` environment variable, the component's
+ * `regions` arg as JSON (`{"current":"us-east-1","members":[{"region":"us-east-1","role":"home"},...]}`), read by
+ * the per-region counting that docs/design/global-tables.md specifies. A value that is not such a setting (not
+ * JSON, fewer than two members, not exactly one home, `current` not a member) says nothing, and the message shows
+ * it. The component of this version refuses a replicated table and the setting alike, so it never deploys one.
+ */
+
+import type { PolicyResource } from "@pulumi/policy";
+import { ExemptionConfig, stackPolicy } from "./config";
+import { dependenciesOf, streamMappings, TYPES } from "./graph";
+import { isCounterConsumer } from "./parallelization";
+import { isUnknown, read, show, type Maybe } from "./unknowns";
+
+/** The consumer's multi-region setting (runtime/shared/config.ts will read it; docs/design/global-tables.md). */
+export const COUNTER_REGIONS_VARIABLE = "HYBRID_COUNTER_REGIONS";
+
+const ROLES = ["home", "member"];
+
+/**
+ * Is this value a multi-region setting: JSON of `{ current, members: [{ region, role }] }` with at least two distinct
+ * members, exactly one of them "home", and `current` one of them?
+ */
+export function isRegionsSetting(value: unknown): boolean {
+    if (typeof value !== "string") {
+        return false;
+    }
+    let parsed: unknown;
+    try {
+        parsed = JSON.parse(value);
+    } catch {
+        return false;
+    }
+    if (parsed === null || typeof parsed !== "object") {
+        return false;
+    }
+    const { current, members } = parsed as { current?: unknown; members?: unknown };
+    if (typeof current !== "string" || !Array.isArray(members) || members.length < 2) {
+        return false;
+    }
+    const regions = members.map((m: unknown) => (m !== null && typeof m === "object" ? (m as { region?: unknown }).region : undefined));
+    const roles = members.map((m: unknown) =>
+        m !== null && typeof m === "object" ? ((m as { role?: unknown }).role ?? "member") : undefined,
+    );
+    return (
+        regions.every((r) => typeof r === "string" && r.length > 0) &&
+        new Set(regions).size === regions.length &&
+        roles.every((r) => typeof r === "string" && ROLES.includes(r)) &&
+        roles.filter((r) => r === "home").length === 1 &&
+        regions.includes(current)
+    );
+}
+
+/** The consumer's `HYBRID_COUNTER_REGIONS` as set (undefined when absent or empty); unknown during preview. */
+function regionsSettingOf(fn: PolicyResource): Maybe<unknown> {
+    return read(() => {
+        const variables = fn.props.environment?.variables as Record<string, unknown> | undefined | null;
+        const value = variables?.[COUNTER_REGIONS_VARIABLE];
+        return value === "" || value === null ? undefined : value;
+    });
+}
+
+/** The regions of a table's known `replicas`: empty for none, unknown during preview. */
+function replicaRegionsOf(table: PolicyResource): Maybe<string[]> {
+    const replicas = read(() => table.props.replicas as unknown);
+    if (isUnknown(replicas)) {
+        return replicas;
+    }
+    if (!Array.isArray(replicas)) {
+        return [];
+    }
+    return replicas.map((replica: unknown) => {
+        const region = read(() => (replica as { regionName?: unknown } | null)?.regionName);
+        return typeof region === "string" ? region : "(a region unknown until the update)";
+    });
+}
+
+/** `arn:...:table/<name>` of a known stream ARN `arn:...:table/<name>/stream/<label>`; undefined otherwise. */
+function tableArnOfStream(streamArn: unknown): string | undefined {
+    if (typeof streamArn !== "string") {
+        return undefined;
+    }
+    const at = streamArn.indexOf("/stream/");
+    return at > 0 ? streamArn.slice(0, at) : undefined;
+}
+
+export type CounterTableReplicasConfig = ExemptionConfig;
+
+export const counterTableReplicas = stackPolicy<CounterTableReplicasConfig>({
+    name: "counter-table-replicas",
+    description:
+        "A hybrid counter's consumer reads the stream of a replicated (global) table only when its environment says how regions count " +
+        `(${COUNTER_REGIONS_VARIABLE}, the component's regions). ` +
+        "Without it, each region's stream carries every region's writes, so a consumer per region counts each write once per region, " +
+        "and two regions' updates of one counter item resolve last-writer-wins and lose one.",
+    remediationSteps:
+        "Count a table without replicas (remove replicas from the table, or the aws.dynamodb.TableReplica resources that replicate it). " +
+        "Counting per region is designed in docs/design/global-tables.md; this version of the component refuses a replicated table.",
+    enforcementLevel: "mandatory",
+    config: {},
+    check: (args, _config, reportViolation) => {
+        const counted = streamMappings(args.resources).map((stream) => ({
+            stream,
+            consumers: stream.functions.filter((fn) => isCounterConsumer(fn) !== false),
+        }));
+        if (!counted.some(({ consumers }) => consumers.length > 0)) {
+            args.notApplicable("no event source mapping in this stack invokes a hybrid counter's consumer");
+        }
+        const replicaResources = args.resources.filter((r) => r.type === TYPES.tableReplica);
+        const reported = new Set<string>();
+        const report = (urn: string, message: string): void => {
+            if (!reported.has(`${urn} ${message}`)) {
+                reported.add(`${urn} ${message}`);
+                reportViolation(message, urn);
+            }
+        };
+        for (const { stream, consumers } of counted) {
+            // A consumer whose environment is unknown during preview is checked during the update.
+            for (const fn of consumers.filter((c) => isCounterConsumer(c) === true)) {
+                const setting = regionsSettingOf(fn);
+                if (isUnknown(setting) || isRegionsSetting(setting)) {
+                    continue;
+                }
+                const without =
+                    setting === undefined
+                        ? `its consumer '${fn.name}' has no [${COUNTER_REGIONS_VARIABLE}]`
+                        : `its consumer '${fn.name}' has [${COUNTER_REGIONS_VARIABLE}] ${show(setting)}, which is not a multi-region setting ` +
+                          '({"current":<region>,"members":[{"region":<region>,"role":"home"|"member"},...]}, two regions or more, one home)';
+                const consequence =
+                    "so each region's stream carries every region's writes and a consumer per region counts each write once per region";
+                const via = `event source mapping '${stream.mapping.name}'`;
+                for (const table of stream.tables) {
+                    const regions = replicaRegionsOf(table);
+                    if (!isUnknown(regions) && regions.length > 0) {
+                        report(
+                            table.urn,
+                            `table '${table.name}' has [replicas] in ${regions.join(", ")} and feeds a hybrid counter through ${via}, but ${without}, ${consequence}`,
+                        );
+                    }
+                }
+                const streamTableArn = tableArnOfStream(read(() => stream.mapping.props.eventSourceArn as unknown));
+                for (const replica of replicaResources) {
+                    const fromTable = dependenciesOf(replica, "globalTableArn", TYPES.table).find((t) => stream.tables.includes(t));
+                    const globalTableArn = read(() => replica.props.globalTableArn as unknown);
+                    const byArn = streamTableArn !== undefined && globalTableArn === streamTableArn;
+                    if (fromTable === undefined && !byArn) {
+                        continue;
+                    }
+                    const replicated = fromTable === undefined ? `table ${streamTableArn}` : `table '${fromTable.name}'`;
+                    const region = read(() => replica.props.region as unknown);
+                    const where = typeof region === "string" ? ` in ${region}` : "";
+                    report(
+                        replica.urn,
+                        `table replica '${replica.name}'${where} replicates ${replicated} ([globalTableArn]), which feeds a hybrid counter through ${via}, ` +
+                            `but ${without}, ${consequence}`,
+                    );
+                }
+            }
+        }
+    },
+});
