@@ -162,7 +162,7 @@ export function sh(line: string, cwd: string, env: Readonly<Record<string, strin
         const watch = () => {
             if (untilOutput !== undefined && !interrupted && untilOutput.test(stdout + stderr)) {
                 interrupted = true;
-                // sh -c with one command execs it: the program itself gets the Ctrl-C.
+                // The line exec'd its program: the program itself gets the Ctrl-C.
                 child.kill("SIGINT");
             }
         };
@@ -203,7 +203,8 @@ async function runScript(command: ShellCommand, world: DocWorld, name: string, a
     const last = rest.at(-1)!;
     const program = programOf(last, args);
     const flags = scaled(program, args, world);
-    const line = [...rest.slice(0, -1), [last, ...flags.map(quote)].join(" ")].join(" && ");
+    // One step is exec'd, so that a Ctrl-C reaches the program itself (as a terminal's reaches the foreground program).
+    const line = [...rest.slice(0, -1), [rest.length === 1 ? `exec ${last}` : last, ...flags.map(quote)].join(" ")].join(" && ");
     // A run "until Ctrl-C" gets its Ctrl-C once its workload is under way (a progress line with operations done).
     const watch = args.includes("--watch") ? /(^|\n)ops [1-9]/ : undefined;
     const ran = await sh(line, command.cwd, world.env, world.root, watch);
