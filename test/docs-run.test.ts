@@ -19,7 +19,7 @@ import { seedItems, writeItems } from "../local/harness/seed";
 import { hybridCounterPolicies } from "../policy/index";
 import { buildCli } from "../scripts/bundle-cli";
 import { typeErrors, writeSamples } from "./support/doc-code";
-import { DocCommandError, runCommand, runsProgram, sh, type DocWorld } from "./support/doc-runner";
+import { DocCommandError, runCommand, runsProgram, scaled, sh, type DocWorld } from "./support/doc-runner";
 import { SHELL_LANGS, TS_LANGS, samples, shellCommands, type Sample } from "./support/doc-samples";
 import { useEngine } from "./support/engine";
 
@@ -157,6 +157,38 @@ describe("documentation that runs (README.md, docs/*.md)", function () {
                 assert.doesNotThrow(() => hybridCounterPolicies(value as never), `${sample.page}:${sample.line}`);
             }
         }
+    });
+
+    it("runs a long program with the page's flags at the suite's size, and at the page's own under docs:full", () => {
+        const small = { full: false, work: "/w" };
+        assert.deepEqual(scaled("twin", ["--ops", "5000", "--keys", "16", "--seed-items", "5000"], small).slice(0, 6), [
+            "--ops",
+            "24",
+            "--keys",
+            "16",
+            "--seed-items",
+            "200",
+        ]);
+        assert.deepEqual(scaled("twin", ["--watch"], small).slice(0, 2), ["--watch", "--chart"]);
+        assert.deepEqual(scaled("bench", [], small), [
+            "--ops",
+            "10",
+            "--backfill-items",
+            "100",
+            "--many-keys",
+            "2",
+            "--approaches",
+            "hybrid",
+        ]);
+        assert.deepEqual(scaled("fuzz", ["--seeds", "1", "--replay", "f.json"], small), [
+            "--seeds",
+            "1",
+            "--replay",
+            "f.json",
+            "--ops",
+            "40",
+        ]);
+        assert.deepEqual(scaled("twin", ["--ops", "5000"], { full: true, work: "/w" }), ["--ops", "5000"]);
     });
 
     describe("a broken page fails", () => {
