@@ -34,7 +34,9 @@ export const backfillCommand: CliCommand = {
             .option("--write-units-per-second <n>", "counters table write budget (on-demand tables; default 500)")
             .action(
                 run<BackfillFlags>(async (ctx, flags) => {
-                    const options: Omit<BackfillOptions, "config" | "dynamodb"> = {
+                    // The flags first (a bad flag names itself before any config is read), then the counter's
+                    // table from --config or --table: the options are checked whole, as backfill() checks them.
+                    const flagOptions: Omit<BackfillOptions, "config" | "dynamodb"> = {
                         mode: modeFlag(flags.mode),
                         runId: flags.runId,
                         segments: integerFlag("--segments", flags.segments, 1, 1_000),
@@ -43,11 +45,10 @@ export const backfillCommand: CliCommand = {
                         readUnitsPerSecond: numberFlag("--read-units-per-second", flags.readUnitsPerSecond, 0, 1e9),
                         writeUnitsPerSecond: numberFlag("--write-units-per-second", flags.writeUnitsPerSecond, 0, 1e9),
                     };
+                    const options: Omit<BackfillOptions, "dynamodb"> = { ...flagOptions, config: ctx.counter().table };
                     const problems = backfillOptionsProblems(options);
                     if (problems.length > 0) {
-                        throw new UsageError(
-                            problems[0]!.replace(/^\[(\w+)\]/, (_, f: string) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`),
-                        );
+                        throw new UsageError(backfillUsage(problems[0]!));
                     }
                     const bar = ctx.progress();
                     let started = false;
@@ -55,7 +56,6 @@ export const backfillCommand: CliCommand = {
                     try {
                         report = await backfill({
                             ...options,
-                            config: ctx.counter().table,
                             dynamodb: ctx.dynamodb(),
                             signal: ctx.abort.signal,
                             onProgress: (p) => {
@@ -106,3 +106,15 @@ export const backfillCommand: CliCommand = {
             );
     },
 };
+
+/**
+ * A problem of backfill()'s options as the flag or config field a user typed: `[pageSize] ...` becomes
+ * `--page-size ...`, `[config.counterShards] ...` becomes `--config: [counterShards] ...`.
+ */
+export function backfillUsage(problem: string): string {
+    const config = /^\[config\.(\w+)\] /.exec(problem);
+    if (config !== null) {
+        return `--config: [${config[1]!}] ${problem.slice(config[0].length)}`;
+    }
+    return problem.replace(/^\[(\w+)\]/, (_, f: string) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+}

@@ -76,19 +76,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return code;
 }
 
-/**
- * The AWS SDK warns, once per process and over eight lines of stderr, that its releases after January 2027
- * will need Node.js 22 (NodeVersionSupportWarning). The package supports Node.js 20 and locks the SDK's
- * version, so the warning would only bury the CLI's one-line errors. The SDK's own switch turns off exactly
- * that warning (aws/aws-sdk-js-v3#7983); the SDK reads it when a client is built, after this runs. Other
- * warnings still print, and a value the user set is kept.
- */
-export function quietSdkNodeVersionWarning(env: NodeJS.ProcessEnv = process.env): void {
-    env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
-}
-
 if (require.main === module) {
-    quietSdkNodeVersionWarning();
     main(process.argv.slice(2)).then(
         (code) => {
             process.exitCode = code;

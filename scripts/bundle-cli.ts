@@ -17,7 +17,7 @@ export async function buildCli(outfile = path.join(root, "dist", "cli", "index.j
         outfile,
         bundle: true,
         platform: "node",
-        target: "node20",
+        target: "node22",
         format: "cjs",
         // The CLI's own libraries (commander, cli-progress) go inside the file, so the package's runtime
         // dependencies stay what a deployed program uses; the SDK and the optional local servers stay outside.

@@ -219,13 +219,14 @@ describe("the npm package, packed and installed into a new project outside the r
     });
 
     describe("package.json", () => {
-        it("is publishable, states Node 20 (what CI runs and tests) and has no runtime dependency a deployed program does not use", () => {
+        it("is publishable, states Node 22 (what the tests run on, the node devDependency) and has no runtime dependency a deployed program does not use", () => {
             // Assess
             assert.equal(manifest.private, undefined);
             assert.equal(manifest.license, "Apache-2.0");
-            assert.deepEqual(manifest.engines, { node: ">=20" });
-            // @pulumi/pulumi states 22 (docs/languages.md says why Node.js 20 still serves this package): a change
-            // of its range is a change to what that page says.
+            assert.deepEqual(manifest.engines, { node: ">=22" });
+            assert.match(manifest.devDependencies.node, /^\^22\.\d+\.\d+$/);
+            assert.equal(manifest.allowScripts.node, true);
+            // @pulumi/pulumi states 22 too (docs/languages.md): a change of its range is a change to what that page says.
             const pulumiEngines = (
                 JSON.parse(readFileSync(require.resolve("@pulumi/pulumi/package.json"), "utf8")) as { engines: { node: string } }
             ).engines;
