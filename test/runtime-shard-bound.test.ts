@@ -235,7 +235,7 @@ describe("one strict bound over a sharded key (DynamoDB Local)", function () {
         assert.equal(mutant.created, 30, "the backfill that trusts every token leaves best-effort at the client's items alone");
     });
 
-    it("a client delete of an adopted item carrying a token gives its unit back once", async () => {
+    it("a client delete of an adopted item carrying a token no client made holds its unit until a heal, never giving it back twice", async () => {
         // Prepare: 5 items from before the counter with foreign tokens, backfilled, under a limit of 5
         const fixture = await counterFixture(engine(), { placement: "separate", counterShards: 4, mode: "strict" });
         await writeItems(
@@ -252,14 +252,20 @@ describe("one strict bound over a sharded key (DynamoDB Local)", function () {
             writeUnitsPerSecond: Infinity,
         });
 
-        // Act: two deletes (one of them twice), then creates under the limit
+        // Act: two deletes (one of them twice), creates under the limit, a heal, creates again
         assert.deepEqual(await fixture.client.delete("k", "seed-0"), { deleted: true });
         assert.deepEqual(await fixture.client.delete("k", "seed-1"), { deleted: true });
         assert.deepEqual(await fixture.client.delete("k", "seed-1"), { deleted: false });
-        const created = await creates(fixture, "k", "new-", 4, 5);
+        // A token no client made has no age, so no delete can prove it gives the unit back once
+        // (runtime/shared/strict-ledger.ts): the unit is held, and the heal gives it back.
+        const beforeHeal = await creates(fixture, "k", "early-", 2, 5);
+        const later = Date.now() + 3_600_000;
+        await healKey("k", { config: fixture.config, dynamodb: fixture.reader, mode: "strict", quietWindowMs: 600_000, now: () => later });
+        const afterHeal = await creates(fixture, "k", "new-", 4, 5);
 
-        // Assess: two slots freed, two taken; best-effort covers the live items
-        assert.equal(created, 2);
+        // Assess: nothing admitted while the units were held; the heal freed exactly the two slots
+        assert.equal(beforeHeal, 0);
+        assert.equal(afterHeal, 2);
         const live = (await liveItems(fixture, "k")).length;
         assert.equal(live, 5);
         assert.ok((await fixture.client.count("k")).bestEffort >= live);
