@@ -179,6 +179,8 @@ describe("documentation that runs (README.md, docs/*.md)", function () {
             "2",
             "--approaches",
             "hybrid",
+            "--counters",
+            "own-table",
         ]);
         assert.deepEqual(scaled("fuzz", ["--seeds", "1", "--replay", "f.json"], small), [
             "--seeds",

@@ -86,10 +86,11 @@ const SIZES: Record<string, Record<string, number>> = {
 const LOWER_ONLY = new Set(["twin seed-items"]);
 
 /**
- * Lists the suite narrows when the page leaves them to their default: the bench compares four approaches, each on
- * fresh engines; the suite runs the one the package ships (the full comparison is `npm run docs:full`'s).
+ * Lists the suite narrows when the page leaves them to their default: the bench compares four approaches and two
+ * counter placements, each on fresh engines; the suite runs the approach and the placement the component deploys by
+ * default (the full comparison is `npm run docs:full`'s).
  */
-const NARROWED: Record<string, Record<string, string>> = { bench: { approaches: "hybrid" } };
+const NARROWED: Record<string, Record<string, string>> = { bench: { approaches: "hybrid", counters: "own-table" } };
 
 /** The program a script's command line runs, for its sizes. */
 function programOf(line: string, args: readonly string[]): string | undefined {
