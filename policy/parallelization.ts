@@ -26,7 +26,7 @@
 
 import type { PolicyResource } from "@pulumi/policy";
 import { ExemptionConfig, stackPolicy } from "./config";
-import { streamMappings } from "./graph";
+import { streamMappings, type StreamMapping } from "./graph";
 import { isUnknown, read, show, type Maybe } from "./unknowns";
 
 /**
@@ -93,6 +93,24 @@ export function counterShardsOf(fn: PolicyResource): Maybe<ConsumerShards> {
 
 export type CounterParallelizationConfig = ExemptionConfig;
 
+/**
+ * Every event source mapping of the stack with the functions it invokes that may be a hybrid counter's consumer (not
+ * certainly another function); the policy is not applicable when none is.
+ */
+export function countedStreams(args: {
+    readonly resources: readonly PolicyResource[];
+    readonly notApplicable: (reason?: string) => never;
+}): Array<{ readonly stream: StreamMapping; readonly consumers: PolicyResource[] }> {
+    const counted = streamMappings(args.resources).map((stream) => ({
+        stream,
+        consumers: stream.functions.filter((fn) => isCounterConsumer(fn) !== false),
+    }));
+    if (!counted.some(({ consumers }) => consumers.length > 0)) {
+        args.notApplicable("no event source mapping in this stack invokes a hybrid counter's consumer");
+    }
+    return counted;
+}
+
 export const streamMappingCounterParallelization = stackPolicy<CounterParallelizationConfig>({
     name: "stream-mapping-counter-parallelization",
     description:
@@ -106,13 +124,7 @@ export const streamMappingCounterParallelization = stackPolicy<CounterParalleliz
     enforcementLevel: "advisory",
     config: {},
     check: (args, _config, reportViolation) => {
-        const counted = streamMappings(args.resources).map((stream) => ({
-            stream,
-            consumers: stream.functions.filter((fn) => isCounterConsumer(fn) !== false),
-        }));
-        if (!counted.some(({ consumers }) => consumers.length > 0)) {
-            args.notApplicable("no event source mapping in this stack invokes a hybrid counter's consumer");
-        }
+        const counted = countedStreams(args);
         for (const { stream, consumers } of counted) {
             const factor = read(() => stream.mapping.props.parallelizationFactor as unknown);
             if (isUnknown(factor)) {

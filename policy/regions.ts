@@ -22,8 +22,8 @@
 
 import type { PolicyResource } from "@pulumi/policy";
 import { ExemptionConfig, stackPolicy } from "./config";
-import { dependenciesOf, streamMappings, TYPES } from "./graph";
-import { isCounterConsumer } from "./parallelization";
+import { dependenciesOf, TYPES } from "./graph";
+import { countedStreams, isCounterConsumer } from "./parallelization";
 import { isUnknown, read, show, type Maybe } from "./unknowns";
 
 /** The consumer's multi-region setting (runtime/shared/config.ts will read it; docs/design/global-tables.md). */
@@ -113,13 +113,7 @@ export const counterTableReplicas = stackPolicy<CounterTableReplicasConfig>({
     enforcementLevel: "mandatory",
     config: {},
     check: (args, _config, reportViolation) => {
-        const counted = streamMappings(args.resources).map((stream) => ({
-            stream,
-            consumers: stream.functions.filter((fn) => isCounterConsumer(fn) !== false),
-        }));
-        if (!counted.some(({ consumers }) => consumers.length > 0)) {
-            args.notApplicable("no event source mapping in this stack invokes a hybrid counter's consumer");
-        }
+        const counted = countedStreams(args);
         const replicaResources = args.resources.filter((r) => r.type === TYPES.tableReplica);
         const reported = new Set<string>();
         const report = (urn: string, message: string): void => {
