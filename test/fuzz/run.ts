@@ -181,13 +181,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     );
     const shards = shardsOf(system);
     await writePreexisting(reader, system, history);
-    const trace = new Trace(
-        [
-            [system.config.countersTableName ?? system.config.tableName, "COUNTERS"],
-            [system.config.tableName, "TABLE"],
-        ],
-        (digits) => mapping.ordinal(digits),
-    );
+    const trace = new Trace([
+        [system.config.countersTableName ?? system.config.tableName, "COUNTERS"],
+        [system.config.tableName, "TABLE"],
+    ]);
     const random = seededRandom((history.seed ^ 0x5bd1e995) >>> 0);
     const violations: string[] = [];
     const keys = historyKeys(history);

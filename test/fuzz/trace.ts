@@ -5,8 +5,9 @@
  * same order: the digest is what `npm run fuzz -- --json` prints per history and what a replay is compared against.
  *
  * What a run cannot repeat is left out: the names of its tables (they carry the process id and a counter), the stream
- * records' sequence numbers (DynamoDB Local numbers every table's records from one sequence: a record is written as
- * its place in its stream instead), the transactions' idempotency tokens (random UUIDs, which change nothing DynamoDB
+ * records' sequence numbers (DynamoDB Local numbers every table's records from one sequence: a sequence number is
+ * written as the order of its first appearance in the trace instead, which depends on the released requests alone,
+ * not on when a stream reader saw the record), the transactions' idempotency tokens (random UUIDs, which change nothing DynamoDB
  * does when they do not collide), the answers' `$metadata` (request ids) and the answers to Describe* requests (they
  * carry the engine's clock and ARNs; the trace says only that they were answered).
  */
@@ -17,15 +18,14 @@ export class Trace {
     private readonly hash = createHash("sha256");
     private count = 0;
 
+    /** Each sequence number the trace has written (its value: with or without leading zeros), with the order of its first appearance. */
+    private readonly sequences = new Map<string, number>();
+
     /**
      * @param names the run's table names, each with the stand-in the trace writes (longest first, so that a name
      * that extends another is replaced whole).
      */
-    constructor(
-        private readonly names: ReadonlyArray<readonly [string, string]>,
-        /** A stream record's place, by its sequence number (undefined: not a sequence number). */
-        private readonly ordinal: (digits: string) => number | undefined = () => undefined,
-    ) {}
+    constructor(private readonly names: ReadonlyArray<readonly [string, string]>) {}
 
     /** Adds one released request, once it has run; returns its line. */
     add(request: Released): string {
@@ -46,7 +46,15 @@ export class Trace {
     }
 
     private canonical(value: unknown): string {
-        return canonical(value, this.ordinal);
+        return canonical(value, (digits) => {
+            const value = BigInt(digits).toString();
+            const known = this.sequences.get(value);
+            if (known !== undefined) {
+                return known;
+            }
+            this.sequences.set(value, this.sequences.size);
+            return this.sequences.size - 1;
+        });
     }
 
     /** Requests added. */
@@ -70,15 +78,14 @@ function reasons(error: Error): string {
 }
 
 /** JSON with sorted keys, without what a run cannot repeat (see the top). */
-function canonical(value: unknown, ordinal: (digits: string) => number | undefined): string {
+function canonical(value: unknown, ordinal: (digits: string) => number): string {
     return (
         JSON.stringify(value, (key, v: unknown) => {
             if (key === "ClientRequestToken" || key === "$metadata") {
                 return undefined;
             }
             if (typeof v === "string" && SEQUENCE.test(v)) {
-                const place = ordinal(v);
-                return place === undefined ? v : `record ${place}`;
+                return `sequence ${ordinal(v)}`;
             }
             if (v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)) {
                 return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
