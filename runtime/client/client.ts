@@ -360,10 +360,14 @@ export class HybridCounterClient {
                 // A unit a strict backfill added (hc_be) is given back once: by the delete that takes the flag
                 // off the marker. The flag outlives the life it was set for (the marker is per id), so a later
                 // life of the id, written by another writer, would otherwise release it a second time.
+                // An item carrying a token whose marker holds a unit of this epoch is one a backfill adopted (made before
+                // the clients began: no reservation of the life backs it): its delete takes that unit, as a token-less
+                // item's does. Released through the token instead, the flag would stay, and a later life of the id
+                // (another writer's, token-less) would give the same unit back a second time.
                 if (outcome === "mine" && live.clientCounted) {
                     const owned =
                         mayRelease &&
-                        (live.createToken !== null
+                        (live.createToken !== null && live.unitEpoch !== epoch.epoch
                             ? reservedInEpoch(live.createToken, epoch)
                             : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
                     // A slot not given back is held until a heal: the key is due for one.

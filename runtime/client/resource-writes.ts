@@ -103,6 +103,11 @@ export interface LiveItem {
     /** Strict mode: marks of earlier versions the delete may remove (strict-ledger.ts, `prunableLegacyMarks`). */
     readonly prune?: readonly string[];
     /**
+     * Strict mode: the heal epoch of the backfill unit its marker holds (`hc_be`; 0 for a flag written before epochs),
+     * when it holds one.
+     */
+    readonly unitEpoch?: number;
+    /**
      * False when an attribute selection leaves the item out (another writer moved it): a heal since may have taken
      * its unit out of best-effort, so a delete of it may leave best-effort off its items.
      */
@@ -353,6 +358,7 @@ export class ResourceWriter {
             selected,
             ...(createToken !== null ? { release: releasePath(createToken, marker, mayStillBeRepeated(createToken, readAt)) } : {}),
             prune: prunableLegacyMarks(marker, createToken ?? undefined, readAt),
+            ...(hasBackfillUnit(marker) ? { unitEpoch: Number(marker?.[COUNTER_ATTRIBUTES.beCounted]?.N ?? "0") } : {}),
         };
     }
 
