@@ -6,7 +6,7 @@
 import { backfill, backfillOptionsProblems, type BackfillOptions, type BackfillReport } from "../runtime/backfill/backfill";
 import { EXIT, UsageError } from "./context";
 import { table } from "./format";
-import { integerFlag, modeFlag, numberFlag } from "./options";
+import { integerFlag, modeFlag, numberFlag, timeFlag } from "./options";
 import type { CliCommand } from "./command";
 
 interface BackfillFlags {
@@ -17,6 +17,7 @@ interface BackfillFlags {
     capacityShare?: string;
     readUnitsPerSecond?: string;
     writeUnitsPerSecond?: string;
+    clientsSince?: string;
 }
 
 export const backfillCommand: CliCommand = {
@@ -32,6 +33,10 @@ export const backfillCommand: CliCommand = {
             .option("--capacity-share <r>", "share of a provisioned table's capacity, (0, 1] (default 0.5)")
             .option("--read-units-per-second <n>", "Scan read budget (on-demand tables; default 500)")
             .option("--write-units-per-second <n>", "counters table write budget (on-demand tables; default 500)")
+            .option(
+                "--clients-since <time>",
+                "strict: when this counters table's strict clients began (ISO 8601 or ms); client tokens made before are items from before the counter",
+            )
             .action(
                 run<BackfillFlags>(async (ctx, flags) => {
                     // The flags first (a bad flag names itself before any config is read), then the counter's
@@ -44,6 +49,7 @@ export const backfillCommand: CliCommand = {
                         capacityShare: numberFlag("--capacity-share", flags.capacityShare, 0, 1),
                         readUnitsPerSecond: numberFlag("--read-units-per-second", flags.readUnitsPerSecond, 0, 1e9),
                         writeUnitsPerSecond: numberFlag("--write-units-per-second", flags.writeUnitsPerSecond, 0, 1e9),
+                        ...(flags.clientsSince === undefined ? {} : { clientsSince: timeFlag("--clients-since", flags.clientsSince)! }),
                     };
                     const options: Omit<BackfillOptions, "dynamodb"> = { ...flagOptions, config: ctx.counter().table };
                     const problems = backfillOptionsProblems(options);

@@ -29,3 +29,15 @@ export function modeFlag(value: string | undefined): "utilization" | "strict" {
     }
     return value;
 }
+
+/** A point in time: ISO 8601 text (`2026-01-15T09:00:00Z`) or milliseconds since the epoch. */
+export function timeFlag(flag: string, value: string | undefined): number | undefined {
+    if (value === undefined) {
+        return undefined;
+    }
+    const ms = /^\d+$/.test(value.trim()) ? Number(value) : /^\d{4}-\d{2}-\d{2}/.test(value.trim()) ? Date.parse(value) : NaN;
+    if (!Number.isSafeInteger(ms) || ms < 0) {
+        throw new UsageError(`${flag} must be an ISO 8601 time (2026-01-15T09:00:00Z) or milliseconds since the epoch (got "${value}")`);
+    }
+    return ms;
+}

@@ -17,6 +17,7 @@ import type { HybridCounterComponentArgs } from "../components/args";
 import { deployLocally, type LocalDeployment } from "../local/deployment/deployment";
 import { seedItems, writeItems, type Seed } from "../local/harness/seed";
 import { readKeyStatus } from "../runtime/ops/status";
+import { newToken } from "../runtime/shared/tokens";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
 
@@ -172,6 +173,36 @@ describe("hybrid-counter backfill --config (built bin, the component's outputs, 
         await assertCounted(deployment, seeded, true);
     });
 
+    it("--clients-since: client tokens made before it are items from before the counter, given a unit each in strict mode", async () => {
+        // Prepare: the client selection; three items carrying client tokens made an hour before the clients began
+        const admin = engine().dynamodb();
+        const deployment = await deployLocally(admin, `cli-backfill-${++deployments}`, {});
+        const since = new Date();
+        await writeItems(
+            admin,
+            deployment.clientConfig.tableName,
+            [0, 1, 2].map((i) => ({ pk: { S: "t" }, sk: { S: `old-${i}` }, counter_token: { S: newToken(since.getTime() - 3_600_000) } })),
+        );
+        const file = path.join(dir, `outputs-${deployments}.json`);
+        writeFileSync(file, JSON.stringify({ clientConfig: deployment.clientConfig }));
+        const status = async () => (await readKeyStatus("t", { config: deployment.clientLayout, dynamodb: admin })).bestEffort;
+
+        // Act: without the flag the tokens are taken as this table's strict clients'; a second run says when they began
+        const trusting = await cli(["backfill", "--config", file, "--mode", "strict", "--endpoint", engine().endpoint]);
+        const trusted = await status();
+        const adopting = await cli([
+            "backfill",
+            ...["--config", file, "--mode", "strict", "--run-id", "since", "--clients-since", since.toISOString()],
+            ...["--endpoint", engine().endpoint],
+        ]);
+
+        // Assess
+        assert.equal(trusting.code, 0, trusting.stderr);
+        assert.equal(trusted, 0);
+        assert.equal(adopting.code, 0, adopting.stderr);
+        assert.equal(await status(), 3);
+    });
+
     it("refuses bad flags and configs with one line naming the field, exit 2, and writes nothing", async () => {
         // Prepare
         const { deployment, file } = await adopted({}, 13);
@@ -207,6 +238,10 @@ describe("hybrid-counter backfill --config (built bin, the component's outputs, 
         assertUsage(
             await cli(["backfill", "--config", file, "--mode", "strict", "--page-size", "0", ...endpoint]),
             '--page-size must be an integer from 1 to 10000 (got "0")',
+        );
+        assertUsage(
+            await cli(["backfill", "--config", file, "--mode", "strict", "--clients-since", "yesterday", ...endpoint]),
+            '--clients-since must be an ISO 8601 time (2026-01-15T09:00:00Z) or milliseconds since the epoch (got "yesterday")',
         );
         assertUsage(
             await cli(["backfill", "--config", file, "--mode", "strict", "--run-id", "a b", ...endpoint]),
