@@ -14,6 +14,13 @@ const REGION = "us-east-1";
 /** DynamoDB Local accepts any credentials; these name the project so a stray request is recognisable. */
 const CREDENTIALS = { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" };
 
+/** The HTTP handler's timers a client may set (0: none). */
+export interface HandlerTimeouts {
+    readonly connectionTimeout?: number;
+    readonly requestTimeout?: number;
+    readonly socketTimeout?: number;
+}
+
 export interface LocalEngine {
     /** Where clients connect: the parity layer when it is on, DynamoDB Local itself otherwise. */
     readonly endpoint: string;
@@ -26,8 +33,9 @@ export interface LocalEngine {
      * A new DynamoDB client for this engine. Options (retries, middleware) are the caller's;
      * `direct` bypasses the parity layer.
      */
-    dynamodb(options?: { maxAttempts?: number; direct?: boolean }): DynamoDBClient;
-    streams(): DynamoDBStreamsClient;
+    dynamodb(options?: { maxAttempts?: number; direct?: boolean; requestHandler?: HandlerTimeouts }): DynamoDBClient;
+    /** A new DynamoDB Streams client for this engine (DynamoDB Local itself: the parity layer proxies tables only). */
+    streams(options?: { requestHandler?: HandlerTimeouts }): DynamoDBStreamsClient;
     stop(): Promise<void>;
 }
 
@@ -140,7 +148,10 @@ export async function startEngine(options: EngineOptions = {}): Promise<LocalEng
     child.once("exit", () => running.delete(child));
 
     const directEndpoint = `http://127.0.0.1:${port}`;
-    const makeClient = ({ direct, ...options }: { maxAttempts?: number; direct?: boolean } = {}): DynamoDBClient =>
+    const makeClient = ({
+        direct,
+        ...options
+    }: { maxAttempts?: number; direct?: boolean; requestHandler?: HandlerTimeouts } = {}): DynamoDBClient =>
         new DynamoDBClient({
             endpoint: direct || !parity ? directEndpoint : parity.endpoint,
             region: REGION,
@@ -177,7 +188,7 @@ export async function startEngine(options: EngineOptions = {}): Promise<LocalEng
         parity,
         dynamodb: makeClient,
         // The Streams API is not metered by the parity layer: read it from the engine itself.
-        streams: () => new DynamoDBStreamsClient({ endpoint, region: REGION, credentials: CREDENTIALS }),
+        streams: (options = {}) => new DynamoDBStreamsClient({ endpoint, region: REGION, credentials: CREDENTIALS, ...options }),
         async stop() {
             await parity?.stop();
             if (child.exitCode === null) {

@@ -214,7 +214,7 @@ export async function readMarkers(
         };
         for (let round = 0; request !== undefined && Object.keys(request).length > 0; round++) {
             if (round > 0) {
-                await new Promise((r) => setTimeout(r, Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** round)));
+                await pause(Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** round));
             }
             const response: BatchGetItemCommandOutput = await dynamodb.send(new BatchGetItemCommand({ RequestItems: request }));
             for (const item of response.Responses?.[table] ?? []) {

@@ -94,6 +94,13 @@ export function shardsOf(system: FuzzSystem): number {
     return shardCount(system.config);
 }
 
+/**
+ * No timer of the HTTP handler may end a request: the SDK's default socket timeout (DynamoDB's is 300 s of
+ * inactivity) runs on the machine's clock, so on a busy machine an attempt could time out in one run and not in the
+ * next, and the history would depend on the machine's speed. A timeout is a fault the schedule injects (`late`).
+ */
+export const NO_TIMEOUTS = Object.freeze({ connectionTimeout: 0, requestTimeout: 0, socketTimeout: 0 });
+
 /** A DynamoDB client for a task-driven part of the system: the SDK's retry decisions, its backoff slept through `sleep`. */
 export function fuzzClient(engine: LocalEngine, sleep: (ms: number) => Promise<void>): DynamoDBClient {
     return new DynamoDBClient({
@@ -101,6 +108,7 @@ export function fuzzClient(engine: LocalEngine, sleep: (ms: number) => Promise<v
         region: "us-east-1",
         credentials: { accessKeyId: "hybridcounterlocal", secretAccessKey: "hybridcounterlocal" },
         retryStrategy: fuzzRetries(sleep, 3),
+        requestHandler: NO_TIMEOUTS,
     });
 }
 

@@ -74,6 +74,7 @@ import {
     type LiveByUnit,
     type RequestEffect,
     type Truth,
+    NO_TIMEOUTS,
 } from "./adapter";
 import { VirtualTime } from "./clock";
 import { DEFAULT_DEADLINE_MS } from "../../runtime/client/validation";
@@ -171,8 +172,8 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 
 async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, scheduler: Scheduler): Promise<RunResult> {
     const time = scheduler.time;
-    const reader = engine.dynamodb();
-    const streams = engine.streams();
+    const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS });
+    const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
     const system = await createFuzzSystem(
         reader,
         history.placement ?? "same-table",
