@@ -287,7 +287,9 @@ async function deferBusy(
             }),
         );
     } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) {
+        // Not moved: the key's write time passed it (the condition), or a transaction holds its best-effort item (a
+        // strict backfill's, a sharded heal's): the entry stays due where it was, and a later run reads the key again.
+        if (!(error instanceof ConditionalCheckFailedException) && (error as Error | undefined)?.name !== "TransactionConflictException") {
             throw error;
         }
     }
