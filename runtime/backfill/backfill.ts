@@ -332,6 +332,14 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
     const commitChunk = async (counterKey: string, items: readonly Candidate[]): Promise<{ counted: number; alreadyCounted: number }> => {
         let pending = items;
         let token = randomUUID();
+        // A token names one request: its retry (after a lost answer, the transaction may have committed) must send the
+        // same actions, time stamps included, or DynamoDB refuses it as IdempotentParameterMismatch. A new token goes
+        // with new actions, stamped anew.
+        let stampedAt = clock.now();
+        const renew = () => {
+            token = randomUUID();
+            stampedAt = clock.now();
+        };
         let alreadyCounted = 0;
         let lastEpoch: number | undefined;
         for (let attempt = 1; pending.length > 0; attempt++) {
@@ -343,10 +351,10 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
                 const home = shardPartitionKey(counterKey, chunkShards(config, pending, mode).home);
                 const epoch = mode === "strict" ? await store.epoch(home) : 0;
                 if (lastEpoch !== undefined && epoch !== lastEpoch) {
-                    token = randomUUID(); // other actions: a reused token would be refused as a parameter mismatch
+                    renew(); // other actions: a reused token would be refused as a parameter mismatch
                 }
                 lastEpoch = epoch;
-                const actions = backfillActions(config, counterKey, pending, mode, clock.now(), epoch);
+                const actions = backfillActions(config, counterKey, pending, mode, stampedAt, epoch);
                 const { writeUnits } = await store.commit(actions, token);
                 // DynamoDB bills 2 units per transactional item write; use that when the engine reports less.
                 const spent = Math.max(writeUnits, 2 * actions.length);
@@ -361,7 +369,7 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
                     alreadyCounted += outcome.alreadyCounted.filter((item) => item.flagOnly !== true).length;
                     if (outcome.alreadyCounted.length > 0) {
                         // Different actions: a reused token would be refused as a parameter mismatch.
-                        token = randomUUID();
+                        renew();
                     }
                     pending = outcome.remaining;
                     backoff = outcome.contention;
