@@ -3,12 +3,13 @@
 // rebuilds dist/, which other tests read).
 //
 // Mocha hands the files to its two workers in the order listed, each taking the next when it finishes one. In
-// alphabetical order the two longest files started halfway through and last but fifteen, and one worker ran on
-// alone for minutes at the end; here the files that take minutes come first, longest first, and the short ones
-// fill in behind them, so that the two workers finish together. Longest by one measured run (seconds of one
-// worker, on the shared 2-core machine under load): docs-programs 578, fuzz 554, runtime-faults 368,
-// runtime-heal-race 300, runtime-marker-bound 209, backfill-concurrent 192, runtime-shard-backfill 139,
-// runtime-shard-heal-index 115, fuzz-replay 99, runtime-shard-bound 98; every other file took 70 s or less.
+// alphabetical order the longest files started halfway through (docs-programs, fuzz) or last (twin), and one
+// worker ran on alone for minutes at the end; here the files that take minutes come first, longest first, and
+// the short ones fill in behind them, so that the two workers finish together. Longest by one measured run
+// (seconds of one worker, on the shared 2-core machine under heavy load): docs-programs 578, fuzz 554, twin over
+// 500, runtime-shard-consumer 408, runtime-faults 368, runtime-heal-race 300, runtime-marker-bound 209,
+// backfill-concurrent 192, runtime-shard-backfill 139, sweep 131, runtime-shard-heal-index 115, fuzz-replay 99,
+// runtime-shard-bound 98; every other file took 72 s or less.
 "use strict";
 const { existsSync, readdirSync } = require("node:fs");
 const path = require("node:path");
@@ -18,11 +19,14 @@ const base = require("../.mocharc.json");
 const LONGEST_FIRST = [
     "docs-programs",
     "fuzz",
+    "twin",
+    "runtime-shard-consumer",
     "runtime-faults",
     "runtime-heal-race",
     "runtime-marker-bound",
     "backfill-concurrent",
     "runtime-shard-backfill",
+    "sweep",
     "runtime-shard-heal-index",
     "fuzz-replay",
     "runtime-shard-bound",
