@@ -157,14 +157,18 @@ describe("the local twin", () => {
         }
     });
 
-    it("with 5% injected faults over 2,000 operations on 8 keys: exact, no API error, never an overcount", function () {
-        // The whole system on one machine: about a minute idle, several under heavy shared load (the suite allows 10 min).
+    it("with 5% injected faults over 800 operations on 8 keys: exact, no API error, never an overcount", function () {
+        // The whole system on one machine. 800 operations, not 2,000 (this file took 791 s of one worker under heavy
+        // shared load, the suite's longest): 100 calls a key still make about two thousand API attempts, so the API
+        // meets every kind of fault dozens of times and the consumer meets faults on its side too (runtime-faults
+        // counted 13 on the consumer's side for 600 calls), and the settler still runs on its compressed schedule
+        // and after the drain.
         const result = twin([
             "--json",
             "--faults",
             "0.05",
             "--ops",
-            "2000",
+            "800",
             "--keys",
             "8",
             "--seed",
@@ -177,7 +181,7 @@ describe("the local twin", () => {
         assert.equal(lines.length, 1, "--json prints the report and nothing else");
         const report = JSON.parse(lines[0]!) as TwinReport;
 
-        assert.equal(report.ops, 2000);
+        assert.equal(report.ops, 800);
         assert.equal(report.exact, true);
         // The contract's errors only. A delete may answer DeadlineExceededError when its writes outlast the
         // client's deadline (a loaded machine can stretch a call past 10 s), and a call may return DynamoDB's
