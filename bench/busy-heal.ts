@@ -63,8 +63,35 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Layout = LocalDeployment["clientLayout"];
 
+/** What a call of the scenario carries: the rules of busy-heal-plan.ts read its mode, operation and fault. */
+export interface BusyCallFault {
+    readonly mode: CounterMode;
+    readonly operation: "create" | "delete";
+    readonly fault: CallFault;
+}
+
+/**
+ * The scenario's API client on `dynamodb`: the component's client (its `clientConfig`, the scenario's deadline), with
+ * the call faults of busy-heal-plan.ts on its requests; `onDrift` hears each fault's drift when it happens.
+ */
+export function busyClient(
+    deployment: LocalDeployment,
+    dynamodb: DynamoDBClient,
+    mode: CounterMode,
+    onDrift: (drift: number) => void,
+): { faults: CallFaults<BusyCallFault>; counter: HybridCounterClient } {
+    const faults = new CallFaults<BusyCallFault>(deployment.clientLayout, {
+        decide: (call, request) => faultBefore({ ...call, ...call.fault }, request),
+        after: (call, request) => faultAfter({ ...call, ...call.fault }, request),
+        onDrift: (_key, drift) => onDrift(drift),
+    });
+    faults.attach(dynamodb);
+    const counter = new HybridCounterClient({ ...deployment.clientConfig, dynamodb, mode, deadlineMs: CLIENT_DEADLINE_MS });
+    return { faults, counter };
+}
+
 /** Best-effort (every shard, consistent), then the live client items (one consistent Query of the user's partition). */
-async function readKey(reader: DynamoDBClient, layout: Layout, key: string): Promise<{ bestEffort: number; clientLive: number }> {
+export async function readKey(reader: DynamoDBClient, layout: Layout, key: string): Promise<{ bestEffort: number; clientLive: number }> {
     let bestEffort = 0;
     for (const partitionKey of shardPartitionKeys(key, shardCount(layout))) {
         const out = await reader.send(
@@ -155,14 +182,7 @@ export async function measureBusyRow(
             },
             { step: "initialize", name: "busyHealRequestTime", priority: "low" },
         );
-        type Fault = { mode: CounterMode; operation: "create" | "delete"; fault: CallFault };
-        const faults = new CallFaults<Fault>(layout, {
-            decide: (call, request) => faultBefore({ ...call, ...call.fault }, request),
-            after: (call, request) => faultAfter({ ...call, ...call.fault }, request),
-            onDrift: (_key, drift) => (driftMade += drift),
-        });
-        faults.attach(api);
-        const counter = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api, mode, deadlineMs: CLIENT_DEADLINE_MS });
+        const { faults, counter } = busyClient(deployment, api, mode, (drift) => (driftMade += drift));
         const calls = new CallsInFlight();
         const tracked = calls.wrap(counter);
 
