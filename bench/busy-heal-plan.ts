@@ -4,14 +4,11 @@
  * as landing on a busy key, and the shape of its rows. No engine, no clock: `bench/busy-heal.ts` runs what this module
  * plans, and test/bench-busy-heal.test.ts checks both.
  *
- * Compressed time. The component's quiet window (600 s), its settler's schedule and the client's deadline are divided
- * by COMPRESSION, as the local twin divides the window and the schedule (local/twin/settler.ts). The heal assumes
- * Q > D + L + S (runtime/heal/heal-window.ts, A4): a call sends no write later than its deadline D after its first,
- * a sent write lands within the request lifetime L, and the clocks differ by at most S. Here every party runs on one
- * host's clock (S = 0 is the truth; SKEW_MS keeps a budget anyway), the client's deadline is CLIENT_DEADLINE_MS, and
- * no request is ever abandoned in flight (no request timeout), so a write lands before its answer: L is the longest a
- * request takes, which the run measures and prints against REQUEST_LIFETIME_BUDGET_MS. `assertCompressionCovers`
- * refuses a configuration whose window does not cover D + L + S before anything runs.
+ * Compressed time. The component's quiet window (600 s) and its settler's schedule are divided by COMPRESSION, and
+ * the client's deadline is CLIENT_DEADLINE_MS, as the local twin runs them (local/twin/settler.ts, which says why the
+ * compressed window still covers the heal's Q > D + L + S, runtime/heal/heal-window.ts). The run measures the longest
+ * request (L) and prints it against its budget; `assertCompressionCovers` refuses a window that does not cover
+ * D + L + S before anything runs.
  *
  * Busy keys. Every key has WORKERS_PER_KEY callers of its own in a closed loop, so a key's writes follow each other
  * by a request's time (milliseconds); the run measures the longest gap between two writes of a key and prints it
@@ -20,16 +17,20 @@
  * The settler's report counts heals per best-effort item (one per shard of a sharded key), and so does this figure.
  */
 import type { CounterMode } from "../runtime/client/client";
+import { COMPRESSED_CLIENT_DEADLINE_MS, SETTLER_COMPRESSION } from "../local/twin/settler";
 import { parseShards, CeilingUsageError } from "./hot-key-ceiling-plan";
 
-/** The component's settler window and schedule run this many times faster, as the twin runs them. */
-export const COMPRESSION = 75;
-/** The client's `deadlineMs` in the scenario (the client's own check still holds it against the deployed window). */
-export const CLIENT_DEADLINE_MS = 3_000;
-/** The request lifetime the compressed window must cover: no request of the run may take longer. */
-export const REQUEST_LIFETIME_BUDGET_MS = 4_000;
-/** The clock skew budget (one host's clock: the true skew is 0). */
-export const SKEW_MS = 100;
+/**
+ * The compressed times, shared with the local twin (local/twin/settler.ts): the component's window and schedule ÷
+ * COMPRESSION, the client's deadline, the request lifetime and skew budgets the window covers.
+ */
+export {
+    SETTLER_COMPRESSION as COMPRESSION,
+    COMPRESSED_CLIENT_DEADLINE_MS as CLIENT_DEADLINE_MS,
+    REQUEST_LIFETIME_BUDGET_MS,
+    SKEW_BUDGET_MS as SKEW_MS,
+    assertCompressionCovers,
+} from "../local/twin/settler";
 /** Callers per key, each in a closed loop on its own key. */
 export const WORKERS_PER_KEY = 2;
 /** The keys each row writes. */
@@ -77,26 +78,6 @@ export function parseBusyShards(raw: string | undefined): number[] {
         return parseShards(raw ?? BUSY_SHARDS.join(","));
     } catch (error) {
         throw error instanceof CeilingUsageError ? new BusyHealUsageError(error.message) : error;
-    }
-}
-
-/** The compressed times of a component whose settler declares `quietWindowMs` and a `periodMs` schedule. */
-export interface CompressedTimes {
-    readonly quietWindowMs: number;
-    readonly periodMs: number;
-    readonly deadlineMs: number;
-    readonly requestLifetimeMs: number;
-    readonly skewMs: number;
-}
-
-/** Refuses compressed times whose window does not cover D + L + S (the heal's A4), naming the figures. */
-export function assertCompressionCovers(times: CompressedTimes): void {
-    const floor = times.deadlineMs + times.requestLifetimeMs + times.skewMs;
-    if (!(times.quietWindowMs > floor)) {
-        throw new Error(
-            `the compressed quiet window (${times.quietWindowMs} ms) does not cover the deadline ${times.deadlineMs} ms + ` +
-                `request lifetime ${times.requestLifetimeMs} ms + skew ${times.skewMs} ms = ${floor} ms`,
-        );
     }
 }
 
@@ -291,7 +272,7 @@ export function busyHealRow(
 export function formatBusyHeal(rows: readonly BusyHealRow[]): string[] {
     const lines = [
         `Busy-key heal: ${BUSY_KEYS.length} keys written without pause, ${WORKERS_PER_KEY} callers each; the quiet window and the ` +
-            `settler's schedule the component's ÷ ${COMPRESSION}, the client's deadline ${CLIENT_DEADLINE_MS} ms`,
+            `settler's schedule the component's ÷ ${SETTLER_COMPRESSION}, the client's deadline ${COMPRESSED_CLIENT_DEADLINE_MS} ms`,
         "mode         shards  windows  drift made  heals on busy keys  at the end  bound violations  API errors  exact",
     ];
     for (const r of rows) {

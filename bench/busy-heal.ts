@@ -44,7 +44,6 @@ import {
     FAILED_RELEASE_RATE,
     OTHER_DELETE_EVERY_MS,
     REQUEST_LIFETIME_BUDGET_MS,
-    SKEW_MS,
     STRICT_LIMIT,
     WORKERS_PER_KEY,
     assertCompressionCovers,
@@ -150,13 +149,7 @@ export async function measureBusyRow(
             throw new Error("the component deployed no settler");
         }
         const windowMs = spec.quietWindowMs;
-        assertCompressionCovers({
-            quietWindowMs: windowMs,
-            periodMs: spec.periodMs,
-            deadlineMs: CLIENT_DEADLINE_MS,
-            requestLifetimeMs: REQUEST_LIFETIME_BUDGET_MS,
-            skewMs: SKEW_MS,
-        });
+        assertCompressionCovers(windowMs, CLIENT_DEADLINE_MS);
         // The settler as its handler builds itself from its environment (runtime/lambda/settler.ts).
         const settlerConfig = settlerConfigFromEnv({ ...spec.environment, [ENV.fatalQueueUrl]: LOCAL_FATAL_QUEUE });
         const pipeline = startPipeline(deployment, { dynamodb: client(), streams: engine.streams() }, { functionName: "busy-heal" });
