@@ -30,6 +30,7 @@ import { deployLocally } from "../local/deployment/deployment";
 import { twinSettlerSpec } from "../local/twin/settler";
 import type { CounterMode } from "../runtime/client/client";
 import { useEngine } from "./support/engine";
+import { scaled } from "./support/doc-runner";
 
 const root = path.resolve(__dirname, "..");
 const tsx = path.join(root, "node_modules", ".bin", "tsx");
@@ -207,6 +208,19 @@ describe("busy-heal: its flags", () => {
                 args.join(" "),
             );
         }
+    });
+
+    it("a page's command runs in the suite at one window and one shard count, at the page's own size under docs:full", () => {
+        const args = ["--scenario", "busy-heal", "--json"];
+        assert.deepEqual(scaled("busy", args, { full: false, work: "/w" }), [...args, "--windows", "1", "--shards", "1"]);
+        assert.deepEqual(scaled("busy", [...args, "--windows", "20", "--shards", "4"], { full: false, work: "/w" }), [
+            ...args,
+            "--windows",
+            "1",
+            "--shards",
+            "4",
+        ]);
+        assert.deepEqual(scaled("busy", args, { full: true, work: "/w" }), args);
     });
 
     it("a bad value exits 2 with one line naming the flag, before any engine starts", () => {
