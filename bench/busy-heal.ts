@@ -58,6 +58,9 @@ import {
     type CallFault,
 } from "./busy-heal-plan";
 
+/** The pause between two observations of the bound while the traffic runs. */
+const OBSERVE_EVERY_MS = 50;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Layout = LocalDeployment["clientLayout"];
@@ -78,6 +81,7 @@ export function busyClient(
     dynamodb: DynamoDBClient,
     mode: CounterMode,
     onDrift: (drift: number) => void,
+    deadlineMs = CLIENT_DEADLINE_MS,
 ): { faults: CallFaults<BusyCallFault>; counter: HybridCounterClient } {
     const faults = new CallFaults<BusyCallFault>(deployment.clientLayout, {
         decide: (call, request) => faultBefore({ ...call, ...call.fault }, request),
@@ -85,7 +89,7 @@ export function busyClient(
         onDrift: (_key, drift) => onDrift(drift),
     });
     faults.attach(dynamodb);
-    const counter = new HybridCounterClient({ ...deployment.clientConfig, dynamodb, mode, deadlineMs: CLIENT_DEADLINE_MS });
+    const counter = new HybridCounterClient({ ...deployment.clientConfig, dynamodb, mode, deadlineMs });
     return { faults, counter };
 }
 
@@ -181,13 +185,12 @@ export async function measureBusyRow(
 
         let done = false;
         let apiErrors = 0;
-        const firstErrors: string[] = [];
+        const errorsByName: Record<string, number> = {};
         const surfaced = (out: { dead: boolean; error?: unknown }) => {
             if (!out.dead && out.error !== undefined) {
                 apiErrors++;
-                if (firstErrors.length < 3) {
-                    firstErrors.push(out.error instanceof Error ? `${out.error.name}: ${out.error.message}` : String(out.error));
-                }
+                const name = out.error instanceof Error ? out.error.name : "non-Error";
+                errorsByName[name] = (errorsByName[name] ?? 0) + 1;
             }
         };
         let boundViolations = 0;
@@ -294,6 +297,8 @@ export async function measureBusyRow(
         const observing = (async () => {
             for (let i = 0; !done; i++) {
                 await observe(BUSY_KEYS[i % BUSY_KEYS.length]!);
+                // About 20 observations a second, as the twin's: light on the engine the traffic shares.
+                await sleep(OBSERVE_EVERY_MS);
             }
         })();
 
@@ -333,8 +338,8 @@ export async function measureBusyRow(
             `  busy-heal ${mode} ${shards} shard(s): ${runs.length} settler runs, longest gap between two writes of a key ${gap} ms ` +
                 `(a hundredth of the window: ${windowMs / 100} ms), longest request ${longestRequestMs} ms (budget ${REQUEST_LIFETIME_BUDGET_MS} ms)`,
         );
-        if (firstErrors.length > 0) {
-            log(`  busy-heal ${mode} ${shards} shard(s): API errors, the first: ${firstErrors.join("; ")}`);
+        if (apiErrors > 0) {
+            log(`  busy-heal ${mode} ${shards} shard(s): API errors by name: ${JSON.stringify(errorsByName)}`);
         }
         return busyHealRow(mode, shards, { byWindow, driftMade, healsOnBusyKeys, end, boundViolations, apiErrors, exact });
     } finally {
