@@ -39,10 +39,24 @@ export const BUSY_KEYS: readonly string[] = ["busy-0", "busy-1", "busy-2"];
 export const STRICT_LIMIT = 1_000;
 /** Share of calls that delete one of the key's live items (when it has one). */
 export const DELETE_RATIO = 0.5;
-/** Share of creates (and of utilization deletes) whose process dies between their writes. */
-export const DIE_RATE = 0.01;
-/** Share of strict deletes whose release fails (an HTTP 500 before the request reached the table). */
-export const FAILED_RELEASE_RATE = 0.02;
+/**
+ * Every this many creates of a caller (and utilization deletes), one dies between its writes: its second create first,
+ * so that every run, however slow, has its faults.
+ */
+export const DIE_EVERY = 100;
+/** Every this many strict deletes of a caller, its first one included, one loses its release (an HTTP 500 before the table). */
+export const FAILED_RELEASE_EVERY = 50;
+
+/** The fault the `index`-th (from 0) create or delete of a caller carries. */
+export function scheduledFault(mode: CounterMode, operation: "create" | "delete", index: number): CallFault {
+    if (operation === "create") {
+        return index % DIE_EVERY === 1 ? "die" : undefined;
+    }
+    if (mode === "strict") {
+        return index % FAILED_RELEASE_EVERY === 0 ? "fail-release" : undefined;
+    }
+    return index % DIE_EVERY === 0 ? "die" : undefined;
+}
 /** Another writer hard-deletes one live client item of a key this often. */
 export const OTHER_DELETE_EVERY_MS = 1_000;
 

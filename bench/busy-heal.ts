@@ -16,7 +16,7 @@
  * drains, and it reads the sum once more and checks that eventual is exact. The pure half, with the compressed times
  * and why they keep the heal's assumptions, is bench/busy-heal-plan.ts.
  */
-import { DeleteItemCommand, GetItemCommand, QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { deployLocally, type LocalDeployment } from "../local/deployment/deployment";
 import { LOCAL_FATAL_QUEUE, startPipeline } from "../local/deployment/pipeline";
 import { startEngine } from "../local/engine/engine";
@@ -28,11 +28,11 @@ import { twinSettlerSpec } from "../local/twin/settler";
 import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
 import { settle, type SettleReport } from "../runtime/heal/settle";
 import { settlerConfigFromEnv } from "../runtime/heal/settler-config";
-import { ENV, bestEffortSortKey } from "../runtime/shared/config";
+import { ENV } from "../runtime/shared/config";
 import { isLive } from "../runtime/shared/selection";
 import { jsonLogger } from "../runtime/shared/telemetry";
 import { sqsFatalQueue } from "../runtime/stream/fatal";
-import { shardCount, shardPartitionKeys } from "../runtime/shards/layout";
+import { shardCount } from "../runtime/shards/layout";
 import { componentArgs } from "./hot-key-ceiling";
 import {
     BUSY_KEYS,
@@ -40,8 +40,6 @@ import {
     CLIENT_DEADLINE_MS,
     COMPRESSION,
     DELETE_RATIO,
-    DIE_RATE,
-    FAILED_RELEASE_RATE,
     OTHER_DELETE_EVERY_MS,
     REQUEST_LIFETIME_BUDGET_MS,
     STRICT_LIMIT,
@@ -52,10 +50,11 @@ import {
     busyThroughout,
     faultAfter,
     faultBefore,
+    scheduledFault,
+    type CallFault,
     longestGap,
     type BusyHealOptions,
     type BusyHealRow,
-    type CallFault,
 } from "./busy-heal-plan";
 
 /** The pause between two observations of the bound while the traffic runs. */
@@ -93,19 +92,18 @@ export function busyClient(
     return { faults, counter };
 }
 
-/** Best-effort (every shard, consistent), then the live client items (one consistent Query of the user's partition). */
-export async function readKey(reader: DynamoDBClient, layout: Layout, key: string): Promise<{ bestEffort: number; clientLive: number }> {
-    let bestEffort = 0;
-    for (const partitionKey of shardPartitionKeys(key, shardCount(layout))) {
-        const out = await reader.send(
-            new GetItemCommand({
-                TableName: layout.countersTableName,
-                Key: { [layout.partitionKey]: { S: partitionKey }, [layout.sortKey]: { S: bestEffortSortKey(layout) } },
-                ConsistentRead: true,
-            }),
-        );
-        bestEffort += Number(out.Item?.[layout.countAttribute]?.N ?? 0);
-    }
+/**
+ * Best-effort as the API's client reads it (`count()`: every shard, consistent), then the live client items (one
+ * consistent Query of the user's partition). Reading best-effort through the client keeps this reader right whatever
+ * items the counting keeps best-effort in.
+ */
+export async function readKey(
+    counter: Pick<HybridCounterClient, "count">,
+    reader: DynamoDBClient,
+    layout: Layout,
+    key: string,
+): Promise<{ bestEffort: number; clientLive: number }> {
+    const { bestEffort } = await counter.count(key);
     let clientLive = 0;
     let start: Record<string, import("@aws-sdk/client-dynamodb").AttributeValue> | undefined;
     do {
@@ -196,10 +194,11 @@ export async function measureBusyRow(
         let boundViolations = 0;
         const live = new Map<string, string[]>(BUSY_KEYS.map((k) => [k, []]));
         const observer = client();
+        const observerCounter = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: observer, mode });
         const observe = async (key: string) => {
             const during = calls.window(key);
             const others = otherDeletes.get(key)!;
-            const read = await readKey(observer, layout, key);
+            const read = await readKey(observerCounter, observer, layout, key);
             const raced = during();
             if (!busyBoundHolds(mode, { ...read, ...raced, otherDeletes: others }, STRICT_LIMIT)) {
                 boundViolations++;
@@ -219,18 +218,18 @@ export async function measureBusyRow(
         })();
         const worker = async (key: string, seed: number) => {
             const random = seededRandom(seed);
-            let next = 0;
+            let creates = 0;
+            let deletes = 0;
             while (!done) {
                 const ids = live.get(key)!;
                 if (ids.length > 0 && random() < DELETE_RATIO) {
                     const id = ids.splice(Math.floor(random() * ids.length), 1)[0]!;
-                    const drawn = random() < (mode === "strict" ? FAILED_RELEASE_RATE : DIE_RATE);
-                    const fault: CallFault = drawn ? (mode === "strict" ? "fail-release" : "die") : undefined;
+                    const fault = scheduledFault(mode, "delete", deletes++);
                     const out = await faults.run({ mode, operation: "delete", fault }, () => tracked.delete(key, id));
                     surfaced(out);
                 } else {
-                    const id = `${key}-${seed}-${next++}`;
-                    const fault: CallFault = random() < DIE_RATE ? "die" : undefined;
+                    const id = `${key}-${seed}-${creates}`;
+                    const fault = scheduledFault(mode, "create", creates++);
                     const out = await faults.run({ mode, operation: "create", fault }, async () =>
                         mode === "strict"
                             ? (await tracked.tryCreate(key, id, STRICT_LIMIT, { payload: "x" })).created

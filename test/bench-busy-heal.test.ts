@@ -21,6 +21,7 @@ import {
     faultBefore,
     longestGap,
     parseWindows,
+    scheduledFault,
     type CallProgress,
     type RequestShape,
 } from "../bench/busy-heal-plan";
@@ -28,7 +29,7 @@ import { busyClient, readKey } from "../bench/busy-heal";
 import { componentArgs } from "../bench/hot-key-ceiling";
 import { deployLocally } from "../local/deployment/deployment";
 import { twinSettlerSpec } from "../local/twin/settler";
-import type { CounterMode } from "../runtime/client/client";
+import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
 import { useEngine } from "./support/engine";
 import { scaled } from "./support/doc-runner";
 
@@ -83,6 +84,21 @@ describe("busy-heal: where a call dies or loses its release", () => {
         assert.deepEqual(faultBefore(call("strict", "delete", "fail-release"), release), { action: "send", drift: 0 });
         assert.deepEqual(faultBefore(call("strict", "delete", "fail-release", { itemWrites: 1 }), mark), { action: "send", drift: 0 });
         assert.deepEqual(faultBefore(call("strict", "delete", "fail-release", { itemWrites: 1 }), release), { action: "fail", drift: 1 });
+    });
+
+    it("every run has its faults: a caller's second create dies, its first delete dies or loses its release, then 1 in 100 (50)", () => {
+        assert.deepEqual(
+            [0, 1, 2, 100, 101].map((i) => scheduledFault("strict", "create", i)),
+            [undefined, "die", undefined, undefined, "die"],
+        );
+        assert.deepEqual(
+            [0, 1, 50, 100].map((i) => scheduledFault("strict", "delete", i)),
+            ["fail-release", undefined, "fail-release", "fail-release"],
+        );
+        assert.deepEqual(
+            [0, 1, 50, 100].map((i) => scheduledFault("utilization", "delete", i)),
+            ["die", undefined, undefined, "die"],
+        );
     });
 
     it("a dead call sends nothing more, and counts no drift twice", () => {
@@ -162,6 +178,7 @@ describe("busy-heal: the drift a fault counts is the drift it leaves (DynamoDB L
                     "the component deploys a settler",
                 );
                 const key = BUSY_KEYS[0]!;
+                const reader = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: admin, mode });
                 const create = (id: string) =>
                     mode === "strict"
                         ? counter.tryCreate(key, id, 100).then((r) => r.created)
@@ -170,7 +187,7 @@ describe("busy-heal: the drift a fault counts is the drift it leaves (DynamoDB L
                     assert.equal(await create(id), true);
                 }
                 const drift = async () => {
-                    const s = await readKey(admin, deployment.clientLayout, key);
+                    const s = await readKey(reader, admin, deployment.clientLayout, key);
                     return Math.abs(s.bestEffort - s.clientLive);
                 };
                 assert.equal(await drift(), 0);
