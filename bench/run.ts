@@ -35,6 +35,8 @@ import { formatHotTenant, PLACEMENTS, runHotTenant, type CounterPlacement, type 
 import { describeParity } from "../local/engine/parity";
 import { formatHotKeyCeiling, runHotKeyCeiling, type HotKeyCeilingOptions } from "./hot-key-ceiling";
 import { CeilingUsageError, ceilingChartSvg, parseShards } from "./hot-key-ceiling-plan";
+import { runBusyHeal } from "./busy-heal";
+import { BusyHealUsageError, formatBusyHeal, parseBusyShards, parseWindows, type BusyHealOptions } from "./busy-heal-plan";
 
 type Approach = "hybrid" | "hybrid-per-record" | "atomic-counter" | "transaction-crt";
 const APPROACHES: readonly Approach[] = ["hybrid", "hybrid-per-record", "atomic-counter", "transaction-crt"];
@@ -62,6 +64,8 @@ interface Options {
     placements: CounterPlacement[];
     /** With --scenario hot-key-ceiling: that scenario alone, with its own flags (bench/hot-key-ceiling.ts). */
     ceiling?: HotKeyCeilingOptions;
+    /** With --scenario busy-heal: that scenario alone, with its own flags (bench/busy-heal.ts). */
+    busy?: BusyHealOptions;
 }
 
 interface Row {
@@ -101,7 +105,8 @@ Options:
   --many-keys <n>          keys of the many-keys workload (2..10000, default 64)
   --backfill-items <n>     items of the backfill scenario (100..1000000, default 20000)
   --approaches <list>      comma-separated: ${APPROACHES.join(", ")}
-  --scenario <name>        all, approaches, hot-tenant or hot-key-ceiling (default all; hot-key-ceiling runs alone)
+  --scenario <name>        all, approaches, hot-tenant, hot-key-ceiling or busy-heal (default all; hot-key-ceiling
+                           and busy-heal run alone)
   --item-bytes <n>         item size of the hot-tenant scenario (default 16384)
   --counters <list>        comma-separated placements: ${PLACEMENTS.join(", ")}
   --no-parity              DynamoDB Local without the parity layer
@@ -118,10 +123,17 @@ takes only --seed, --json and these:
   --step-seconds <s>       seconds of offered load per step of the search (2..120, default 10)
   --max-steps <n>          steps per search, per mode and shard count (1..20, default 6)
   --chart <path>           also draw the sustained rates per shard count as an SVG bar chart
+
+The busy-heal scenario: held slots (strict) and drift (utilization) on keys written without pause while faults
+make them (calls that die between their writes, failed releases, another writer's deletes) and the settler runs
+beside the traffic, in both modes, at 1 and 4 shards. It takes only --seed, --json, --shards and this:
+  --windows <n>            quiet windows of traffic per row, compressed as the twin compresses them (1..1000, default 10)
 `;
 
 /** The flags the hot-key-ceiling scenario takes; any other is a usage error with it. */
 const CEILING_FLAGS = ["scenario", "partition-wcu", "shards", "step-seconds", "max-steps", "chart", "seed", "json", "help"];
+/** The flags the busy-heal scenario takes. */
+const BUSY_FLAGS = ["scenario", "windows", "shards", "seed", "json", "help"];
 
 /** A bad flag or value: one line naming it, exit code 2. */
 export class BenchUsageError extends Error {}
@@ -150,6 +162,7 @@ export function parseOptions(argv: string[]): Options | "help" {
                 "step-seconds": { type: "string" },
                 "max-steps": { type: "string" },
                 chart: { type: "string" },
+                windows: { type: "string" },
                 help: { type: "boolean", short: "h" },
             },
         });
@@ -162,8 +175,8 @@ export function parseOptions(argv: string[]): Options | "help" {
         return "help";
     }
     const scenario = values.scenario ?? "all";
-    if (!["all", "approaches", "hot-tenant", "hot-key-ceiling"].includes(scenario)) {
-        throw new BenchUsageError(`--scenario takes all, approaches, hot-tenant or hot-key-ceiling (got "${scenario}")`);
+    if (!["all", "approaches", "hot-tenant", "hot-key-ceiling", "busy-heal"].includes(scenario)) {
+        throw new BenchUsageError(`--scenario takes all, approaches, hot-tenant, hot-key-ceiling or busy-heal (got "${scenario}")`);
     }
     const given = Object.keys(values).filter((flag) => values[flag as keyof typeof values] !== undefined);
     const ceilingOnly = ["partition-wcu", "shards", "step-seconds", "max-steps", "chart"];
@@ -171,7 +184,13 @@ export function parseOptions(argv: string[]): Options | "help" {
         if (scenario === "hot-key-ceiling" && !CEILING_FLAGS.includes(flag)) {
             throw new BenchUsageError(`--${flag} does not apply to --scenario hot-key-ceiling`);
         }
-        if (scenario !== "hot-key-ceiling" && ceilingOnly.includes(flag)) {
+        if (scenario === "busy-heal" && !BUSY_FLAGS.includes(flag)) {
+            throw new BenchUsageError(`--${flag} does not apply to --scenario busy-heal`);
+        }
+        if (scenario !== "busy-heal" && flag === "windows") {
+            throw new BenchUsageError("--windows applies only to --scenario busy-heal");
+        }
+        if (scenario !== "hot-key-ceiling" && scenario !== "busy-heal" && ceilingOnly.includes(flag)) {
             throw new BenchUsageError(`--${flag} applies only to --scenario hot-key-ceiling`);
         }
     }
@@ -211,6 +230,18 @@ export function parseOptions(argv: string[]): Options | "help" {
             ...(values.chart === undefined ? {} : { chart: values.chart }),
         };
     }
+    let busy: BusyHealOptions | undefined;
+    if (scenario === "busy-heal") {
+        try {
+            busy = {
+                windows: parseWindows(values.windows),
+                shards: parseBusyShards(values.shards),
+                seed: num("seed", values.seed, 1, 0, 2 ** 31),
+            };
+        } catch (error) {
+            throw error instanceof BusyHealUsageError ? new BenchUsageError(error.message) : error;
+        }
+    }
     return {
         approaches,
         ops: num("ops", values.ops, 1_500, 10, 1_000_000),
@@ -228,6 +259,7 @@ export function parseOptions(argv: string[]): Options | "help" {
         itemBytes: num("item-bytes", values["item-bytes"], 16_384, 1, 350_000),
         placements,
         ...(ceiling === undefined ? {} : { ceiling }),
+        ...(busy === undefined ? {} : { busy }),
     };
 }
 
@@ -443,6 +475,18 @@ async function main(): Promise<void> {
     }
     const options = parsed;
     const log = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
+    if (options.busy !== undefined) {
+        log(
+            `busy-heal: ${options.busy.windows} quiet windows per row, shards ${options.busy.shards.join(", ")}, a fresh DynamoDB Local per row`,
+        );
+        const report = await runBusyHeal(options.busy, log);
+        if (options.json) {
+            process.stdout.write(`${JSON.stringify(report)}\n`);
+        } else {
+            formatBusyHeal(report.rows).forEach((line) => log(line));
+        }
+        return;
+    }
     if (options.ceiling !== undefined) {
         const started = Date.now();
         log(

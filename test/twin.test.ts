@@ -89,56 +89,30 @@ describe("the local twin", () => {
         assert.match(result.stderr, /^error: --concurrency must be an integer from 1 to 256 \(got "zero"\)\n\nUsage: npm start/);
     });
 
-    it("runs the settler with no API call in flight: it waits for the calls in flight, and holds new ones until it ends", async () => {
-        // Prepare: calls that end when the test says, and a log of what happened in which order.
-        const log: string[] = [];
+    it("counts the API calls in flight, which the settler runs beside: none is held back for it", async () => {
+        // Prepare: calls that end when the test says.
         const ends: Array<() => void> = [];
-        const call = (name: string) => () =>
-            new Promise<never>((_, reject) => {
-                log.push(`${name} started`);
-                ends.push(() => {
-                    log.push(`${name} ended`);
-                    reject(new Error("ended"));
-                });
-            });
+        const call = () => () => new Promise<never>((_, reject) => ends.push(() => reject(new Error("ended"))));
         const calls = new CallsInFlight();
-        const api = calls.wrap({
-            create: call("create"),
-            delete: call("delete"),
-            tryCreate: call("tryCreate"),
-        } as unknown as HybridCounterClient);
+        const api = calls.wrap({ create: call(), delete: call(), tryCreate: call() } as unknown as HybridCounterClient);
         const settle = (p: Promise<unknown>) => p.catch(() => undefined);
-        let endRun!: () => void;
         // Act
-        const before = settle(api.create("k", "a"));
-        await new Promise((r) => setImmediate(r));
-        const run = calls.exclusive(
-            () => {
-                log.push("run started");
-                return new Promise<string>((resolve) => (endRun = () => (log.push("run ended"), resolve("report"))));
-            },
-            () => false,
-        );
-        const during = settle(api.delete("k", "a"));
-        await new Promise((r) => setImmediate(r));
+        const first = settle(api.create("k", "a"));
+        const second = settle(api.delete("k", "b"));
+        const during = calls.inFlight;
         ends.shift()!();
-        await before;
-        await new Promise((r) => setTimeout(r, 60));
-        endRun();
-        const report = await run;
-        await new Promise((r) => setImmediate(r));
+        await first;
+        const after = calls.inFlight;
         ends.shift()!();
-        await during;
-
+        await second;
         // Assess
-        assert.equal(report, "report");
-        assert.deepEqual(log, ["create started", "create ended", "run started", "run ended", "delete started", "delete ended"]);
+        assert.deepEqual([during, after, calls.inFlight], [2, 1, 0]);
     });
 
-    it("pauses after a settler run to the end of its period, and never for less than the run took", () => {
+    it("pauses after a settler run to the end of its period, and not at all after a run that outlasted it", () => {
         assert.deepEqual(
             [pauseAfterRun(1_000, 100), pauseAfterRun(1_000, 500), pauseAfterRun(1_000, 700), pauseAfterRun(1_000, 3_000)],
-            [900, 500, 700, 3_000],
+            [900, 500, 300, 0],
         );
     });
 
@@ -155,6 +129,12 @@ describe("the local twin", () => {
             assert.ok(report.liveByKey[key]! <= 10, `${key}: live ${report.liveByKey[key]} within the limit`);
             assert.ok(report.bestEffortByKey[key]! >= report.liveByKey[key]!, `${key}: best-effort >= live`);
         }
+        // Held slots over time: one point per observation, the last one the keys' final best-effort - live.
+        assert.equal(report.bestEffortDriftOverTime, null);
+        const held = report.heldSlotsOverTime!;
+        assert.equal(held.length, report.observations + Object.keys(report.liveByKey).length);
+        const finalHeld = Object.keys(report.liveByKey).reduce((n, k) => n + report.bestEffortByKey[k]! - report.liveByKey[k]!, 0);
+        assert.equal(held.at(-1)![1], finalHeld);
     });
 
     it("with 5% injected faults over 800 operations on 8 keys: exact, no API error, never an overcount", function () {
@@ -214,5 +194,15 @@ describe("the local twin", () => {
         for (const key of Object.keys(report.liveByKey)) {
             assert.ok(report.bestEffortByKey[key]! <= report.liveByKey[key]!, `${key}: best-effort <= live`);
         }
+        // Drift over time: one point per observation, the last one the keys' final |best-effort - live|.
+        assert.equal(report.heldSlotsOverTime, null);
+        const drift = report.bestEffortDriftOverTime!;
+        assert.equal(drift.length, report.observations + 8);
+        assert.ok(drift.every(([t, d], i) => d >= 0 && (i === 0 || t >= drift[i - 1]![0])));
+        const finalDrift = Object.keys(report.liveByKey).reduce(
+            (n, k) => n + Math.abs(report.bestEffortByKey[k]! - report.liveByKey[k]!),
+            0,
+        );
+        assert.equal(drift.at(-1)![1], finalDrift);
     });
 });

@@ -1,14 +1,9 @@
 /**
  * The API calls in flight, for the harnesses that run the client beside other parties.
  *
- * - The twin's settler runs between calls, and holds new calls back until it ends (`exclusive`). Its quiet window is
- *   compressed (by SETTLER_COMPRESSION) far below the client's deadline, so the heal's assumption that no write of a
- *   call is still in flight once the key has been quiet for the window (runtime/heal/heal.ts, A1-A4) would otherwise
- *   rest on this machine's speed. With no call in flight, every write of every call has landed (a call's writes land
- *   before it returns: nothing abandons a request in flight), and none lands during the run. Waiting for a quiet
- *   moment at the start is not enough: a heal reads its clock key by key, so in a run that outlasts the compressed
- *   window a create that started after the run did has a token older than the window, its put in the partition
- *   and its increment still to come, and the heal would count it twice.
+ * - The twin's settler runs beside the calls, on its schedule, nothing held back: the twin compresses its client's
+ *   deadline with the settler's window, so the heal's assumptions hold as they do in AWS (local/twin/settler.ts).
+ *   `inFlight` tells how many calls a settler run started beside.
  * - An observer that reads a key in two requests or more (its counters table, then its items: local/harness/observe.ts)
  *   does not read one instant. It learns which calls of the key were in flight at some instant of its reads
  *   (`window`): the slack its bound checks allow, and no more (see `window` for why).
@@ -31,9 +26,6 @@ type Kind = keyof CallsDuring;
 
 export class CallsInFlight {
     private count = 0;
-    private waiters: Array<() => void> = [];
-    /** Set while an exclusive run holds new calls back. */
-    private held: Promise<void> | undefined;
     /** Per key and kind: calls in flight now, and calls ever started. */
     private readonly calls = new Map<string, Record<Kind, { inFlight: number; started: number }>>();
 
@@ -41,9 +33,6 @@ export class CallsInFlight {
     wrap(client: ApiCalls): ApiCalls {
         const track = <A extends [string, ...unknown[]], R>(kind: Kind, call: (...args: A) => Promise<R>) =>
             (async (...args: A): Promise<R> => {
-                while (this.held !== undefined) {
-                    await this.held;
-                }
                 this.count++;
                 const at = this.of(args[0])[kind];
                 at.inFlight++;
@@ -53,9 +42,6 @@ export class CallsInFlight {
                 } finally {
                     at.inFlight--;
                     this.count--;
-                    if (this.count === 0) {
-                        this.waiters.splice(0).forEach((resolve) => resolve());
-                    }
                 }
             }) as (...args: A) => Promise<R>;
         return {
@@ -65,32 +51,9 @@ export class CallsInFlight {
         };
     }
 
-    /**
-     * Runs `run` with no call in flight: waits until the calls in flight have ended (or `stop()` turns true), and holds
-     * calls made meanwhile back until `run` settles.
-     */
-    async exclusive<T>(run: () => Promise<T>, stop: () => boolean): Promise<T> {
-        let release!: () => void;
-        const held = new Promise<void>((resolve) => (release = resolve));
-        while (this.held !== undefined) {
-            await this.held;
-        }
-        this.held = held;
-        try {
-            await this.idle(stop);
-            return await run();
-        } finally {
-            this.held = undefined;
-            release();
-        }
-    }
-
-    /** Resolves when no call is in flight, or when `stop()` turns true (checked every 50 ms). */
-    async idle(stop: () => boolean): Promise<boolean> {
-        while (this.count > 0 && !stop()) {
-            await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), new Promise((r) => setTimeout(r, 50))]);
-        }
-        return this.count === 0;
+    /** Calls in flight now. */
+    get inFlight(): number {
+        return this.count;
     }
 
     /**

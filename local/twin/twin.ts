@@ -31,7 +31,14 @@ import { MappingEmulator } from "../aws/mapping-emulator";
 import { assertHarnessAgrees, deployLocally, type LocalDeployment } from "../deployment/deployment";
 import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../aws/sqs";
 import { CallsInFlight } from "../harness/calls";
-import { scheduleRuns, twinSettlerSpec, type TwinSettlerSpec } from "./settler";
+import {
+    COMPRESSED_CLIENT_DEADLINE_MS,
+    SETTLER_COMPRESSION,
+    assertCompressionCovers,
+    scheduleRuns,
+    twinSettlerSpec,
+    type TwinSettlerSpec,
+} from "./settler";
 import type { SettleReport } from "../../runtime/heal/settle";
 import { runWorkload, type WorkloadResult } from "../harness/workload";
 import { snapshotKey, type KeySnapshot } from "../harness/observe";
@@ -186,7 +193,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
 }
 
 /** The twin runs the settler's schedule and quiet window this many times faster than the component declares them. */
-export const SETTLER_COMPRESSION = 300;
+export { SETTLER_COMPRESSION } from "./settler";
 
 /** The twin's component name: its tables, functions and schedule are named after it. */
 export const TWIN_NAME = "twin";
@@ -285,7 +292,16 @@ export interface TwinReport {
     bestEffortByKey: Record<string, number>;
     liveByKey: Record<string, number>;
     /** The settler on the component's schedule, compressed: its runs and what they healed. */
-    heals: { runs: number; healed: number; corrected: number; drift: number; raced: number; skipped: Record<string, number> };
+    heals: {
+        runs: number;
+        healed: number;
+        corrected: number;
+        drift: number;
+        raced: number;
+        skipped: Record<string, number>;
+        /** Runs that started while API calls were in flight: the settler runs beside the traffic, nothing held back. */
+        runsWithCallsInFlight: number;
+    };
     settings: { batchSize: number; maximumRetryAttempts: number; maximumRecordAgeInSeconds: number; parallelizationFactor: number };
     /** The backfill of the `--seed-items` items, run before the workload; null without them. */
     backfill: BackfillReport | null;
@@ -295,6 +311,14 @@ export interface TwinReport {
     heldSlots: Array<{ key: string; heldSlots: number }>;
     /** Keys whose eventual counter is not live at the end, with eventual - live. */
     drift: Array<{ key: string; drift: number }>;
+    /**
+     * Strict mode: Σ over the keys of best-effort - live (held slots, and the slots of creates in flight), each key as
+     * last observed, at each observation (ms since the start) while the traffic ran, and once after the drain and the
+     * settler's last runs. Null in utilization mode.
+     */
+    heldSlotsOverTime: Array<[number, number]> | null;
+    /** Utilization mode: Σ over the keys of |best-effort - live|, the same way. Null in strict mode. */
+    bestEffortDriftOverTime: Array<[number, number]> | null;
     /** The keys the chart shows, worst first. */
     chartedKeys: string[];
     /** True when Ctrl-C ended the workload: the figures cover what ran. */
@@ -434,7 +458,12 @@ export async function runTwin(
         const apiMeter = meterWrites(apiDynamo);
         const apiFaults =
             options.faults > 0 ? injectFaults(apiDynamo, { rate: options.faults, random: seededRandom(options.seed * 7 + 3) }) : undefined;
-        const client = new HybridCounterClient(clientOptions);
+        // The client's deadline compressed with the settler's window, so that the heal's assumptions hold with the settler
+        // running beside the calls (local/twin/settler.ts).
+        const client = new HybridCounterClient({ ...clientOptions, deadlineMs: COMPRESSED_CLIENT_DEADLINE_MS });
+        if (settlerSpec !== undefined) {
+            assertCompressionCovers(settlerSpec.quietWindowMs, COMPRESSED_CLIENT_DEADLINE_MS);
+        }
 
         // Ground truth for lag: when the API call that wrote each record returned, and when its count committed.
         const lag = new LagMeter(layout);
@@ -505,6 +534,13 @@ export async function runTwin(
             await emulator.settled();
         })();
         const calls = new CallsInFlight();
+        // Each key's |best-effort - live| as last observed, and their sum over time.
+        const offByKey = new Map<string, number>();
+        const offOverTime: Array<[number, number]> = [];
+        const recordOff = (key: string, s: KeySnapshot, at: number) => {
+            offByKey.set(key, options.mode === "strict" ? s.bestEffort - s.live : Math.abs(s.bestEffort - s.live));
+            offOverTime.push([at, [...offByKey.values()].reduce((a, b) => a + b, 0)]);
+        };
         const observing = (async () => {
             for (let i = 0; !workloadDone; i++) {
                 const key = keys[i % keys.length]!;
@@ -515,6 +551,7 @@ export async function runTwin(
                 const slack = during().deletes;
                 observations++;
                 samples.get(key)!.push({ t: Date.now() - started, s });
+                recordOff(key, s, Date.now() - started);
                 if (options.mode === "utilization" && s.bestEffort > s.live) {
                     if (s.bestEffort > s.live + slack) {
                         overcount.add(key);
@@ -536,14 +573,17 @@ export async function runTwin(
                 await new Promise((r) => setTimeout(r, 50));
             }
         })();
+        let runsWithCallsInFlight = 0;
         const settling =
             settler === undefined || settlerSpec === undefined
                 ? Promise.resolve()
                 : scheduleRuns(
                       settlerSpec.periodMs,
-                      // Between API calls, none starting until it ends: the compressed quiet window cannot stand
-                      // for the client's deadline (local/harness/calls.ts).
-                      () => calls.exclusive(silence(settler.handler), () => workloadDone),
+                      // Beside the API's calls, as the scheduled function runs in AWS: nothing waits for the keys to go quiet.
+                      () => {
+                          runsWithCallsInFlight += calls.inFlight > 0 ? 1 : 0;
+                          return silence(settler.handler)();
+                      },
                       () => workloadDone,
                       settlerReports,
                   );
@@ -626,6 +666,7 @@ export async function runTwin(
             bestEffortByKey[key] = s.bestEffort;
             liveByKey[key] = s.live;
             samples.get(key)!.push({ t: Date.now() - started, s });
+            recordOff(key, s, Date.now() - started);
             live += s.live;
             eventual += s.eventual;
             bestEffort += s.bestEffort;
@@ -644,17 +685,32 @@ export async function runTwin(
             chartPath,
             chartSvg(
                 `hybrid-counter twin (${options.mode}${options.limit === undefined ? "" : `, limit ${options.limit}`}, faults ${options.faults}): worst keys`,
-                chartedKeys.map((key): Panel => {
-                    const points = samples.get(key)!;
-                    return {
-                        title: key,
+                [
+                    {
+                        title:
+                            options.mode === "strict"
+                                ? "held slots: Σ best-effort - live over the keys, read while the traffic runs"
+                                : "drift: Σ |best-effort - live| over the keys, read while the traffic runs",
                         series: [
-                            { name: "true count (live)", color: "#222222", points: points.map((p) => [p.t, p.s.live] as const) },
-                            { name: "best-effort", color: "#d62728", points: points.map((p) => [p.t, p.s.bestEffort] as const) },
-                            { name: "eventual", color: "#1f77b4", points: points.map((p) => [p.t, p.s.eventual] as const) },
+                            {
+                                name: options.mode === "strict" ? "held slots" : "drift",
+                                color: "#9467bd",
+                                points: offOverTime,
+                            },
                         ],
-                    };
-                }),
+                    },
+                    ...chartedKeys.map((key): Panel => {
+                        const points = samples.get(key)!;
+                        return {
+                            title: key,
+                            series: [
+                                { name: "true count (live)", color: "#222222", points: points.map((p) => [p.t, p.s.live] as const) },
+                                { name: "best-effort", color: "#d62728", points: points.map((p) => [p.t, p.s.bestEffort] as const) },
+                                { name: "eventual", color: "#1f77b4", points: points.map((p) => [p.t, p.s.eventual] as const) },
+                            ],
+                        };
+                    }),
+                ],
             ),
         );
         const consumerWcu = consumerMeter.billed + redriveMeter.billed;
@@ -710,6 +766,7 @@ export async function runTwin(
                     }
                     return all;
                 }, {}),
+                runsWithCallsInFlight,
             },
             parity: describeParity(engine.parity),
             settings: {
@@ -720,6 +777,8 @@ export async function runTwin(
             },
             heldSlots,
             drift,
+            heldSlotsOverTime: options.mode === "strict" ? offOverTime : null,
+            bestEffortDriftOverTime: options.mode === "strict" ? null : offOverTime,
             chartedKeys,
             interrupted,
         };

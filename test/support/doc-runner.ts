@@ -79,6 +79,7 @@ const SIZES: Record<string, Record<string, number>> = {
     twin: { ops: 24, "seed-items": 200 },
     bench: { ops: 10, "backfill-items": 100, "many-keys": 2 },
     ceiling: { "step-seconds": 2, "max-steps": 1 },
+    busy: { windows: 1 },
     sweep: { seconds: 1, backlog: 50 },
     fuzz: { seeds: 2, ops: 40 },
 };
@@ -90,7 +91,10 @@ const LOWER_ONLY = new Set(["twin seed-items"]);
  * counter placements, each on fresh engines; the suite runs the approach and the placement the component deploys by
  * default (the full comparison is `npm run docs:full`'s).
  */
-const NARROWED: Record<string, Record<string, string>> = { bench: { approaches: "hybrid", counters: "own-table" } };
+const NARROWED: Record<string, Record<string, string>> = {
+    bench: { approaches: "hybrid", counters: "own-table" },
+    busy: { shards: "1" },
+};
 
 /** The program a script's command line runs, for its sizes. */
 function programOf(line: string, args: readonly string[]): string | undefined {
@@ -101,7 +105,7 @@ function programOf(line: string, args: readonly string[]): string | undefined {
         if (args.includes("--sweep")) {
             return "sweep";
         }
-        return args.includes("hot-key-ceiling") ? "ceiling" : "bench";
+        return args.includes("hot-key-ceiling") ? "ceiling" : args.includes("busy-heal") ? "busy" : "bench";
     }
     return line.includes("scripts/fuzz.ts") ? "fuzz" : undefined;
 }
