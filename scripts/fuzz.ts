@@ -192,7 +192,7 @@ async function main(): Promise<void> {
             totals.observations += result.stats.observations;
             totals.deadLettered += result.stats.deadLettered;
             totals.otherWrites += history.events.filter(
-                (e) => e.op === "otherPut" || e.op === "otherDelete" || e.op === "ttlDelete",
+                (e) => e.op === "otherPut" || e.op === "otherDelete" || e.op === "ttlDelete" || e.op === "otherRetoken",
             ).length;
             totals.flips += history.events.filter((e) => e.op === "otherFlip").length;
             totals.settles += result.stats.settles;

@@ -23,6 +23,7 @@
 import { seededRandom } from "../../local/engine/faults";
 import { DEFAULT_LAYOUT } from "../../runtime/shared/config";
 import { markerIdMaxBytes } from "../../runtime/shared/key-limits";
+import { addPaths } from "./paths";
 
 export type Mode = "utilization" | "strict";
 
@@ -36,7 +37,8 @@ export type FuzzEvent =
      * and the consumer's removal may all have happened.
      */
     | { readonly op: "create"; readonly key: string; readonly id: string; readonly late?: true }
-    | { readonly op: "tryCreate"; readonly key: string; readonly id: string; readonly late?: true }
+    /** `limit`: the limit the call runs under (a tenant that moved plans: paths.ts); absent: the key's in `limits`. */
+    | { readonly op: "tryCreate"; readonly key: string; readonly id: string; readonly late?: true; readonly limit?: number }
     /** Every held put attempt reaches DynamoDB now (see `late`). */
     | { readonly op: "land" }
     | { readonly op: "delete"; readonly key: string; readonly id: string }
@@ -69,6 +71,11 @@ export type FuzzEvent =
     | { readonly op: "otherDelete"; readonly key: string; readonly id: string }
     /** Another service's UpdateItem of `status` (attribute histories only): moves an item in ("active") or out of the selection. */
     | { readonly op: "otherFlip"; readonly key: string; readonly id: string; readonly status: "active" | "archived" }
+    /**
+     * Another service's UpdateItem of the client token attribute of a live client item (any selection): the item's home
+     * shard moves by `shift` (runtime/shards/layout.ts; paths.ts, retoken.ts). An item without a token is left alone.
+     */
+    | { readonly op: "otherRetoken"; readonly key: string; readonly id: string; readonly shift: number }
     /** The table's TTL deleting an item (client histories): a hard delete nobody calls, of the client's own item. */
     | { readonly op: "ttlDelete"; readonly key: string; readonly id: string }
     /**
@@ -107,7 +114,7 @@ export interface History {
     readonly faultRate: number;
     /** How many events may run at once. */
     readonly concurrency: number;
-    /** The limit tryCreate enforces, per key (one per key, as an API would). */
+    /** The limit tryCreate enforces, per key, unless a call names its own (a plan change: paths.ts). */
     readonly limits: Readonly<Record<string, number>>;
     readonly events: readonly FuzzEvent[];
     /** Absent in histories saved before selections existed: "client". */
@@ -258,7 +265,7 @@ export function generateHistory(options: GenerateOptions): History {
             }
         }
     }
-    return {
+    const generated: History = {
         seed: options.seed,
         selection,
         preexisting,
@@ -271,6 +278,8 @@ export function generateHistory(options: GenerateOptions): History {
         events,
         ...(counterShards === 1 ? {} : { counterShards }),
     };
+    // Plan changes, keys adopted at their limit, token rewrites and one id reused: from draws of their own (paths.ts).
+    return addPaths(generated, ids);
 }
 
 function backfillEvent(random: () => number): FuzzEvent {

@@ -2,6 +2,9 @@
  * Runs one history on DynamoDB Local under the deterministic scheduler and checks it against the
  * contract the README's Guarantees state (docs/guarantees.md lists what is checked):
  *
+ * - strict: right after a tryCreate's reservation under its limit L (limits.ts: a plan may change), the key's
+ *   best-effort sum is at most L; at the end every marker is within strict-ledger.ts's bound (marker-bound.ts);
+ *   a token rewrite by another writer moves an item's home shard (retoken.ts says what the bounds allow for it);
  * - at every observation (between two released requests), the mode's bound holds, restated over the
  *   client's own items because best-effort covers only those (others.ts says why and what it allows):
  *   utilization `bestEffort <= clientLive + lives other writers ended`; strict `clientLive <= bestEffort`,
@@ -86,6 +89,9 @@ import { boundProblem, EndedLives, otherWrite, shardBoundProblem } from "./other
 import { lifeShard, shardPartitionKey } from "../../runtime/shards/layout";
 import { Scheduler, type Released } from "./scheduler";
 import { Trace } from "./trace";
+import { admissionProblem, callLimit, LimitsInForce } from "./limits";
+import { markerBoundProblems } from "./marker-bound";
+import { retokened, retokenWrite } from "./retoken";
 
 export interface RunResult {
     readonly violations: string[];
@@ -202,6 +208,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const otherTasks = new Set<number>();
     const replacing = new Map<number, Record<string, AttributeValue> | null>();
     const ended = new EndedLives();
+    const limitsInForce = new LimitsInForce(history);
     const backfilled = new Map<string, number>();
     const backfillTotals = { calls: 0, counted: 0, alreadyCounted: 0 };
     const settleTotals = { runs: 0, healed: 0 };
@@ -306,6 +313,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 movedInShards.set(effect.key, perShard);
             }
         }
+        // A token rewrite ends the life it replaces, and homes the item in another shard (retoken.ts).
+        const moved = otherTasks.has(request.task.id) ? retokened(system, request) : undefined;
+        if (moved !== undefined) {
+            ended.replaced(system, moved.key, replacing.get(request.task.id) ?? null);
+            const perShard = movedInShards.get(moved.key) ?? new Array<number>(shards).fill(0);
+            perShard[moved.to]!++;
+            movedInShards.set(moved.key, perShard);
+        }
         if (effect.kind === "best-effort-transaction" && effect.applied) {
             backfilled.set(effect.key, (backfilled.get(effect.key) ?? 0) + effect.delta);
         }
@@ -379,7 +394,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const unpromised = await lateItems(reader, system, key, unpromisedTokens.get(key));
         const truth = { ...raw, live: raw.live - late, clientLive: raw.clientLive - late };
         observations++;
-        const limit = history.limits[key] ?? Infinity;
+        const limit = limitsInForce.ceiling(key);
         const bound = boundProblem(history.mode, truth, limit, {
             ended: ended.of(key),
             backfilled: backfilled.get(key) ?? 0,
@@ -425,6 +440,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
             case "invalid":
                 return checkInvalid(event, label);
+            case "otherRetoken":
+                otherTasks.add(scheduler.current()!.id);
+                otherWritesFailed += (await retokenWrite(otherDynamo, system, event)) ? 0 : 1;
+                return;
             case "otherPut":
             case "otherDelete":
             case "otherFlip":
@@ -547,6 +566,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const task = scheduler.current()!;
         const ledger = newLedger(event, ended.count);
         ledgers.set(task.id, ledger);
+        limitsInForce.begin(event);
         if ((event.op === "create" || event.op === "tryCreate") && event.late) {
             lateTasks.add(task.id);
         }
@@ -559,7 +579,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                     answer = await client.create(event.key, event.id);
                     break;
                 case "tryCreate":
-                    answer = await client.tryCreate(event.key, event.id, history.limits[event.key]!);
+                    answer = await client.tryCreate(event.key, event.id, callLimit(history, event));
                     break;
                 case "delete":
                     answer = await client.delete(event.key, event.id);
@@ -588,7 +608,16 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const ledger = ledgers.get(request.task.id);
         const context = `after ${request.task.label} ${request.command}${request.fault ? ` (${request.fault})` : ""}`;
         switch (effect.kind) {
-            case "best-effort":
+            case "best-effort": {
+                const truth = await observe(effect.key, context);
+                if (ledger?.event.op === "tryCreate" && effect.applied) {
+                    const problem = admissionProblem(history.mode, callLimit(history, ledger.event), effect.delta, truth);
+                    if (problem !== undefined) {
+                        violations.push(`${context}: ${effect.key} ${problem}`);
+                    }
+                }
+                return;
+            }
             case "best-effort-transaction":
             case "soft-delete":
             case "hard-delete":
@@ -606,7 +635,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 const truth = await observe(effect.key, context);
                 const live = truth.live - truth.late;
                 if (ledger?.read && ledger.event.op === "tryCreate" && history.mode === "utilization") {
-                    const limit = history.limits[effect.key]!;
+                    const limit = callLimit(history, ledger.event);
                     const raced = putsApplied.get(effect.key)! - 1 - ledger.read.putsBefore;
                     const undercount = Math.max(0, ledger.read.live - ledger.read.value);
                     if (live > limit + raced + undercount) {
@@ -827,6 +856,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         if (off !== undefined) {
             violations.push(`after the final heal (${outcome}): ${key} ${off} live items it accounts for`);
         }
+    }
+    // Whatever an id's reuse, its marker stays within strict-ledger.ts's bound (marker-bound.ts).
+    for (const key of keys) {
+        violations.push(...(await markerBoundProblems(reader, system, key)).map((problem) => `at the end: ${problem}`));
     }
     for (const client of [reader, clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo, settlerDynamo]) {
         client.destroy();
