@@ -165,6 +165,8 @@ async function main(): Promise<void> {
         held: 0,
         latePutsBack: 0,
         latePutsAfterAnotherLife: 0,
+        ledgerUnsealed: 0,
+        ledgerSealed: 0,
     };
     try {
         const generate = (seed: number) =>
@@ -205,6 +207,8 @@ async function main(): Promise<void> {
             totals.held += result.stats.held;
             totals.latePutsBack += result.stats.latePutsBack;
             totals.latePutsAfterAnotherLife += result.stats.latePutsAfterAnotherLife;
+            totals.ledgerUnsealed += result.stats.ledgerUnsealed;
+            totals.ledgerSealed += result.stats.ledgerSealed;
             const line =
                 `seed ${history.seed} ${history.mode} ${history.selection ?? "client"} ${history.counterShards ?? 1} shards: ` +
                 `${result.stats.events} events, ` +
@@ -212,6 +216,7 @@ async function main(): Promise<void> {
                 `${result.stats.settles} settler runs (${result.stats.healed} heals), ` +
                 `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +
                 `${result.stats.latePutsAfterAnotherLife} after another life), ` +
+                `${result.stats.ledgerUnsealed} ledger values read unsealed (${result.stats.ledgerSealed} sealed), ` +
                 `${result.violations.length} violations, trace ${result.trace}`;
             process.stderr.write(`${line}\n`);
             if (result.violations.length === 0) {
@@ -252,7 +257,8 @@ async function main(): Promise<void> {
                   `${summary.livesEnded} client lives ended), ${summary.backfills} backfills (${summary.backfillCounted} items counted, ` +
                   `${summary.backfillAlreadyCounted} found counted), ${summary.flips} selection moves, ` +
                   `${summary.settles} settler runs (${summary.healed} heals), ${summary.held} put attempts held ` +
-                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life): ` +
+                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life), ` +
+                  `${summary.ledgerUnsealed} ledger values read unsealed (${summary.ledgerSealed} sealed): ` +
                   `${failed} failed\n`,
     );
     process.exitCode = failed > 0 ? 1 : 0;

@@ -119,6 +119,30 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         await sharpens(history, on("api", markPerLife), MARKER_GREW);
     });
 
+    it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {
+        // Prepare: four young lives of one id, consumed (the marker's hc_released names the last, made milliseconds
+        // before the records); a settler run moves the clock past the quiet window, longer than a life takes to seal;
+        // a fifth life, consumed (its INSERT's time is past the fourth's seal), deleted and consumed.
+        const cycles = Array.from({ length: 4 }, (): FuzzEvent[] => [tryCreate("i0"), { op: "delete", key: "k0", id: "i0" }]).flat();
+        const history = strictHistory("client", 1, 1, [
+            ...cycles,
+            consume,
+            settle,
+            tryCreate("i0"),
+            consume,
+            { op: "delete", key: "k0", id: "i0" },
+            consume,
+        ]);
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess: the consumer read a value not yet sealed (it keeps it: strict-ledger.ts droppableLedger) and a sealed one
+        assert.deepEqual(result.violations, []);
+        assert.ok(result.stats.ledgerUnsealed > 0, JSON.stringify(result.stats));
+        assert.ok(result.stats.ledgerSealed > 0, JSON.stringify(result.stats));
+    });
+
     /**
      * Seeds of `npm run fuzz -- --mode strict --shards 3 --selection <s> --ops <n>` whose histories catch a mutant (the
      * generator's paths reach it): the history each draws, as shipped and against the mutant.

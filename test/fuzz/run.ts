@@ -92,6 +92,7 @@ import { Trace } from "./trace";
 import { admissionProblem, callLimit, LimitsInForce } from "./limits";
 import { markerBoundProblems } from "./marker-bound";
 import { retokened, retokenWrite } from "./retoken";
+import { LedgerAges, RecordTimes, wroteTable } from "./record-times";
 
 export interface RunResult {
     readonly violations: string[];
@@ -122,6 +123,12 @@ export interface RunResult {
         readonly latePutsBack: number;
         /** Of those, the ones that landed after another life of the id was put (docs/limits.md: not caught). */
         readonly latePutsAfterAnotherLife: number;
+        /**
+         * `hc_released` and `hc_pending` values the consumer read on the markers of a delivered batch, not yet sealed at
+         * their record's time (it keeps them) and sealed (it removes them): record-times.ts.
+         */
+        readonly ledgerUnsealed: number;
+        readonly ledgerSealed: number;
     };
 }
 
@@ -180,6 +187,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const time = scheduler.time;
     const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS });
     const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
+    // Every record carries the virtual time of its write (record-times.ts), the stream read right after it (below).
+    new RecordTimes(() => time.now()).install(streams);
     const system = await createFuzzSystem(
         reader,
         history.placement ?? "same-table",
@@ -209,6 +218,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const replacing = new Map<number, Record<string, AttributeValue> | null>();
     const ended = new EndedLives();
     const limitsInForce = new LimitsInForce(history);
+    const ledgerAges = new LedgerAges(system.config, countersTable(system.config));
     const backfilled = new Map<string, number>();
     const backfillTotals = { calls: 0, counted: 0, alreadyCounted: 0 };
     const settleTotals = { runs: 0, healed: 0 };
@@ -249,6 +259,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
         }
         const effect = classifyRequest(system, request);
+        ledgerAges.read(request);
         // A second put of one token is a late attempt over a removed life: no life of its call, and no item the
         // counters account for (markers.ts); the consumer removes it.
         let late = false;
@@ -366,7 +377,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
         }
     };
-    const consumer = createStreamHandler({ config: system.config, dynamodb: pipelineDynamo, sqs: noSqs, sink, fatal });
+    const handler = createStreamHandler({ config: system.config, dynamodb: pipelineDynamo, sqs: noSqs, sink, fatal });
+    const consumer: typeof handler = (event, context) => {
+        const task = scheduler.current();
+        if (task !== undefined) {
+            ledgerAges.delivered(task.id, event.Records);
+        }
+        return handler(event, context);
+    };
     const redrive = createRedriveHandler({ config: system.config, dynamodb: pipelineDynamo, streams, sqs: noSqs, sink, fatal });
     const client = new HybridCounterClient({
         ...system.config,
@@ -677,12 +695,20 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
     };
 
+    /** Reads the records a write to the user's table made, before the clock moves: they carry its time (record-times.ts). */
+    const stampRecords = async (request: Released): Promise<void> => {
+        if (wroteTable(request, system.config.tableName)) {
+            await mapping.refresh();
+        }
+    };
+
     // The schedule: start events (up to the concurrency) and release requests, both chosen by the seed.
     const running = new Set<Promise<void>>();
     let next = 0;
     for (;;) {
         await scheduler.quiescent();
         for (const request of released.splice(0)) {
+            await stampRecords(request.request);
             await account(request);
         }
         // A timer that is due fires before anything else moves (the clock moved past it with the last release).
@@ -758,6 +784,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         for (;;) {
             await scheduler.quiescent();
             for (const request of released.splice(0)) {
+                await stampRecords(request.request);
                 await account(request);
             }
             if (scheduler.fireTimer(false)) {
@@ -886,6 +913,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             held: heldTotal,
             latePutsBack: [...lateTokens.values(), ...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
             latePutsAfterAnotherLife: [...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
+            ledgerUnsealed: ledgerAges.unsealed,
+            ledgerSealed: ledgerAges.sealed,
         },
     };
 }
