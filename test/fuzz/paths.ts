@@ -12,7 +12,7 @@
  *   deletes, heals and backfills of the history meet it;
  * - one id reused many times in quick succession: a run of create-delete cycles of one id (young lives: the virtual
  *   clock moves by requests' latencies only, so every life is far younger than a release through the marker needs),
- *   after which every marker of the history must still be within strict-ledger.ts's bound (markers.ts in this folder).
+ *   after which every marker of the history must still be within strict-ledger.ts's bound (marker-bound.ts).
  */
 import { seededRandom } from "../../local/engine/faults";
 import type { FuzzEvent, History } from "./history";
