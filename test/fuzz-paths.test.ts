@@ -182,6 +182,18 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         });
     }
 
+    it("seed 43024 (strict attribute, 8 shards, 40 events) keeps the contract: a rearm served again under its ClientRequestToken admits nothing", async () => {
+        // Prepare: a tryCreate's rearm commits and hears a 500, a backfill adds units, the SDK's retry of the rearm is
+        // answered by DynamoDB's idempotency (nothing applied): the key is then above the limit by the backfill alone.
+        const history = generateHistory({ seed: 43024, ops: 40, counterShards: 8 });
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess
+        assert.deepEqual(result.violations, []);
+    });
+
     it("a seed's history with every path replays request for request", async () => {
         // Prepare: seed 214 lowers and raises a limit, adopts a key at its limit, rewrites tokens and reuses one id.
         const history = generateHistory({ seed: 214, ops: 40, mode: "strict", selection: "prefix", counterShards: 3 });

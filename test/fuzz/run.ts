@@ -219,6 +219,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const ended = new EndedLives();
     const limitsInForce = new LimitsInForce(history);
     const ledgerAges = new LedgerAges(system.config, countersTable(system.config));
+    /** The ClientRequestTokens of served transactions, and the requests that were served again under one of them. */
+    const servedTransactions = new Set<string>();
+    const replayedTransactions = new Set<Released>();
     const backfilled = new Map<string, number>();
     const backfillTotals = { calls: 0, counted: 0, alreadyCounted: 0 };
     const settleTotals = { runs: 0, healed: 0 };
@@ -260,6 +263,15 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
         const effect = classifyRequest(system, request);
         ledgerAges.read(request);
+        // A transaction served again under a ClientRequestToken already served (the SDK's retry after a 500 that followed
+        // the commit) is DynamoDB's idempotent answer: it applies nothing, so it admits nothing (limits.ts).
+        const idempotency = (request.input as { ClientRequestToken?: string }).ClientRequestToken;
+        if (request.command === "TransactWriteItemsCommand" && request.served && idempotency !== undefined) {
+            if (servedTransactions.has(idempotency)) {
+                replayedTransactions.add(request);
+            }
+            servedTransactions.add(idempotency);
+        }
         // A second put of one token is a late attempt over a removed life: no life of its call, and no item the
         // counters account for (markers.ts); the consumer removes it.
         let late = false;
@@ -628,7 +640,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         switch (effect.kind) {
             case "best-effort": {
                 const truth = await observe(effect.key, context);
-                if (ledger?.event.op === "tryCreate" && effect.applied) {
+                if (ledger?.event.op === "tryCreate" && effect.applied && !replayedTransactions.has(request)) {
                     const problem = admissionProblem(history.mode, callLimit(history, ledger.event), effect.delta, truth);
                     if (problem !== undefined) {
                         violations.push(`${context}: ${effect.key} ${problem}`);
