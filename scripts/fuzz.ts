@@ -161,6 +161,8 @@ async function main(): Promise<void> {
         backfillAlreadyCounted: 0,
         settles: 0,
         healed: 0,
+        busySettles: 0,
+        expired: 0,
         flips: 0,
         held: 0,
         latePutsBack: 0,
@@ -199,6 +201,8 @@ async function main(): Promise<void> {
             totals.flips += history.events.filter((e) => e.op === "otherFlip").length;
             totals.settles += result.stats.settles;
             totals.healed += result.stats.healed;
+            totals.busySettles += result.stats.busySettles;
+            totals.expired += result.stats.expired;
             totals.otherWritesFailed += result.stats.otherWritesFailed;
             totals.livesEnded += result.stats.livesEnded;
             totals.backfills += result.stats.backfills;
@@ -213,7 +217,8 @@ async function main(): Promise<void> {
                 `seed ${history.seed} ${history.mode} ${history.selection ?? "client"} ${history.counterShards ?? 1} shards: ` +
                 `${result.stats.events} events, ` +
                 `${result.stats.requests} requests, ${result.stats.faults} faults, ${result.stats.backfills} backfills, ` +
-                `${result.stats.settles} settler runs (${result.stats.healed} heals), ` +
+                `${result.stats.settles} settler runs (${result.stats.healed} heals, ${result.stats.busySettles} with calls in flight, ` +
+                `${result.stats.expired} requests expired), ` +
                 `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +
                 `${result.stats.latePutsAfterAnotherLife} after another life), ` +
                 `${result.stats.ledgerUnsealed} ledger values read unsealed (${result.stats.ledgerSealed} sealed), ` +
@@ -256,7 +261,8 @@ async function main(): Promise<void> {
                   `${summary.deadLettered} batches dead-lettered, ${summary.otherWrites} other writes (${summary.otherWritesFailed} not served, ` +
                   `${summary.livesEnded} client lives ended), ${summary.backfills} backfills (${summary.backfillCounted} items counted, ` +
                   `${summary.backfillAlreadyCounted} found counted), ${summary.flips} selection moves, ` +
-                  `${summary.settles} settler runs (${summary.healed} heals), ${summary.held} put attempts held ` +
+                  `${summary.settles} settler runs (${summary.healed} heals, ${summary.busySettles} with calls in flight, ` +
+                  `${summary.expired} requests expired), ${summary.held} put attempts held ` +
                   `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life), ` +
                   `${summary.ledgerUnsealed} ledger values read unsealed (${summary.ledgerSealed} sealed): ` +
                   `${failed} failed\n`,

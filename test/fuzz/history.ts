@@ -80,11 +80,13 @@ export type FuzzEvent =
     | { readonly op: "ttlDelete"; readonly key: string; readonly id: string }
     /**
      * One settler run (heal index, audit, reconcile) with `keyBudget` keys from the index and an audit of
-     * `auditSegments` segments (0: none). The clock first moves past the quiet window; it starts only when no
-     * API call is in flight (a call in flight across that move would break the heal's assumption A1), and
-     * calls may start while it runs.
+     * `auditSegments` segments (0: none). The clock first moves past the quiet window, and calls may start while it
+     * runs. It starts when no API call is in flight, or, `busy`, at once: the calls in flight then outlive their
+     * deadline across the move, as a call whose host stalls does, and their requests still waiting reach DynamoDB more
+     * than a request's lifetime after they were signed and are refused (the heal's assumptions A1 and A2 hold as
+     * AWS makes them hold, not because the keys went quiet).
      */
-    | { readonly op: "settle"; readonly keyBudget: number; readonly auditSegments: number }
+    | { readonly op: "settle"; readonly keyBudget: number; readonly auditSegments: number; readonly busy?: boolean }
     /**
      * One backfill() call of run `runId` (a run resumes from its checkpoints; a completed one reads only
      * them), one segment, `pageSize` items per Scan page so that its requests interleave with the rest.
@@ -232,6 +234,14 @@ export function generateHistory(options: GenerateOptions): History {
             if ("id" in event) {
                 events[i] = { ...event, id: LONGEST_ID };
             }
+        }
+    }
+    // Settler runs that start while calls are in flight, from a source of their own (the histories above keep their shape).
+    const busy = seededRandom((options.seed ^ 0x2b5e1c07) >>> 0);
+    for (let i = 0; i < events.length; i++) {
+        const event = events[i]!;
+        if (event.op === "settle" && busy() < 0.5) {
+            events[i] = { ...event, busy: true };
         }
     }
     // Late put attempts come from a fourth source, so that the histories above keep their shape but for them.

@@ -12,6 +12,9 @@ import type {
     UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { DISARM_CLAUSE } from "../../runtime/shards/quotas";
+import { COUNTER_ATTRIBUTES } from "../../runtime/shared/config";
+
+const WRITTEN_AT = COUNTER_ATTRIBUTES.writtenAt;
 import type { InitializeMiddleware } from "@smithy/types";
 
 /** Adds middleware to `client` that rewrites the input of every `command` it sends. */
@@ -80,4 +83,45 @@ export function markPerLife(dynamodb: DynamoDBClient): void {
             input.ExpressionAttributeNames!["#trace"] = `hc_trace_${token}`;
         }
     });
+}
+
+/**
+ * Mutant: a heal that does not wait for the quiet window (the settler's client): it reads every best-effort item as
+ * written long ago, and its write drops the condition on the last client write. It heals a key a client wrote a moment
+ * ago, with that client's call still to finish its writes (heal.ts, argument (b)).
+ */
+export function healIgnoresQuietWindow(dynamodb: DynamoDBClient): void {
+    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        const dropCondition = (update: {
+            ConditionExpression?: string;
+            ExpressionAttributeNames?: Record<string, string>;
+            ExpressionAttributeValues?: Record<string, unknown>;
+            UpdateExpression?: string;
+        }) => {
+            if (update.ConditionExpression?.includes("#writtenAt <= :cutoff AND ")) {
+                update.ConditionExpression = update.ConditionExpression.replace("#writtenAt <= :cutoff AND ", "");
+                delete update.ExpressionAttributeValues![":cutoff"];
+                if (!`${update.UpdateExpression} ${update.ConditionExpression}`.includes("#writtenAt")) {
+                    delete update.ExpressionAttributeNames!["#writtenAt"];
+                }
+            }
+        };
+        if (context.commandName === "UpdateItemCommand") {
+            dropCondition(args.input as UpdateItemCommandInput);
+        } else if (context.commandName === "TransactWriteItemsCommand") {
+            for (const action of (args.input as TransactWriteItemsCommandInput).TransactItems ?? []) {
+                if (action.Update) {
+                    dropCondition(action.Update);
+                }
+            }
+        }
+        const result = await next(args);
+        const item =
+            context.commandName === "GetItemCommand" ? (result.output as { Item?: Record<string, { N?: string }> }).Item : undefined;
+        if (item?.[WRITTEN_AT] !== undefined) {
+            item[WRITTEN_AT] = { N: "0" };
+        }
+        return result;
+    };
+    dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant:healIgnoresQuietWindow" });
 }

@@ -42,9 +42,11 @@
  * Time. The heal trusts a quiet window Q (its assumptions A1-A4: no write of an API call lands more than Q
  * after the call began). The checker runs on a virtual clock (clock.ts), which only the schedule moves (scheduler.ts):
  * every timer of the system sleeps on it, and a settler run moves it Q past the present before it starts. A settler
- * run starts only when no API call is in flight: the calls that began before it have ended, so no write older than Q
- * can still land, and the calls that begin while it runs are within the window and race its heals as they would on
- * AWS.
+ * run starts when no API call is in flight (the calls that began before it have ended, so no write older than Q can
+ * still land), or, a busy run, at once: the move takes the calls in flight past their deadline (A1: the client sends
+ * nothing more) and every request of theirs still waiting at the gate past a request's lifetime (A2: the scheduler
+ * refuses it as DynamoDB refuses an expired signature). Either way the calls that begin while it runs are within the
+ * window and race its heals as they would on AWS.
  */
 import { GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -53,6 +55,7 @@ import { HybridCounterClient } from "../../runtime/client/client";
 import { healKey } from "../../runtime/heal/heal";
 import { queryPartition } from "../../runtime/heal/partition";
 import { isLive } from "../../runtime/shared/selection";
+import { REQUEST_LIFETIME_MS } from "../../runtime/heal/heal-window";
 import { settle } from "../../runtime/heal/settle";
 import { createStreamHandler } from "../../runtime/stream/consumer";
 import { HEAL_DUE_FAILED } from "../../runtime/stream/heal-due";
@@ -118,6 +121,9 @@ export interface RunResult {
         /** Settler runs, and the heals they wrote (the final heal of every key not included). */
         readonly settles: number;
         readonly healed: number;
+        /** Settler runs that started with API calls in flight, and the requests of theirs refused as expired (A2). */
+        readonly busySettles: number;
+        readonly expired: number;
         /** Put attempts held past their calls, and of those, the ones that landed over a removed life. */
         readonly held: number;
         readonly latePutsBack: number;
@@ -162,7 +168,7 @@ export async function runHistory(engine: LocalEngine, history: History, options:
     const time = new VirtualTime();
     const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
     // A released request takes 1 to 20 ms of virtual time.
-    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * 20));
+    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * 20), REQUEST_LIFETIME_MS);
     time.install();
     // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
     // is homed in; the consumer's partial per transaction; backoff jitter), and so do its tokens' random bits: with
@@ -224,7 +230,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const replayedTransactions = new Set<Released>();
     const backfilled = new Map<string, number>();
     const backfillTotals = { calls: 0, counted: 0, alreadyCounted: 0 };
-    const settleTotals = { runs: 0, healed: 0 };
+    const settleTotals = { runs: 0, healed: 0, busy: 0, expired: 0 };
     /** Client items other writers moved back into the selection, per key (others.ts). */
     const movedIn = new Map<string, number>();
     /** The same, per key and shard of their home (sharded histories). */
@@ -261,6 +267,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         if (request.fault !== undefined) {
             faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
         }
+        settleTotals.expired += request.fault === "expired" ? 1 : 0;
         const effect = classifyRequest(system, request);
         ledgerAges.read(request);
         // A transaction served again under a ClientRequestToken already served (the SDK's retry after a 500 that followed
@@ -514,7 +521,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
             await mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, consumer);
         }
-        // No API call is in flight (the schedule waits for that): every write they sent has landed or never will.
+        // Every write of a call that began before this move has landed or never will: either no call is in flight (the
+        // schedule waited for that), or (a busy run) the move takes the calls in flight past their deadline, so they send
+        // nothing more, and the requests they sent reach DynamoDB more than a request's lifetime after they were signed,
+        // so it refuses them (scheduler.ts). A4 (the window longer than both) is what the move relies on.
         time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
         try {
             const report = await settle({
@@ -730,15 +740,18 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const pending = scheduler.pending;
         // A settler run waits until no API call is in flight (see "Time" at the top), held put attempts included:
         // they land first (within a request's lifetime, shorter than the window the run moves the clock by).
-        const settling = history.events[next]?.op === "settle";
+        const upcoming = history.events[next];
+        const settling = upcoming?.op === "settle";
         if (settling && scheduler.heldCount > 0) {
             void landHeld();
         }
-        const waits = settling && (callsInFlight > 0 || landing > 0);
+        // A busy run starts with calls in flight: the clock's move past the window ends them as A1 and A2 say.
+        const waits = settling && (landing > 0 || (callsInFlight > 0 && upcoming.busy !== true));
         const canStart = next < history.events.length && running.size < history.concurrency && !waits;
         if (canStart && (pending.length === 0 || random() < 0.3)) {
             const index = next++;
             const event = history.events[index]!;
+            settleTotals.busy += event.op === "settle" && callsInFlight > 0 ? 1 : 0;
             const call = CLIENT_CALLS.has(event.op);
             callsInFlight += call ? 1 : 0;
             const work = scheduler.spawn(`#${index} ${event.op}`, () => runEvent(event, index));
@@ -922,6 +935,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             livesEnded: ended.count,
             settles: settleTotals.runs,
             healed: settleTotals.healed,
+            busySettles: settleTotals.busy,
+            expired: settleTotals.expired,
             held: heldTotal,
             latePutsBack: [...lateTokens.values(), ...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
             latePutsAfterAnotherLife: [...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
