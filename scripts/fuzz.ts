@@ -161,10 +161,14 @@ async function main(): Promise<void> {
         backfillAlreadyCounted: 0,
         settles: 0,
         healed: 0,
+        busySettles: 0,
+        expired: 0,
         flips: 0,
         held: 0,
         latePutsBack: 0,
         latePutsAfterAnotherLife: 0,
+        ledgerUnsealed: 0,
+        ledgerSealed: 0,
     };
     try {
         const generate = (seed: number) =>
@@ -192,11 +196,13 @@ async function main(): Promise<void> {
             totals.observations += result.stats.observations;
             totals.deadLettered += result.stats.deadLettered;
             totals.otherWrites += history.events.filter(
-                (e) => e.op === "otherPut" || e.op === "otherDelete" || e.op === "ttlDelete",
+                (e) => e.op === "otherPut" || e.op === "otherDelete" || e.op === "ttlDelete" || e.op === "otherRetoken",
             ).length;
             totals.flips += history.events.filter((e) => e.op === "otherFlip").length;
             totals.settles += result.stats.settles;
             totals.healed += result.stats.healed;
+            totals.busySettles += result.stats.busySettles;
+            totals.expired += result.stats.expired;
             totals.otherWritesFailed += result.stats.otherWritesFailed;
             totals.livesEnded += result.stats.livesEnded;
             totals.backfills += result.stats.backfills;
@@ -205,13 +211,17 @@ async function main(): Promise<void> {
             totals.held += result.stats.held;
             totals.latePutsBack += result.stats.latePutsBack;
             totals.latePutsAfterAnotherLife += result.stats.latePutsAfterAnotherLife;
+            totals.ledgerUnsealed += result.stats.ledgerUnsealed;
+            totals.ledgerSealed += result.stats.ledgerSealed;
             const line =
                 `seed ${history.seed} ${history.mode} ${history.selection ?? "client"} ${history.counterShards ?? 1} shards: ` +
                 `${result.stats.events} events, ` +
                 `${result.stats.requests} requests, ${result.stats.faults} faults, ${result.stats.backfills} backfills, ` +
-                `${result.stats.settles} settler runs (${result.stats.healed} heals), ` +
+                `${result.stats.settles} settler runs (${result.stats.healed} heals, ${result.stats.busySettles} with calls in flight, ` +
+                `${result.stats.expired} requests expired), ` +
                 `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +
                 `${result.stats.latePutsAfterAnotherLife} after another life), ` +
+                `${result.stats.ledgerUnsealed} ledger values read unsealed (${result.stats.ledgerSealed} sealed), ` +
                 `${result.violations.length} violations, trace ${result.trace}`;
             process.stderr.write(`${line}\n`);
             if (result.violations.length === 0) {
@@ -251,8 +261,10 @@ async function main(): Promise<void> {
                   `${summary.deadLettered} batches dead-lettered, ${summary.otherWrites} other writes (${summary.otherWritesFailed} not served, ` +
                   `${summary.livesEnded} client lives ended), ${summary.backfills} backfills (${summary.backfillCounted} items counted, ` +
                   `${summary.backfillAlreadyCounted} found counted), ${summary.flips} selection moves, ` +
-                  `${summary.settles} settler runs (${summary.healed} heals), ${summary.held} put attempts held ` +
-                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life): ` +
+                  `${summary.settles} settler runs (${summary.healed} heals, ${summary.busySettles} with calls in flight, ` +
+                  `${summary.expired} requests expired), ${summary.held} put attempts held ` +
+                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life), ` +
+                  `${summary.ledgerUnsealed} ledger values read unsealed (${summary.ledgerSealed} sealed): ` +
                   `${failed} failed\n`,
     );
     process.exitCode = failed > 0 ? 1 : 0;

@@ -48,7 +48,8 @@ describe("model-based checker", function () {
                 const shrunk = await shrinkHistory(engine(), history, result, { maxRuns: 30 });
                 assert.fail(reproduction(shrunk.history, shrunk.result));
             }
-            assert.equal(result.stats.events, OPS);
+            // Every event ran; the paths a history takes (fuzz/paths.ts) insert some beside the OPS drawn.
+            assert.ok(result.stats.events >= OPS, `only ${result.stats.events} events`);
             assert.ok(result.stats.requests > OPS / 2, `only ${result.stats.requests} requests ran`);
         });
     }

@@ -4,68 +4,19 @@
  * (its home moves) then healed, and a lowered limit, sharded and not. Each fix is kept as a mutant (middleware that
  * reverses it on one party's requests) that the same test must reject.
  */
-import {
-    QueryCommand,
-    UpdateItemCommand,
-    type DynamoDBClient,
-    type TransactWriteItemsCommandInput,
-    type UpdateItemCommandInput,
-} from "@aws-sdk/client-dynamodb";
+import { QueryCommand, UpdateItemCommand, type DynamoDBClient, type TransactWriteItemsCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { SEEDED_SELECTION, writeItems } from "../local/harness/seed";
 import { backfill } from "../runtime/backfill/backfill";
 import { healKey } from "../runtime/heal/heal";
 import type { ItemSelection } from "../runtime/shared/config";
 import { homeShard, lifeShard, tokenHomedIn } from "../runtime/shards/layout";
-import { DISARM_CLAUSE, spreadQuotas } from "../runtime/shards/quotas";
+import { spreadQuotas } from "../runtime/shards/quotas";
 import { fromBeforeClients } from "../runtime/backfill/plan";
 import { newToken } from "../runtime/shared/tokens";
-import { rewrite } from "./fuzz/mutants";
+import { backfillKeepsQuotas, healKeepsQuotas, quotaOfAnyLimit, rewrite } from "./fuzz/mutants";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { useEngine } from "./support/engine";
-
-/** Mutant: a strict backfill adds units to a sharded key without disarming its stored quotas. */
-function backfillKeepsQuotas(dynamodb: DynamoDBClient): void {
-    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
-        input.TransactItems = input.TransactItems!.filter((action) => action.Update?.UpdateExpression !== DISARM_CLAUSE);
-        for (const action of input.TransactItems) {
-            const update = action.Update;
-            if (update?.UpdateExpression?.endsWith(` ${DISARM_CLAUSE}`)) {
-                update.UpdateExpression = update.UpdateExpression.slice(0, -DISARM_CLAUSE.length - 1);
-                delete update.ExpressionAttributeNames!["#quotaLimit"];
-                delete update.ExpressionAttributeNames!["#quota"];
-            }
-        }
-    });
-}
-
-/** Mutant: a heal that raises a shard of a sharded key leaves the stored quotas armed. */
-function healKeepsQuotas(dynamodb: DynamoDBClient): void {
-    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
-        input.TransactItems = input.TransactItems!.filter((action) => action.Update?.UpdateExpression !== DISARM_CLAUSE);
-        for (const action of input.TransactItems) {
-            const update = action.Update!;
-            update.UpdateExpression = update
-                .UpdateExpression!.replace(", #quotaLimit, #quota", "")
-                .replace(" REMOVE #quotaLimit, #quota", "");
-            delete update.ExpressionAttributeNames!["#quotaLimit"];
-            delete update.ExpressionAttributeNames!["#quota"];
-        }
-    });
-}
-
-/** Mutant: a shard admits on its stored quota whatever limit it was stored for (the call's limit is not compared). */
-function quotaOfAnyLimit(dynamodb: DynamoDBClient): void {
-    rewrite<UpdateItemCommandInput>(dynamodb, "UpdateItemCommand", (input) => {
-        if (input.ConditionExpression?.startsWith("#quotaLimit = :limit AND ")) {
-            input.ConditionExpression = input.ConditionExpression.replace(
-                "#quotaLimit = :limit AND ",
-                "attribute_exists(#quotaLimit) AND ",
-            );
-            delete input.ExpressionAttributeValues![":limit"];
-        }
-    });
-}
 
 /** Mutant: a strict backfill takes every item carrying a token for a client life whose reservation holds its unit. */
 function backfillTrustsEveryToken(dynamodb: DynamoDBClient): void {

@@ -23,6 +23,7 @@
 import { seededRandom } from "../../local/engine/faults";
 import { DEFAULT_LAYOUT } from "../../runtime/shared/config";
 import { markerIdMaxBytes } from "../../runtime/shared/key-limits";
+import { addPaths } from "./paths";
 
 export type Mode = "utilization" | "strict";
 
@@ -36,7 +37,8 @@ export type FuzzEvent =
      * and the consumer's removal may all have happened.
      */
     | { readonly op: "create"; readonly key: string; readonly id: string; readonly late?: true }
-    | { readonly op: "tryCreate"; readonly key: string; readonly id: string; readonly late?: true }
+    /** `limit`: the limit the call runs under (a tenant that moved plans: paths.ts); absent: the key's in `limits`. */
+    | { readonly op: "tryCreate"; readonly key: string; readonly id: string; readonly late?: true; readonly limit?: number }
     /** Every held put attempt reaches DynamoDB now (see `late`). */
     | { readonly op: "land" }
     | { readonly op: "delete"; readonly key: string; readonly id: string }
@@ -69,15 +71,22 @@ export type FuzzEvent =
     | { readonly op: "otherDelete"; readonly key: string; readonly id: string }
     /** Another service's UpdateItem of `status` (attribute histories only): moves an item in ("active") or out of the selection. */
     | { readonly op: "otherFlip"; readonly key: string; readonly id: string; readonly status: "active" | "archived" }
+    /**
+     * Another service's UpdateItem of the client token attribute of a live client item (any selection): the item's home
+     * shard moves by `shift` (runtime/shards/layout.ts; paths.ts, retoken.ts). An item without a token is left alone.
+     */
+    | { readonly op: "otherRetoken"; readonly key: string; readonly id: string; readonly shift: number }
     /** The table's TTL deleting an item (client histories): a hard delete nobody calls, of the client's own item. */
     | { readonly op: "ttlDelete"; readonly key: string; readonly id: string }
     /**
      * One settler run (heal index, audit, reconcile) with `keyBudget` keys from the index and an audit of
-     * `auditSegments` segments (0: none). The clock first moves past the quiet window; it starts only when no
-     * API call is in flight (a call in flight across that move would break the heal's assumption A1), and
-     * calls may start while it runs.
+     * `auditSegments` segments (0: none). The clock first moves past the quiet window, and calls may start while it
+     * runs. It starts when no API call is in flight, or, `busy`, at once: the calls in flight then outlive their
+     * deadline across the move, as a call whose host stalls does, and their requests still waiting reach DynamoDB more
+     * than a request's lifetime after they were signed and are refused (the heal's assumptions A1 and A2 hold as
+     * AWS makes them hold, not because the keys went quiet).
      */
-    | { readonly op: "settle"; readonly keyBudget: number; readonly auditSegments: number }
+    | { readonly op: "settle"; readonly keyBudget: number; readonly auditSegments: number; readonly busy?: boolean }
     /**
      * One backfill() call of run `runId` (a run resumes from its checkpoints; a completed one reads only
      * them), one segment, `pageSize` items per Scan page so that its requests interleave with the rest.
@@ -107,7 +116,7 @@ export interface History {
     readonly faultRate: number;
     /** How many events may run at once. */
     readonly concurrency: number;
-    /** The limit tryCreate enforces, per key (one per key, as an API would). */
+    /** The limit tryCreate enforces, per key, unless a call names its own (a plan change: paths.ts). */
     readonly limits: Readonly<Record<string, number>>;
     readonly events: readonly FuzzEvent[];
     /** Absent in histories saved before selections existed: "client". */
@@ -227,6 +236,14 @@ export function generateHistory(options: GenerateOptions): History {
             }
         }
     }
+    // Settler runs that start while calls are in flight, from a source of their own (the histories above keep their shape).
+    const busy = seededRandom((options.seed ^ 0x2b5e1c07) >>> 0);
+    for (let i = 0; i < events.length; i++) {
+        const event = events[i]!;
+        if (event.op === "settle" && busy() < 0.5) {
+            events[i] = { ...event, busy: true };
+        }
+    }
     // Late put attempts come from a fourth source, so that the histories above keep their shape but for them.
     const late = seededRandom((options.seed ^ 0x1b873593) >>> 0);
     for (let i = 0; i < events.length; i++) {
@@ -258,7 +275,7 @@ export function generateHistory(options: GenerateOptions): History {
             }
         }
     }
-    return {
+    const generated: History = {
         seed: options.seed,
         selection,
         preexisting,
@@ -271,6 +288,8 @@ export function generateHistory(options: GenerateOptions): History {
         events,
         ...(counterShards === 1 ? {} : { counterShards }),
     };
+    // Plan changes, keys adopted at their limit, token rewrites and one id reused: from draws of their own (paths.ts).
+    return addPaths(generated, ids);
 }
 
 function backfillEvent(random: () => number): FuzzEvent {

@@ -2,6 +2,9 @@
  * Runs one history on DynamoDB Local under the deterministic scheduler and checks it against the
  * contract the README's Guarantees state (docs/guarantees.md lists what is checked):
  *
+ * - strict: right after a tryCreate's reservation under its limit L (limits.ts: a plan may change), the key's
+ *   best-effort sum is at most L; at the end every marker is within strict-ledger.ts's bound (marker-bound.ts);
+ *   a token rewrite by another writer moves an item's home shard (retoken.ts says what the bounds allow for it);
  * - at every observation (between two released requests), the mode's bound holds, restated over the
  *   client's own items because best-effort covers only those (others.ts says why and what it allows):
  *   utilization `bestEffort <= clientLive + lives other writers ended`; strict `clientLive <= bestEffort`,
@@ -39,9 +42,11 @@
  * Time. The heal trusts a quiet window Q (its assumptions A1-A4: no write of an API call lands more than Q
  * after the call began). The checker runs on a virtual clock (clock.ts), which only the schedule moves (scheduler.ts):
  * every timer of the system sleeps on it, and a settler run moves it Q past the present before it starts. A settler
- * run starts only when no API call is in flight: the calls that began before it have ended, so no write older than Q
- * can still land, and the calls that begin while it runs are within the window and race its heals as they would on
- * AWS.
+ * run starts when no API call is in flight (the calls that began before it have ended, so no write older than Q can
+ * still land), or, a busy run, at once: the move takes the calls in flight past their deadline (A1: the client sends
+ * nothing more) and every request of theirs still waiting at the gate past a request's lifetime (A2: the scheduler
+ * refuses it as DynamoDB refuses an expired signature). Either way the calls that begin while it runs are within the
+ * window and race its heals as they would on AWS.
  */
 import { GetItemCommand, PutItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -50,6 +55,7 @@ import { HybridCounterClient } from "../../runtime/client/client";
 import { healKey } from "../../runtime/heal/heal";
 import { queryPartition } from "../../runtime/heal/partition";
 import { isLive } from "../../runtime/shared/selection";
+import { REQUEST_LIFETIME_MS } from "../../runtime/heal/heal-window";
 import { settle } from "../../runtime/heal/settle";
 import { createStreamHandler } from "../../runtime/stream/consumer";
 import { HEAL_DUE_FAILED } from "../../runtime/stream/heal-due";
@@ -86,6 +92,10 @@ import { boundProblem, EndedLives, otherWrite, shardBoundProblem } from "./other
 import { lifeShard, shardPartitionKey } from "../../runtime/shards/layout";
 import { Scheduler, type Released } from "./scheduler";
 import { Trace } from "./trace";
+import { admissionProblem, callLimit, LimitsInForce } from "./limits";
+import { markerBoundProblems } from "./marker-bound";
+import { retokened, retokenWrite } from "./retoken";
+import { LedgerAges, RecordTimes, wroteTable } from "./record-times";
 
 export interface RunResult {
     readonly violations: string[];
@@ -111,11 +121,20 @@ export interface RunResult {
         /** Settler runs, and the heals they wrote (the final heal of every key not included). */
         readonly settles: number;
         readonly healed: number;
+        /** Settler runs that started with API calls in flight, and the requests of theirs refused as expired (A2). */
+        readonly busySettles: number;
+        readonly expired: number;
         /** Put attempts held past their calls, and of those, the ones that landed over a removed life. */
         readonly held: number;
         readonly latePutsBack: number;
         /** Of those, the ones that landed after another life of the id was put (docs/limits.md: not caught). */
         readonly latePutsAfterAnotherLife: number;
+        /**
+         * `hc_released` and `hc_pending` values the consumer read on the markers of a delivered batch, not yet sealed at
+         * their record's time (it keeps them) and sealed (it removes them): record-times.ts.
+         */
+        readonly ledgerUnsealed: number;
+        readonly ledgerSealed: number;
     };
 }
 
@@ -149,7 +168,7 @@ export async function runHistory(engine: LocalEngine, history: History, options:
     const time = new VirtualTime();
     const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
     // A released request takes 1 to 20 ms of virtual time.
-    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * 20));
+    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * 20), REQUEST_LIFETIME_MS);
     time.install();
     // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
     // is homed in; the consumer's partial per transaction; backoff jitter), and so do its tokens' random bits: with
@@ -174,6 +193,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const time = scheduler.time;
     const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS });
     const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
+    // Every record carries the virtual time of its write (record-times.ts), the stream read right after it (below).
+    new RecordTimes(() => time.now()).install(streams);
     const system = await createFuzzSystem(
         reader,
         history.placement ?? "same-table",
@@ -202,9 +223,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const otherTasks = new Set<number>();
     const replacing = new Map<number, Record<string, AttributeValue> | null>();
     const ended = new EndedLives();
+    const limitsInForce = new LimitsInForce(history);
+    const ledgerAges = new LedgerAges(system.config, countersTable(system.config));
+    /** The ClientRequestTokens of served transactions, and the requests that were served again under one of them. */
+    const servedTransactions = new Set<string>();
+    const replayedTransactions = new Set<Released>();
     const backfilled = new Map<string, number>();
     const backfillTotals = { calls: 0, counted: 0, alreadyCounted: 0 };
-    const settleTotals = { runs: 0, healed: 0 };
+    const settleTotals = { runs: 0, healed: 0, busy: 0, expired: 0 };
     /** Client items other writers moved back into the selection, per key (others.ts). */
     const movedIn = new Map<string, number>();
     /** The same, per key and shard of their home (sharded histories). */
@@ -241,7 +267,18 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         if (request.fault !== undefined) {
             faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
         }
+        settleTotals.expired += request.fault === "expired" ? 1 : 0;
         const effect = classifyRequest(system, request);
+        ledgerAges.read(request);
+        // A transaction served again under a ClientRequestToken already served (the SDK's retry after a 500 that followed
+        // the commit) is DynamoDB's idempotent answer: it applies nothing, so it admits nothing (limits.ts).
+        const idempotency = (request.input as { ClientRequestToken?: string }).ClientRequestToken;
+        if (request.command === "TransactWriteItemsCommand" && request.served && idempotency !== undefined) {
+            if (servedTransactions.has(idempotency)) {
+                replayedTransactions.add(request);
+            }
+            servedTransactions.add(idempotency);
+        }
         // A second put of one token is a late attempt over a removed life: no life of its call, and no item the
         // counters account for (markers.ts); the consumer removes it.
         let late = false;
@@ -306,6 +343,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 movedInShards.set(effect.key, perShard);
             }
         }
+        // A token rewrite ends the life it replaces, and homes the item in another shard (retoken.ts).
+        const moved = otherTasks.has(request.task.id) ? retokened(system, request) : undefined;
+        if (moved !== undefined) {
+            ended.replaced(system, moved.key, replacing.get(request.task.id) ?? null);
+            const perShard = movedInShards.get(moved.key) ?? new Array<number>(shards).fill(0);
+            perShard[moved.to]!++;
+            movedInShards.set(moved.key, perShard);
+        }
         if (effect.kind === "best-effort-transaction" && effect.applied) {
             backfilled.set(effect.key, (backfilled.get(effect.key) ?? 0) + effect.delta);
         }
@@ -351,7 +396,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
         }
     };
-    const consumer = createStreamHandler({ config: system.config, dynamodb: pipelineDynamo, sqs: noSqs, sink, fatal });
+    const handler = createStreamHandler({ config: system.config, dynamodb: pipelineDynamo, sqs: noSqs, sink, fatal });
+    const consumer: typeof handler = (event, context) => {
+        const task = scheduler.current();
+        if (task !== undefined) {
+            ledgerAges.delivered(task.id, event.Records);
+        }
+        return handler(event, context);
+    };
     const redrive = createRedriveHandler({ config: system.config, dynamodb: pipelineDynamo, streams, sqs: noSqs, sink, fatal });
     const client = new HybridCounterClient({
         ...system.config,
@@ -379,7 +431,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const unpromised = await lateItems(reader, system, key, unpromisedTokens.get(key));
         const truth = { ...raw, live: raw.live - late, clientLive: raw.clientLive - late };
         observations++;
-        const limit = history.limits[key] ?? Infinity;
+        const limit = limitsInForce.ceiling(key);
         const bound = boundProblem(history.mode, truth, limit, {
             ended: ended.of(key),
             backfilled: backfilled.get(key) ?? 0,
@@ -425,6 +477,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
             case "invalid":
                 return checkInvalid(event, label);
+            case "otherRetoken":
+                otherTasks.add(scheduler.current()!.id);
+                otherWritesFailed += (await retokenWrite(otherDynamo, system, event)) ? 0 : 1;
+                return;
             case "otherPut":
             case "otherDelete":
             case "otherFlip":
@@ -465,7 +521,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             }
             await mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, consumer);
         }
-        // No API call is in flight (the schedule waits for that): every write they sent has landed or never will.
+        // Every write of a call that began before this move has landed or never will: either no call is in flight (the
+        // schedule waited for that), or (a busy run) the move takes the calls in flight past their deadline, so they send
+        // nothing more, and the requests they sent reach DynamoDB more than a request's lifetime after they were signed,
+        // so it refuses them (scheduler.ts). A4 (the window longer than both) is what the move relies on.
         time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
         try {
             const report = await settle({
@@ -547,6 +606,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const task = scheduler.current()!;
         const ledger = newLedger(event, ended.count);
         ledgers.set(task.id, ledger);
+        limitsInForce.begin(event);
         if ((event.op === "create" || event.op === "tryCreate") && event.late) {
             lateTasks.add(task.id);
         }
@@ -559,7 +619,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                     answer = await client.create(event.key, event.id);
                     break;
                 case "tryCreate":
-                    answer = await client.tryCreate(event.key, event.id, history.limits[event.key]!);
+                    answer = await client.tryCreate(event.key, event.id, callLimit(history, event));
                     break;
                 case "delete":
                     answer = await client.delete(event.key, event.id);
@@ -588,7 +648,16 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const ledger = ledgers.get(request.task.id);
         const context = `after ${request.task.label} ${request.command}${request.fault ? ` (${request.fault})` : ""}`;
         switch (effect.kind) {
-            case "best-effort":
+            case "best-effort": {
+                const truth = await observe(effect.key, context);
+                if (ledger?.event.op === "tryCreate" && effect.applied && !replayedTransactions.has(request)) {
+                    const problem = admissionProblem(history.mode, callLimit(history, ledger.event), effect.delta, truth);
+                    if (problem !== undefined) {
+                        violations.push(`${context}: ${effect.key} ${problem}`);
+                    }
+                }
+                return;
+            }
             case "best-effort-transaction":
             case "soft-delete":
             case "hard-delete":
@@ -606,7 +675,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 const truth = await observe(effect.key, context);
                 const live = truth.live - truth.late;
                 if (ledger?.read && ledger.event.op === "tryCreate" && history.mode === "utilization") {
-                    const limit = history.limits[effect.key]!;
+                    const limit = callLimit(history, ledger.event);
                     const raced = putsApplied.get(effect.key)! - 1 - ledger.read.putsBefore;
                     const undercount = Math.max(0, ledger.read.live - ledger.read.value);
                     if (live > limit + raced + undercount) {
@@ -648,12 +717,20 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
     };
 
+    /** Reads the records a write to the user's table made, before the clock moves: they carry its time (record-times.ts). */
+    const stampRecords = async (request: Released): Promise<void> => {
+        if (wroteTable(request, system.config.tableName)) {
+            await mapping.refresh();
+        }
+    };
+
     // The schedule: start events (up to the concurrency) and release requests, both chosen by the seed.
     const running = new Set<Promise<void>>();
     let next = 0;
     for (;;) {
         await scheduler.quiescent();
         for (const request of released.splice(0)) {
+            await stampRecords(request.request);
             await account(request);
         }
         // A timer that is due fires before anything else moves (the clock moved past it with the last release).
@@ -663,15 +740,18 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const pending = scheduler.pending;
         // A settler run waits until no API call is in flight (see "Time" at the top), held put attempts included:
         // they land first (within a request's lifetime, shorter than the window the run moves the clock by).
-        const settling = history.events[next]?.op === "settle";
+        const upcoming = history.events[next];
+        const settling = upcoming?.op === "settle";
         if (settling && scheduler.heldCount > 0) {
             void landHeld();
         }
-        const waits = settling && (callsInFlight > 0 || landing > 0);
+        // A busy run starts with calls in flight: the clock's move past the window ends them as A1 and A2 say.
+        const waits = settling && (landing > 0 || (callsInFlight > 0 && upcoming.busy !== true));
         const canStart = next < history.events.length && running.size < history.concurrency && !waits;
         if (canStart && (pending.length === 0 || random() < 0.3)) {
             const index = next++;
             const event = history.events[index]!;
+            settleTotals.busy += event.op === "settle" && callsInFlight > 0 ? 1 : 0;
             const call = CLIENT_CALLS.has(event.op);
             callsInFlight += call ? 1 : 0;
             const work = scheduler.spawn(`#${index} ${event.op}`, () => runEvent(event, index));
@@ -729,6 +809,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         for (;;) {
             await scheduler.quiescent();
             for (const request of released.splice(0)) {
+                await stampRecords(request.request);
                 await account(request);
             }
             if (scheduler.fireTimer(false)) {
@@ -828,6 +909,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             violations.push(`after the final heal (${outcome}): ${key} ${off} live items it accounts for`);
         }
     }
+    // Whatever an id's reuse, its marker stays within strict-ledger.ts's bound (marker-bound.ts).
+    for (const key of keys) {
+        violations.push(...(await markerBoundProblems(reader, system, key)).map((problem) => `at the end: ${problem}`));
+    }
     for (const client of [reader, clientDynamo, pipelineDynamo, otherDynamo, backfillDynamo, settlerDynamo]) {
         client.destroy();
     }
@@ -850,9 +935,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             livesEnded: ended.count,
             settles: settleTotals.runs,
             healed: settleTotals.healed,
+            busySettles: settleTotals.busy,
+            expired: settleTotals.expired,
             held: heldTotal,
             latePutsBack: [...lateTokens.values(), ...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
             latePutsAfterAnotherLife: [...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
+            ledgerUnsealed: ledgerAges.unsealed,
+            ledgerSealed: ledgerAges.sealed,
         },
     };
 }

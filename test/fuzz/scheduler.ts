@@ -24,7 +24,7 @@
  * attempt, while the very request (signed, as sent) waits; `land` puts every held request back at the gate
  * under its own task, so that DynamoDB applies it late, when the schedule releases it.
  */
-import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
+import { DynamoDBServiceException, type DynamoDBClient, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from "@smithy/types";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -55,21 +55,38 @@ export interface Released extends GatedRequest {
 }
 
 /** What a released request meets: a fault, or "late" (held: the caller times out, the request waits for `land`). */
-export type GateFault = FaultKind | "late";
+export type GateFault = FaultKind | "late" | "expired";
 
 interface Waiting extends GatedRequest {
     readonly resume: (fault: GateFault | undefined) => void;
+    /** The virtual time the request reached the gate: when its attempt was signed and sent. */
+    readonly sentAt: number;
 }
 
 /** A held request: the attempt its task gave up on, still to reach DynamoDB. */
 interface Held extends GatedRequest {
     readonly send: () => Promise<unknown>;
+    /** When it was first sent: it lands within the request lifetime of that, or never. */
+    readonly sentAt: number;
 }
 
 /** What the SDK's HTTP handler throws when an attempt's socket times out (`@smithy/node-http-handler`). */
 export function timeoutError(): Error {
     return Object.assign(new Error("the request socket timed out (injected: the attempt is held and lands later)"), {
         name: "TimeoutError",
+    });
+}
+
+/**
+ * What DynamoDB answers a request that reaches it more than the request lifetime after it was signed (heal.ts, A2:
+ * a SigV4 signature is refused five minutes after its time stamp): nothing is written, and the SDK does not retry it.
+ */
+export function signatureExpiredError(): Error {
+    return new DynamoDBServiceException({
+        name: "InvalidSignatureException",
+        $fault: "client",
+        $metadata: { httpStatusCode: 400 },
+        message: "Signature expired: the request reached DynamoDB more than five minutes after it was signed",
     });
 }
 
@@ -92,6 +109,8 @@ export class Scheduler {
     constructor(
         readonly time: VirtualTime,
         private readonly latency: () => number = () => 0,
+        /** A request released later than this after it reached the gate is refused, as DynamoDB refuses it (A2). */
+        private readonly lifetimeMs = Infinity,
     ) {}
 
     /** Runs `work` as a task: its DynamoDB requests wait for the scheduler. */
@@ -184,7 +203,7 @@ export class Scheduler {
             this.spawn(
                 h.task.label,
                 () =>
-                    this.pass(h.command, h.input, h.send).then(
+                    this.pass(h.command, h.input, h.send, h.sentAt).then(
                         () => undefined,
                         () => undefined,
                     ),
@@ -226,14 +245,24 @@ export class Scheduler {
     private onOutcome: (released: Released) => void = () => undefined;
 
     /** One request of the current task through the gate: it waits to be released, then meets its fault. */
-    private async pass(command: string, input: Record<string, unknown>, send: () => Promise<unknown>): Promise<unknown> {
+    private async pass(
+        command: string,
+        input: Record<string, unknown>,
+        send: () => Promise<unknown>,
+        firstSent?: number,
+    ): Promise<unknown> {
         const task = this.context.getStore()!;
         this.moves++;
-        const fault = await new Promise<GateFault | undefined>((resume) => this.waiting.push({ task, command, input, resume }));
-        const released: Released = { task, command, input, fault, served: false };
+        const sentAt = firstSent ?? this.time.now();
+        const fault = await new Promise<GateFault | undefined>((resume) => this.waiting.push({ task, command, input, resume, sentAt }));
+        const expired = this.time.now() - sentAt > this.lifetimeMs;
+        const released: Released = { task, command, input, fault: expired ? "expired" : fault, served: false };
         try {
+            if (expired) {
+                throw signatureExpiredError();
+            }
             if (fault === "late") {
-                this.held.push({ task, command, input, send });
+                this.held.push({ task, command, input, send, sentAt });
                 throw timeoutError();
             }
             if (fault === "conflict" || fault === "throttle" || fault === "500-before") {

@@ -1,0 +1,242 @@
+/**
+ * The checker's histories over the paths a sharded strict key's one bound rests on (test/fuzz/paths.ts): a lowered
+ * limit, a key adopted at its limit, a client item's token rewritten by another writer, one id reused many times. Each
+ * fix is kept as a mutant (test/fuzz/mutants.ts) the checker must reject: on a short history written for it, which the
+ * shipped system passes, and on a history the generator drew from a seed (so `npm run fuzz -- --seeds N` reaches it).
+ * A seed's history replays request for request with every path in it.
+ */
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { strict as assert } from "node:assert";
+import { generateHistory, type FuzzEvent, type History } from "./fuzz/history";
+import { backfillKeepsQuotas, healKeepsQuotas, markPerLife, quotaOfAnyLimit } from "./fuzz/mutants";
+import { pathsTaken } from "./fuzz/paths";
+import { runHistory, type FuzzClients } from "./fuzz/run";
+import { useEngine } from "./support/engine";
+
+const consume: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "none" };
+const settle: FuzzEvent = { op: "settle", keyBudget: 200, auditSegments: 0 };
+
+function tryCreate(id: string, limit?: number): FuzzEvent {
+    return { op: "tryCreate", key: "k0", id, ...(limit === undefined ? {} : { limit }) };
+}
+
+function strictHistory(selection: History["selection"], limit: number, counterShards: number, events: FuzzEvent[]): History {
+    return {
+        seed: 1,
+        mode: "strict",
+        selection,
+        placement: "separate",
+        faultRate: 0,
+        concurrency: 1,
+        limits: { k0: limit },
+        preexisting: [],
+        events,
+        ...(counterShards === 1 ? {} : { counterShards }),
+    };
+}
+
+/** The mutant on one party's client. */
+function on(party: keyof FuzzClients, mutant: (dynamodb: DynamoDBClient) => void): (clients: FuzzClients) => void {
+    return (clients) => mutant(clients[party]);
+}
+
+const ADMITTED_PAST = /admitted under limit \d+ with best-effort \d+ after it/;
+const MARKER_GREW = /at the end: the marker of k\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
+
+describe("the checker's histories over lowered limits, adoption at the limit, token rewrites and reused ids", function () {
+    const engine = useEngine();
+
+    /** Runs the history as shipped (it must keep the contract) and against the mutant (it must not). */
+    async function sharpens(history: History, mutate: (clients: FuzzClients) => void, expected: RegExp): Promise<void> {
+        const sound = await runHistory(engine(), history);
+        const mutant = await runHistory(engine(), history, { mutate });
+        assert.deepEqual(sound.violations, []);
+        assert.ok(
+            mutant.violations.some((v) => expected.test(v)),
+            `the checker missed the mutant: ${mutant.violations.join("; ") || "no violation"}`,
+        );
+    }
+
+    it("rejects a backfill that keeps the stored quotas: a sharded key adopted at its limit admits past it", async () => {
+        // Prepare: 3 shards, limit 3; a first tryCreate arms the key's quotas (2 left to spread); three items from before
+        // the counter, all in shard 0 (i3, i5, i9: their ids' shard), are adopted by a backfill (the key is then above
+        // its limit, and a shard with room under its quota is left); three more tryCreates.
+        const history: History = {
+            ...strictHistory("prefix", 3, 3, [
+                tryCreate("i0"),
+                { op: "backfill", runId: "a", pageSize: 5 },
+                tryCreate("i1"),
+                tryCreate("i2"),
+                tryCreate("i6"),
+            ]),
+            preexisting: ["i3", "i5", "i9"].map((id) => ({ key: "k0", id })),
+        };
+
+        // Act / Assess
+        await sharpens(history, on("backfill", backfillKeepsQuotas), ADMITTED_PAST);
+    });
+
+    it("rejects a heal that keeps the stored quotas: after another writer rewrote a token, the quotas admit past the limit", async () => {
+        // Prepare: 3 shards, limit 3, three client items; another writer moves one item's home; the client deletes it and
+        // creates another; the settler heals (the new home rises); three more tryCreates.
+        const history = strictHistory("client", 3, 3, [
+            tryCreate("i0"),
+            tryCreate("i1"),
+            tryCreate("i2"),
+            { op: "otherRetoken", key: "k0", id: "i0", shift: 1 },
+            { op: "delete", key: "k0", id: "i0" },
+            tryCreate("i3"),
+            consume,
+            settle,
+            tryCreate("i4"),
+            tryCreate("i5"),
+            tryCreate("i6"),
+        ]);
+
+        // Act / Assess
+        await sharpens(history, on("settler", healKeepsQuotas), ADMITTED_PAST);
+    });
+
+    it("rejects a reservation on a quota stored for any limit: a lowered limit passes", async () => {
+        // Prepare: 3 shards; six items under a limit of 6 (every shard at its quota); three deletes (the shards they leave
+        // have room under their quotas); then the tenant's plan is lowered to 3 while the key holds 3.
+        const history = strictHistory("client", 6, 3, [
+            ...["i0", "i1", "i2", "i3", "i4", "i5"].map((id) => tryCreate(id)),
+            ...["i0", "i1", "i2"].map((id): FuzzEvent => ({ op: "delete", key: "k0", id })),
+            ...["i6", "i7", "i8"].map((id) => tryCreate(id, 3)),
+        ]);
+
+        // Act / Assess
+        await sharpens(history, on("api", quotaOfAnyLimit), ADMITTED_PAST);
+    });
+
+    it("rejects a marker that takes one attribute per life: one id created and deleted in quick succession", async () => {
+        // Prepare: twelve young lives of one id.
+        const cycles = Array.from({ length: 12 }, (): FuzzEvent[] => [tryCreate("i0"), { op: "delete", key: "k0", id: "i0" }]).flat();
+        const history = strictHistory("client", 1, 1, [...cycles, consume]);
+
+        // Act / Assess
+        await sharpens(history, on("api", markPerLife), MARKER_GREW);
+    });
+
+    it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {
+        // Prepare: four young lives of one id, consumed (the marker's hc_released names the last, made milliseconds
+        // before the records); a settler run moves the clock past the quiet window, longer than a life takes to seal;
+        // a fifth life, consumed (its INSERT's time is past the fourth's seal), deleted and consumed.
+        const cycles = Array.from({ length: 4 }, (): FuzzEvent[] => [tryCreate("i0"), { op: "delete", key: "k0", id: "i0" }]).flat();
+        const history = strictHistory("client", 1, 1, [
+            ...cycles,
+            consume,
+            settle,
+            tryCreate("i0"),
+            consume,
+            { op: "delete", key: "k0", id: "i0" },
+            consume,
+        ]);
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess: the consumer read a value not yet sealed (it keeps it: strict-ledger.ts droppableLedger) and a sealed one
+        assert.deepEqual(result.violations, []);
+        assert.ok(result.stats.ledgerUnsealed > 0, JSON.stringify(result.stats));
+        assert.ok(result.stats.ledgerSealed > 0, JSON.stringify(result.stats));
+    });
+
+    /**
+     * Seeds of `npm run fuzz -- --mode strict --shards 3 --selection <s> --ops <n>` whose histories catch a mutant (the
+     * generator's paths reach it): the history each draws, as shipped and against the mutant.
+     */
+    const SEEDED: Array<{
+        name: string;
+        selection: History["selection"];
+        seed: number;
+        ops: number;
+        mutate: (clients: FuzzClients) => void;
+        expected: RegExp;
+    }> = [
+        {
+            name: "a backfill that keeps the stored quotas",
+            selection: "prefix",
+            seed: 2,
+            ops: 40,
+            mutate: on("backfill", backfillKeepsQuotas),
+            expected: ADMITTED_PAST,
+        },
+        {
+            name: "a marker that takes one attribute per life",
+            selection: "client",
+            seed: 2,
+            ops: 40,
+            mutate: on("api", markPerLife),
+            expected: MARKER_GREW,
+        },
+    ];
+    for (const { name, selection, seed, ops, mutate, expected } of SEEDED) {
+        it(`seed ${seed} (${selection}, 3 shards, ${ops} events) rejects ${name}`, async () => {
+            // Prepare
+            const history = generateHistory({ seed, ops, mode: "strict", selection, counterShards: 3 });
+
+            // Act / Assess
+            await sharpens(history, mutate, expected);
+        });
+    }
+
+    it("seed 43024 (strict attribute, 8 shards, 40 events) keeps the contract: a rearm served again under its ClientRequestToken admits nothing", async () => {
+        // Prepare: a tryCreate's rearm commits and hears a 500, a backfill adds units, the SDK's retry of the rearm is
+        // answered by DynamoDB's idempotency (nothing applied): the key is then above the limit by the backfill alone.
+        const history = generateHistory({ seed: 43024, ops: 40, counterShards: 8 });
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess
+        assert.deepEqual(result.violations, []);
+    });
+
+    it("a seed's history with every path replays request for request", async () => {
+        // Prepare: seed 214 lowers and raises a limit, adopts a key at its limit, rewrites tokens and reuses one id.
+        const history = generateHistory({ seed: 214, ops: 40, mode: "strict", selection: "prefix", counterShards: 3 });
+        const taken = pathsTaken(history);
+        assert.ok(taken.lowered && taken.raised && taken.adoptedAtLimit && taken.retoken && taken.reuseCycles >= 8, JSON.stringify(taken));
+
+        // Act
+        const first = await runHistory(engine(), history);
+        const second = await runHistory(engine(), history);
+
+        // Assess
+        assert.deepEqual(first.violations, []);
+        assert.match(first.trace, /^[0-9a-f]{64}$/);
+        assert.equal(second.trace, first.trace);
+        assert.equal(second.stats.requests, first.stats.requests);
+    });
+
+    it("the generator's seeds take every path, and a seed's shard count changes none of their draws", () => {
+        // Prepare / Act
+        const histories = Array.from({ length: 40 }, (_, i) => generateHistory({ seed: 101 + i, ops: 150 }));
+        const taken = histories.map(pathsTaken);
+
+        // Assess
+        for (const path of ["lowered", "raised", "adoptedAtLimit", "retoken"] as const) {
+            assert.ok(
+                taken.some((t) => t[path]),
+                `no seed takes ${path}`,
+            );
+        }
+        assert.ok(
+            taken.some((t) => t.reuseCycles >= 8),
+            "no seed reuses one id 8 times in a row",
+        );
+        assert.ok(
+            histories.some((h, i) => taken[i]!.adoptedAtLimit && (h.counterShards ?? 1) > 1),
+            "no sharded seed adopts a key at its limit",
+        );
+        for (const seed of [101, 102, 103]) {
+            const strip = (h: History) => h.events.map((e) => (e.op === "consume" ? { ...e, split: undefined } : e));
+            assert.deepEqual(
+                strip(generateHistory({ seed, ops: 150, counterShards: 1 })),
+                strip(generateHistory({ seed, ops: 150, counterShards: 8 })),
+            );
+        }
+    });
+});

@@ -1,0 +1,129 @@
+/**
+ * The paths a sharded strict key's one bound rests on, added to the checker's histories (history.ts) from draws of their
+ * own, so that every draw a seed made before them stays what it was:
+ *
+ * - a tenant moving plans: from some event on, a key's tryCreate calls run under another limit, lowered or raised (the
+ *   call's `limit`; the key's limit in `limits` is the first plan's). The model (limits.ts) checks each admission
+ *   against the limit of the call that made it;
+ * - a key adopted at its limit: items from before the counter (prefix and attribute histories, strict) as many as the
+ *   key's limit or one more, and a backfill after a first tryCreate (which arms a sharded key's quotas): the key
+ *   starts at or above its limit, and once adopted must admit nothing while its best-effort is at the limit;
+ * - another writer rewriting a client item's token (`otherRetoken`): the item's home shard moves by `shift`, and the
+ *   deletes, heals and backfills of the history meet it;
+ * - one id reused many times in quick succession: a run of create-delete cycles of one id (young lives: the virtual
+ *   clock moves by requests' latencies only, so every life is far younger than a release through the marker needs),
+ *   after which every marker of the history must still be within strict-ledger.ts's bound (marker-bound.ts).
+ */
+import { seededRandom } from "../../local/engine/faults";
+import type { FuzzEvent, History } from "./history";
+
+/** The limits a plan change draws from (the generator's first plans are drawn from the same). */
+const PLAN_LIMITS = [0, 1, 2, 3, 5, 8] as const;
+
+/** Adds the paths above to a generated history, each behind a draw of a source seeded from the history's seed. */
+export function addPaths(history: History, ids: readonly string[]): History {
+    const random = seededRandom((history.seed ^ 0x4cf5ad43) >>> 0);
+    const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
+    const keys = Object.keys(history.limits).sort();
+    const limits = { ...history.limits };
+    let events = [...history.events];
+    const preexisting = [...(history.preexisting ?? [])];
+
+    // Plan changes: one key, at one event of the history's first half, lowered or raised; sometimes changed back later.
+    if (random() < 0.6 && events.length > 0) {
+        const key = pick(keys);
+        const from = Math.floor((random() * events.length) / 2);
+        const plans = [pick(PLAN_LIMITS.filter((limit) => limit !== limits[key])), limits[key]!];
+        const back = random() < 0.5 ? from + Math.floor(random() * (events.length - from)) : events.length;
+        events = events.map((event, i) =>
+            event.op === "tryCreate" && event.key === key && i >= from ? { ...event, limit: i < back ? plans[0]! : plans[1]! } : event,
+        );
+    }
+
+    // Adoption at the limit: items from before the counter fill one key to its limit (or one past it), and a backfill
+    // comes after a first tryCreate of it.
+    const others = history.selection === "prefix" || history.selection === "attribute";
+    if (others && history.mode === "strict" && random() < 0.5 && events.length > 2) {
+        const key = pick(keys);
+        const limit = Math.max(1, Math.min(limits[key]!, ids.length - 1));
+        limits[key] = limit;
+        const count = Math.min(ids.length, limit + (random() < 0.5 ? 0 : 1));
+        for (const id of ids.slice(0, count)) {
+            if (!preexisting.some((item) => item.key === key && item.id === id)) {
+                preexisting.push({ key, id });
+            }
+        }
+        const at = 1 + Math.floor(random() * Math.min(10, events.length - 1));
+        events.splice(at, 0, { op: "backfill", runId: "a", pageSize: 2 + Math.floor(random() * 4) });
+        events.splice(at - 1, 0, { op: "tryCreate", key, id: pick(ids) });
+    }
+
+    // Token rewrites by another writer: about one event in thirty becomes one. The shift is drawn whatever the shard
+    // count (retoken.ts maps it onto the shards), so that a seed's shard count changes none of these draws.
+    if (random() < 0.5) {
+        for (let i = 0; i < events.length; i++) {
+            if (random() < 0.035 && events[i]!.op !== "settle") {
+                events[i] = { op: "otherRetoken", key: pick(keys), id: pick(ids), shift: 1 + Math.floor(random() * 7) };
+            }
+        }
+    }
+
+    // One id reused: a run of create-delete cycles, inserted at one place.
+    if (random() < 0.35) {
+        const key = keys.reduce((best, key) => (limits[key]! > limits[best]! ? key : best), keys[0]!);
+        const id = pick(ids);
+        const cycles = 8 + Math.floor(random() * 25);
+        const create: FuzzEvent["op"] = history.mode === "strict" || random() < 0.5 ? "tryCreate" : "create";
+        const run: FuzzEvent[] = [];
+        for (let cycle = 0; cycle < cycles; cycle++) {
+            run.push(create === "tryCreate" ? { op: "tryCreate", key, id } : { op: "create", key, id }, { op: "delete", key, id });
+            if (random() < 0.15) {
+                run.push({ op: "consume", max: 25, overlap: 0, crash: "none" });
+            }
+        }
+        events.splice(Math.floor(random() * (events.length + 1)), 0, ...run);
+    }
+    return { ...history, limits, events, preexisting };
+}
+
+/** Which of the paths above a history takes (for the suite's coverage checks and the seeds its mutant tests use). */
+export interface PathsTaken {
+    /** A tryCreate under a limit below (lowered) or above (raised) its key's first plan. */
+    readonly lowered: boolean;
+    readonly raised: boolean;
+    /** A key whose items from before the counter are at least its limit, in a strict history with a backfill. */
+    readonly adoptedAtLimit: boolean;
+    readonly retoken: boolean;
+    /** The most create-delete cycles of one id in a row. */
+    readonly reuseCycles: number;
+}
+
+export function pathsTaken(history: History): PathsTaken {
+    const calls = history.events.flatMap((event) => (event.op === "tryCreate" && event.limit !== undefined ? [event] : []));
+    const adopted = Object.entries(history.limits).some(
+        ([key, limit]) => (history.preexisting ?? []).filter((item) => item.key === key).length >= limit,
+    );
+    let reuseCycles = 0;
+    let run = 0;
+    let last = "";
+    for (let i = 0; i + 1 < history.events.length; i++) {
+        const [a, b] = [history.events[i]!, history.events[i + 1]!];
+        const cycle = (a.op === "tryCreate" || a.op === "create") && b.op === "delete" && a.key === b.key && a.id === b.id;
+        if (cycle) {
+            run = `${a.key}/${a.id}` === last ? run + 1 : 1;
+            last = `${a.key}/${a.id}`;
+            reuseCycles = Math.max(reuseCycles, run);
+            i++;
+        } else if (a.op !== "consume") {
+            run = 0;
+            last = "";
+        }
+    }
+    return {
+        lowered: calls.some((call) => call.limit! < history.limits[call.key]!),
+        raised: calls.some((call) => call.limit! > history.limits[call.key]!),
+        adoptedAtLimit: history.mode === "strict" && adopted && history.events.some((event) => event.op === "backfill"),
+        retoken: history.events.some((event) => event.op === "otherRetoken"),
+        reuseCycles,
+    };
+}
