@@ -273,10 +273,18 @@ export function backfillActions(
                 Update: {
                     TableName: table,
                     Key: markerKey(config, counterKey, item.id),
-                    UpdateExpression: "SET #be = :epoch",
+                    UpdateExpression: item.life === undefined ? "SET #be = :epoch" : "SET #be = :epoch, #beLife = :life",
                     ConditionExpression: "#state = :counted AND attribute_not_exists(#be)",
-                    ExpressionAttributeNames: { "#state": A.state, "#be": A.beCounted },
-                    ExpressionAttributeValues: { ":counted": { S: "counted" }, ":epoch": { N: String(epoch) } },
+                    ExpressionAttributeNames: {
+                        "#state": A.state,
+                        "#be": A.beCounted,
+                        ...(item.life === undefined ? {} : { "#beLife": A.beLife }),
+                    },
+                    ExpressionAttributeValues: {
+                        ":counted": { S: "counted" },
+                        ":epoch": { N: String(epoch) },
+                        ...(item.life === undefined ? {} : { ":life": { S: item.life } }),
+                    },
                 },
             });
             continue;
@@ -293,6 +301,12 @@ export function backfillActions(
             names["#life"] = A.life;
             values[":life"] = { S: item.life };
             sets.push("#life = :life");
+            // The flag names the life it stands for: a delete of that life takes the unit by the flag, not by its token
+            // (which no reservation backs); a later life of the id leaves it alone (runtime/client/client.ts).
+            if (takesUnit(item, mode)) {
+                names["#beLife"] = A.beLife;
+                sets.push("#beLife = :life");
+            }
         }
         actions.push({
             Update: {

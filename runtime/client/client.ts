@@ -360,14 +360,16 @@ export class HybridCounterClient {
                 // A unit a strict backfill added (hc_be) is given back once: by the delete that takes the flag
                 // off the marker. The flag outlives the life it was set for (the marker is per id), so a later
                 // life of the id, written by another writer, would otherwise release it a second time.
-                // An item carrying a token whose marker holds a unit of this epoch is one a backfill adopted (made before
-                // the clients began: no reservation of the life backs it): its delete takes that unit, as a token-less
-                // item's does. Released through the token instead, the flag would stay, and a later life of the id
-                // (another writer's, token-less) would give the same unit back a second time.
+                // An item carrying a token whose marker holds a unit of this epoch flagged for this very life is one a
+                // backfill adopted (made before the clients began: no reservation of the life backs it): its delete takes
+                // that unit, as a token-less item's does. Released through the token instead, the flag would stay, and a
+                // later life of the id (another writer's, token-less) would give the same unit back a second time. A flag
+                // of an earlier life of the id stays for that life's unit.
+                const adopted = live.createToken !== null && live.unitEpoch === epoch.epoch && live.unitLife === live.createToken;
                 if (outcome === "mine" && live.clientCounted) {
                     const owned =
                         mayRelease &&
-                        (live.createToken !== null && live.unitEpoch !== epoch.epoch
+                        (live.createToken !== null && !adopted
                             ? reservedInEpoch(live.createToken, epoch)
                             : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
                     // A slot not given back is held until a heal: the key is due for one.

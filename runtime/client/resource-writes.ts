@@ -107,6 +107,8 @@ export interface LiveItem {
      * when it holds one.
      */
     readonly unitEpoch?: number;
+    /** The life that unit was added for (`hc_be_life`), when the backfill flagged an item carrying a token. */
+    readonly unitLife?: string;
     /**
      * False when an attribute selection leaves the item out (another writer moved it): a heal since may have taken
      * its unit out of best-effort, so a delete of it may leave best-effort off its items.
@@ -359,6 +361,7 @@ export class ResourceWriter {
             ...(createToken !== null ? { release: releasePath(createToken, marker, mayStillBeRepeated(createToken, readAt)) } : {}),
             prune: prunableLegacyMarks(marker, createToken ?? undefined, readAt),
             ...(hasBackfillUnit(marker) ? { unitEpoch: Number(marker?.[COUNTER_ATTRIBUTES.beCounted]?.N ?? "0") } : {}),
+            ...(marker?.[COUNTER_ATTRIBUTES.beLife]?.S === undefined ? {} : { unitLife: marker[COUNTER_ATTRIBUTES.beLife]!.S! }),
         };
     }
 
@@ -400,7 +403,15 @@ export class ResourceWriter {
         const condition = epoch === 0 ? "#be = :epoch OR #be = :true" : "#be = :epoch";
         const values: Record<string, AttributeValue> =
             epoch === 0 ? { ":epoch": { N: "0" }, ":true": { BOOL: true } } : { ":epoch": { N: String(epoch) } };
-        return this.takeOnMarker(key, id, "REMOVE #be", condition, { "#be": COUNTER_ATTRIBUTES.beCounted }, values, deadline);
+        return this.takeOnMarker(
+            key,
+            id,
+            "REMOVE #be, #beLife",
+            condition,
+            { "#be": COUNTER_ATTRIBUTES.beCounted, "#beLife": COUNTER_ATTRIBUTES.beLife },
+            values,
+            deadline,
+        );
     }
 
     /**

@@ -76,6 +76,8 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
      * strict backfill): N, the heal epoch the unit was added in (BOOL true on markers written before epochs, epoch 0)
      */
     beCounted: "hc_be",
+    /** The life (token) whose unit a strict backfill flagged with hc_be, when the item carried one. */
+    beLife: "hc_be_life",
     /**
      * best-effort: N, the heal epoch: +1 by every heal that lowers the count (it absorbed units). A backfill's unit is
      * given back by a client delete only in the epoch it was added in (runtime/shared/strict-ledger.ts).

@@ -85,7 +85,7 @@
  *
  * Its attributes are a fixed set, each of bounded size: the keys (a partition key of at most 2,048 bytes, a sort key
  * of at most 1,024: key-limits.ts, and their names), hc_state, hc_seq and hc_life_seq (40 digits each), hc_life (the
- * item's token: 36 bytes for the client's, another writer's value as it put it), hc_expires_at, hc_be (an epoch),
+ * item's token: 36 bytes for the client's, another writer's value as it put it), hc_expires_at, hc_be (an epoch), hc_be_life (the token of the life it was set for, as hc_life),
  * hc_released and hc_pending (one client token each, 36 bytes). Nothing is added per life: an id reused a million
  * times, concurrent deletes of one life, or a create that repeats its put overwrite the same two values, and their
  * conditions only move them up. The attributes of earlier versions (`hc_repeated_<token>`) are only removed: by a
