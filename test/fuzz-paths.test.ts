@@ -194,6 +194,19 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         assert.deepEqual(result.violations, []);
     });
 
+    it("seed 43063 (strict prefix, 8 shards, 40 events) keeps the contract: a delete releases its own life's unit, not an earlier life's flag", async () => {
+        // Prepare: the marker of k0/i2 holds a backfill's flag (this epoch) for an earlier, token-less life of the id; the
+        // client's life of i2 is deleted. Taking that flag instead of the life's own reservation (a delete that took any
+        // flag of its epoch) left this life's slot held with no fault to explain it.
+        const history = generateHistory({ seed: 43063, ops: 40, counterShards: 8 });
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess
+        assert.deepEqual(result.violations, []);
+    });
+
     it("a seed's history with every path replays request for request", async () => {
         // Prepare: seed 214 lowers and raises a limit, adopts a key at its limit, rewrites tokens and reuses one id.
         const history = generateHistory({ seed: 214, ops: 40, mode: "strict", selection: "prefix", counterShards: 3 });
