@@ -22,6 +22,7 @@ const MARKER_ATTRIBUTES: readonly string[] = [
     COUNTER_ATTRIBUTES.life,
     COUNTER_ATTRIBUTES.expiresAt,
     COUNTER_ATTRIBUTES.beCounted,
+    COUNTER_ATTRIBUTES.beLife,
     COUNTER_ATTRIBUTES.released,
     COUNTER_ATTRIBUTES.pending,
 ];
