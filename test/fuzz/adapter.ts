@@ -365,7 +365,7 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
         key !== undefined &&
         sk !== undefined &&
         markerId(system.config, sk) !== undefined &&
-        input.UpdateExpression === "REMOVE #be"
+        input.UpdateExpression?.startsWith("REMOVE #be") === true
     ) {
         return { kind: "backfill-unit-taken", key, applied: applied(released) };
     }
