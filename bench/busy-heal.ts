@@ -16,8 +16,9 @@
  * drains, and it reads the sum once more and checks that eventual is exact. The pure half, with the compressed times
  * and why they keep the heal's assumptions, is bench/busy-heal-plan.ts.
  */
-import { DeleteItemCommand, QueryCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { deployLocally, type LocalDeployment } from "../local/deployment/deployment";
+import { queryPartition } from "../runtime/heal/partition";
 import { LOCAL_FATAL_QUEUE, startPipeline } from "../local/deployment/pipeline";
 import { startEngine } from "../local/engine/engine";
 import { seededRandom } from "../local/engine/faults";
@@ -104,22 +105,8 @@ export async function readKey(
     key: string,
 ): Promise<{ bestEffort: number; clientLive: number }> {
     const { bestEffort } = await counter.count(key);
-    let clientLive = 0;
-    let start: Record<string, import("@aws-sdk/client-dynamodb").AttributeValue> | undefined;
-    do {
-        const page = await reader.send(
-            new QueryCommand({
-                TableName: layout.tableName,
-                ConsistentRead: true,
-                KeyConditionExpression: "#pk = :key",
-                ExpressionAttributeNames: { "#pk": layout.partitionKey },
-                ExpressionAttributeValues: { ":key": { S: key } },
-                ExclusiveStartKey: start,
-            }),
-        );
-        clientLive += (page.Items ?? []).filter((item) => isLive(item, layout) && item[layout.tokenAttribute] !== undefined).length;
-        start = page.LastEvaluatedKey;
-    } while (start);
+    const items = await queryPartition(reader, { tableName: layout.tableName, partitionKey: layout.partitionKey, key });
+    const clientLive = items.filter((item) => isLive(item, layout) && item[layout.tokenAttribute] !== undefined).length;
     return { bestEffort, clientLive };
 }
 
