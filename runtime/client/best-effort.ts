@@ -49,7 +49,7 @@ import { randomUUID } from "node:crypto";
 import type { ClientConfig } from "./validation";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../shared/best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
-import { isRetryable } from "../shared/aws-errors";
+import { isRetryable, isTransactionConflict } from "../shared/aws-errors";
 import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 import { shardPartitionKey } from "../shards/layout";
 import type { Rearm } from "../shards/reservation";
@@ -97,11 +97,6 @@ export type Reservation =
     | { outcome: "reserved"; value: number; repeated: boolean }
     | { outcome: "limit"; value: number; armedUnder?: number }
     | { outcome: "failed" };
-
-/** A refusal for meeting a transaction (a 400): the attempt wrote nothing, so it may be sent again whatever the write. */
-function isTransactionConflict(error: unknown): boolean {
-    return (error as Error | undefined)?.name === "TransactionConflictException";
-}
 
 /** The heal-index shard of a counter key: one definition, shared with the settler (config.ts). */
 export { healShard };

@@ -60,6 +60,7 @@ import {
     settlerCursorSortKey,
     type CounterTableLayout,
 } from "../shared/config";
+import { isTransactionConflict } from "../shared/aws-errors";
 import type { FatalQueue } from "../stream/fatal";
 import { healKey, type HealOptions, type HealResult, type HealSkipReason, type ShardHealResult } from "./heal";
 import { shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKey } from "../shards/layout";
@@ -289,7 +290,7 @@ async function deferBusy(
     } catch (error) {
         // Not moved: the key's write time passed it (the condition), or a transaction holds its best-effort item (a
         // strict backfill's, a sharded heal's): the entry stays due where it was, and a later run reads the key again.
-        if (!(error instanceof ConditionalCheckFailedException) && (error as Error | undefined)?.name !== "TransactionConflictException") {
+        if (!(error instanceof ConditionalCheckFailedException) && !isTransactionConflict(error)) {
             throw error;
         }
     }

@@ -21,6 +21,14 @@ export function isRefusal(error: unknown): boolean {
     return Array.isArray(reasons) && reasons.some((r) => r?.Code === VALIDATION_ERROR);
 }
 
+/**
+ * A refusal for meeting a transaction (a 400, TransactionConflictException): the request wrote nothing, so it may be
+ * sent again whatever the write, or dropped when it was only bookkeeping.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+    return (error as Error | undefined)?.name === "TransactionConflictException";
+}
+
 /** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */
 export function isRetryable(error: unknown): boolean {
     if (!(error instanceof Error) || isRefusal(error)) {
