@@ -12,6 +12,7 @@ import { backfillKeepsQuotas, healKeepsQuotas, markPerLife, quotaOfAnyLimit } fr
 import { pathsTaken } from "./fuzz/paths";
 import { runHistory, type FuzzClients } from "./fuzz/run";
 import { useEngine } from "./support/engine";
+import { sharpens } from "./support/sharpens";
 
 const consume: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "none" };
 const settle: FuzzEvent = { op: "settle", keyBudget: 200, auditSegments: 0 };
@@ -46,17 +47,6 @@ const MARKER_GREW = /at the end: the marker of k\d\/\S+ is \d+ bytes \(bound 409
 describe("the checker's histories over lowered limits, adoption at the limit, token rewrites and reused ids", function () {
     const engine = useEngine();
 
-    /** Runs the history as shipped (it must keep the contract) and against the mutant (it must not). */
-    async function sharpens(history: History, mutate: (clients: FuzzClients) => void, expected: RegExp): Promise<void> {
-        const sound = await runHistory(engine(), history);
-        const mutant = await runHistory(engine(), history, { mutate });
-        assert.deepEqual(sound.violations, []);
-        assert.ok(
-            mutant.violations.some((v) => expected.test(v)),
-            `the checker missed the mutant: ${mutant.violations.join("; ") || "no violation"}`,
-        );
-    }
-
     it("rejects a backfill that keeps the stored quotas: a sharded key adopted at its limit admits past it", async () => {
         // Prepare: 3 shards, limit 3; a first tryCreate arms the key's quotas (2 left to spread); three items from before
         // the counter, all in shard 0 (i3, i5, i9: their ids' shard), are adopted by a backfill (the key is then above
@@ -73,7 +63,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         };
 
         // Act / Assess
-        await sharpens(history, on("backfill", backfillKeepsQuotas), ADMITTED_PAST);
+        await sharpens(engine(), history, on("backfill", backfillKeepsQuotas), ADMITTED_PAST);
     });
 
     it("rejects a heal that keeps the stored quotas: after another writer rewrote a token, the quotas admit past the limit", async () => {
@@ -94,7 +84,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         ]);
 
         // Act / Assess
-        await sharpens(history, on("settler", healKeepsQuotas), ADMITTED_PAST);
+        await sharpens(engine(), history, on("settler", healKeepsQuotas), ADMITTED_PAST);
     });
 
     it("rejects a reservation on a quota stored for any limit: a lowered limit passes", async () => {
@@ -107,7 +97,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         ]);
 
         // Act / Assess
-        await sharpens(history, on("api", quotaOfAnyLimit), ADMITTED_PAST);
+        await sharpens(engine(), history, on("api", quotaOfAnyLimit), ADMITTED_PAST);
     });
 
     it("rejects a marker that takes one attribute per life: one id created and deleted in quick succession", async () => {
@@ -116,7 +106,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         const history = strictHistory("client", 1, 1, [...cycles, consume]);
 
         // Act / Assess
-        await sharpens(history, on("api", markPerLife), MARKER_GREW);
+        await sharpens(engine(), history, on("api", markPerLife), MARKER_GREW);
     });
 
     it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {
@@ -178,7 +168,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
             const history = generateHistory({ seed, ops, mode: "strict", selection, counterShards: 3 });
 
             // Act / Assess
-            await sharpens(history, mutate, expected);
+            await sharpens(engine(), history, mutate, expected);
         });
     }
 

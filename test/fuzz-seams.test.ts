@@ -15,6 +15,7 @@ import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuz
 import { runHistory, type FuzzClients } from "./fuzz/run";
 import { rewrite } from "./fuzz/mutants";
 import { useEngine } from "./support/engine";
+import { sharpens } from "./support/sharpens";
 
 const consume: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "none" };
 const settle: FuzzEvent = { op: "settle", keyBudget: 200, auditSegments: 0 };
@@ -184,17 +185,6 @@ function consumerNeverMarks({ pipeline }: FuzzClients): void {
 describe("the checker at the seams: each fix kept as a mutant it rejects", function () {
     const engine = useEngine();
 
-    /** Runs the history as shipped (it must keep the contract) and against the mutant (it must not). */
-    async function sharpens(history: History, mutate: (clients: FuzzClients) => void, expected: RegExp): Promise<void> {
-        const sound = await runHistory(engine(), history);
-        const mutant = await runHistory(engine(), history, { mutate });
-        assert.deepEqual(sound.violations, []);
-        assert.ok(
-            mutant.violations.some((v) => expected.test(v)),
-            `the checker missed the mutant: ${mutant.violations.join("; ") || "no violation"}`,
-        );
-    }
-
     it("rejects a heal that opens no epoch: a delete after an item moved out of the selection releases twice", async () => {
         // Prepare: a reservation; another writer moves the item out of an attribute selection; the settler heals
         // the key to 0; the client deletes the item (the heal absorbed its unit, so the slot must stay held).
@@ -208,7 +198,7 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
         ]);
 
         // Act / Assess
-        await sharpens(history, healWithoutEpoch, /strict bound broken/);
+        await sharpens(engine(), history, healWithoutEpoch, /strict bound broken/);
     });
 
     it("rejects a delete that takes a backfill's unit of an earlier epoch: a re-put id gives its unit back twice", async () => {
@@ -226,7 +216,7 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
         ]);
 
         // Act / Assess
-        await sharpens(history, takeAnyEpoch, /strict bound broken/);
+        await sharpens(engine(), history, takeAnyEpoch, /strict bound broken/);
     });
 
     it("rejects a backfill that leaves no heal marks: its units outlive the items, and the heal cannot prove the key quiet", async () => {
@@ -246,7 +236,12 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
         );
 
         // Act / Assess: the final heal skips the key as unversioned, best-effort stays 2 with nothing live.
-        await sharpens(history, backfillWithoutHealMarks, /after the final heal \(skipped \(unversioned\)\): k0 best-effort 2 != 0/);
+        await sharpens(
+            engine(),
+            history,
+            backfillWithoutHealMarks,
+            /after the final heal \(skipped \(unversioned\)\): k0 best-effort 2 != 0/,
+        );
     });
 
     it("rejects a backfill without its flag-only action: items the consumer counted first never get their unit", async () => {
@@ -265,6 +260,7 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
 
         // Act / Assess
         await sharpens(
+            engine(),
             history,
             backfillWithoutFlagOnly,
             /after the last backfill: k0 has 2 live items without the token and without a unit/,
@@ -288,7 +284,12 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
             };
 
             // Act / Assess
-            await sharpens(history, countLatePuts, /after the drain: k0 has 1 late put attempts that brought a removed life back/);
+            await sharpens(
+                engine(),
+                history,
+                countLatePuts,
+                /after the drain: k0 has 1 late put attempts that brought a removed life back/,
+            );
         });
     }
 
@@ -317,7 +318,7 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
         };
 
         // Act / Assess
-        await sharpens(history, releaseRepeatedLifeTwice, /k0 strict bound broken: \d client-written live items/);
+        await sharpens(engine(), history, releaseRepeatedLifeTwice, /k0 strict bound broken: \d client-written live items/);
     });
 
     it("rejects a consumer that leaves the heal index alone: another writer deletes a client item (utilization)", async () => {
@@ -334,7 +335,12 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
         };
 
         // Act / Assess
-        await sharpens(history, consumerNeverMarks, /before the final heal: k0 best-effort 1 != 0, and the heal index does not list it/);
+        await sharpens(
+            engine(),
+            history,
+            consumerNeverMarks,
+            /before the final heal: k0 best-effort 1 != 0, and the heal index does not list it/,
+        );
     });
 
     it("rejects a sharded reservation that takes the whole limit in each shard: the key passes its limit", async () => {
@@ -350,6 +356,7 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
 
         // Act / Assess: as shipped two creates pass; the mutant admits two in each shard with a quota.
         await sharpens(
+            engine(),
             history,
             reserveWholeLimitPerShard(2),
             /k0 strict bound broken: \d client-written live items \(\d live\), best-effort \d, limit 2/,
@@ -375,6 +382,7 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
 
         // Act / Assess: the key's sums stay within the bound; shard 0's does not.
         await sharpens(
+            engine(),
             history,
             releaseToShardZero,
             /k0 shard 0 strict bound broken: \d client-written live items homed there > best-effort -?\d/,
