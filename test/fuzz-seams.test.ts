@@ -14,6 +14,7 @@ import { shardOfPartitionKey } from "../runtime/shards/layout";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
 import { runHistory, type FuzzClients } from "./fuzz/run";
 import { rewrite } from "./fuzz/mutants";
+import { TAKE_BACKFILL_UNIT } from "../runtime/client/resource-writes";
 import { useEngine } from "./support/engine";
 import { sharpens } from "./support/sharpens";
 
@@ -51,7 +52,7 @@ function healWithoutEpoch({ settler }: FuzzClients): void {
 /** Mutant: a strict delete takes a backfill's unit whatever epoch flagged it. */
 function takeAnyEpoch({ api }: FuzzClients): void {
     rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
-        if (input.UpdateExpression?.startsWith("REMOVE #be") === true) {
+        if (input.UpdateExpression === TAKE_BACKFILL_UNIT) {
             input.ConditionExpression = "attribute_exists(#be)";
             delete input.ExpressionAttributeValues;
         }

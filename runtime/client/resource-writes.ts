@@ -93,6 +93,9 @@ export type PutResult =
     | { readonly outcome: "failed"; readonly error: unknown; readonly doubt: boolean };
 
 /** A live item as read before a delete. */
+/** A strict delete's take of a backfill's unit off the marker: the flag and the life it names go together. */
+export const TAKE_BACKFILL_UNIT = "REMOVE #be, #beLife";
+
 export interface LiveItem {
     /** The creation token that names this life of the id (null for an item written without one). */
     readonly createToken: string | null;
@@ -406,7 +409,7 @@ export class ResourceWriter {
         return this.takeOnMarker(
             key,
             id,
-            "REMOVE #be, #beLife",
+            TAKE_BACKFILL_UNIT,
             condition,
             { "#be": COUNTER_ATTRIBUTES.beCounted, "#beLife": COUNTER_ATTRIBUTES.beLife },
             values,

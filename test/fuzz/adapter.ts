@@ -25,6 +25,7 @@ import {
 import { queryPartition } from "../../runtime/heal/partition";
 import { isLive, isSelected, isSoftDeleted } from "../../runtime/shared/selection";
 import { hasBackfillUnit } from "../../runtime/shared/strict-ledger";
+import { TAKE_BACKFILL_UNIT } from "../../runtime/client/resource-writes";
 import {
     lifeShard,
     markerShard,
@@ -365,7 +366,7 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
         key !== undefined &&
         sk !== undefined &&
         markerId(system.config, sk) !== undefined &&
-        input.UpdateExpression?.startsWith("REMOVE #be") === true
+        input.UpdateExpression === TAKE_BACKFILL_UNIT
     ) {
         return { kind: "backfill-unit-taken", key, applied: applied(released) };
     }
