@@ -1,14 +1,16 @@
 /**
  * A client that makes exactly the writes of the counting model's API calls, in the model's order, one
- * step at a time: every best-effort write bumps `hc_version` and sets `hc_written_at` (and in strict mode puts the
- * key on the heal index); tokens are UUIDv7; a call abandons a write it could not send within its deadline, and in
- * utilization mode a call that abandoned one (or failed where a write may have committed) puts its key on the heal
- * index when it ends, as the client does (runtime/shared/best-effort-marks.ts). Tests and the benchmark use it to
- * hold a call between two of its writes (`pause`) and to race healing against traffic.
+ * step at a time: every best-effort write bumps `hc_version` and `hc_lv`, sets `hc_written_at` (and in strict mode
+ * puts the key on the heal index) and moves the ledger entry of the life it is for (runtime/ledger/ledger.ts); tokens
+ * are UUIDv7; a strict delete's release lands only in the heal epoch its touch read; a call abandons a write it could
+ * not send within its deadline, and in utilization mode a call that abandoned one (or failed where a write may have
+ * committed) puts its key on the heal index when it ends, as the client does (runtime/shared/best-effort-marks.ts).
+ * Tests and the benchmark use it to hold a call between two of its writes (`pause`) and to race healing against
+ * traffic.
  *
  *   strict create:       reserve -> put -> (release if "exists")
  *   strict delete:       touch -> soft delete -> release
- *   utilization delete:  decrement -> soft delete
+ *   utilization delete:  claim -> decrement -> soft delete (only while the claim is the call's)
  *   utilization create:  put -> increment
  */
 import {
@@ -24,7 +26,9 @@ import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInp
 import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/shared/config";
 import { isRetryable } from "../../runtime/shared/aws-errors";
 import { mayHaveCommitted, withRetries } from "../../runtime/shared/retry";
+import { COUNTER_ATTRIBUTES } from "../../runtime/shared/config";
 import { uuidv7 } from "../../runtime/shared/tokens";
+import { DEFAULT_LEDGER_PERIOD_MS, ledgerAttribute } from "../../runtime/ledger/ledger";
 
 export type ModelMode = "strict" | "utilization";
 
@@ -42,6 +46,8 @@ export interface ModelClientOptions {
     readonly pause?: (step: Step, key: string, id: string) => Promise<void> | void;
     /** @default 4 */
     readonly attempts?: number;
+    /** The period of the ledger entries it writes (runtime/ledger/ledger.ts). @default DEFAULT_LEDGER_PERIOD_MS */
+    readonly ledgerPeriodMs?: number;
 }
 
 export interface CallResult {
@@ -113,7 +119,7 @@ export class ModelClient {
         const deadlineAt = start + this.deadlineMs;
         const token = uuidv7(start);
         if (this.mode === "strict") {
-            const reserved = await this.reserve(key, limit, deadlineAt);
+            const reserved = await this.reserve(key, limit, deadlineAt, token);
             if (reserved !== "reserved") {
                 return { created: false, reason: reserved, abandoned: 0 };
             }
@@ -129,7 +135,7 @@ export class ModelClient {
             }
             if (put === "taken") {
                 await this.hold("put", key, id);
-                const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt));
+                const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt, token));
                 return { created: false, reason: "exists", abandoned: released ? 0 : 1 };
             }
             return { created: true, abandoned: 0 };
@@ -144,7 +150,7 @@ export class ModelClient {
             return { created: false, reason: "exists", abandoned: 0 };
         }
         await this.hold("put", key, id);
-        const incremented = !this.late(deadlineAt) && (await this.once(key, 1, deadlineAt));
+        const incremented = !this.late(deadlineAt) && (await this.once(key, 1, deadlineAt, token));
         return { created: true, abandoned: incremented ? 0 : 1 };
     }
 
@@ -162,6 +168,19 @@ export class ModelClient {
         const life = item[config.tokenAttribute]?.S;
         const deadlineAt = this.now() + this.deadlineMs;
         const first = this.mode === "strict" ? "touch" : "decrement";
+        // Utilization: the delete claims the life first (its soft delete is conditional on the claim), so that a heal
+        // reading the item sees that a decrement of it may be in flight (runtime/ledger/truth.ts).
+        const claim = this.mode === "utilization" ? uuidv7(this.now()) : undefined;
+        if (claim !== undefined) {
+            try {
+                if (!(await this.claim(key, id, life, claim, deadlineAt))) {
+                    return { deleted: false, reason: "missing", abandoned: 0 };
+                }
+            } catch {
+                return { deleted: false, reason: "unavailable", abandoned: 0 };
+            }
+        }
+        let epoch = 0;
         // The first write of a delete is safe to repeat in both modes (a touch changes no count; an extra
         // decrement only undercounts).
         // A decrement repeated after an attempt that may have committed may have landed twice: the call ends off its items.
@@ -173,7 +192,8 @@ export class ModelClient {
                         this.drifted.add(key);
                     }
                     try {
-                        await this.bestEffortWrite(key, this.mode === "strict" ? 0 : -1, deadlineAt, false);
+                        const written = await this.bestEffortWrite(key, this.mode === "strict" ? 0 : -1, deadlineAt, false, { life });
+                        epoch = Number(written[COUNTER_ATTRIBUTES.epoch]?.N ?? "0");
                     } catch (error) {
                         inDoubt ||= mayHaveCommitted(error);
                         throw error;
@@ -191,13 +211,13 @@ export class ModelClient {
         }
         let outcome: "mine" | "taken" | "gone";
         try {
-            outcome = await this.softDelete(key, id, life, deadlineAt);
+            outcome = await this.softDelete(key, id, life, deadlineAt, claim);
         } catch {
             return { deleted: false, reason: "unavailable", abandoned: 1 };
         }
         if (this.mode === "strict" && outcome === "mine") {
             await this.hold("soft-delete", key, id);
-            const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt));
+            const released = !this.late(deadlineAt) && (await this.once(key, -1, deadlineAt, life, epoch));
             return { deleted: true, abandoned: released ? 0 : 1 };
         }
         if (this.mode === "utilization" && outcome !== "mine") {
@@ -215,42 +235,127 @@ export class ModelClient {
         await this.options.pause?.(step, key, id);
     }
 
-    private async reserve(key: string, limit: number | undefined, deadlineAt: number): Promise<"reserved" | "limit" | "unavailable"> {
+    private async reserve(
+        key: string,
+        limit: number | undefined,
+        deadlineAt: number,
+        life: string,
+    ): Promise<"reserved" | "limit" | "unavailable"> {
         try {
             // Retrying a reserve is safe in strict mode: a repeat only holds a slot back.
-            await withRetries(() => this.bestEffortWrite(key, 1, deadlineAt, false, limit), isRetryable, this.attempts);
+            await withRetries(
+                () => this.bestEffortWrite(key, 1, deadlineAt, false, { life, ...(limit === undefined ? {} : { limit }) }),
+                isRetryable,
+                this.attempts,
+            );
             return "reserved";
         } catch (error) {
             return error instanceof ConditionalCheckFailedException ? "limit" : "unavailable";
         }
     }
 
-    /** A best-effort write sent once (its repetition could break the bound); false when it failed (absorbed). */
-    private async once(key: string, delta: number, deadlineAt: number): Promise<boolean> {
+    /**
+     * A best-effort write sent once (its repetition could break the bound); false when it failed (absorbed). `epoch`: only
+     * in that heal epoch (a strict delete's release).
+     */
+    private async once(key: string, delta: number, deadlineAt: number, life: string | undefined, epoch?: number): Promise<boolean> {
         try {
-            await this.bestEffortWrite(key, delta, deadlineAt, true);
+            await this.bestEffortWrite(key, delta, deadlineAt, true, { life, ...(epoch === undefined ? {} : { epoch }) });
             return true;
         } catch {
+            if (this.mode === "strict" && delta < 0) {
+                // A slot not given back: a heal since the call's first write may have taken the key off the index.
+                const { config, dynamodb } = this.options;
+                await dynamodb.send(new UpdateItemCommand(dueMarkInput(config, key, this.now()))).catch(() => undefined);
+            }
             return false;
         }
     }
 
-    private async bestEffortWrite(key: string, delta: number, deadlineAt: number, single: boolean, limit?: number): Promise<void> {
+    /** One best-effort write; returns the item as it left it. */
+    private async bestEffortWrite(
+        key: string,
+        delta: number,
+        deadlineAt: number,
+        single: boolean,
+        options: { readonly life?: string | undefined; readonly limit?: number; readonly epoch?: number } = {},
+    ): Promise<Record<string, AttributeValue>> {
         const { config } = this.options;
+        const { limit, epoch } = options;
+        const ledger = delta === 0 ? undefined : ledgerAttribute(options.life, this.options.ledgerPeriodMs ?? DEFAULT_LEDGER_PERIOD_MS);
+        const condition =
+            epoch !== undefined
+                ? epoch === 0
+                    ? "attribute_not_exists(#epoch) OR #epoch = :epoch"
+                    : "#epoch = :epoch"
+                : limit === undefined
+                  ? undefined
+                  : "attribute_not_exists(#count) OR #count < :limit";
         const command = new UpdateItemCommand({
             TableName: countersTable(config),
             Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
-            UpdateExpression: bestEffortUpdate(":delta", this.mode === "strict"),
-            ConditionExpression: limit === undefined ? undefined : "attribute_not_exists(#count) OR #count < :limit",
-            ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(this.mode === "strict") },
+            UpdateExpression: bestEffortUpdate(":delta", this.mode === "strict", ledger !== undefined),
+            ConditionExpression: condition,
+            ExpressionAttributeNames: {
+                "#count": config.countAttribute,
+                ...bestEffortMarkNames(this.mode === "strict", ledger),
+                ...(epoch === undefined ? {} : { "#epoch": COUNTER_ATTRIBUTES.epoch }),
+            },
             ExpressionAttributeValues: {
                 ":delta": { N: String(delta) },
                 ...bestEffortMarkValues(key, this.now(), this.mode === "strict"),
                 ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
+                ...(epoch === undefined ? {} : { ":epoch": { N: String(epoch) } }),
             },
+            ReturnValues: "ALL_NEW",
         });
         this.guard(command, deadlineAt, single, this.mode === "utilization" && delta < 0 ? key : undefined);
-        await this.options.dynamodb.send(command);
+        return (await this.options.dynamodb.send(command)).Attributes ?? {};
+    }
+
+    /**
+     * Utilization: stores `claim` as the live item's delete token, only while no other delete has claimed it. False when
+     * the item is gone, deleted, of another life, or claimed (the model's deletes never take a claim over).
+     */
+    private async claim(key: string, id: string, life: string | undefined, claim: string, deadlineAt: number): Promise<boolean> {
+        const { config, dynamodb } = this.options;
+        const deleteToken = `${config.tokenAttribute}_delete`;
+        return withRetries(
+            async () => {
+                try {
+                    const command = new UpdateItemCommand({
+                        TableName: config.tableName,
+                        Key: this.itemKey(key, id),
+                        UpdateExpression: "SET #deleteToken = :claim",
+                        ConditionExpression:
+                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+                            "(attribute_not_exists(#deleteToken) OR #deleteToken = :claim) AND " +
+                            (life === undefined ? "attribute_not_exists(#life)" : "#life = :life"),
+                        ExpressionAttributeNames: {
+                            "#pk": config.partitionKey,
+                            "#deleted": config.deletedAttribute,
+                            "#deleteToken": deleteToken,
+                            "#life": config.tokenAttribute,
+                        },
+                        ExpressionAttributeValues: {
+                            ":false": { BOOL: false },
+                            ":claim": { S: claim },
+                            ...(life === undefined ? {} : { ":life": { S: life } }),
+                        },
+                    });
+                    this.guard(command, deadlineAt, false);
+                    await dynamodb.send(command);
+                    return true;
+                } catch (error) {
+                    if (error instanceof ConditionalCheckFailedException) {
+                        return false;
+                    }
+                    throw error;
+                }
+            },
+            isRetryable,
+            this.attempts,
+        );
     }
 
     /**
@@ -316,9 +421,15 @@ export class ModelClient {
         );
     }
 
-    private async softDelete(key: string, id: string, life: string | undefined, deadlineAt: number): Promise<"mine" | "taken" | "gone"> {
+    private async softDelete(
+        key: string,
+        id: string,
+        life: string | undefined,
+        deadlineAt: number,
+        claim?: string,
+    ): Promise<"mine" | "taken" | "gone"> {
         const { config, dynamodb } = this.options;
-        const token = uuidv7(this.now());
+        const token = claim ?? uuidv7(this.now());
         const deleteToken = `${config.tokenAttribute}_delete`;
         return withRetries(
             async () => {
@@ -329,6 +440,7 @@ export class ModelClient {
                         UpdateExpression: "SET #deleted = :true, #deleteToken = :token",
                         ConditionExpression:
                             "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+                            (claim === undefined ? "" : "#deleteToken = :token AND ") +
                             (life === undefined ? "attribute_not_exists(#life)" : "#life = :life"),
                         ExpressionAttributeNames: {
                             "#pk": config.partitionKey,

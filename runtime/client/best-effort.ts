@@ -53,6 +53,7 @@ import { isRetryable, isTransactionConflict } from "../shared/aws-errors";
 import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 import { shardPartitionKey } from "../shards/layout";
 import type { Rearm } from "../shards/reservation";
+import { ledgerAttribute, ledgerEntries, LEDGER_ENTRIES_MARK } from "../ledger/ledger";
 
 /** A failure the client absorbed (the count stays on its safe side, or the call answered "unavailable"). */
 export interface BestEffortFailure {
@@ -98,6 +99,16 @@ export type Reservation =
     | { outcome: "limit"; value: number; armedUnder?: number }
     | { outcome: "failed" };
 
+/** One best-effort write's options (`writeItem`). */
+interface WriteOptions {
+    /** The token of the life the write is for: its ledger entry moves with the count. */
+    readonly life?: string;
+    readonly limit?: number;
+    readonly quota?: boolean;
+    /** Only while the key is in this heal epoch. */
+    readonly epoch?: number;
+}
+
 /** The heal-index shard of a counter key: one definition, shared with the settler (config.ts). */
 export { healShard };
 
@@ -109,6 +120,8 @@ export class BestEffortCounter {
         private readonly dynamodb: DynamoDBClient,
         private readonly attempts: number,
         private readonly onFailure: (failure: BestEffortFailure) => void,
+        /** The period of the ledger entries this client writes (runtime/ledger/ledger.ts). */
+        private readonly ledgerPeriodMs: number,
     ) {}
 
     /**
@@ -116,11 +129,18 @@ export class BestEffortCounter {
      * stored quota while the key is armed under `limit` (a sharded key: runtime/shards/reservation.ts). Retries are
      * safe: an extra slot is held back.
      */
-    async reserve(key: string, shard: number, limit: number | undefined, deadline: CallDeadline, quota = false): Promise<Reservation> {
+    async reserve(
+        key: string,
+        shard: number,
+        limit: number | undefined,
+        deadline: CallDeadline,
+        life: string,
+        quota = false,
+    ): Promise<Reservation> {
         const doubt = new Doubt();
         try {
             const value = await withRetries(
-                () => doubt.watch(this.write(key, shard, 1, limit, quota)),
+                () => doubt.watch(this.write(key, shard, 1, { life, ...(limit === undefined ? {} : { limit }), quota })),
                 isRetryable,
                 this.attempts,
                 deadline,
@@ -143,18 +163,19 @@ export class BestEffortCounter {
 
     /**
      * A write that is safe to repeat (utilization's decrement before a soft delete: a repeat only
-     * undercounts; strict's touch: no count change). Returns the key's heal epoch as the write left it.
-     * Throws its last error.
+     * undercounts; strict's touch: no count change). `life`: the token of the life a decrement is for (its ledger
+     * entry moves with the count). Returns the key's heal epoch as the write left it. Throws its last error.
      */
     async repeatable(
         key: string,
         shard: number,
         delta: -1 | 0,
         deadline: CallDeadline,
+        life?: string,
     ): Promise<HealEpoch & { readonly repeated: boolean }> {
         const doubt = new Doubt();
         const written = await withRetries(
-            () => doubt.watch(this.writeItem(key, shard, delta)),
+            () => doubt.watch(this.writeItem(key, shard, delta, delta === 0 || life === undefined ? {} : { life })),
             isRetryable,
             this.attempts,
             deadline,
@@ -169,14 +190,31 @@ export class BestEffortCounter {
 
     /**
      * A write committed at most once: repeated only after a TransactionConflictException (see the header); other
-     * failures (and a deadline that passed) are absorbed and reported. True when it committed.
+     * failures (and a deadline that passed) are absorbed and reported. True when it committed. `life`: the token of
+     * the life it is for, whose ledger entry moves with the count (none for a unit without a client token). `epoch`:
+     * only while the key is still in that heal epoch (a strict delete's release: the epoch its touch read; a heal since
+     * may have counted the item from the table, heal.ts), else it is refused and reported, and the slot is held.
      */
-    async once(key: string, shard: number, delta: 1 | -1, operation: "increment" | "release", deadline: CallDeadline): Promise<boolean> {
+    async once(
+        key: string,
+        shard: number,
+        delta: 1 | -1,
+        operation: "increment" | "release",
+        deadline: CallDeadline,
+        life: string | undefined,
+        epoch?: number,
+    ): Promise<boolean> {
+        const write = { ...(life === undefined ? {} : { life }), ...(epoch === undefined ? {} : { epoch }) };
         try {
-            await withRetries(() => this.write(key, shard, delta), isTransactionConflict, this.attempts, deadline, operation);
+            await withRetries(() => this.write(key, shard, delta, write), isTransactionConflict, this.attempts, deadline, operation);
             return true;
         } catch (error) {
             this.onFailure({ key, operation, error });
+            if (operation === "release") {
+                // A slot not given back is held until a heal, and a heal of the busy key may have taken it off the heal
+                // index since this call's first write (runtime/heal/heal.ts, "A busy key"): list it again.
+                await this.markDue(shardPartitionKey(key, shard));
+            }
             return false;
         }
     }
@@ -232,9 +270,11 @@ export class BestEffortCounter {
         counts: ReadonlyArray<number | undefined>,
         quotas: readonly number[],
         deadline: CallDeadline,
+        life: string,
     ): Promise<Rearm> {
         const { countersTableName, countAttribute } = this.config;
         const now = Date.now();
+        const ledger = ledgerAttribute(life, this.ledgerPeriodMs);
         const actions = counts.map((count, s): TransactWriteItem => {
             const own = s === shard;
             return {
@@ -242,14 +282,14 @@ export class BestEffortCounter {
                     TableName: countersTableName,
                     Key: this.key(shardPartitionKey(key, s)),
                     UpdateExpression: own
-                        ? `${bestEffortUpdate(":delta", this.due)}, #quotaLimit = :limit, #quota = :quota`
+                        ? `${bestEffortUpdate(":delta", this.due, ledger !== undefined)}, #quotaLimit = :limit, #quota = :quota`
                         : "SET #quotaLimit = :limit, #quota = :quota",
                     ConditionExpression: count === undefined ? "attribute_not_exists(#count)" : "#count = :read",
                     ExpressionAttributeNames: {
                         "#count": countAttribute,
                         "#quotaLimit": COUNTER_ATTRIBUTES.quotaLimit,
                         "#quota": COUNTER_ATTRIBUTES.quota,
-                        ...(own ? bestEffortMarkNames(this.due) : {}),
+                        ...(own ? bestEffortMarkNames(this.due, ledger) : {}),
                     },
                     ExpressionAttributeValues: {
                         ":limit": { N: String(limit) },
@@ -298,55 +338,71 @@ export class BestEffortCounter {
     }
 
     /**
-     * One attempt: ADDs `delta` to shard `shard`'s item, optionally only while its count is below `limit` (with `quota`:
-     * below the shard's stored quota while armed under `limit`). Returns the new count.
+     * One attempt: ADDs `delta` to shard `shard`'s item (see `writeItem`). Returns the new count.
      */
-    private async write(key: string, shard: number, delta: number, limit?: number, quota = false): Promise<number> {
-        return Number((await this.writeItem(key, shard, delta, limit, quota))[this.config.countAttribute]?.N ?? "0");
+    private async write(key: string, shard: number, delta: number, options: WriteOptions = {}): Promise<number> {
+        return Number((await this.writeItem(key, shard, delta, options))[this.config.countAttribute]?.N ?? "0");
     }
 
-    /** One attempt, returning the item as the write left it (ALL_NEW costs no more than UPDATED_NEW). */
+    /**
+     * One attempt: ADDs `delta` to shard `shard`'s item and to the ledger entry of `life` (runtime/ledger/ledger.ts),
+     * optionally only while its count is below `limit` (with `quota`: below the shard's stored quota while armed under
+     * `limit`), or only while the key is in heal epoch `epoch`. Returns the item as the write left it (ALL_NEW costs no
+     * more than UPDATED_NEW). A write that leaves more ledger entries than LEDGER_ENTRIES_MARK on an item that is not on
+     * the heal index marks it, so that a heal folds them (utilization: nothing else may ever mark the key).
+     */
     private async writeItem(
         key: string,
         shard: number,
         delta: number,
-        limit?: number,
-        quota = false,
+        options: WriteOptions = {},
     ): Promise<Record<string, AttributeValue>> {
         const { countersTableName, countAttribute } = this.config;
+        const { limit, quota = false, epoch } = options;
+        const ledger = delta === 0 ? undefined : ledgerAttribute(options.life, this.ledgerPeriodMs);
         // A first reservation meets no item: it may pass only when the limit leaves room for one. A sharded key's shard
         // admits on its stored quota, only while armed under this call's limit (runtime/shards/reservation.ts).
         const condition =
-            limit === undefined
-                ? undefined
-                : quota
-                  ? "#quotaLimit = :limit AND (#count < #quota OR (attribute_not_exists(#count) AND #quota > :zero))"
-                  : limit > 0
-                    ? "attribute_not_exists(#count) OR #count < :limit"
-                    : "#count < :limit";
+            epoch !== undefined
+                ? epoch === 0
+                    ? "attribute_not_exists(#epoch) OR #epoch = :epoch"
+                    : "#epoch = :epoch"
+                : limit === undefined
+                  ? undefined
+                  : quota
+                    ? "#quotaLimit = :limit AND (#count < #quota OR (attribute_not_exists(#count) AND #quota > :zero))"
+                    : limit > 0
+                      ? "attribute_not_exists(#count) OR #count < :limit"
+                      : "#count < :limit";
         const response = await sendOnce(
             this.dynamodb,
             new UpdateItemCommand({
                 TableName: countersTableName,
                 Key: this.key(shardPartitionKey(key, shard)),
-                UpdateExpression: bestEffortUpdate(":delta", this.due),
+                UpdateExpression: bestEffortUpdate(":delta", this.due, ledger !== undefined),
                 ConditionExpression: condition,
                 ExpressionAttributeNames: {
                     "#count": countAttribute,
-                    ...bestEffortMarkNames(this.due),
+                    ...bestEffortMarkNames(this.due, ledger),
                     ...(quota ? { "#quotaLimit": COUNTER_ATTRIBUTES.quotaLimit, "#quota": COUNTER_ATTRIBUTES.quota } : {}),
+                    ...(epoch === undefined ? {} : { "#epoch": COUNTER_ATTRIBUTES.epoch }),
                 },
                 ExpressionAttributeValues: {
                     ":delta": { N: String(delta) },
                     ...bestEffortMarkValues(key, Date.now(), this.due),
                     ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
                     ...(quota ? { ":zero": { N: "0" } } : {}),
+                    ...(epoch === undefined ? {} : { ":epoch": { N: String(epoch) } }),
                 },
                 ReturnValues: "ALL_NEW",
                 ReturnValuesOnConditionCheckFailure: limit === undefined ? undefined : "ALL_OLD",
             }),
         );
-        return response.Attributes ?? {};
+        const item = response.Attributes ?? {};
+        if (!this.due && item[COUNTER_ATTRIBUTES.healShard] === undefined && ledgerEntries(item).length > LEDGER_ENTRIES_MARK) {
+            await this.markDue(shardPartitionKey(key, shard));
+        }
+        return item;
     }
 
     private key(partitionKey: string): Record<string, AttributeValue> {

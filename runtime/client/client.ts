@@ -235,7 +235,14 @@ export class HybridCounterClient {
             resolved.deleteTokenAttribute,
             this.onFailure,
         );
-        this.bestEffort = new BestEffortCounter(this.config, this.mode === "strict", this.dynamodb, this.attempts, this.onFailure);
+        this.bestEffort = new BestEffortCounter(
+            this.config,
+            this.mode === "strict",
+            this.dynamodb,
+            this.attempts,
+            this.onFailure,
+            resolved.ledgerPeriodMs,
+        );
     }
 
     /**
@@ -257,7 +264,7 @@ export class HybridCounterClient {
         const deadline = new CallDeadline(this.deadlineMs, tokenTime(resource.token));
         return this.call(key, async (drifted) => {
             if (this.mode === "strict") {
-                const reservation = await this.bestEffort.reserve(key, this.home(resource), undefined, deadline);
+                const reservation = await this.bestEffort.reserve(key, this.home(resource), undefined, deadline, resource.token);
                 if (reservation.outcome !== "reserved") {
                     // Without a reservation the upper bound would break: nothing is written. A failed one may have committed.
                     drifted(reservation.outcome === "failed");
@@ -273,7 +280,7 @@ export class HybridCounterClient {
                 throw put.error;
             }
             if (put.outcome === "mine") {
-                drifted(!(await this.bestEffort.once(key, this.home(resource), 1, "increment", deadline)));
+                drifted(!(await this.bestEffort.once(key, this.home(resource), 1, "increment", deadline, resource.token)));
             }
             return { created: put.outcome === "mine" };
         });
@@ -372,8 +379,12 @@ export class HybridCounterClient {
                         (live.createToken !== null && !adopted
                             ? reservedInEpoch(live.createToken, epoch)
                             : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
-                    // A slot not given back is held until a heal: the key is due for one.
-                    drifted(!(owned && (await this.bestEffort.once(key, home, -1, "release", deadline))));
+                    // A slot not given back is held until a heal: the key is due for one. The release moves the life's
+                    // ledger entry when the unit is its reservation (a backfill's unit has none: runtime/ledger/), and
+                    // lands only in the epoch the touch read: a heal since then may have counted the item from the
+                    // table, and taken this unit already (runtime/heal/heal.ts, "A busy key").
+                    const life = live.createToken !== null && !adopted ? live.createToken : undefined;
+                    drifted(!(owned && (await this.bestEffort.once(key, home, -1, "release", deadline, life, epoch.epoch))));
                 }
                 drifted(outcome === "gone" && live.clientCounted);
                 return { deleted: outcome !== "taken" };
@@ -396,7 +407,7 @@ export class HybridCounterClient {
                 if (claimed !== "mine") {
                     return { deleted: false };
                 }
-                drifted((await this.bestEffort.repeatable(key, home, -1, deadline)).repeated);
+                drifted((await this.bestEffort.repeatable(key, home, -1, deadline, live.createToken ?? undefined)).repeated);
                 outcome = await this.resources.softDelete(key, id, live.createToken, claim, deadline);
             } catch (error) {
                 // The item may be left live with this call's claim (and best-effort one low): give the claim
@@ -449,7 +460,7 @@ export class HybridCounterClient {
         if (put.outcome === "mine") {
             return { created: true, count: reservation.value };
         }
-        drifted(put.doubt || !(await this.bestEffort.once(resource.key, reservation.shard, -1, "release", deadline)));
+        drifted(put.doubt || !(await this.bestEffort.once(resource.key, reservation.shard, -1, "release", deadline, resource.token)));
         if (put.outcome === "taken") {
             return { created: false, count: put.doubt ? reservation.value : reservation.value - 1, reason: "exists" };
         }
@@ -488,7 +499,7 @@ export class HybridCounterClient {
             }
             throw put.error;
         }
-        drifted(!(await this.bestEffort.once(resource.key, this.home(resource), 1, "increment", deadline)));
+        drifted(!(await this.bestEffort.once(resource.key, this.home(resource), 1, "increment", deadline, resource.token)));
         return { created: true, count: current.value + 1 };
     }
 
@@ -505,7 +516,7 @@ export class HybridCounterClient {
     private async reserveUnder(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<ShardReservation> {
         const { key } = resource;
         if (this.shards === 1) {
-            const reservation = await this.bestEffort.reserve(key, 0, limit, deadline);
+            const reservation = await this.bestEffort.reserve(key, 0, limit, deadline, resource.token);
             return reservation.outcome === "reserved" ? { ...reservation, shard: 0 } : reservation;
         }
         const first = this.home(resource);
@@ -513,9 +524,9 @@ export class HybridCounterClient {
             shards: this.shards,
             limit,
             first,
-            reserveIn: (shard) => this.bestEffort.reserve(key, shard, limit, deadline, true),
+            reserveIn: (shard) => this.bestEffort.reserve(key, shard, limit, deadline, resource.token, true),
             snapshot: () => this.bestEffort.snapshot(key, this.shards, deadline),
-            rearm: (counts, quotas) => this.bestEffort.rearm(key, first, limit, counts, quotas, deadline),
+            rearm: (counts, quotas) => this.bestEffort.rearm(key, first, limit, counts, quotas, deadline, resource.token),
         });
     }
 
@@ -570,7 +581,7 @@ export class HybridCounterClient {
         if (put.outcome === "mine") {
             return true;
         }
-        drifted(put.doubt || !(await this.bestEffort.once(resource.key, this.home(resource), -1, "release", deadline)));
+        drifted(put.doubt || !(await this.bestEffort.once(resource.key, this.home(resource), -1, "release", deadline, resource.token)));
         if (put.outcome === "failed") {
             throw put.error;
         }

@@ -26,6 +26,7 @@ import {
 import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
 import type { ItemSelection } from "../shared/selection";
 import { shardedKeyProblem } from "../shards/layout";
+import { ledgerPeriodMs } from "../ledger/ledger";
 
 export type CounterMode = "utilization" | "strict";
 
@@ -56,6 +57,8 @@ export interface ResolvedClientOptions {
     readonly reserved: ReadonlySet<string>;
     /** Bytes a created item must leave free for the counter's later writes to it (the soft delete's additions). */
     readonly headroom: number;
+    /** The period of the ledger entries the client writes: a tenth of the deployed quiet window (runtime/ledger/). */
+    readonly ledgerPeriodMs: number;
 }
 
 /** The bytes of a client token (a UUIDv7 in its 36-character text form). */
@@ -169,6 +172,7 @@ export function resolveClientOptions(
         deadlineMs: deadlineMs as number,
         deleteTokenAttribute,
         reserved,
+        ledgerPeriodMs: ledgerPeriodMs(window as number | undefined),
         // What a soft delete (or a delete's claim) adds: `deleted = true` and the delete token.
         headroom: Buffer.byteLength(layout.deletedAttribute, "utf8") + 1 + Buffer.byteLength(deleteTokenAttribute, "utf8") + TOKEN_BYTES,
     };

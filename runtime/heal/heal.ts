@@ -145,11 +145,13 @@ import { isRetryable } from "../shared/aws-errors";
 import { queryPartition } from "./partition";
 import { withRetries } from "../shared/retry";
 import { isLive, type SelectingLayout } from "../shared/selection";
-import { hasBackfillUnit } from "../shared/strict-ledger";
+import { hasBackfillUnit, LEDGER_CLOCK_SKEW_MS } from "../shared/strict-ledger";
 import { tokenTime } from "../shared/tokens";
 import { InvalidArgumentError } from "../shared/errors";
 import { homeShard, shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
 import { disarmNames, disarmUpdates } from "../shards/quotas";
+import { foldBoundary, ledgerEntries, splitEntries, type LedgerEntry } from "../ledger/ledger";
+import { ledgerTruth } from "../ledger/truth";
 
 export type HealMode = "strict" | "utilization";
 
@@ -180,9 +182,12 @@ export type HealPlan =
           readonly cutoff: number;
           /**
            * Utilization: the creation time of the youngest live client item left out of `truth` for its youth. The write
-           * then keeps the key on the heal index, due at that time, instead of removing it (healCount).
+           * then keeps the key on the heal index, due at that time, instead of removing it (healCount). A ledger heal:
+           * the end of the latest entry it kept (the key is listed again once that entry can be folded).
            */
           readonly heldBack?: number;
+          /** What the write does to the ledger of recent lives (runtime/ledger/). */
+          readonly ledger: LedgerWrite;
       }
     | {
           readonly action: "skip";
@@ -192,6 +197,24 @@ export type HealPlan =
           readonly writtenAt?: number;
       };
 
+/**
+ * A heal write's part in the ledger of recent lives (runtime/ledger/ledger.ts).
+ *   - quiet: the quiet heal. It counts every life from the table, so it folds every entry it read; on a key some writer
+ *     of an earlier version wrote (`hc_lv` differs from `hc_version`), it re-bases the ledger (`hc_lv` = the version).
+ *   - busy: the ledger heal at `boundary`: old lives from the table, recent ones as the kept entries hold them; every
+ *     entry ending at or before the boundary is folded. Conditional on `hc_lv` = `hc_version` and on `hc_folded` as
+ *     read; in strict mode it opens a new heal epoch at the boundary.
+ */
+export type LedgerWrite =
+    | { readonly kind: "quiet"; readonly fold: readonly string[]; readonly folded: number; readonly rebase: boolean }
+    | {
+          readonly kind: "busy";
+          readonly fold: readonly string[];
+          readonly boundary: number;
+          /** The `hc_folded` read (undefined: none): the write's condition. */
+          readonly foldedRead?: number;
+      };
+
 /** What the best-effort item says about the last client write. */
 export interface BestEffortState {
     readonly count: number;
@@ -199,6 +222,12 @@ export interface BestEffortState {
     readonly writtenAt: number | undefined;
     /** `hc_marks`: the heal-index marks so far (runtime/shared/best-effort-marks.ts). */
     readonly marks: number | undefined;
+    /** `hc_lv`: bumped with the version by every writer that keeps the ledger (runtime/ledger/ledger.ts). */
+    readonly ledgerVersion: number | undefined;
+    /** `hc_folded`: the boundary of the last ledger fold. */
+    readonly folded: number | undefined;
+    /** The ledger entries. */
+    readonly entries: readonly LedgerEntry[];
 }
 
 export function bestEffortState(item: Record<string, AttributeValue>, countAttribute: string): BestEffortState {
@@ -208,7 +237,15 @@ export function bestEffortState(item: Record<string, AttributeValue>, countAttri
         version: number(item[A.version]),
         writtenAt: number(item[A.writtenAt]),
         marks: number(item[A.marks]),
+        ledgerVersion: number(item[A.ledgerVersion]),
+        folded: number(item[A.folded]),
+        entries: ledgerEntries(item),
     };
+}
+
+/** Whether every write of the item since its last re-base kept the ledger (an item no client wrote counts as one). */
+export function keepsLedger(state: BestEffortState): boolean {
+    return state.version === state.ledgerVersion;
 }
 
 /**
@@ -316,6 +353,55 @@ export function planHeal(
         ...(state.version === undefined ? {} : { version: state.version }),
         ...(state.marks !== undefined ? { marks: state.marks } : {}),
         cutoff: now - quietWindowMs,
+        ledger: quietLedger(state, now),
+    };
+}
+
+/** A quiet heal's ledger part: it counted every life from the table, so every entry folds (see LedgerWrite). */
+function quietLedger(state: BestEffortState | undefined, now: number): LedgerWrite {
+    return {
+        kind: "quiet",
+        fold: (state?.entries ?? []).map((entry) => entry.name),
+        folded: Math.max(now, state?.folded ?? now),
+        rebase: state !== undefined && state.version !== undefined && !keepsLedger(state),
+    };
+}
+
+/**
+ * Pure: plans the ledger heal of one best-effort item (a key's, or one shard's) at `boundary` (see the header, "A busy
+ * key"). `item` undefined: a shard no client ever wrote, healed for the items homed there.
+ */
+export function planLedgerHeal(
+    item: Record<string, AttributeValue> | undefined,
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    markers: ReadonlyArray<Record<string, AttributeValue>>,
+    now: number,
+    boundary: number,
+    mode: HealMode,
+    quietWindowMs: number,
+    layout: SelectingLayout,
+): Extract<HealPlan, { action: "heal" }> {
+    const state = item === undefined ? undefined : bestEffortState(item, layout.countAttribute);
+    const { folded, kept } = splitEntries(state?.entries ?? [], boundary);
+    const { truth, youngest } = ledgerTruth({ items, markers, kept, boundary, now, horizonMs: quietWindowMs, mode, layout });
+    // Listed again once every life it left to the entries is old: the latest kept entry's end, or the youngest recent
+    // item's time (a lost increment has no entry: the mark its call wrote must not be spent on this heal).
+    const later = [...kept.map((entry) => entry.end), ...(youngest === undefined ? [] : [youngest])];
+    const keptEnd = later.length === 0 ? undefined : Math.max(...later);
+    return {
+        action: "heal",
+        truth,
+        current: state?.count ?? 0,
+        ...(state?.version === undefined ? {} : { version: state.version }),
+        ...(state?.marks === undefined ? {} : { marks: state.marks }),
+        cutoff: now - quietWindowMs,
+        ...(keptEnd === undefined ? {} : { heldBack: keptEnd }),
+        ledger: {
+            kind: "busy",
+            fold: folded.map((entry) => entry.name),
+            boundary,
+            ...(state?.folded === undefined ? {} : { foldedRead: state.folded }),
+        },
     };
 }
 
@@ -437,9 +523,16 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     // there (their home moved there after their unit was written elsewhere: another writer changed the token).
     const anyShardItem = responses.some((response) => response.Item !== undefined);
     const absent = (shard: number) => sharded && anyShardItem && responses[shard]!.Item === undefined;
-    if (skips.every((skip, shard) => skip !== undefined && !absent(shard))) {
+    const boundary = ledgerBoundary(
+        responses.map((response) => response.Item),
+        skips,
+        now,
+        options,
+    );
+    if (boundary === undefined && skips.every((skip, shard) => skip !== undefined && !absent(shard))) {
         return result(skips as HealPlan[]);
     }
+    const healed = (shard: number) => boundary !== undefined || skips[shard] === undefined || absent(shard);
     const partition = (tableName: string, partitionKey: string, under?: { sortKey: string; prefix: string }) =>
         queryPartition(
             options.dynamodb,
@@ -464,7 +557,7 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                       items
                           .filter((item) => isLive(item, config) && item[config.tokenAttribute]?.S === undefined)
                           .map(home)
-                          .filter((shard) => skips[shard] === undefined || absent(shard)),
+                          .filter(healed),
                   ),
               ].sort((a, b) => a - b)
             : [];
@@ -479,6 +572,26 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     for (const item of items) {
         byShard[sharded ? home(item) : 0]!.push(item);
     }
+    if (boundary !== undefined) {
+        return result(
+            responses.map((response, shard) => {
+                if (response.Item === undefined && !absent(shard)) {
+                    return skips[shard]!;
+                }
+                const plan = planLedgerHeal(
+                    response.Item,
+                    byShard[shard]!,
+                    markers,
+                    now,
+                    boundary,
+                    options.mode,
+                    options.quietWindowMs,
+                    config,
+                );
+                return response.Item === undefined && plan.truth === 0 ? skips[shard]! : plan;
+            }),
+        );
+    }
     return result(
         responses.map((response, shard) => {
             if (absent(shard)) {
@@ -491,6 +604,7 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                           current: 0,
                           cutoff: now - options.quietWindowMs,
                           ...(youngest === undefined ? {} : { heldBack: youngest }),
+                          ledger: quietLedger(undefined, now),
                       };
             }
             return (
@@ -498,6 +612,36 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
             );
         }),
     );
+}
+
+/**
+ * The boundary of a ledger heal of the key (see the header, "A busy key"), or undefined when the key is healed the quiet
+ * way or not at all: a shard is unversioned or has no item at all, some writer of a shard did not keep the ledger, a
+ * strict key is quiet (every life is then counted from the table), or a heal with a later clock folded past the
+ * boundary this one would use (its entries are gone: this heal waits for its clock to pass that fold).
+ */
+function ledgerBoundary(
+    items: ReadonlyArray<Record<string, AttributeValue> | undefined>,
+    skips: ReadonlyArray<Extract<HealPlan, { action: "skip" }> | undefined>,
+    now: number,
+    options: HealOptions,
+): number | undefined {
+    if (items.every((item) => item === undefined) || skips.some((skip) => skip?.reason === "unversioned")) {
+        return undefined;
+    }
+    const states = items.flatMap((item) => (item === undefined ? [] : [bestEffortState(item, options.config.countAttribute)]));
+    if (!states.every(keepsLedger)) {
+        return undefined;
+    }
+    const busy = skips.some((skip) => skip?.reason === "quiet-window");
+    if (!busy && options.mode === "strict") {
+        return undefined;
+    }
+    const boundary = foldBoundary(
+        states.flatMap((state) => state.entries),
+        now - options.quietWindowMs,
+    );
+    return states.some((state) => state.folded !== undefined && state.folded > boundary) ? undefined : boundary;
 }
 
 /**
@@ -624,43 +768,84 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
 function healUpdate(read: ShardHealRead, options: HealOptions, disarm = false): Update {
     const plan = read.plan as Extract<HealPlan, { action: "heal" }>;
     const { config } = options;
-    const absorbs = plan.truth < plan.current;
+    const { ledger } = plan;
+    const busy = ledger.kind === "busy";
+    // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag set before it can give
+    // its unit back a second time (runtime/shared/strict-ledger.ts). A strict busy heal opens one whatever it writes: a
+    // delete in flight that touched the key before its read releases only in the epoch it read, and this heal may have
+    // counted its item from the table already (see the header, "A busy key"); the epoch opens at the boundary, so that a
+    // later delete of a life the kept entries hold releases as before.
+    // A client delete releases a life's unit only when the life was made after the epoch opened by more than the clock
+    // skew (strict-ledger.ts `reservedInEpoch`): for a busy heal, exactly the lives its kept entries hold (a token at
+    // or after the boundary), whose units it did not recount. So the epoch's time is the boundary less the skew.
+    const opensEpoch = plan.truth < plan.current || (busy && options.mode === "strict");
+    const epochAt = busy && options.mode === "strict" ? ledger.boundary - LEDGER_CLOCK_SKEW_MS : plan.cutoff + options.quietWindowMs;
+    const sets = ["#count = :truth", "#folded = :folded"];
+    const removes = ledger.fold.map((_, i) => `#fold${i}`);
+    if (opensEpoch) {
+        sets.push("#epoch = if_not_exists(#epoch, :zero) + :one", "#epochAt = :epochAt");
+    }
+    if (ledger.kind === "quiet" && ledger.rebase) {
+        sets.push("#lv = :version");
+    }
+    // The key leaves the heal index (both its keys go): the next mark adds it again (runtime/shared/best-effort-marks.ts).
+    // Unless the heal left lives to a later one (utilization's young items, healCount; a ledger heal's kept entries): the
+    // key then stays listed, due when those can be counted, so that a mark their drift wrote is not spent on this heal.
+    if (plan.heldBack === undefined) {
+        removes.push("#heal", "#due");
+    } else {
+        sets.push("#heal = :healShard", "#due = :heldBack");
+    }
+    if (disarm) {
+        removes.push("#quotaLimit", "#quota");
+    }
+    // No client write since the read (the version; a busy heal: and every one of them kept the ledger, and no heal folded
+    // since), no mark either (a mark that lands after the read must outlive this heal); a quiet heal: the quiet window.
+    // An item no client wrote (a sharded key's shard, see the header) must still be one.
+    const condition = [
+        plan.version === undefined
+            ? "attribute_not_exists(#version) AND attribute_not_exists(#writtenAt)"
+            : busy
+              ? "#version = :version AND #lv = :version"
+              : "#version = :version AND #writtenAt <= :cutoff",
+        plan.marks === undefined ? "attribute_not_exists(#marks)" : "#marks = :marks",
+        ...(busy && plan.version !== undefined
+            ? [ledger.foldedRead === undefined ? "attribute_not_exists(#folded)" : "#folded = :foldedRead"]
+            : []),
+    ].join(" AND ");
+    const folded = ledger.kind === "busy" ? ledger.boundary : ledger.folded;
+    const update = `SET ${sets.join(", ")}${removes.length === 0 ? "" : ` REMOVE ${removes.join(", ")}`}`;
+    const names: Record<string, string> = {
+        "#count": config.countAttribute,
+        "#version": A.version,
+        "#writtenAt": A.writtenAt,
+        "#marks": A.marks,
+        "#folded": A.folded,
+        "#lv": A.ledgerVersion,
+        "#heal": A.healShard,
+        "#due": A.dueAt,
+        ...Object.fromEntries(ledger.fold.map((name, i) => [`#fold${i}`, name])),
+        ...(opensEpoch ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),
+        ...(disarm ? disarmNames() : {}),
+    };
+    // DynamoDB refuses a name the expressions do not use.
+    const used = new Set(`${update} ${condition}`.match(/#[A-Za-z0-9_]+/g));
     return {
         TableName: countersTable(config),
         Key: keyOf(config, read.partitionKey, bestEffortSortKey(config)),
-        // A heal that lowers the count absorbed units: it opens a new epoch, so that no backfill flag
-        // set before it can give its unit back a second time (runtime/shared/strict-ledger.ts).
-        // The key leaves the heal index (both its keys go): the next mark adds it again
-        // (runtime/shared/best-effort-marks.ts). Unless the heal left a young item out (utilization, healCount): the key
-        // then stays listed, due at that item's creation, so that a mark its lost increment wrote is not spent on a heal
-        // that could not count it.
-        UpdateExpression:
-            "SET #count = :truth" +
-            (absorbs ? ", #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :now" : "") +
-            (plan.heldBack === undefined ? " REMOVE #heal, #due" : ", #heal = :healShard, #due = :heldBack") +
-            (disarm ? (plan.heldBack === undefined ? ", #quotaLimit, #quota" : " REMOVE #quotaLimit, #quota") : ""),
-        // No mark since the read either: a mark that lands after it must outlive this heal. An item no
-        // client wrote (a sharded key's shard, see the header) must still be one.
-        ConditionExpression:
-            (plan.version === undefined
-                ? "attribute_not_exists(#version) AND attribute_not_exists(#writtenAt) AND "
-                : "#version = :version AND #writtenAt <= :cutoff AND ") +
-            (plan.marks === undefined ? "attribute_not_exists(#marks)" : "#marks = :marks"),
-        ExpressionAttributeNames: {
-            "#count": config.countAttribute,
-            "#heal": A.healShard,
-            "#due": A.dueAt,
-            "#version": A.version,
-            "#writtenAt": A.writtenAt,
-            "#marks": A.marks,
-            ...(absorbs ? { "#epoch": A.epoch, "#epochAt": A.epochAt } : {}),
-            ...(disarm ? disarmNames() : {}),
-        },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: Object.fromEntries(Object.entries(names).filter(([name]) => used.has(name))),
         ExpressionAttributeValues: {
             ":truth": { N: String(plan.truth) },
-            ...(plan.version === undefined ? {} : { ":version": { N: String(plan.version) }, ":cutoff": { N: String(plan.cutoff) } }),
+            ":folded": { N: String(folded) },
+            ...(plan.version === undefined ? {} : { ":version": { N: String(plan.version) } }),
+            ...(plan.version === undefined || busy ? {} : { ":cutoff": { N: String(plan.cutoff) } }),
+            ...(busy && ledger.foldedRead !== undefined && plan.version !== undefined
+                ? { ":foldedRead": { N: String(ledger.foldedRead) } }
+                : {}),
             ...(plan.marks === undefined ? {} : { ":marks": { N: String(plan.marks) } }),
-            ...(absorbs ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":now": { N: String(plan.cutoff + options.quietWindowMs) } } : {}),
+            ...(opensEpoch ? { ":zero": { N: "0" }, ":one": { N: "1" }, ":epochAt": { N: String(epochAt) } } : {}),
             ...(plan.heldBack === undefined
                 ? {}
                 : {

@@ -4,7 +4,8 @@
  *
  * Invariant: every write of the best-effort count bumps `hc_version` and sets `hc_written_at` (its own clock): the
  * heal's condition proves from them that no write landed since its read, and that the key has been quiet for the
- * window (runtime/heal/heal.ts, A5).
+ * window (runtime/heal/heal.ts, A5). Every writer of this version also bumps `hc_lv` and moves the ledger entry of the
+ * life it writes for (runtime/ledger/ledger.ts): a heal of a busy key needs both.
  *
  * The heal index lists the keys whose best-effort may be off the live items it accounts for. An entry is `hc_heal`
  * (the key's shard) and `hc_due_at` (set only when absent), written by the party that knows the key may have moved
@@ -36,10 +37,15 @@ const DUE = "#heal = :shard, #due = if_not_exists(#due, :now)";
 
 /**
  * The UpdateExpression of a best-effort write that ADDs `amount` (a value placeholder) to `#count`; with `due`, it
- * also puts the key on the heal index (and counts the mark in `hc_marks`).
+ * also puts the key on the heal index (and counts the mark in `hc_marks`); with `ledger`, it ADDs the same amount to
+ * the life's period entry `#ledger` (runtime/ledger/ledger.ts). Every such write bumps `hc_lv` with `hc_version`: its
+ * writer keeps the ledger.
  */
-export function bestEffortUpdate(amount: string, due = false): string {
-    return `ADD #count ${amount}, #version :one${due ? ", #marks :one" : ""} SET #writtenAt = :now${due ? `, ${DUE}` : ""}`;
+export function bestEffortUpdate(amount: string, due = false, ledger = false): string {
+    return (
+        `ADD #count ${amount}, #version :one, #lv :one${ledger ? `, #ledger ${amount}` : ""}${due ? ", #marks :one" : ""} ` +
+        `SET #writtenAt = :now${due ? `, ${DUE}` : ""}`
+    );
 }
 
 /**
@@ -50,9 +56,18 @@ export function dueUpdate(): string {
     return `SET ${DUE} ADD #marks :one`;
 }
 
-/** The attribute names the marks use (with `#count`, which the caller names); `due` adds the index entry's. */
-export function bestEffortMarkNames(due = false): Record<string, string> {
-    return { "#version": A.version, "#writtenAt": A.writtenAt, ...(due ? dueMarkNames() : {}) };
+/**
+ * The attribute names the marks use (with `#count`, which the caller names); `due` adds the index entry's, `ledger`
+ * names the life's period entry (`bestEffortUpdate`'s `ledger`).
+ */
+export function bestEffortMarkNames(due = false, ledger?: string): Record<string, string> {
+    return {
+        "#version": A.version,
+        "#lv": A.ledgerVersion,
+        "#writtenAt": A.writtenAt,
+        ...(ledger === undefined ? {} : { "#ledger": ledger }),
+        ...(due ? dueMarkNames() : {}),
+    };
 }
 
 /** The values the marks use: the writer's clock and, with `due`, the key's heal shard. */

@@ -91,6 +91,13 @@ export const COUNTER_ATTRIBUTES = Object.freeze({
     version: "hc_version",
     /** best-effort: N, epoch ms of the last client write */
     writtenAt: "hc_written_at",
+    /**
+     * best-effort: N, +1 with hc_version by every writer that keeps the ledger of recent lives (runtime/ledger/); a heal
+     * of a key that is not quiet needs it equal to hc_version (no write of an earlier version since the last re-base)
+     */
+    ledgerVersion: "hc_lv",
+    /** best-effort: N, epoch ms: every ledger entry before it was folded by a heal (runtime/ledger/ledger.ts) */
+    folded: "hc_folded",
     /** best-effort: S, present while a heal is due (sparse GSI "heal-index": pk hc_heal, sk hc_due_at) */
     healShard: "hc_heal",
     /** best-effort: N, epoch ms of the first client write since the last heal (the heal index's sort key; best-effort-marks.ts) */
