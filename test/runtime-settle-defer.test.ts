@@ -22,11 +22,12 @@ describe("the settler's deferral of a busy key meets a transaction (DynamoDB Loc
     const engine = useEngine({ parity: true });
 
     it("the key stays due and is not reported failed", async () => {
-        // Prepare: a strict key written twice, the second write inside the window of the run below
+        // Prepare: a strict key written twice, the second write inside the window of the run below, by a client of an
+        // earlier version (no ledger of recent lives: the heal waits for the key to be quiet, and the settler defers it)
         const config = await healTables(engine());
         const db = engine().dynamodb();
         let clock = T0;
-        const client = new ModelClient({ config, dynamodb: db, mode: "strict", now: () => clock });
+        const client = new ModelClient({ config, dynamodb: db, mode: "strict", now: () => clock, keepsLedger: false });
         await client.create("busy", "a", 5);
         clock = T0 + Q;
         await client.create("busy", "b", 5);

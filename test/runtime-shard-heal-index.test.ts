@@ -16,6 +16,7 @@ import { settle } from "../runtime/heal/settle";
 import { shardPartitionKey } from "../runtime/shards/layout";
 import { useEngine } from "./support/engine";
 import { healTables } from "./support/heal-fixture";
+import { ledgerAttribute, ledgerPeriodMs } from "../runtime/ledger/ledger";
 import { N, OLD, Q, T0, noFatal, shape, tokenIn } from "./support/shard-heal";
 
 describe("a sharded key's heal keeps a drifted shard on the heal index (DynamoDB Local)", () => {
@@ -37,14 +38,18 @@ describe("a sharded key's heal keeps a drifted shard on the heal index (DynamoDB
         );
     }
 
-    /** A utilization client's increment of shard `shard`, at `now` (no heal-index mark: utilization writes carry none). */
-    async function increment(key: string, shard: number, now: number): Promise<void> {
+    /**
+     * A utilization client's increment of shard `shard` for the life `token`, at `now` (no heal-index mark: utilization
+     * writes carry none), moving the life's ledger entry as the client does.
+     */
+    async function increment(key: string, shard: number, now: number, token: string): Promise<void> {
+        const ledger = ledgerAttribute(token, ledgerPeriodMs(Q / 1000))!;
         await db().send(
             new UpdateItemCommand({
                 TableName: countersTable(config),
                 Key: bestEffortKey(key, shard),
-                UpdateExpression: bestEffortUpdate(":one"),
-                ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames() },
+                UpdateExpression: bestEffortUpdate(":one", false, true),
+                ExpressionAttributeNames: { "#count": config.countAttribute, ...bestEffortMarkNames(false, ledger) },
                 ExpressionAttributeValues: bestEffortMarkValues(key, now),
             }),
         );
@@ -110,27 +115,31 @@ describe("a sharded key's heal keeps a drifted shard on the heal index (DynamoDB
         });
     });
 
-    it("keeps the key listed, and heals no shard, while a drifted shard is still in its quiet window", async () => {
-        // Prepare: a life homed in shard 2 whose increment was lost (the call marked shard 0); shard 2 written just now.
+    it("heals a drifted shard while another life of it is still recent, and keeps the key listed until that life is old", async () => {
+        // Prepare: an old life homed in shard 2 whose increment was lost (the call marked shard 0); shard 2 written just
+        // now, by a recent life's increment.
+        const b = tokenIn(2, T0 - 1);
         await putItem("k", "a", tokenIn(2));
-        await increment("k", 2, T0 - 1);
-        await putItem("k", "b", tokenIn(2, T0 - 1));
+        await putItem("k", "b", b);
+        await increment("k", 2, T0 - 1, b);
         await markDue("k");
 
         // Act
         const healed = await healKey("k", options());
 
-        // Assess: the key waits whole for shard 2's window (its shards heal together), and stays on the index.
+        // Assess: the key is healed though shard 2 is busy (its shards together): a counted from the table (old), b as its
+        // ledger entry holds it (recent). The key stays listed until b's entry can be folded.
         assert.deepEqual(
             shape(healed.shards)?.map((s) => [s.shard, s.outcome, s.reason]),
             [
-                [0, "skipped", "quiet-window"],
-                [1, "skipped", "quiet-window"],
-                [2, "skipped", "quiet-window"],
+                [0, "healed", undefined],
+                [1, "skipped", "no-best-effort"],
+                [2, "healed", undefined],
             ],
         );
+        assert.deepEqual(await counts("k"), [0, undefined, 2]);
         assert.equal((await listed("k")).listed, true);
-        // Once quiet, the next settler run heals shard 2 (both lives are old enough then) and nothing is left due.
+        // Once b's period is older than the window, the next settler run folds it and nothing is left due.
         await settle({ ...options(T0 + Q), fatal: noFatal, auditSegments: 0 });
         assert.deepEqual(await counts("k"), [0, undefined, 2]);
         assert.deepEqual(await listed("k"), { listed: false });
@@ -139,14 +148,16 @@ describe("a sharded key's heal keeps a drifted shard on the heal index (DynamoDB
     it("keeps the key listed when a client writes a drifted shard between the heal's read and its write", async () => {
         // Prepare: a life homed in shard 2 whose increment was lost (the call marked shard 0); the heal reads the key.
         await putItem("k", "a", tokenIn(2));
-        await increment("k", 2, OLD);
-        await putItem("k", "b", tokenIn(2));
+        const b = tokenIn(2);
+        await increment("k", 2, OLD, b);
+        await putItem("k", "b", b);
         await markDue("k");
         const read = await readForHeal("k", options());
 
         // Act: another life's increment lands on shard 2, then the heal writes.
-        await putItem("k", "c", tokenIn(2, T0));
-        await increment("k", 2, T0);
+        const c = tokenIn(2, T0);
+        await putItem("k", "c", c);
+        await increment("k", 2, T0, c);
         const written = await writeHeal(read, options());
 
         // Assess: the shards' one transaction raced on shard 2: nothing changed (shard 2 one below its lives), the key

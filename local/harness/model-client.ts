@@ -48,6 +48,11 @@ export interface ModelClientOptions {
     readonly attempts?: number;
     /** The period of the ledger entries it writes (runtime/ledger/ledger.ts). @default DEFAULT_LEDGER_PERIOD_MS */
     readonly ledgerPeriodMs?: number;
+    /**
+     * False: a client of an earlier version, which bumps `hc_version` alone and writes no ledger entry (a heal then
+     * waits for the key to be quiet). @default true
+     */
+    readonly keepsLedger?: boolean;
 }
 
 export interface CallResult {
@@ -64,6 +69,11 @@ class DeadlineExceeded extends Error {
         super("the call's deadline has passed: write abandoned");
         this.name = "DeadlineExceeded";
     }
+}
+
+/** The best-effort write of a client of an earlier version: no `hc_lv`, no ledger entry (best-effort-marks.ts). */
+function earlierVersionUpdate(due: boolean): string {
+    return `ADD #count :delta, #version :one${due ? ", #marks :one" : ""} SET #writtenAt = :now${due ? ", #heal = :shard, #due = if_not_exists(#due, :now)" : ""}`;
 }
 
 class SingleAttemptError extends Error {
@@ -263,7 +273,7 @@ export class ModelClient {
             await this.bestEffortWrite(key, delta, deadlineAt, true, { life, ...(epoch === undefined ? {} : { epoch }) });
             return true;
         } catch {
-            if (this.mode === "strict" && delta < 0) {
+            if (epoch !== undefined) {
                 // A slot not given back: a heal since the call's first write may have taken the key off the index.
                 const { config, dynamodb } = this.options;
                 await dynamodb.send(new UpdateItemCommand(dueMarkInput(config, key, this.now()))).catch(() => undefined);
@@ -282,7 +292,12 @@ export class ModelClient {
     ): Promise<Record<string, AttributeValue>> {
         const { config } = this.options;
         const { limit, epoch } = options;
-        const ledger = delta === 0 ? undefined : ledgerAttribute(options.life, this.options.ledgerPeriodMs ?? DEFAULT_LEDGER_PERIOD_MS);
+        const keepsLedger = this.options.keepsLedger ?? true;
+        const ledger =
+            delta === 0 || !keepsLedger
+                ? undefined
+                : ledgerAttribute(options.life, this.options.ledgerPeriodMs ?? DEFAULT_LEDGER_PERIOD_MS);
+        const due = this.mode === "strict";
         const condition =
             epoch !== undefined
                 ? epoch === 0
@@ -294,11 +309,11 @@ export class ModelClient {
         const command = new UpdateItemCommand({
             TableName: countersTable(config),
             Key: { [config.partitionKey]: { S: key }, [config.sortKey]: { S: bestEffortSortKey(config) } },
-            UpdateExpression: bestEffortUpdate(":delta", this.mode === "strict", ledger !== undefined),
+            UpdateExpression: keepsLedger ? bestEffortUpdate(":delta", due, ledger !== undefined) : earlierVersionUpdate(due),
             ConditionExpression: condition,
             ExpressionAttributeNames: {
                 "#count": config.countAttribute,
-                ...bestEffortMarkNames(this.mode === "strict", ledger),
+                ...Object.fromEntries(Object.entries(bestEffortMarkNames(due, ledger)).filter(([name]) => keepsLedger || name !== "#lv")),
                 ...(epoch === undefined ? {} : { "#epoch": COUNTER_ATTRIBUTES.epoch }),
             },
             ExpressionAttributeValues: {

@@ -121,6 +121,59 @@
  *     condition instead of being skipped as unversioned (which would leave its heal-index entry listed for good).
  *     An unsharded key keeps the skip: its best-effort item may be a user's writer's.
  * With N = 1 the heal is exactly the unsharded one: one GetItem, the partition, the markers when needed, one write.
+ *
+ * A busy key: the heal above waits for the key to be quiet, and a key written more often than every Q never is. The
+ * clients therefore keep a ledger of recent lives on each best-effort item (runtime/ledger/ledger.ts): every write that
+ * moves the count for a life carrying a client token moves that life's period entry `hc_n_<start>_<length>` by the same
+ * amount in the same UpdateItem, and bumps `hc_lv` with `hc_version`. When every writer of the key kept the ledger
+ * (`hc_lv` = `hc_version` on every shard item), the heal does not wait. Steps 1 and 3 read as above (the entries with
+ * the count); step 2 picks a boundary B <= now - Q that no entry straddles (`foldBoundary`), not before the `hc_folded`
+ * of any shard (a heal with a later clock folded there: this one skips until its clock passes it). A life is *old* when
+ * its token is older than B (or has no time: a token-less item's unit is never in an entry), *recent* otherwise; an
+ * entry ending at or before B holds only old lives, an entry after it only recent ones. Step 4 writes, per shard,
+ *
+ *     strict:       T = (old live client-counted items) + max(units of the kept entries, live items of recent lives)
+ *     utilization:  T = (old live client items carrying no delete claim younger than Q) + (units of the kept entries)
+ *
+ * `SET count = T, hc_folded = B REMOVE <the entries ending at or before B>`, conditional on `hc_version = v AND hc_lv =
+ * v AND hc_marks = m AND hc_folded` as read (no writtenAt condition); strict mode also opens a new heal epoch, whose
+ * time is B less the clock skew (strict-ledger.ts `reservedInEpoch`: a later delete then releases exactly the lives
+ * whose units the kept entries hold, token after B). Quiet strict keys keep the heal above (every life from the table,
+ * every entry folded, `hc_folded` = now); quiet utilization keys take this one (it counts recent increments the quiet
+ * heal had to leave out). Why the bound holds after the write (the same t1 <= t2 as above):
+ *   (e) No best-effort write landed between t1 and the write (the version), so every write that lands after the write
+ *       applies on top of T, and every write counted in c that moved a recent life moved its entry too (`hc_lv` = v: no
+ *       writer that skips the entries wrote since the last re-base).
+ *   (f) Old lives: a life's creating call sends its writes within D of its token (A1: a create's deadline counts from
+ *       its token), they take effect within L (A2), and the clocks differ by S (A3): token + D + L + S < B + Q <= now,
+ *       so no create write of an old life is in flight at t2: its item is in the partition read, or never will be. What
+ *       may still be in flight for an old life is a delete:
+ *       - strict: touch, soft delete, release. The release is conditional on the epoch the touch read, and this write
+ *         opens a new one: a release of a call that touched before t1 is refused (a held slot; the key is listed again
+ *         by the refusing call), whether the heal counted the item (soft delete after t2) or not (before t2); a call
+ *         that touches after t1 makes the write fail (the version). So T's old term is never lowered again by a
+ *         release the heal did not see, and only lowered by a soft delete (live falls with it) afterwards.
+ *       - utilization: claim, decrement, soft delete. The claim is on the item before the decrement is sent; a claimed
+ *         item whose claim is younger than Q may be between its decrement (in c) and its soft delete, so it is left out
+ *         (at most one below: the safe side); a claim older than Q belongs to a call that has ended (A1-A3), so a live
+ *         item under it is live for good and counted. A decrement that lands after the write, of an item the heal
+ *         counted, had its claim land after t2: it comes before that item's soft delete, as on an exact counter.
+ *   (g) Recent lives: their units stay as the entries hold them, and every write of theirs still to come moves the count
+ *       and the entry together, in the order the counting model keeps on any counter (strict: reserve before put,
+ *       release after soft delete or after a put that certainly wrote nothing; utilization: increment after put,
+ *       decrement after claim). So on the recent lives alone the count keeps the mode's bound as an un-healed counter
+ *       would. Strict counts at least the live items of recent lives: an item another writer gave a recent-looking
+ *       client token (a copy, a rewritten token) has no unit in an entry; counting it raises T, never lowers it.
+ *   (h) Other parties as (d): the consumer's and reconcile's writes touch no live client item a heal counts (a late put
+ *       they remove moves `hc_marks`); a strict backfill bumps `hc_version` and `hc_lv` and adds units for items with no
+ *       client token (old lives by definition).
+ *   Limits of the argument, stated in docs/limits.md: a life whose token another writer rewrote to a recent-looking
+ *   one, or that a backfill adopted with a token younger than Q, counts at least as many units as live recent items
+ *   (strict's max) but not per life; their exact count comes when their period is old. A strict busy heal's new epoch
+ *   makes a delete in flight across it hold its slot until the next heal.
+ *   What it costs: nothing on the API's path (the entry rides on the write the call sends; a client write leaving more
+ *   than LEDGER_ENTRIES_MARK entries on an unlisted item marks it once, best-effort.ts), and a held slot or drift of a
+ *   life is gone at the first heal after its period ends more than Q ago, however busy the key.
  */
 import {
     ConditionalCheckFailedException,
