@@ -75,7 +75,7 @@ describe("healing: the pure planner", () => {
             version: 12,
             cutoff: T0 - Q,
             // An item no writer of this version wrote (no hc_lv): the heal re-bases the ledger.
-            ledger: { kind: "quiet", fold: [], folded: T0, rebase: true },
+            ledger: { kind: "quiet", fold: [], folded: T0 - Q, rebase: true },
         });
     });
 
@@ -94,7 +94,7 @@ describe("healing: the pure planner", () => {
             current: 0,
             version: 1,
             cutoff: T0 - Q,
-            ledger: { kind: "quiet", fold: [], folded: T0, rebase: true },
+            ledger: { kind: "quiet", fold: [], folded: T0 - Q, rebase: true },
         });
     });
 });
@@ -217,7 +217,7 @@ describe("healing on DynamoDB Local: every race, staged", () => {
             current: 3,
             version: 10,
             cutoff: T0 - Q,
-            ledger: { kind: "quiet", fold: [], folded: T0, rebase: true },
+            ledger: { kind: "quiet", fold: [], folded: T0 - Q, rebase: true },
         });
         const held = hold("reserve");
         const call = client.create("k", "a", 5);

@@ -274,7 +274,7 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                     marks: 1,
                     cutoff: T0 - Q,
                     // Items no writer of this version wrote (no hc_lv): the quiet heal re-bases the ledger.
-                    ledger: { kind: "quiet", fold: [], folded: T0, rebase: true },
+                    ledger: { kind: "quiet", fold: [], folded: T0 - Q, rebase: true },
                 })),
             );
             assert.deepEqual(read.plan, read.shards[0]!.plan);
@@ -393,14 +393,13 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                 .dynamodb()
                 .send(new UpdateItemCommand(dueMarkInput(config, "k", OLD)));
             const read = await readForHeal("k", options("utilization"));
-            // Utilization heals by the ledger of recent lives, quiet or not: a is older than the window, counted from the table.
             assert.deepEqual(read.plan, {
                 action: "heal",
                 truth: 1,
                 current: 0,
                 marks: 1,
                 cutoff: T0 - Q,
-                ledger: { kind: "busy", fold: [], boundary: T0 - Q },
+                ledger: { kind: "quiet", fold: [], folded: T0 - Q, rebase: false },
             });
 
             await h.clientWrite("k", 0, 1, T0); // the increment of a's life lands after all

@@ -138,9 +138,9 @@
  * `SET count = T, hc_folded = B REMOVE <the entries ending at or before B>`, conditional on `hc_version = v AND hc_lv =
  * v AND hc_marks = m AND hc_folded` as read (no writtenAt condition); strict mode also opens a new heal epoch, whose
  * time is B less the clock skew (strict-ledger.ts `reservedInEpoch`: a later delete then releases exactly the lives
- * whose units the kept entries hold, token after B). Quiet strict keys keep the heal above (every life from the table,
- * every entry folded, `hc_folded` = now); quiet utilization keys take this one (it counts recent increments the quiet
- * heal had to leave out). Why the bound holds after the write (the same t1 <= t2 as above):
+ * whose units the kept entries hold, token after B). A quiet key keeps the heal above, which folds every entry and sets
+ * `hc_folded` to its cutoff (no unit in the count is of a life younger than the last client write, `quietLedger`).
+ * Why the bound holds after the write (the same t1 <= t2 as above):
  *   (e) No best-effort write landed between t1 and the write (the version), so every write that lands after the write
  *       applies on top of T, and every write counted in c that moved a recent life moved its entry too (`hc_lv` = v: no
  *       writer that skips the entries wrote since the last re-base).
@@ -406,16 +406,21 @@ export function planHeal(
         ...(state.version === undefined ? {} : { version: state.version }),
         ...(state.marks !== undefined ? { marks: state.marks } : {}),
         cutoff: now - quietWindowMs,
-        ledger: quietLedger(state, now),
+        ledger: quietLedger(state, now - quietWindowMs),
     };
 }
 
-/** A quiet heal's ledger part: it counted every life from the table, so every entry folds (see LedgerWrite). */
-function quietLedger(state: BestEffortState | undefined, now: number): LedgerWrite {
+/**
+ * A quiet heal's ledger part (see LedgerWrite). No client wrote the key since `cutoff` (now less the window), and a
+ * client writes a life's units only after its token is made, so every unit the count holds is of a life older than the
+ * cutoff, which the quiet heal counts from the table (strict: every live item; utilization: every item older than the
+ * window, a younger one having no unit yet): every entry folds, at the cutoff.
+ */
+function quietLedger(state: BestEffortState | undefined, cutoff: number): LedgerWrite {
     return {
         kind: "quiet",
         fold: (state?.entries ?? []).map((entry) => entry.name),
-        folded: Math.max(now, state?.folded ?? now),
+        folded: Math.max(cutoff, state?.folded ?? cutoff),
         rebase: state !== undefined && state.version !== undefined && !keepsLedger(state),
     };
 }
@@ -437,10 +442,11 @@ export function planLedgerHeal(
     const state = item === undefined ? undefined : bestEffortState(item, layout.countAttribute);
     const { folded, kept } = splitEntries(state?.entries ?? [], boundary);
     const { truth, youngest } = ledgerTruth({ items, markers, kept, boundary, now, horizonMs: quietWindowMs, mode, layout });
-    // Listed again once every life it left to the entries is old: the latest kept entry's end, or the youngest recent
-    // item's time (a lost increment has no entry: the mark its call wrote must not be spent on this heal).
+    // Listed again while it leaves lives to the entries or to a later heal (a lost increment has no entry: the mark its
+    // call wrote must not be spent on this heal): due when the first of them can be folded, but not sooner than half a
+    // window from now, so that a key written without pause is healed about twice a window, not at every period.
     const later = [...kept.map((entry) => entry.end), ...(youngest === undefined ? [] : [youngest])];
-    const keptEnd = later.length === 0 ? undefined : Math.max(...later);
+    const keptEnd = later.length === 0 ? undefined : Math.max(Math.min(...later), now - quietWindowMs / 2);
     return {
         action: "heal",
         truth,
@@ -657,7 +663,7 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                           current: 0,
                           cutoff: now - options.quietWindowMs,
                           ...(youngest === undefined ? {} : { heldBack: youngest }),
-                          ledger: quietLedger(undefined, now),
+                          ledger: quietLedger(undefined, now - options.quietWindowMs),
                       };
             }
             return (
@@ -686,9 +692,8 @@ function ledgerBoundary(
     if (!states.every(keepsLedger)) {
         return undefined;
     }
-    const busy = skips.some((skip) => skip?.reason === "quiet-window");
-    if (!busy && options.mode === "strict") {
-        return undefined;
+    if (!skips.some((skip) => skip?.reason === "quiet-window")) {
+        return undefined; // a quiet key: every unit in it belongs to a life older than the window (see quietLedger)
     }
     const boundary = foldBoundary(
         states.flatMap((state) => state.entries),
