@@ -82,6 +82,7 @@ export function busyClient(
     mode: CounterMode,
     onDrift: (drift: number) => void,
     deadlineMs = CLIENT_DEADLINE_MS,
+    ledgerPeriodSeconds?: number,
 ): { faults: CallFaults<BusyCallFault>; counter: HybridCounterClient } {
     const faults = new CallFaults<BusyCallFault>(deployment.clientLayout, {
         decide: (call, request) => faultBefore({ ...call, ...call.fault }, request),
@@ -89,7 +90,13 @@ export function busyClient(
         onDrift: (_key, drift) => onDrift(drift),
     });
     faults.attach(dynamodb);
-    const counter = new HybridCounterClient({ ...deployment.clientConfig, dynamodb, mode, deadlineMs });
+    const counter = new HybridCounterClient({
+        ...deployment.clientConfig,
+        dynamodb,
+        mode,
+        deadlineMs,
+        ...(ledgerPeriodSeconds === undefined ? {} : { ledgerPeriodSeconds }),
+    });
     return { faults, counter };
 }
 
@@ -164,7 +171,14 @@ export async function measureBusyRow(
             },
             { step: "initialize", name: "busyHealRequestTime", priority: "low" },
         );
-        const { faults, counter } = busyClient(deployment, api, mode, (drift) => (driftMade += drift));
+        const { faults, counter } = busyClient(
+            deployment,
+            api,
+            mode,
+            (drift) => (driftMade += drift),
+            CLIENT_DEADLINE_MS,
+            spec.ledgerPeriodSeconds,
+        );
         const calls = new CallsInFlight();
         const tracked = calls.wrap(counter);
 

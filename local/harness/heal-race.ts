@@ -12,6 +12,7 @@ import { isSoftDeleted } from "../../runtime/shared/selection";
 import { settle, type SettleReport } from "../../runtime/heal/settle";
 import { injectFaults, seededRandom, type FaultStats } from "../engine/faults";
 import { ModelClient, type ModelMode } from "./model-client";
+import { ledgerPeriodMs } from "../../runtime/ledger/ledger";
 import { snapshotKey } from "./observe";
 
 export interface HealRaceOptions {
@@ -125,6 +126,8 @@ export async function runHealRace(options: HealRaceOptions): Promise<HealRaceRes
         dynamodb: apiDb,
         mode,
         deadlineMs: options.deadlineMs,
+        // The period the component's clients derive from the (compressed) window.
+        ledgerPeriodMs: ledgerPeriodMs(options.quietWindowMs / 1000),
         // A stalled call sleeps past its deadline between its two writes, then abandons the second.
         pause: async () => {
             if (random() < options.stallRate) {

@@ -12,12 +12,18 @@
 import type { RecordedResource } from "../deployment/pulumi-mocks";
 import type { SettleReport } from "../../runtime/heal/settle";
 import { SETTLER_ENV } from "../../runtime/heal/settler-config";
+import { ledgerPeriodMs } from "../../runtime/ledger/ledger";
 export interface TwinSettlerSpec {
     readonly environment: Record<string, string>;
     /** The schedule's period, compressed. */
     readonly periodMs: number;
     /** The quiet window, compressed. */
     readonly quietWindowMs: number;
+    /**
+     * The clients' ledger period for the compressed window (the client's `ledgerPeriodSeconds`): what the component's
+     * clients derive from its `healQuietWindowSeconds`, compressed with it (runtime/ledger/ledger.ts).
+     */
+    readonly ledgerPeriodSeconds: number;
 }
 
 /** The settler's schedule and quiet window run this many times faster than the component declares them (600 s: 10 s). */
@@ -63,7 +69,12 @@ export function twinSettlerSpec(resources: readonly RecordedResource[], name: st
     // The settler checks its window against the real request lifetime and skew (heal-window.ts), which no compressed
     // window covers: the harness checks the compressed ones instead (assertCompressionCovers).
     delete environment[SETTLER_ENV.clientDeadlineMs];
-    return { environment, periodMs: (rateMinutes(rule.inputs.scheduleExpression as string) * 60_000) / compression, quietWindowMs };
+    return {
+        environment,
+        periodMs: (rateMinutes(rule.inputs.scheduleExpression as string) * 60_000) / compression,
+        quietWindowMs,
+        ledgerPeriodSeconds: ledgerPeriodMs(quietWindowMs / 1000) / 1000,
+    };
 }
 
 /**

@@ -460,7 +460,11 @@ export async function runTwin(
             options.faults > 0 ? injectFaults(apiDynamo, { rate: options.faults, random: seededRandom(options.seed * 7 + 3) }) : undefined;
         // The client's deadline compressed with the settler's window, so that the heal's assumptions hold with the settler
         // running beside the calls (local/twin/settler.ts).
-        const client = new HybridCounterClient({ ...clientOptions, deadlineMs: COMPRESSED_CLIENT_DEADLINE_MS });
+        const client = new HybridCounterClient({
+            ...clientOptions,
+            deadlineMs: COMPRESSED_CLIENT_DEADLINE_MS,
+            ...(settlerSpec === undefined ? {} : { ledgerPeriodSeconds: settlerSpec.ledgerPeriodSeconds }),
+        });
         if (settlerSpec !== undefined) {
             assertCompressionCovers(settlerSpec.quietWindowMs, COMPRESSED_CLIENT_DEADLINE_MS);
         }

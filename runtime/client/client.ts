@@ -163,6 +163,13 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout>,
      */
     readonly healQuietWindowSeconds?: number;
     /**
+     * The period of the ledger entries the client writes on best-effort (runtime/ledger/ledger.ts), in whole seconds
+     * (1..86400): a heal of a busy key folds whole periods. Every client of a key may use its own. @default a tenth of
+     * `healQuietWindowSeconds`, or 60 when that is not given; a harness that compresses the settler's window passes the
+     * tenth of the compressed one.
+     */
+    readonly ledgerPeriodSeconds?: number;
+    /**
      * Shards of every key's counting (the component's clientConfig `counterShards`; runtime/shards/layout.ts): must
      * be the value the consumer runs with. Above 1 a key must not hold U+0000. @default 1
      */

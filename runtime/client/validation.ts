@@ -83,6 +83,7 @@ export function resolveClientOptions(
             attempts?: unknown;
             deadlineMs?: unknown;
             healQuietWindowSeconds?: unknown;
+            ledgerPeriodSeconds?: unknown;
             counterShards?: unknown;
             selection?: ItemSelection;
         },
@@ -141,6 +142,10 @@ export function resolveClientOptions(
             );
         }
     }
+    const period = options.ledgerPeriodSeconds;
+    if (period !== undefined && (typeof period !== "number" || !Number.isInteger(period) || period < 1 || period > 86_400)) {
+        problems.push("[ledgerPeriodSeconds] must be an integer from 1 to 86400");
+    }
     const deleteTokenAttribute = `${layout.tokenAttribute}_delete`;
     const names = [layout.partitionKey, layout.sortKey, layout.deletedAttribute];
     if (names.includes(deleteTokenAttribute) || Buffer.byteLength(deleteTokenAttribute, "utf8") > 255) {
@@ -172,7 +177,7 @@ export function resolveClientOptions(
         deadlineMs: deadlineMs as number,
         deleteTokenAttribute,
         reserved,
-        ledgerPeriodMs: ledgerPeriodMs(window as number | undefined),
+        ledgerPeriodMs: period === undefined ? ledgerPeriodMs(window as number | undefined) : (period as number) * 1000,
         // What a soft delete (or a delete's claim) adds: `deleted = true` and the delete token.
         headroom: Buffer.byteLength(layout.deletedAttribute, "utf8") + 1 + Buffer.byteLength(deleteTokenAttribute, "utf8") + TOKEN_BYTES,
     };
