@@ -65,9 +65,9 @@ describe("the checker's settler runs beside calls in flight", function () {
         await sharpens(engine(), history, (clients) => healIgnoresQuietWindow(clients.settler), STRICT_BROKEN);
     });
 
-    it("seed 6 (strict, 200 events): runs start with calls in flight, requests expire, the bound holds; the mutant is rejected", async () => {
+    it("seed 10 (strict, 200 events): runs start with calls in flight, requests expire, the bound holds; the mutant is rejected", async () => {
         // Prepare
-        const history = generateHistory({ seed: 6, ops: 200, mode: "strict", selection: "client", counterShards: 1 });
+        const history = generateHistory({ seed: 10, ops: 200, mode: "strict", selection: "client", counterShards: 1 });
         assert.ok(history.events.some((e) => e.op === "settle" && e.busy === true));
 
         // Act: the sound run keeps the contract, the mutant breaks the bound

@@ -38,11 +38,12 @@ function strictHistory(selection: History["selection"], events: FuzzEvent[], lim
 /** Mutant: a heal that lowers the count opens no new epoch (the heal of issue 19, items 3 and 4, before its fix). */
 function healWithoutEpoch({ settler }: FuzzClients): void {
     rewrite<UpdateItemCommandInput>(settler, "UpdateItemCommand", (input) => {
-        if (input.UpdateExpression?.includes("#epoch = if_not_exists")) {
-            input.UpdateExpression = "SET #count = :truth REMOVE #heal, #due";
+        const opens = ", #epoch = if_not_exists(#epoch, :zero) + :one, #epochAt = :epochAt";
+        if (input.UpdateExpression?.includes(opens)) {
+            input.UpdateExpression = input.UpdateExpression.replace(opens, "");
             delete input.ExpressionAttributeNames!["#epoch"];
             delete input.ExpressionAttributeNames!["#epochAt"];
-            for (const name of [":zero", ":one", ":now"]) {
+            for (const name of [":zero", ":one", ":epochAt"]) {
                 delete input.ExpressionAttributeValues![name];
             }
         }
@@ -64,9 +65,9 @@ function backfillWithoutHealMarks({ backfill }: FuzzClients): void {
     rewrite<TransactWriteItemsCommandInput>(backfill, "TransactWriteItemsCommand", (input) => {
         for (const action of input.TransactItems ?? []) {
             const update = action.Update;
-            if (update?.UpdateExpression === bestEffortUpdate(":n", true)) {
+            if (update?.UpdateExpression === bestEffortUpdate(":n", true, true)) {
                 update.UpdateExpression = "ADD #count :n";
-                for (const name of ["#version", "#writtenAt", "#heal", "#due", "#marks"]) {
+                for (const name of ["#version", "#lv", "#ledger", "#writtenAt", "#heal", "#due", "#marks"]) {
                     delete update.ExpressionAttributeNames![name];
                 }
                 for (const name of [":one", ":now", ":shard"]) {

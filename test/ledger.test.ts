@@ -11,6 +11,7 @@ import {
     ledgerAttribute,
     ledgerEntries,
     ledgerPeriodMs,
+    OLD_LEDGER_ENTRY,
     splitEntries,
     type LedgerEntry,
 } from "../runtime/ledger/ledger";
@@ -25,12 +26,14 @@ const entry = (start: number, length: number, units: number): LedgerEntry => ({
 });
 
 describe("the ledger of recent lives", () => {
-    it("names a life's entry by the period that holds its token, and has none for a token without a time", () => {
+    it("names a life's entry by the period that holds its token, and the oldest entry for a token without a time", () => {
         assert.equal(ledgerAttribute(uuidv7(T0 + 59_999), 60_000), `hc_n_${T0 / 1000}_60`);
         assert.equal(ledgerAttribute(uuidv7(T0 + 60_000), 60_000), `hc_n_${T0 / 1000 + 60}_60`);
         assert.equal(ledgerAttribute(uuidv7(T0 + 1_500), 1_000), `hc_n_${T0 / 1000 + 1}_1`);
-        assert.equal(ledgerAttribute("not-a-token", 60_000), undefined);
-        assert.equal(ledgerAttribute(undefined, 60_000), undefined);
+        // Units without a client token go to the entry at the epoch, which every heal folds.
+        assert.equal(ledgerAttribute("not-a-token", 60_000), OLD_LEDGER_ENTRY);
+        assert.equal(ledgerAttribute(undefined, 60_000), "hc_n_0_1");
+        assert.equal(foldBoundary(ledgerEntries({ [OLD_LEDGER_ENTRY]: { N: "3" } }), T0), T0);
     });
 
     it("writes with a tenth of the deployed window, in whole seconds, or a minute when the window is not known", () => {

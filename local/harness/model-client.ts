@@ -274,7 +274,8 @@ export class ModelClient {
             return true;
         } catch {
             if (epoch !== undefined) {
-                // A slot not given back: a heal since the call's first write may have taken the key off the index.
+                // A delete's slot not given back: a heal of the busy key since its touch may have taken the key off the
+                // index (runtime/client/client.ts lists it again the same way).
                 const { config, dynamodb } = this.options;
                 await dynamodb.send(new UpdateItemCommand(dueMarkInput(config, key, this.now()))).catch(() => undefined);
             }

@@ -12,6 +12,7 @@ import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemC
 import { markerKeyFits } from "../shared/key-limits";
 import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "../shared/config";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
+import { OLD_LEDGER_ENTRY } from "../ledger/ledger";
 import { isLive } from "../shared/selection";
 import { homeShard, markerShard, shardCount, shardPartitionKey, shardedKeyProblem } from "../shards/layout";
 import { DISARM_CLAUSE, disarmNames, disarmUpdates } from "../shards/quotas";
@@ -250,12 +251,13 @@ export function backfillActions(
             Update: {
                 TableName: table,
                 Key: counterItem(bestEffortKey, bestEffortSortKey(config)),
-                UpdateExpression: bestEffortUpdate(":n", true) + (disarms ? ` ${DISARM_CLAUSE}` : ""),
+                // Its units move the entry of units without a client token (runtime/ledger/ledger.ts), which every heal folds.
+                UpdateExpression: bestEffortUpdate(":n", true, true) + (disarms ? ` ${DISARM_CLAUSE}` : ""),
                 // The flags below name the epoch read before: a heal that absorbed units since makes this fail.
                 ConditionExpression: epoch === 0 ? "attribute_not_exists(#epoch)" : "#epoch = :epoch",
                 ExpressionAttributeNames: {
                     "#count": config.countAttribute,
-                    ...bestEffortMarkNames(true),
+                    ...bestEffortMarkNames(true, OLD_LEDGER_ENTRY),
                     "#epoch": A.epoch,
                     ...(disarms ? disarmNames() : {}),
                 },

@@ -210,12 +210,6 @@ export class BestEffortCounter {
             return true;
         } catch (error) {
             this.onFailure({ key, operation, error });
-            if (epoch !== undefined) {
-                // A delete's slot not given back is held until a heal, and a heal of the busy key may have taken the key
-                // off the heal index since the touch (runtime/heal/heal.ts, "A busy key"): list it again. (A create's
-                // release is of a recent life, which keeps the key listed until its period is folded.)
-                await this.markDue(shardPartitionKey(key, shard));
-            }
             return false;
         }
     }

@@ -380,6 +380,7 @@ export class HybridCounterClient {
                 // later life of the id (another writer's, token-less) would give the same unit back a second time. A flag
                 // of an earlier life of the id stays for that life's unit.
                 const adopted = live.createToken !== null && live.unitEpoch === epoch.epoch && live.unitLife === live.createToken;
+                let held = false;
                 if (outcome === "mine" && live.clientCounted) {
                     const owned =
                         mayRelease &&
@@ -391,9 +392,15 @@ export class HybridCounterClient {
                     // lands only in the epoch the touch read: a heal since then may have counted the item from the
                     // table, and taken this unit already (runtime/heal/heal.ts, "A busy key").
                     const life = live.createToken !== null && !adopted ? live.createToken : undefined;
-                    drifted(!(owned && (await this.bestEffort.once(key, home, -1, "release", deadline, life, epoch.epoch))));
+                    held = !(owned && (await this.bestEffort.once(key, home, -1, "release", deadline, life, epoch.epoch)));
                 }
-                drifted(outcome === "gone" && live.clientCounted);
+                held ||= outcome === "gone" && live.clientCounted;
+                drifted(held);
+                if (held) {
+                    // The touch put the key on the heal index, but a heal of the busy key since may have taken it off
+                    // (runtime/heal/heal.ts, "A busy key"): the held slot lists it again.
+                    await this.bestEffort.markDue(key);
+                }
                 return { deleted: outcome !== "taken" };
             }
             if (!live.clientCounted) {

@@ -167,6 +167,21 @@
  *   (h) Other parties as (d): the consumer's and reconcile's writes touch no live client item a heal counts (a late put
  *       they remove moves `hc_marks`); a strict backfill bumps `hc_version` and `hc_lv` and adds units for items with no
  *       client token (old lives by definition).
+ *   (i) A key written without pause makes a heal's conditional write lose its race to some client write more often than
+ *       not. The heal then reads best-effort again (t1' > t2) and writes on the items read at t2, conditional on the
+ *       version read at t1', when nothing that makes the items stale landed since t1: every write that moves the count
+ *       for a life counted from the table (an old life's release or decrement, a backfill's units, a release of a
+ *       token-less item's unit) moves an entry ending at or before B (runtime/ledger/, OLD_LEDGER_ENTRY for units
+ *       without a client token), so those entries as read at t1 and t1' prove none landed; a recent life's writes move
+ *       its kept entry, which the new plan reads (strict counts max(units at t1', items at t2): a recent item deleted
+ *       since t2 can only keep a unit, the safe side); in utilization mode a mark since t1 (a late put the consumer
+ *       removed may be among the items) and in both modes a new fold or a writer that skipped the ledger make it start
+ *       over. An old item soft-deleted since t2 is counted (strict: one held slot, its release refused by the epoch;
+ *       utilization: its claim came after t2, so its decrement lands after the write, on a count that counted it).
+ *       A write planned again keeps the key on the heal index (a mark since the first read, such as a strict delete's
+ *       that held its slot, must outlive it). Up to LEDGER_HEAL_REPLANS times.
+ *   (j) A strict delete that holds its slot (no release, or one refused) lists the key when it ends: a heal of the busy
+ *       key between its touch and its end may have taken the touch's mark off the index.
  *   Limits of the argument, stated in docs/limits.md: a life whose token another writer rewrote to a recent-looking
  *   one, or that a backfill adopted with a token younger than Q, counts at least as many units as live recent items
  *   (strict's max) but not per life; their exact count comes when their period is old. A strict busy heal's new epoch
@@ -438,6 +453,7 @@ export function planLedgerHeal(
     mode: HealMode,
     quietWindowMs: number,
     layout: SelectingLayout,
+    keepListed = false,
 ): Extract<HealPlan, { action: "heal" }> {
     const state = item === undefined ? undefined : bestEffortState(item, layout.countAttribute);
     const { folded, kept } = splitEntries(state?.entries ?? [], boundary);
@@ -446,7 +462,12 @@ export function planLedgerHeal(
     // call wrote must not be spent on this heal): due when the first of them can be folded, but not sooner than half a
     // window from now, so that a key written without pause is healed about twice a window, not at every period.
     const later = [...kept.map((entry) => entry.end), ...(youngest === undefined ? [] : [youngest])];
-    const keptEnd = later.length === 0 ? undefined : Math.max(Math.min(...later), now - quietWindowMs / 2);
+    // A write planned again after a lost race keeps the key listed whatever it leaves: a mark that landed since the
+    // first read (a strict delete holding its slot) must outlive it.
+    const keptEnd =
+        later.length === 0 && !keepListed
+            ? undefined
+            : Math.max(later.length === 0 ? -Infinity : Math.min(...later), now - quietWindowMs / 2);
     return {
         action: "heal",
         truth,
@@ -533,6 +554,12 @@ export interface HealRead {
     readonly plan: HealPlan;
     /** Every shard's plan, shard 0 first (one when the key is not sharded). */
     readonly shards: readonly ShardHealRead[];
+    /**
+     * A ledger heal (a busy key) only: after its write lost a race, reads every shard's best-effort again and plans the
+     * write anew on the same items (see the header, "A busy key", (i)); undefined when a write of an old life, a mark
+     * (utilization) or another fold landed since the first read: the heal must start over.
+     */
+    readonly replan?: () => Promise<HealRead | undefined>;
     readUnits: number;
 }
 
@@ -552,23 +579,21 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     const counters = countersTable(config);
     let readUnits = 0;
     const partitionKeys = shardPartitionKeys(key, shards);
-    const responses = await Promise.all(
-        partitionKeys.map((partitionKey) =>
-            withRetries(
-                () =>
-                    dynamodb.send(
-                        new GetItemCommand({
-                            TableName: counters,
-                            Key: keyOf(config, partitionKey, bestEffortSortKey(config)),
-                            ConsistentRead: true,
-                            ReturnConsumedCapacity: "TOTAL",
-                        }),
-                    ),
-                isRetryable,
-                attempts,
-            ),
-        ),
-    );
+    const readBestEffort = (partitionKey: string) =>
+        withRetries(
+            () =>
+                dynamodb.send(
+                    new GetItemCommand({
+                        TableName: counters,
+                        Key: keyOf(config, partitionKey, bestEffortSortKey(config)),
+                        ConsistentRead: true,
+                        ReturnConsumedCapacity: "TOTAL",
+                    }),
+                ),
+            isRetryable,
+            attempts,
+        );
+    const responses = await Promise.all(partitionKeys.map(readBestEffort));
     readUnits += responses.reduce((sum, response) => sum + units(response.ConsumedCapacity), 0);
     // The clock is read after every shard's best-effort and BEFORE the partition: the safety argument needs now <= t2.
     const now = clock();
@@ -632,13 +657,13 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
         byShard[sharded ? home(item) : 0]!.push(item);
     }
     if (boundary !== undefined) {
-        return result(
-            responses.map((response, shard) => {
-                if (response.Item === undefined && !absent(shard)) {
+        const plansFor = (items: ReadonlyArray<Record<string, AttributeValue> | undefined>, again = false): HealPlan[] =>
+            items.map((item, shard) => {
+                if (item === undefined && !absent(shard)) {
                     return skips[shard]!;
                 }
                 const plan = planLedgerHeal(
-                    response.Item,
+                    item,
                     byShard[shard]!,
                     markers,
                     now,
@@ -646,10 +671,21 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                     options.mode,
                     options.quietWindowMs,
                     config,
+                    again,
                 );
-                return response.Item === undefined && plan.truth === 0 ? skips[shard]! : plan;
-            }),
-        );
+                return item === undefined && plan.truth === 0 ? skips[shard]! : plan;
+            });
+        const first = responses.map((response) => response.Item);
+        const replan = async (): Promise<HealRead | undefined> => {
+            const again = await Promise.all(partitionKeys.map((partitionKey) => readBestEffort(partitionKey)));
+            readUnits += again.reduce((sum, response) => sum + units(response.ConsumedCapacity), 0);
+            const items = again.map((response) => response.Item);
+            if (!unchangedForReplan(first, items, boundary, options)) {
+                return undefined;
+            }
+            return { ...result(plansFor(items, true)), replan };
+        };
+        return { ...result(plansFor(first)), replan };
     }
     return result(
         responses.map((response, shard) => {
@@ -672,6 +708,46 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
         }),
     );
 }
+
+/**
+ * Whether a ledger heal may plan its write anew on the items it read first, from best-effort read again (`replan`):
+ * every shard item is still there (or still absent), every writer still kept the ledger, no heal folded since, no
+ * entry of an old life moved (every write of a life the heal counts from the table moves one: runtime/ledger/), and,
+ * in utilization mode, no mark landed (the consumer's removal of a late put the heal counted marks the key).
+ */
+function unchangedForReplan(
+    first: ReadonlyArray<Record<string, AttributeValue> | undefined>,
+    again: ReadonlyArray<Record<string, AttributeValue> | undefined>,
+    boundary: number,
+    options: HealOptions,
+): boolean {
+    const oldEntries = (item: Record<string, AttributeValue> | undefined) =>
+        JSON.stringify(
+            ledgerEntries(item)
+                .filter((entry) => entry.end <= boundary)
+                .map((entry) => [entry.name, entry.units]),
+        );
+    return first.every((before, shard) => {
+        const after = again[shard];
+        if ((before === undefined) !== (after === undefined)) {
+            return false;
+        }
+        if (before === undefined || after === undefined) {
+            return true;
+        }
+        const [b, a] = [bestEffortState(before, options.config.countAttribute), bestEffortState(after, options.config.countAttribute)];
+        return (
+            keepsLedger(a) &&
+            a.version !== undefined &&
+            a.folded === b.folded &&
+            oldEntries(before) === oldEntries(after) &&
+            (options.mode === "strict" || a.marks === b.marks)
+        );
+    });
+}
+
+/** How many times a ledger heal that lost its race to a client write plans its write anew before it gives up. */
+export const LEDGER_HEAL_REPLANS = 5;
 
 /**
  * The boundary of a ledger heal of the key (see the header, "A busy key"), or undefined when the key is healed the quiet
@@ -942,7 +1018,20 @@ async function writeShard(read: ShardHealRead, options: HealOptions): Promise<Sh
  * a heal that fails changes nothing.
  */
 export async function healKey(key: string, options: HealOptions): Promise<HealResult> {
-    return writeHeal(await readForHeal(key, options), options);
+    let read = await readForHeal(key, options);
+    let result = await writeHeal(read, options);
+    let writeUnits = result.writeUnits;
+    // A busy key's heal that lost its race to a client write plans again on the items it read (the header, (i)).
+    for (let replans = 0; result.outcome === "raced" && read.replan !== undefined && replans < LEDGER_HEAL_REPLANS; replans++) {
+        const next = await read.replan();
+        if (next === undefined) {
+            break;
+        }
+        read = next;
+        result = await writeHeal(read, options);
+        writeUnits += result.writeUnits;
+    }
+    return { ...result, readUnits: read.readUnits, writeUnits };
 }
 
 function keyOf(config: CounterTableConfig, partitionKey: string, sk: string): Record<string, AttributeValue> {

@@ -30,8 +30,8 @@
  * write that leaves more than LEDGER_ENTRIES_MARK entries on an item not on the heal index marks it (best-effort.ts),
  * so the next settler run folds them.
  *
- * Other writers of the count: a strict backfill's units go to `base` (its items carry no client token, or one made
- * before the clients began), and it bumps `hc_lv` with the version, like every writer that knows the ledger. A writer
+ * Other writers of the count: a strict backfill's units go to OLD_LEDGER_ENTRY (its items carry no client token, or one
+ * made before the clients began), and it bumps `hc_lv` with the version, like every writer that knows the ledger. A writer
  * of an earlier version bumps `hc_version` alone: `hc_lv` then differs from `hc_version`, and the heal waits for the
  * key to be quiet, as it always did (heal.ts).
  */
@@ -61,11 +61,19 @@ export function ledgerPeriodMs(healQuietWindowSeconds?: number): number {
     return Math.min(MAX_PERIOD_SECONDS, Math.max(1, Math.round(healQuietWindowSeconds / 10))) * 1000;
 }
 
-/** The entry a life's units go to: undefined for a token that is not a client's (no time: `base` holds its units). */
-export function ledgerAttribute(token: string | undefined, periodMs: number): string | undefined {
+/**
+ * The entry of units that stand for no client token (a strict backfill's, and their release by a delete of a token-less
+ * item): a period at the epoch, older than any boundary, so every heal folds it into `base`. Such a unit still moves an
+ * entry, so that every write of a life a heal counts from the table moves an entry older than the heal's boundary
+ * (heal.ts, "A busy key": a heal that lost its race to a client write may write again only when none did).
+ */
+export const OLD_LEDGER_ENTRY = `${"hc_n_"}0_1`;
+
+/** The entry a life's units go to: OLD_LEDGER_ENTRY for a token that is not a client's (it has no time). */
+export function ledgerAttribute(token: string | undefined, periodMs: number): string {
     const made = tokenTime(token);
     if (made === undefined) {
-        return undefined;
+        return OLD_LEDGER_ENTRY;
     }
     const length = Math.max(1, Math.round(periodMs / 1000));
     const start = Math.floor(made / 1000 / length) * length;
