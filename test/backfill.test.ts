@@ -135,12 +135,15 @@ describe("backfill planner (pure)", () => {
                 Update: {
                     TableName: "orders-counters",
                     Key: { pk: { S: "acme" }, sk: { S: "#counter#best-effort" } },
+                    // The units move the ledger entry of units without a client token, which every heal folds (runtime/ledger/).
                     UpdateExpression:
-                        "ADD #count :n, #version :one, #marks :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)",
+                        "ADD #count :n, #version :one, #lv :one, #ledger :n, #marks :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)",
                     ConditionExpression: "#epoch = :epoch",
                     ExpressionAttributeNames: {
                         "#count": "count",
                         "#version": "hc_version",
+                        "#lv": "hc_lv",
+                        "#ledger": "hc_n_0_1",
                         "#writtenAt": "hc_written_at",
                         "#heal": "hc_heal",
                         "#due": "hc_due_at",
