@@ -22,7 +22,13 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { FinalizeRequestMiddleware } from "@smithy/types";
-import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../../runtime/shared/best-effort-marks";
+import {
+    bestEffortMarkNames,
+    bestEffortMarkValues,
+    bestEffortUpdate,
+    dueMarkInput,
+    inEpochCondition,
+} from "../../runtime/shared/best-effort-marks";
 import { bestEffortSortKey, countersTable, type CounterTableConfig } from "../../runtime/shared/config";
 import { isRetryable } from "../../runtime/shared/aws-errors";
 import { mayHaveCommitted, withRetries } from "../../runtime/shared/retry";
@@ -301,9 +307,7 @@ export class ModelClient {
         const due = this.mode === "strict";
         const condition =
             epoch !== undefined
-                ? epoch === 0
-                    ? "attribute_not_exists(#epoch) OR #epoch = :epoch"
-                    : "#epoch = :epoch"
+                ? inEpochCondition(epoch)
                 : limit === undefined
                   ? undefined
                   : "attribute_not_exists(#count) OR #count < :limit";
@@ -334,37 +338,57 @@ export class ModelClient {
      * the item is gone, deleted, of another life, or claimed (the model's deletes never take a claim over).
      */
     private async claim(key: string, id: string, life: string | undefined, claim: string, deadlineAt: number): Promise<boolean> {
+        const written = await this.itemWrite(key, id, life, deadlineAt, {
+            update: "SET #deleteToken = :token",
+            condition: "(attribute_not_exists(#deleteToken) OR #deleteToken = :token)",
+            token: claim,
+        });
+        return written === "written";
+    }
+
+    /**
+     * One conditional update of the live item of the life `life` (repeated while retryable): "written", or the item a
+     * failed condition found (undefined when there is none).
+     */
+    private async itemWrite(
+        key: string,
+        id: string,
+        life: string | undefined,
+        deadlineAt: number,
+        write: { readonly update: string; readonly condition?: string; readonly token: string },
+    ): Promise<"written" | { readonly item: Record<string, AttributeValue> | undefined }> {
         const { config, dynamodb } = this.options;
-        const deleteToken = `${config.tokenAttribute}_delete`;
         return withRetries(
             async () => {
                 try {
                     const command = new UpdateItemCommand({
                         TableName: config.tableName,
                         Key: this.itemKey(key, id),
-                        UpdateExpression: "SET #deleteToken = :claim",
+                        UpdateExpression: write.update,
                         ConditionExpression:
                             "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
-                            "(attribute_not_exists(#deleteToken) OR #deleteToken = :claim) AND " +
+                            (write.condition === undefined ? "" : `${write.condition} AND `) +
                             (life === undefined ? "attribute_not_exists(#life)" : "#life = :life"),
                         ExpressionAttributeNames: {
                             "#pk": config.partitionKey,
                             "#deleted": config.deletedAttribute,
-                            "#deleteToken": deleteToken,
+                            "#deleteToken": `${config.tokenAttribute}_delete`,
                             "#life": config.tokenAttribute,
                         },
                         ExpressionAttributeValues: {
+                            ...(write.update.includes(":true") ? { ":true": { BOOL: true } } : {}),
                             ":false": { BOOL: false },
-                            ":claim": { S: claim },
+                            ":token": { S: write.token },
                             ...(life === undefined ? {} : { ":life": { S: life } }),
                         },
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                     });
                     this.guard(command, deadlineAt, false);
                     await dynamodb.send(command);
-                    return true;
+                    return "written";
                 } catch (error) {
                     if (error instanceof ConditionalCheckFailedException) {
-                        return false;
+                        return { item: error.Item };
                     }
                     throw error;
                 }
@@ -444,51 +468,21 @@ export class ModelClient {
         deadlineAt: number,
         claim?: string,
     ): Promise<"mine" | "taken" | "gone"> {
-        const { config, dynamodb } = this.options;
+        const { config } = this.options;
         const token = claim ?? uuidv7(this.now());
-        const deleteToken = `${config.tokenAttribute}_delete`;
-        return withRetries(
-            async () => {
-                try {
-                    const command = new UpdateItemCommand({
-                        TableName: config.tableName,
-                        Key: this.itemKey(key, id),
-                        UpdateExpression: "SET #deleted = :true, #deleteToken = :token",
-                        ConditionExpression:
-                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
-                            (claim === undefined ? "" : "#deleteToken = :token AND ") +
-                            (life === undefined ? "attribute_not_exists(#life)" : "#life = :life"),
-                        ExpressionAttributeNames: {
-                            "#pk": config.partitionKey,
-                            "#deleted": config.deletedAttribute,
-                            "#deleteToken": deleteToken,
-                            "#life": config.tokenAttribute,
-                        },
-                        ExpressionAttributeValues: {
-                            ":true": { BOOL: true },
-                            ":false": { BOOL: false },
-                            ":token": { S: token },
-                            ...(life === undefined ? {} : { ":life": { S: life } }),
-                        },
-                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                    });
-                    this.guard(command, deadlineAt, false);
-                    await dynamodb.send(command);
-                    return "mine";
-                } catch (error) {
-                    if (error instanceof ConditionalCheckFailedException) {
-                        const item = error.Item;
-                        if (item?.[deleteToken]?.S === token) {
-                            return "mine";
-                        }
-                        return item === undefined || item[config.tokenAttribute]?.S !== life ? "gone" : "taken";
-                    }
-                    throw error;
-                }
-            },
-            isRetryable,
-            this.attempts,
-        );
+        const written = await this.itemWrite(key, id, life, deadlineAt, {
+            update: "SET #deleted = :true, #deleteToken = :token",
+            ...(claim === undefined ? {} : { condition: "#deleteToken = :token" }),
+            token,
+        });
+        if (written === "written") {
+            return "mine";
+        }
+        const { item } = written;
+        if (item?.[`${config.tokenAttribute}_delete`]?.S === token) {
+            return "mine";
+        }
+        return item === undefined || item[config.tokenAttribute]?.S !== life ? "gone" : "taken";
     }
 
     private itemKey(key: string, id: string): Record<string, AttributeValue> {

@@ -47,7 +47,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { randomUUID } from "node:crypto";
 import type { ClientConfig } from "./validation";
-import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput } from "../shared/best-effort-marks";
+import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput, inEpochCondition } from "../shared/best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
 import { isRetryable, isTransactionConflict } from "../shared/aws-errors";
 import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
@@ -359,9 +359,7 @@ export class BestEffortCounter {
         // admits on its stored quota, only while armed under this call's limit (runtime/shards/reservation.ts).
         const condition =
             epoch !== undefined
-                ? epoch === 0
-                    ? "attribute_not_exists(#epoch) OR #epoch = :epoch"
-                    : "#epoch = :epoch"
+                ? inEpochCondition(epoch)
                 : limit === undefined
                   ? undefined
                   : quota

@@ -49,6 +49,14 @@ export function bestEffortUpdate(amount: string, due = false, ledger = false): s
 }
 
 /**
+ * The condition of a strict release: only while the key is still in the heal epoch `epoch` (as its touch read it; epoch
+ * 0 is no epoch yet). Uses `#epoch` and `:epoch`.
+ */
+export function inEpochCondition(epoch: number): string {
+    return epoch === 0 ? "attribute_not_exists(#epoch) OR #epoch = :epoch" : "#epoch = :epoch";
+}
+
+/**
  * The UpdateExpression that only puts a key on the heal index. It moves no count and bumps no version; it bumps
  * `hc_marks`, on which a heal's write is conditional, so a heal that read the key before the mark cannot remove it.
  */
