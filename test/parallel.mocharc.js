@@ -10,11 +10,19 @@
 // 500, runtime-shard-consumer 408, runtime-faults 368, runtime-heal-race 300, runtime-marker-bound 209,
 // backfill-concurrent 192, runtime-shard-backfill 139, sweep 131, runtime-shard-heal-index 115, fuzz-replay 99,
 // runtime-shard-bound 98; every other file took 72 s or less.
+//
+// DynamoDB Local's JVM (local/engine/engine.ts), in every file and in the programs the tests start, runs with the
+// client compiler only and the serial collector: each file starts an engine of its own for a few seconds to a few
+// minutes of work, where the optimizing compiler's threads cost more CPU than its code saves on two shared cores
+// (runtime-heal-race: 56 s of CPU with the JVM's defaults, 41 s with these; runtime-marker-bound: 44 s and 31 s).
+// A JDK_JAVA_OPTIONS set by the caller is kept.
 "use strict";
 const { existsSync, readdirSync } = require("node:fs");
 const path = require("node:path");
 
 const base = require("../.mocharc.json");
+
+process.env.JDK_JAVA_OPTIONS ??= "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
 
 const LONGEST_FIRST = [
     "docs-programs",
