@@ -7,7 +7,7 @@
 // the end; here the files that take longest come first, longest first, and the short ones fill in behind them, so
 // that the two workers finish together. Longest by one measured run of each file alone (`/usr/bin/time npm exec --
 // mocha <file>`, on the shared 2-core machine at a load of 8 to 16, the JVM settings below): seconds of wall clock,
-// then of CPU. fuzz 279 and 71, twin 91 and 33, bench-busy-heal 87 and 55, runtime-faults 105 and 57,
+// then of CPU. fuzz 279 and 71, runtime-faults 105 and 57, twin 91 and 33, bench-busy-heal 87 and 55,
 // backfill-concurrent 71 and 40, fuzz-paths 69 and 42, runtime-marker-bound 47 and 30, examples 52 and 21,
 // runtime-adoption 51 and 20, runtime-e2e 48 and 22, policy-pack 45 and 6, runtime-heal-race 44 and 26, docs-run 43
 // and 18, schema 43 and 12, fuzz-replay 37 and 29, cli 35 and 12; every other file took under 35 s of wall clock and
@@ -28,9 +28,9 @@ process.env.JDK_JAVA_OPTIONS ??= "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
 
 const LONGEST_FIRST = [
     "fuzz",
+    "runtime-faults",
     "twin",
     "bench-busy-heal",
-    "runtime-faults",
     "backfill-concurrent",
     "fuzz-paths",
     "runtime-marker-bound",
