@@ -3,33 +3,46 @@
 // rebuilds dist/, which other tests read).
 //
 // Mocha hands the files to its two workers in the order listed, each taking the next when it finishes one. In
-// alphabetical order the longest files started halfway through (docs-programs, fuzz) or last (twin), and one
-// worker ran on alone for minutes at the end; here the files that take minutes come first, longest first, and
-// the short ones fill in behind them, so that the two workers finish together. Longest by one measured run
-// (seconds of one worker, on the shared 2-core machine under heavy load): docs-programs 578, fuzz 554, twin over
-// 500, runtime-shard-consumer 408, runtime-faults 368, runtime-heal-race 300, runtime-marker-bound 209,
-// backfill-concurrent 192, runtime-shard-backfill 139, sweep 131, runtime-shard-heal-index 115, fuzz-replay 99,
-// runtime-shard-bound 98; every other file took 72 s or less.
+// alphabetical order the longest files started halfway through or last, and one worker ran on alone for minutes at
+// the end; here the files that take longest come first, longest first, and the short ones fill in behind them, so
+// that the two workers finish together. Longest by one measured run of each file alone (`/usr/bin/time npm exec --
+// mocha <file>`, on the shared 2-core machine at a load of 8 to 16, the JVM settings below): seconds of wall clock,
+// then of CPU. fuzz 279 and 71, runtime-faults 105 and 57, twin 91 and 33, bench-busy-heal 87 and 55,
+// backfill-concurrent 71 and 40, fuzz-paths 69 and 42, runtime-marker-bound 47 and 30, examples 52 and 21,
+// runtime-adoption 51 and 20, runtime-e2e 48 and 22, policy-pack 45 and 6, runtime-heal-race 44 and 26, docs-run 43
+// and 18, schema 43 and 12, fuzz-replay 37 and 29, cli 35 and 12; every other file took under 35 s of wall clock and
+// 25 s of CPU. All the files together: about 830 s of CPU.
+//
+// DynamoDB Local's JVM (local/engine/engine.ts), in every file and in the programs the tests start, runs with the
+// client compiler only and the serial collector: each file starts an engine of its own for a few seconds to a few
+// minutes of work, where the optimizing compiler's threads cost more CPU than its code saves on two shared cores
+// (runtime-heal-race: 56 s of CPU with the JVM's defaults, 41 s with these; runtime-marker-bound: 44 s and 31 s).
+// A JDK_JAVA_OPTIONS set by the caller is kept.
 "use strict";
 const { existsSync, readdirSync } = require("node:fs");
 const path = require("node:path");
 
 const base = require("../.mocharc.json");
 
+process.env.JDK_JAVA_OPTIONS ??= "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
+
 const LONGEST_FIRST = [
-    "docs-programs",
     "fuzz",
-    "twin",
-    "runtime-shard-consumer",
     "runtime-faults",
-    "runtime-heal-race",
-    "runtime-marker-bound",
+    "twin",
+    "bench-busy-heal",
     "backfill-concurrent",
-    "runtime-shard-backfill",
-    "sweep",
-    "runtime-shard-heal-index",
+    "fuzz-paths",
+    "runtime-marker-bound",
+    "examples",
+    "runtime-adoption",
+    "runtime-e2e",
+    "policy-pack",
+    "runtime-heal-race",
+    "docs-run",
+    "schema",
     "fuzz-replay",
-    "runtime-shard-bound",
+    "cli",
 ].map((name) => `test/${name}.test.ts`);
 
 const ALONE = ["test/package.test.ts"];

@@ -7,7 +7,8 @@
  *     so they are checked to be there rather than run again beside tests that read dist/. A program that takes
  *     minutes (the twin, the bench, the sweep, the checker) runs at a smaller size: each of its size flags is
  *     lowered to a bound (the page's smaller value stays), and missing ones are added; HYBRID_COUNTER_DOCS_FULL=1
- *     (`npm run docs:full`) runs every command at the page's own size.
+ *     (`npm run docs:full`) runs every command at the page's own size. `npm test` runs a few of them
+ *     (test/docs-programs.test.ts says which), `npm run docs:programs` every one.
  *   - `npx hybrid-counter ...`: the built bin, in the reader's folder (where `pulumi stack output --json >
  *     outputs.json` left the component's outputs), with AWS's standard endpoint variables aimed at the local engine.
  *   - `npm ci`, `npm test`: what CI runs (`.ci/run`) and what runs this very file: checked, not run again
@@ -155,12 +156,20 @@ export function scaled(program: string | undefined, args: readonly string[], wor
  * the checker): those run in test/docs-programs.test.ts, beside the rest.
  */
 export function runsProgram(command: ShellCommand, root: string): boolean {
+    return programRun(command, root) !== undefined;
+}
+
+/**
+ * The program a command runs, by the name its sizes go by (`SIZES`: twin, bench, ceiling, busy, sweep, fuzz), or
+ * undefined when it runs none of them.
+ */
+export function programRun(command: ShellCommand, root: string): string | undefined {
     const [tool, verb, name] = command.words;
     if (tool !== "npm" || (verb !== "start" && verb !== "run")) {
-        return false;
+        return undefined;
     }
     const script = scriptsOf(root)[verb === "start" ? "start" : (name ?? "")];
-    return script !== undefined && programOf(script, command.words) !== undefined;
+    return script === undefined ? undefined : programOf(script, command.words);
 }
 
 /** Runs a command line through sh, as npm runs a script; `untilOutput` sends SIGINT once stdout or stderr matches. */
