@@ -9,6 +9,7 @@
 import { strict as assert } from "node:assert";
 import { generateHistory, type FuzzEvent, type History } from "./fuzz/history";
 import { healIgnoresQuietWindow } from "./fuzz/mutants";
+import { FUZZ_ENGINE } from "./fuzz/run";
 import { useEngine } from "./support/engine";
 import { sharpens } from "./support/sharpens";
 
@@ -17,7 +18,7 @@ const tryCreate = (id: string): FuzzEvent => ({ op: "tryCreate", key: "k0", id }
 const STRICT_BROKEN = /k\d strict bound broken: \d+ client-written live items/;
 
 describe("the checker's settler runs beside calls in flight", function () {
-    const engine = useEngine();
+    const engine = useEngine(FUZZ_ENGINE);
 
     it("a short history: a call that starts during the run reserves; the shipped heal skips its key, the mutant breaks the bound", async () => {
         // Prepare: strict, limit 5; a create, then a settler run that does not wait, and two creates that start during it.

@@ -66,7 +66,7 @@ import type { FatalMessage } from "../../runtime/stream/fatal";
 import { reconcileKey } from "../../runtime/heal/reconcile";
 import { createRedriveHandler } from "../../runtime/stream/redrive";
 import { installPauses } from "../../runtime/shared/pauses";
-import type { LocalEngine } from "../../local/engine/engine";
+import { parityByDefault, type EngineOptions, type LocalEngine } from "../../local/engine/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
 import {
     classifyRequest,
@@ -96,6 +96,7 @@ import { admissionProblem, callLimit, LimitsInForce } from "./limits";
 import { markerBoundProblems } from "./marker-bound";
 import { retokened, retokenWrite } from "./retoken";
 import { LedgerAges, RecordTimes, wroteTable } from "./record-times";
+import { bigAttributes, refusedWrite } from "./big-items";
 
 export interface RunResult {
     readonly violations: string[];
@@ -138,6 +139,13 @@ export interface RunResult {
     };
 }
 
+/**
+ * How the checker starts its engine: the parity layer (local/engine/parity.ts) meters each partition's throughput on the
+ * clock every party reads, the virtual one while a history runs (clock.ts), so that a write throttled at 1,000 units a
+ * second (a 400 KB item's put takes 400) is throttled in every run of the seed, on a quiet machine or a busy one.
+ */
+export const FUZZ_ENGINE: EngineOptions = { parity: parityByDefault() ? { now: () => Date.now() } : false };
+
 /** The settler's quiet window in the checker (the component's default). */
 export const FUZZ_QUIET_WINDOW_MS = 600_000;
 
@@ -167,8 +175,9 @@ const CLIENT_CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", 
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
     const time = new VirtualTime();
     const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
-    // A released request takes 1 to 20 ms of virtual time.
-    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * 20), REQUEST_LIFETIME_MS);
+    // A released request takes 1 to 20 ms of virtual time (fewer in a history that asks: history.ts `latencyMs`).
+    const most = history.latencyMs ?? 20;
+    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * most), REQUEST_LIFETIME_MS);
     time.install();
     // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
     // is homed in; the consumer's partial per transaction; backoff jitter), and so do its tokens' random bits: with
@@ -191,7 +200,9 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 
 async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, scheduler: Scheduler): Promise<RunResult> {
     const time = scheduler.time;
-    const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS });
+    // The checker's own reads go to the engine itself: they are no party's traffic, so no partition's throughput is
+    // theirs to use (an observation of a key holding 400 KB items reads 100 units, after every request).
+    const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS, direct: true });
     const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
     // Every record carries the virtual time of its write (record-times.ts), the stream read right after it (below).
     new RecordTimes(() => time.now()).install(streams);
@@ -270,6 +281,11 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         settleTotals.expired += request.fault === "expired" ? 1 : 0;
         const effect = classifyRequest(system, request);
         ledgerAges.read(request);
+        // Every write the counting sends fits the item it writes (big-items.ts); another writer's writes are its own.
+        const refused = otherTasks.has(request.task.id) ? undefined : refusedWrite(request);
+        if (refused !== undefined) {
+            violations.push(`${request.task.label} ${request.command}: ${refused}`);
+        }
         // A transaction served again under a ClientRequestToken already served (the SDK's retry after a 500 that followed
         // the commit) is DynamoDB's idempotent answer: it applies nothing, so it admits nothing (limits.ts).
         const idempotency = (request.input as { ClientRequestToken?: string }).ClientRequestToken;
@@ -551,7 +567,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const tooLong = ID_PREFIX + "x".repeat(markerIdMaxBytes(system.config) + 1 - ID_PREFIX.length);
         const id = event.field !== "id" ? "i0" : event.call === "create" || event.call === "tryCreate" ? tooLong : "";
         const limit = event.field === "limit" ? -1 : (history.limits[event.key] ?? 1);
-        const attributes = event.field === "attributes" ? { [system.config.sortKey]: "x" } : undefined;
+        // Bad attributes: a reserved name, or (tooBig) one byte past the largest item the client accepts.
+        const attributes =
+            event.field !== "attributes"
+                ? undefined
+                : event.tooBig
+                  ? bigAttributes(system.config, key, id, 1)
+                  : { [system.config.sortKey]: "x" };
         const task = scheduler.current()!;
         try {
             if (event.call === "create") {
@@ -616,10 +638,19 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         try {
             switch (event.op) {
                 case "create":
-                    answer = await client.create(event.key, event.id);
+                    answer = await client.create(
+                        event.key,
+                        event.id,
+                        event.big ? bigAttributes(system.config, event.key, event.id) : undefined,
+                    );
                     break;
                 case "tryCreate":
-                    answer = await client.tryCreate(event.key, event.id, callLimit(history, event));
+                    answer = await client.tryCreate(
+                        event.key,
+                        event.id,
+                        callLimit(history, event),
+                        event.big ? bigAttributes(system.config, event.key, event.id) : undefined,
+                    );
                     break;
                 case "delete":
                     answer = await client.delete(event.key, event.id);
