@@ -43,7 +43,7 @@ function on(party: keyof FuzzClients, mutant: (dynamodb: DynamoDBClient) => void
 
 const ADMITTED_PAST = /admitted under limit \d+ with best-effort \d+ after it/;
 const REFUSED_WRITE = /DynamoDB refused a write of the counting as written: ValidationException/;
-const MARKER_GREW = /at the end: the marker of k\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
+const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
 
 describe("the checker's histories over lowered limits, adoption at the limit, token rewrites and reused ids", function () {
     const engine = useEngine(FUZZ_ENGINE);
@@ -286,12 +286,10 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         const history = generateHistory({ seed: 40, ops: 200 });
         const taken = pathsTaken(history);
 
-        // Assess: its other traffic is small, and its requests take at most THOUSANDS.latencyMs: even at 8 requests per
-        // cycle every life of the run is within 120 s of the first
+        // Assess: its other traffic is small, and its requests take at most THOUSANDS.latencyMs
         assert.ok(taken.reuseCycles >= THOUSANDS.fewest, JSON.stringify(taken));
         assert.equal(history.latencyMs, THOUSANDS.latencyMs);
-        assert.ok(history.events.length <= 2 * THOUSANDS.most * 1.2 + THOUSANDS.otherEvents, `${history.events.length} events`);
-        assert.ok(taken.reuseCycles * 8 * THOUSANDS.latencyMs < 120_000);
+        assert.ok(history.events.length <= 3 * THOUSANDS.most + THOUSANDS.otherEvents, `${history.events.length} events`);
         assert.deepEqual(generateHistory({ seed: 41, ops: 200 }).latencyMs, undefined, "a seed of the ordinary kind keeps its latencies");
     });
 });

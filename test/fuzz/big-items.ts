@@ -65,3 +65,8 @@ export function refusedWrite(request: Released): string | undefined {
     }
     return `DynamoDB refused a write of the counting as written: ${(error as Error).name}: ${(error as Error).message}`;
 }
+
+/** `item` with a payload that makes it as large as DynamoDB accepts: another writer's item, sized by no client. */
+export function fullSize(item: Record<string, AttributeValue>): Record<string, AttributeValue> {
+    return { ...item, [PAYLOAD_ATTRIBUTE]: { S: "p".repeat(MAX_ITEM_BYTES - itemSize({ ...item, [PAYLOAD_ATTRIBUTE]: { S: "" } })) } };
+}

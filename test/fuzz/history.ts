@@ -84,8 +84,11 @@ export type FuzzEvent =
     | { readonly op: "redrive" }
     /** reconcileKey on one key, beside everything else. */
     | { readonly op: "reconcile"; readonly key: string }
-    /** Another service's plain PutItem of a selected id: no client token, no deleted flag (prefix and attribute histories). */
-    | { readonly op: "otherPut"; readonly key: string; readonly id: string }
+    /**
+     * Another service's plain PutItem of a selected id: no client token, no deleted flag (prefix and attribute histories).
+     * `big`: the item is as large as DynamoDB accepts (big-items.ts).
+     */
+    | { readonly op: "otherPut"; readonly key: string; readonly id: string; readonly big?: true }
     /** Another service's plain DeleteItem of an id: a hard delete, whoever wrote the item (prefix and attribute histories). */
     | { readonly op: "otherDelete"; readonly key: string; readonly id: string }
     /** Another service's UpdateItem of `status` (attribute histories only): moves an item in ("active") or out of the selection. */

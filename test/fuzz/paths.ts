@@ -129,26 +129,37 @@ function addThousands(history: History): History {
     return reuseThousands(history, THOUSANDS.fewest + Math.floor(random() * (THOUSANDS.most - THOUSANDS.fewest + 1)), random);
 }
 
+/** The key a history reusing one id thousands of times runs its cycles on (`reuseThousands`). */
+export const REUSED_KEY = "r0";
+
 /**
- * `history` with its first `THOUSANDS.otherEvents` events, and `cycles` create-delete cycles of one id of its key with
- * the highest limit inserted among them, a consumer invocation after every ten or so, its requests taking at most
- * `THOUSANDS.latencyMs`.
+ * `history` with its first `THOUSANDS.otherEvents` events, and `cycles` create-delete-consume cycles of one id
+ * inserted among them, its requests taking at most `THOUSANDS.latencyMs`. The cycles run on a key of their own whose
+ * limit is `cycles`: in strict mode a slot a delete holds (after a fault, each one checked against the call's faults)
+ * stays held until a heal, and a smaller limit would end the run's lives after the first few held slots.
  */
 export function reuseThousands(history: History, cycles: number, random: () => number): History {
-    const keys = Object.keys(history.limits).sort();
-    const key = keys.reduce((best, k) => (history.limits[k]! > history.limits[best]! ? k : best), keys[0]!);
+    const key = REUSED_KEY;
     const id = `${ID_PREFIX}${Math.floor(random() * 3)}`;
     const others = history.events.slice(0, THOUSANDS.otherEvents);
     const create = history.mode === "strict" || random() < 0.5 ? "tryCreate" : "create";
     const run: FuzzEvent[] = [];
+    // A delete leaves the item soft-deleted, and a create of its id waits for the consumer to remove it: a consumer
+    // invocation follows each delete, as the stream's would within a second, so that each cycle is one more life.
     for (let cycle = 0; cycle < cycles; cycle++) {
-        run.push({ op: create, key, id }, { op: "delete", key, id });
-        if (random() < 0.1) {
-            run.push({ op: "consume", max: 100, overlap: random() < 0.1 ? 2 : 0, crash: random() < 0.05 ? "after" : "none" });
-        }
+        run.push(
+            { op: create, key, id },
+            { op: "delete", key, id },
+            { op: "consume", max: 10, overlap: random() < 0.05 ? 2 : 0, crash: random() < 0.03 ? "after" : "none" },
+        );
     }
     const at = Math.floor(random() * (others.length + 1));
-    return { ...history, latencyMs: THOUSANDS.latencyMs, events: [...others.slice(0, at), ...run, ...others.slice(at)] };
+    return {
+        ...history,
+        limits: { ...history.limits, [key]: cycles },
+        latencyMs: THOUSANDS.latencyMs,
+        events: [...others.slice(0, at), ...run, ...others.slice(at)],
+    };
 }
 
 /** Which of the paths above a history takes (for the suite's coverage checks and the seeds its mutant tests use). */

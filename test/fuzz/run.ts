@@ -15,8 +15,10 @@
  * - every answer is one the contract allows: `created: true` means this call wrote the item, `created:
  *   false` and `deleted: false` mean it wrote nothing, a utilization `tryCreate` passes its limit only by
  *   the creates that raced it plus the undercount of `max(bestEffort, eventual)` when it read;
- * - the only errors are contract errors: InvalidArgumentError for bad input (nothing written), and
- *   DynamoDB's own errors for the call's requests after every retry;
+ * - the only errors are contract errors: InvalidArgumentError for bad input (nothing written; an item one byte past
+ *   the largest the client accepts among it), and DynamoDB's own errors for the call's requests after every retry;
+ * - DynamoDB never refuses a write of the counting as written (every party's but another writer's): on an item as
+ *   large as the client accepts, the soft delete's additions fit (big-items.ts);
  * - a backfill call resolves, or throws BackfillError only after a fault met one of its requests;
  * - a settler run (heal index, audit, reconcile) resolves, or throws only after a fault met one of its
  *   requests; the bounds above hold through its heals;
@@ -136,6 +138,11 @@ export interface RunResult {
          */
         readonly ledgerUnsealed: number;
         readonly ledgerSealed: number;
+        /** Client lives put (a token's first applied put), and the most of them one id of one key had. */
+        readonly lives: number;
+        readonly mostLivesOfOneId: number;
+        /** Virtual milliseconds from the first event's start to the last one's end, settler runs' moves included. */
+        readonly eventsMs: number;
     };
 }
 
@@ -263,8 +270,11 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
      * allows them (no slot backs them) until a heal.
      */
     const unpromisedTokens = new Map<string, Set<string>>();
-    /** Per key and id, the token of the last client put that applied (not a late one). */
+    /** Per key and id, the token of the last client put that applied (not a late one), and how many lives it had. */
     const lastLife = new Map<string, string>();
+    const livesOfId = new Map<string, number>();
+    /** Client tokens whose item a client delete soft-deleted (calls.ts `deletedMine`). */
+    const softDeletedTokens = new Set<string>();
     const landHeld = (): Promise<void> => {
         const count = scheduler.heldCount;
         landing += count;
@@ -304,6 +314,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             const id = `${effect.key}\u0000${effect.id}`;
             if (!late) {
                 lastLife.set(id, effect.token);
+                livesOfId.set(id, (livesOfId.get(id) ?? 0) + 1);
             } else if (lastLife.get(id) === effect.token) {
                 lateTokens.set(effect.key, (lateTokens.get(effect.key) ?? new Set()).add(effect.token));
             } else {
@@ -321,6 +332,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             landedAfterSettle.add(effect.key);
         }
         const ledger = ledgers.get(request.task.id);
+        if (ledger !== undefined && effect.kind === "soft-delete" && effect.applied && effect.createToken !== undefined) {
+            softDeletedTokens.add(effect.createToken);
+        }
         if (ledger && !late) {
             recordRequest(ledger, request, effect);
             if (effect.kind === "put" && effect.applied && heldInputs.has(request.input)) {
@@ -667,6 +681,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             thrown,
             mode: history.mode,
             endedMine: ended.endedSince(ledger.tokens, ledger.endedBefore),
+            deletedMine: new Set(ledger.tokens.filter((token) => softDeletedTokens.has(token))).size,
             elapsedMs: Date.now() - startedAt,
             deadlineMs: DEFAULT_DEADLINE_MS,
         })) {
@@ -756,6 +771,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     };
 
     // The schedule: start events (up to the concurrency) and release requests, both chosen by the seed.
+    const startedAt = time.now();
     const running = new Set<Promise<void>>();
     let next = 0;
     for (;;) {
@@ -833,6 +849,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
     }
 
+    const eventsMs = Math.round(time.now() - startedAt);
     // Drain: no more faults; deliver everything, retry and redrive until nothing is left.
     faultRate = 0;
     const drain = async (work: () => Promise<void>, asTask = true) => {
@@ -973,6 +990,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             latePutsAfterAnotherLife: [...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
             ledgerUnsealed: ledgerAges.unsealed,
             ledgerSealed: ledgerAges.sealed,
+            lives: appliedTokens.size,
+            mostLivesOfOneId: Math.max(0, ...livesOfId.values()),
+            eventsMs,
         },
     };
 }
