@@ -281,7 +281,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         }
     });
 
-    it("seed 40 reuses one id thousands of times, with requests short enough for its lives to fit a young life's window", () => {
+    it("seed 40 is a history that reuses one id thousands of times: little other traffic, requests of at most 4 virtual ms", () => {
         // Prepare / Act
         const history = generateHistory({ seed: 40, ops: 200 });
         const taken = pathsTaken(history);
