@@ -85,9 +85,28 @@ export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
     };
 }
 
+/**
+ * Whether the engine itself refused `request` for throughput (the parity layer meters each partition as DynamoDB
+ * does: a 400 KB item's write takes 400 of a partition's 1,000 write units a second). Such a refusal is a fault the
+ * request met, as an injected throttle is: DynamoDB's own error, which the SDK and the parties retry.
+ */
+export function engineThrottled(request: Released): boolean {
+    const error = request.outcome?.error as { name?: string; CancellationReasons?: ReadonlyArray<{ Code?: string }> } | undefined;
+    return (
+        error?.name === "ThrottlingException" ||
+        error?.name === "ProvisionedThroughputExceededException" ||
+        (error?.CancellationReasons ?? []).some((reason) => reason?.Code === "ThrottlingError")
+    );
+}
+
+/** Whether `request` met a fault: one the schedule injected, or a throttle of the engine's (`engineThrottled`). */
+export function metFault(request: Released): boolean {
+    return request.fault !== undefined || engineThrottled(request);
+}
+
 /** Records what one of the call's requests did, as it finishes (before the call goes on). */
 export function recordRequest(ledger: CallLedger, request: Released, effect: RequestEffect): void {
-    if (request.fault !== undefined) {
+    if (metFault(request)) {
         ledger.faults++;
     }
     if (effect.kind === "best-effort" && effect.applied) {
@@ -114,7 +133,7 @@ export function recordRequest(ledger: CallLedger, request: Released, effect: Req
                 }
             }
         }
-    } else if (effect.kind === "release-right" && !effect.applied && request.fault === undefined) {
+    } else if (effect.kind === "release-right" && !effect.applied && !metFault(request)) {
         // Another delete of the same life took its release right first: this one holds the slot by design.
         ledger.releaseRightLost++;
     } else if (effect.kind === "backfill-unit-taken" && effect.applied) {

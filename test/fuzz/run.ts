@@ -86,7 +86,7 @@ import {
 } from "./adapter";
 import { VirtualTime } from "./clock";
 import { DEFAULT_DEADLINE_MS } from "../../runtime/client/validation";
-import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
+import { callProblems, describe, metFault, newLedger, recordRequest, type CallLedger } from "./calls";
 import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
 import { countedLateInserts } from "./late-puts";
 import { StreamMapping } from "./mapping";
@@ -285,7 +285,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const onOutcome = (request: Released): void => {
         requests++;
         requestsByTask.set(request.task.id, (requestsByTask.get(request.task.id) ?? 0) + 1);
-        if (request.fault !== undefined) {
+        if (metFault(request)) {
             faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
         }
         settleTotals.expired += request.fault === "expired" ? 1 : 0;
