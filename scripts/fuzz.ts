@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { startEngine } from "../local/engine/engine";
 import { generateHistory, type History, type Mode, type SelectionKind } from "../test/fuzz/history";
 import { COUNTER_SHARDS_MAX } from "../runtime/shared/config";
-import { runHistory, type RunResult } from "../test/fuzz/run";
+import { FUZZ_ENGINE, runHistory, type RunResult } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
 
 export const FUZZ_USAGE = `Usage: npm run fuzz -- [options]
@@ -143,7 +143,7 @@ async function main(): Promise<void> {
     }
     const { seeds, first, ops, faultRate } = options;
 
-    const engine = await startEngine();
+    const engine = await startEngine(FUZZ_ENGINE);
     let failed = 0;
     const histories: Array<{ seed: number; requests: number; trace: string; violations: string[] }> = [];
     const totals = {

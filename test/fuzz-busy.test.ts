@@ -13,6 +13,7 @@ import { generateHistory, type FuzzEvent, type History } from "./fuzz/history";
 import { healIgnoresQuietWindow } from "./fuzz/mutants";
 import { healIgnoresClaims, healWithoutLedger, releaseIgnoresEpoch } from "./fuzz/busy-mutants";
 import { DEFAULT_LAYOUT } from "../runtime/shared/config";
+import { FUZZ_ENGINE } from "./fuzz/run";
 import { useEngine } from "./support/engine";
 import { sharpens } from "./support/sharpens";
 
@@ -37,7 +38,7 @@ const short = (seed: number, mode: History["mode"], events: FuzzEvent[]): Histor
 });
 
 describe("the checker's settler runs beside calls in flight", function () {
-    const engine = useEngine();
+    const engine = useEngine(FUZZ_ENGINE);
 
     it("a short history: a call that starts during the run reserves; the shipped heal keeps its unit, the mutant breaks the bound", async () => {
         // Prepare: strict, limit 5; a create, then a settler run that does not wait, and two creates that start during it.

@@ -8,9 +8,9 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { generateHistory, type FuzzEvent, type History } from "./fuzz/history";
-import { backfillKeepsQuotas, healKeepsQuotas, markPerLife, quotaOfAnyLimit } from "./fuzz/mutants";
-import { pathsTaken } from "./fuzz/paths";
-import { runHistory, type FuzzClients } from "./fuzz/run";
+import { backfillKeepsQuotas, healKeepsQuotas, itemWithoutHeadroom, markPerLife, quotaOfAnyLimit } from "./fuzz/mutants";
+import { pathsTaken, THOUSANDS } from "./fuzz/paths";
+import { runHistory, type FuzzClients, FUZZ_ENGINE } from "./fuzz/run";
 import { useEngine } from "./support/engine";
 import { sharpens } from "./support/sharpens";
 
@@ -42,10 +42,11 @@ function on(party: keyof FuzzClients, mutant: (dynamodb: DynamoDBClient) => void
 }
 
 const ADMITTED_PAST = /admitted under limit \d+ with best-effort \d+ after it/;
-const MARKER_GREW = /at the end: the marker of k\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
+const REFUSED_WRITE = /DynamoDB refused a write of the counting as written: ValidationException/;
+const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
 
 describe("the checker's histories over lowered limits, adoption at the limit, token rewrites and reused ids", function () {
-    const engine = useEngine();
+    const engine = useEngine(FUZZ_ENGINE);
 
     it("rejects a backfill that keeps the stored quotas: a sharded key adopted at its limit admits past it", async () => {
         // Prepare: 3 shards, limit 3; a first tryCreate arms the key's quotas (2 left to spread); three items from before
@@ -109,6 +110,25 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         await sharpens(engine(), history, on("api", markPerLife), MARKER_GREW);
     });
 
+    it("rejects a client that leaves an item near 400 KB no room for its soft delete: the counting's write is refused", async () => {
+        // Prepare: 3 shards; an item as large as the client accepts, created, deleted and consumed (the consumer removes
+        // it), then created again under another id and deleted; a create one byte larger, refused before any write.
+        const big = (id: string): FuzzEvent => ({ op: "tryCreate", key: "k0", id, big: true });
+        const history = strictHistory("client", 2, 3, [
+            big("i0"),
+            { op: "invalid", call: "tryCreate", key: "k0", field: "attributes", tooBig: true },
+            consume,
+            { op: "delete", key: "k0", id: "i0" },
+            consume,
+            big("i1"),
+            { op: "delete", key: "k0", id: "i1" },
+            consume,
+        ]);
+
+        // Act / Assess
+        await sharpens(engine(), history, on("api", itemWithoutHeadroom), REFUSED_WRITE);
+    });
+
     it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {
         // Prepare: four young lives of one id, consumed (the marker's hc_released names the last, made milliseconds
         // before the records); a settler run moves the clock past the quiet window, longer than a life takes to seal;
@@ -160,6 +180,14 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
             ops: 40,
             mutate: on("api", markPerLife),
             expected: MARKER_GREW,
+        },
+        {
+            name: "a client that leaves an item near 400 KB no room for its soft delete",
+            selection: "client",
+            seed: 1,
+            ops: 40,
+            mutate: on("api", itemWithoutHeadroom),
+            expected: REFUSED_WRITE,
         },
     ];
     for (const { name, selection, seed, ops, mutate, expected } of SEEDED) {
@@ -234,6 +262,16 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
             histories.some((h, i) => taken[i]!.adoptedAtLimit && (h.counterShards ?? 1) > 1),
             "no sharded seed adopts a key at its limit",
         );
+        assert.ok(
+            histories.some((h) => h.events.some((e) => (e.op === "create" || e.op === "tryCreate") && e.big === true)),
+            "no seed creates an item near 400 KB",
+        );
+        assert.ok(
+            histories.every(
+                (h) => !h.events.some((e) => e.op === "tryCreate" && e.big) || h.events.some((e) => e.op === "invalid" && e.tooBig),
+            ),
+            "a seed with items near 400 KB tries one byte more",
+        );
         for (const seed of [101, 102, 103]) {
             const strip = (h: History) => h.events.map((e) => (e.op === "consume" ? { ...e, split: undefined } : e));
             assert.deepEqual(
@@ -241,5 +279,17 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
                 strip(generateHistory({ seed, ops: 150, counterShards: 8 })),
             );
         }
+    });
+
+    it("seed 40 is a history that reuses one id thousands of times: little other traffic, requests of at most 4 virtual ms", () => {
+        // Prepare / Act
+        const history = generateHistory({ seed: 40, ops: 200 });
+        const taken = pathsTaken(history);
+
+        // Assess: its other traffic is small, and its requests take at most THOUSANDS.latencyMs
+        assert.ok(taken.reuseCycles >= THOUSANDS.fewest, JSON.stringify(taken));
+        assert.equal(history.latencyMs, THOUSANDS.latencyMs);
+        assert.ok(history.events.length <= 3 * THOUSANDS.most + THOUSANDS.otherEvents, `${history.events.length} events`);
+        assert.deepEqual(generateHistory({ seed: 41, ops: 200 }).latencyMs, undefined, "a seed of the ordinary kind keeps its latencies");
     });
 });

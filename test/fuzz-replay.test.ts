@@ -12,7 +12,7 @@ import { createFuzzSystem, fuzzClient } from "./fuzz/adapter";
 import { VirtualTime, VIRTUAL_EPOCH_MS } from "./fuzz/clock";
 import { generateHistory } from "./fuzz/history";
 import { rewrite } from "./fuzz/mutants";
-import { runHistory } from "./fuzz/run";
+import { runHistory, FUZZ_ENGINE } from "./fuzz/run";
 import { Scheduler } from "./fuzz/scheduler";
 import { shrinkHistory, signature } from "./fuzz/shrink";
 import { useEngine } from "./support/engine";
@@ -25,7 +25,7 @@ async function hops(n: number): Promise<void> {
 }
 
 describe("the checker replays a seed request for request", function () {
-    const engine = useEngine();
+    const engine = useEngine(FUZZ_ENGINE);
 
     it("runs a seed's history twice with the same trace and request count", async () => {
         // Prepare: strict, another writer, 3 shards, split consumer invocations, settler runs, backfills, held put

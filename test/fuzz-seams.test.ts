@@ -12,7 +12,7 @@ import { bestEffortUpdate, dueUpdate } from "../runtime/shared/best-effort-marks
 import { bestEffortSortKey, DEFAULT_LAYOUT } from "../runtime/shared/config";
 import { shardOfPartitionKey } from "../runtime/shards/layout";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
-import { runHistory, type FuzzClients } from "./fuzz/run";
+import { runHistory, type FuzzClients, FUZZ_ENGINE } from "./fuzz/run";
 import { rewrite } from "./fuzz/mutants";
 import { TAKE_BACKFILL_UNIT } from "../runtime/client/resource-writes";
 import { useEngine } from "./support/engine";
@@ -185,7 +185,7 @@ function consumerNeverMarks({ pipeline }: FuzzClients): void {
 }
 
 describe("the checker at the seams: each fix kept as a mutant it rejects", function () {
-    const engine = useEngine();
+    const engine = useEngine(FUZZ_ENGINE);
 
     it("rejects a heal that opens no epoch: a delete after an item moved out of the selection releases twice", async () => {
         // Prepare: a reservation; another writer moves the item out of an attribute selection; the settler heals

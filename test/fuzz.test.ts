@@ -10,7 +10,7 @@
 import type { DynamoDBClient, TransactWriteItemsCommandInput, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { generateHistory, type History } from "./fuzz/history";
-import { runHistory } from "./fuzz/run";
+import { runHistory, FUZZ_ENGINE } from "./fuzz/run";
 import { callProblems, newLedger } from "./fuzz/calls";
 import { DeadlineExceededError } from "../runtime/shared/errors";
 import { reproduction, shrinkHistory } from "./fuzz/shrink";
@@ -38,7 +38,7 @@ function countsAnOtherWritersItem(input: TransactWriteItemsCommandInput): boolea
 }
 
 describe("model-based checker", function () {
-    const engine = useEngine();
+    const engine = useEngine(FUZZ_ENGINE);
 
     for (const seed of RUN) {
         it(`seed ${seed} keeps the contract`, async () => {

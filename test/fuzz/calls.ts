@@ -5,7 +5,9 @@
  * - `created: true` means the call wrote the item; `created: false` and `deleted: false` mean it wrote
  *   nothing, but for a put attempt held past a timeout that landed after the call's read decided. Another writer can end a life the call wrote before the call sees it (a repeated put then
  *   finds the id free, or an answer "exists" finds the other writer's item): each life so ended may
- *   stand for one more write.
+ *   stand for one more write. So may a life another client call's delete ended, for a strict create in doubt (a fault
+ *   met it) that answers "exists": the marker then shows a later life's release, and whether its put committed cannot
+ *   be told (docs/limits.md; the call keeps its slot, and the delete gave it back through the marker).
  * - A call moves best-effort by the client-counted lives it writes (carrying its token, or in strict
  *   mode an item whose backfill unit it took off the marker): never more in utilization (an overcount), never less in
  *   strict mode (a slot short), and only by a fault, an absorbed failure it reported or an error it threw
@@ -83,9 +85,28 @@ export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
     };
 }
 
+/**
+ * Whether the engine itself refused `request` for throughput (the parity layer meters each partition as DynamoDB
+ * does: a 400 KB item's write takes 400 of a partition's 1,000 write units a second). Such a refusal is a fault the
+ * request met, as an injected throttle is: DynamoDB's own error, which the SDK and the parties retry.
+ */
+export function engineThrottled(request: Released): boolean {
+    const error = request.outcome?.error as { name?: string; CancellationReasons?: ReadonlyArray<{ Code?: string }> } | undefined;
+    return (
+        error?.name === "ThrottlingException" ||
+        error?.name === "ProvisionedThroughputExceededException" ||
+        (error?.CancellationReasons ?? []).some((reason) => reason?.Code === "ThrottlingError")
+    );
+}
+
+/** Whether `request` met a fault: one the schedule injected, or a throttle of the engine's (`engineThrottled`). */
+export function metFault(request: Released): boolean {
+    return request.fault !== undefined || engineThrottled(request);
+}
+
 /** Records what one of the call's requests did, as it finishes (before the call goes on). */
 export function recordRequest(ledger: CallLedger, request: Released, effect: RequestEffect): void {
-    if (request.fault !== undefined) {
+    if (metFault(request)) {
         ledger.faults++;
     }
     if (effect.kind === "best-effort" && effect.applied) {
@@ -112,7 +133,7 @@ export function recordRequest(ledger: CallLedger, request: Released, effect: Req
                 }
             }
         }
-    } else if (effect.kind === "release-right" && !effect.applied && request.fault === undefined) {
+    } else if (effect.kind === "release-right" && !effect.applied && !metFault(request)) {
         // Another delete of the same life took its release right first: this one holds the slot by design.
         ledger.releaseRightLost++;
     } else if (effect.kind === "backfill-unit-taken" && effect.applied) {
@@ -132,10 +153,20 @@ export interface CallEnding {
     readonly deadlineMs: number;
     /** Lives carrying one of the call's tokens that other writers ended while it ran. */
     readonly endedMine: number;
+    /**
+     * Lives carrying one of the call's tokens that another client call's delete soft-deleted while it ran. A strict
+     * create whose put committed and lost its answer, whose life such a delete ended (and the consumer removed) before
+     * it looked, finds a later life's release on the marker: it cannot tell whether its put committed, and answers
+     * "exists" (docs/limits.md, "a lost put response racing a delete of the same id"). Absent: none.
+     */
+    readonly deletedMine?: number;
 }
 
 /** What the call's answer and moves break of the contract (see the top of this module); empty when nothing. */
-export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMine, elapsedMs, deadlineMs }: CallEnding): string[] {
+export function callProblems(
+    ledger: CallLedger,
+    { answer, thrown, mode, endedMine, elapsedMs, deadlineMs, deletedMine = 0 }: CallEnding,
+): string[] {
     const problems: string[] = [];
     const explained = ledger.faults > 0 || ledger.reported > 0 || thrown !== undefined || ledger.lateTarget === true;
     // The contract's error when a delete's writes (or a strict create's, after a slow reservation) outlast the deadline,
@@ -163,7 +194,9 @@ export function callProblems(ledger: CallLedger, { answer, thrown, mode, endedMi
         problems.push(`answered created but its writes changed live items by ${ledger.live} ${ends}`);
     }
     // A held attempt may land after the read that decided "exists" (in doubt): that item is the attempt's, not the answer's.
-    if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine + ledger.lateLanded)) {
+    // A strict create in doubt (a fault met it) whose life a client delete ended may answer "exists" (`deletedMine`).
+    const unseen = created === false && mode === "strict" && ledger.faults > 0 ? deletedMine : 0;
+    if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine + ledger.lateLanded + unseen)) {
         problems.push(`answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live} ${ends}`);
     }
     // `high` counts every client-counted life the call wrote, `low` leaves out those other writers ended.

@@ -36,15 +36,34 @@ export type FuzzEvent =
      * lives five minutes), before the next settler run, or at the drain: after the call's repeat, a delete
      * and the consumer's removal may all have happened.
      */
-    | { readonly op: "create"; readonly key: string; readonly id: string; readonly late?: true }
-    /** `limit`: the limit the call runs under (a tenant that moved plans: paths.ts); absent: the key's in `limits`. */
-    | { readonly op: "tryCreate"; readonly key: string; readonly id: string; readonly late?: true; readonly limit?: number }
+    | { readonly op: "create"; readonly key: string; readonly id: string; readonly late?: true; readonly big?: true }
+    /**
+     * `limit`: the limit the call runs under (a tenant that moved plans: paths.ts); absent: the key's in `limits`.
+     * `big` (also on create): the item is as large as the client accepts (big-items.ts).
+     */
+    | {
+          readonly op: "tryCreate";
+          readonly key: string;
+          readonly id: string;
+          readonly late?: true;
+          readonly limit?: number;
+          readonly big?: true;
+      }
     /** Every held put attempt reaches DynamoDB now (see `late`). */
     | { readonly op: "land" }
     | { readonly op: "delete"; readonly key: string; readonly id: string }
     | { readonly op: "count"; readonly key: string }
-    /** A call with one bad argument: it must throw InvalidArgumentError naming `field`, and write nothing. */
-    | { readonly op: "invalid"; readonly call: ClientCall; readonly key: string; readonly field: "key" | "id" | "limit" | "attributes" }
+    /**
+     * A call with one bad argument: it must throw InvalidArgumentError naming `field`, and write nothing. `tooBig` (a
+     * create's or tryCreate's "attributes"): attributes one byte past the largest item the client accepts (big-items.ts).
+     */
+    | {
+          readonly op: "invalid";
+          readonly call: ClientCall;
+          readonly key: string;
+          readonly field: "key" | "id" | "limit" | "attributes";
+          readonly tooBig?: true;
+      }
     /**
      * One consumer invocation of up to `max` records from the checkpoint, starting `overlap` records
      * before it (a redelivery of records already counted). `crash`: "after" runs the invocation and
@@ -65,8 +84,11 @@ export type FuzzEvent =
     | { readonly op: "redrive" }
     /** reconcileKey on one key, beside everything else. */
     | { readonly op: "reconcile"; readonly key: string }
-    /** Another service's plain PutItem of a selected id: no client token, no deleted flag (prefix and attribute histories). */
-    | { readonly op: "otherPut"; readonly key: string; readonly id: string }
+    /**
+     * Another service's plain PutItem of a selected id: no client token, no deleted flag (prefix and attribute histories).
+     * `big`: the item is as large as DynamoDB accepts (big-items.ts).
+     */
+    | { readonly op: "otherPut"; readonly key: string; readonly id: string; readonly big?: true }
     /** Another service's plain DeleteItem of an id: a hard delete, whoever wrote the item (prefix and attribute histories). */
     | { readonly op: "otherDelete"; readonly key: string; readonly id: string }
     /** Another service's UpdateItem of `status` (attribute histories only): moves an item in ("active") or out of the selection. */
@@ -128,6 +150,11 @@ export interface History {
     readonly preexisting?: ReadonlyArray<{ readonly key: string; readonly id: string }>;
     /** Shards of every key's counting (runtime/shards/layout.ts); absent in histories saved before shards existed: 1. */
     readonly counterShards?: number;
+    /**
+     * The most virtual milliseconds a released request takes (at least 1); absent: 20. A history that reuses one id
+     * thousands of times (paths.ts) takes fewer, so that its lives all fit in a young life's window.
+     */
+    readonly latencyMs?: number;
 }
 
 /** The shard counts a history draws from: one (today's layout), a count that is not a power of two, and a power of two. */

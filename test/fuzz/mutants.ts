@@ -6,6 +6,7 @@
  */
 import type {
     DynamoDBClient,
+    PutItemCommandInput,
     ServiceInputTypes,
     ServiceOutputTypes,
     TransactWriteItemsCommandInput,
@@ -13,6 +14,7 @@ import type {
 } from "@aws-sdk/client-dynamodb";
 import { DISARM_CLAUSE } from "../../runtime/shards/quotas";
 import { COUNTER_ATTRIBUTES } from "../../runtime/shared/config";
+import { headroomOf, PAYLOAD_ATTRIBUTE } from "./big-items";
 
 const WRITTEN_AT = COUNTER_ATTRIBUTES.writtenAt;
 import type { InitializeMiddleware } from "@smithy/types";
@@ -81,6 +83,21 @@ export function markPerLife(dynamodb: DynamoDBClient): void {
                 "SET #released = :released, #trace = :released",
             );
             input.ExpressionAttributeNames!["#trace"] = `hc_trace_${token}`;
+        }
+    });
+}
+
+/**
+ * Mutant: the client leaves no room on an item for its own later writes (validation.ts `checkItemSize` without its
+ * headroom): an item put with the big-items payload (big-items.ts) takes `headroom` more bytes, so the largest item it
+ * accepts is at DynamoDB's limit, and the soft delete's flag and token no longer fit.
+ */
+export function itemWithoutHeadroom(dynamodb: DynamoDBClient): void {
+    const headroom = headroomOf();
+    rewrite<PutItemCommandInput>(dynamodb, "PutItemCommand", (input) => {
+        const payload = input.Item?.[PAYLOAD_ATTRIBUTE]?.S;
+        if (payload !== undefined && payload.length > 1024) {
+            input.Item![PAYLOAD_ATTRIBUTE] = { S: payload + "p".repeat(headroom) };
         }
     });
 }

@@ -45,6 +45,7 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import { isLive } from "../../runtime/shared/selection";
+import { fullSize } from "./big-items";
 import { clientShard, shardsOf, type FuzzSystem, type Truth } from "./adapter";
 import { ACTIVE, STATUS_ATTRIBUTE, type FuzzEvent, type Mode } from "./history";
 import type { GatedRequest } from "./scheduler";
@@ -69,9 +70,8 @@ export async function otherWrite(
     for (let attempt = 1; attempt <= OTHER_WRITER_ATTEMPTS; attempt++) {
         try {
             if (event.op === "otherPut") {
-                await dynamodb.send(
-                    new PutItemCommand({ TableName: tableName, Item: { ...key, ...status, source: { S: "other-writer" } } }),
-                );
+                const item = { ...key, ...status, source: { S: "other-writer" } };
+                await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: event.big ? fullSize(item) : item }));
             } else if (event.op === "otherFlip") {
                 // Only an item that exists is moved (an update would otherwise create one).
                 await dynamodb.send(

@@ -12,10 +12,18 @@
  *   deletes, heals and backfills of the history meet it;
  * - one id reused many times in quick succession: a run of create-delete cycles of one id (young lives: the virtual
  *   clock moves by requests' latencies only, so every life is far younger than a release through the marker needs),
- *   after which every marker of the history must still be within strict-ledger.ts's bound (marker-bound.ts).
+ *   after which every marker of the history must still be within strict-ledger.ts's bound (marker-bound.ts);
+ * - one id reused thousands of times (`THOUSANDS`): a history of its own kind, drawn for a few seeds, whose other
+ *   traffic is its first events only and whose requests take 1 to 4 virtual ms, so that its thousands of lives fit in
+ *   a young life's window (resource-writes.ts `mayStillBeRepeated`: 120 s) and their requests, each checked as any
+ *   other's (faults at the history's rate, calls at its concurrency), cost seconds. The marker bound is checked at the
+ *   end, as for any history, and every write the counting sends must fit (big-items.ts): a marker that grew per life
+ *   would reach DynamoDB's item limit;
+ * - items near 400 KB (big-items.ts): some creates pass the largest attributes the client accepts, and a create with
+ *   one byte more must be refused before anything is written.
  */
 import { seededRandom } from "../../local/engine/faults";
-import type { FuzzEvent, History } from "./history";
+import { ID_PREFIX, type FuzzEvent, type History } from "./history";
 
 /** The limits a plan change draws from (the generator's first plans are drawn from the same). */
 const PLAN_LIMITS = [0, 1, 2, 3, 5, 8] as const;
@@ -83,7 +91,75 @@ export function addPaths(history: History, ids: readonly string[]): History {
         }
         events.splice(Math.floor(random() * (events.length + 1)), 0, ...run);
     }
-    return { ...history, limits, events, preexisting };
+    const sized = addBigItems({ ...history, limits, events, preexisting });
+    return addThousands(sized);
+}
+
+/** The cycles of a history reusing one id thousands of times (`addThousands`), and the most its requests take. */
+export const THOUSANDS = { fewest: 1_000, most: 2_500, latencyMs: 4, otherEvents: 40 } as const;
+
+/**
+ * Items near 400 KB: in about a third of the histories, a quarter of the creates are big and one create with one byte
+ * more is inserted (big-items.ts). Drawn from a source of their own.
+ */
+function addBigItems(history: History): History {
+    const random = seededRandom((history.seed ^ 0x1d8e4e27) >>> 0);
+    if (random() >= 0.35 || history.events.length === 0) {
+        return history;
+    }
+    const keys = Object.keys(history.limits).sort();
+    const events: FuzzEvent[] = history.events.map((event) =>
+        (event.op === "create" || event.op === "tryCreate") && random() < 0.25 ? { ...event, big: true } : event,
+    );
+    const call = history.mode === "strict" || random() < 0.5 ? "tryCreate" : "create";
+    const at = Math.floor(random() * (events.length + 1));
+    events.splice(at, 0, { op: "invalid", call, key: keys[Math.floor(random() * keys.length)]!, field: "attributes", tooBig: true });
+    return { ...history, events };
+}
+
+/**
+ * One id reused thousands of times (see the top): about one history in fifty becomes one, keeping its first
+ * `THOUSANDS.otherEvents` events around the run. Drawn from a source of their own.
+ */
+function addThousands(history: History): History {
+    const random = seededRandom((history.seed ^ 0x5f356495) >>> 0);
+    if (random() >= 0.02) {
+        return history;
+    }
+    return reuseThousands(history, THOUSANDS.fewest + Math.floor(random() * (THOUSANDS.most - THOUSANDS.fewest + 1)), random);
+}
+
+/** The key a history reusing one id thousands of times runs its cycles on (`reuseThousands`). */
+export const REUSED_KEY = "r0";
+
+/**
+ * `history` with its first `THOUSANDS.otherEvents` events, and `cycles` create-delete-consume cycles of one id
+ * inserted among them, its requests taking at most `THOUSANDS.latencyMs`. The cycles run on a key of their own whose
+ * limit is `cycles`: in strict mode a slot a delete holds (after a fault, each one checked against the call's faults)
+ * stays held until a heal, and a smaller limit would end the run's lives after the first few held slots.
+ */
+export function reuseThousands(history: History, cycles: number, random: () => number): History {
+    const key = REUSED_KEY;
+    const id = `${ID_PREFIX}${Math.floor(random() * 3)}`;
+    const others = history.events.slice(0, THOUSANDS.otherEvents);
+    const create = history.mode === "strict" || random() < 0.5 ? "tryCreate" : "create";
+    const run: FuzzEvent[] = [];
+    // A delete leaves the item soft-deleted, and a create of its id waits for the consumer to remove it: a consumer
+    // invocation follows each delete, as the stream's would within a second, so that each cycle is one more life.
+    for (let cycle = 0; cycle < cycles; cycle++) {
+        run.push(
+            { op: create, key, id },
+            { op: "delete", key, id },
+            { op: "consume", max: 10, overlap: random() < 0.05 ? 2 : 0, crash: random() < 0.03 ? "after" : "none" },
+        );
+    }
+    const at = Math.floor(random() * (others.length + 1));
+    return {
+        ...history,
+        limits: { ...history.limits, [key]: cycles },
+        latencyMs: THOUSANDS.latencyMs,
+        events: [...others.slice(0, at), ...run, ...others.slice(at)],
+    };
 }
 
 /** Which of the paths above a history takes (for the suite's coverage checks and the seeds its mutant tests use). */

@@ -15,8 +15,10 @@
  * - every answer is one the contract allows: `created: true` means this call wrote the item, `created:
  *   false` and `deleted: false` mean it wrote nothing, a utilization `tryCreate` passes its limit only by
  *   the creates that raced it plus the undercount of `max(bestEffort, eventual)` when it read;
- * - the only errors are contract errors: InvalidArgumentError for bad input (nothing written), and
- *   DynamoDB's own errors for the call's requests after every retry;
+ * - the only errors are contract errors: InvalidArgumentError for bad input (nothing written; an item one byte past
+ *   the largest the client accepts among it), and DynamoDB's own errors for the call's requests after every retry;
+ * - DynamoDB never refuses a write of the counting as written (every party's but another writer's): on an item as
+ *   large as the client accepts, the soft delete's additions fit (big-items.ts);
  * - a backfill call resolves, or throws BackfillError only after a fault met one of its requests;
  * - a settler run (heal index, audit, reconcile) resolves, or throws only after a fault met one of its
  *   requests; the bounds above hold through its heals;
@@ -66,7 +68,7 @@ import type { FatalMessage } from "../../runtime/stream/fatal";
 import { reconcileKey } from "../../runtime/heal/reconcile";
 import { createRedriveHandler } from "../../runtime/stream/redrive";
 import { installPauses } from "../../runtime/shared/pauses";
-import type { LocalEngine } from "../../local/engine/engine";
+import { parityByDefault, type EngineOptions, type LocalEngine } from "../../local/engine/engine";
 import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
 import {
     classifyRequest,
@@ -84,7 +86,7 @@ import {
 } from "./adapter";
 import { VirtualTime } from "./clock";
 import { DEFAULT_DEADLINE_MS } from "../../runtime/client/validation";
-import { callProblems, describe, newLedger, recordRequest, type CallLedger } from "./calls";
+import { callProblems, describe, metFault, newLedger, recordRequest, type CallLedger } from "./calls";
 import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
 import { countedLateInserts } from "./late-puts";
 import { StreamMapping } from "./mapping";
@@ -96,6 +98,7 @@ import { admissionProblem, callLimit, LimitsInForce } from "./limits";
 import { markerBoundProblems } from "./marker-bound";
 import { retokened, retokenWrite } from "./retoken";
 import { LedgerAges, RecordTimes, wroteTable } from "./record-times";
+import { bigAttributes, refusedWrite } from "./big-items";
 
 export interface RunResult {
     readonly violations: string[];
@@ -135,8 +138,20 @@ export interface RunResult {
          */
         readonly ledgerUnsealed: number;
         readonly ledgerSealed: number;
+        /** Client lives put (a token's first applied put), and the most of them one id of one key had. */
+        readonly lives: number;
+        readonly mostLivesOfOneId: number;
+        /** Virtual milliseconds from the first event's start to the last one's end, settler runs' moves included. */
+        readonly eventsMs: number;
     };
 }
+
+/**
+ * How the checker starts its engine: the parity layer (local/engine/parity.ts) meters each partition's throughput on the
+ * clock every party reads, the virtual one while a history runs (clock.ts), so that a write throttled at 1,000 units a
+ * second (a 400 KB item's put takes 400) is throttled in every run of the seed, on a quiet machine or a busy one.
+ */
+export const FUZZ_ENGINE: EngineOptions = { parity: parityByDefault() ? { now: () => Date.now() } : false };
 
 /** The settler's quiet window in the checker (the component's default). */
 export const FUZZ_QUIET_WINDOW_MS = 600_000;
@@ -167,8 +182,9 @@ const CLIENT_CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", 
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
     const time = new VirtualTime();
     const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
-    // A released request takes 1 to 20 ms of virtual time.
-    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * 20), REQUEST_LIFETIME_MS);
+    // A released request takes 1 to 20 ms of virtual time (fewer in a history that asks: history.ts `latencyMs`).
+    const most = history.latencyMs ?? 20;
+    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * most), REQUEST_LIFETIME_MS);
     time.install();
     // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
     // is homed in; the consumer's partial per transaction; backoff jitter), and so do its tokens' random bits: with
@@ -191,7 +207,9 @@ export async function runHistory(engine: LocalEngine, history: History, options:
 
 async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, scheduler: Scheduler): Promise<RunResult> {
     const time = scheduler.time;
-    const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS });
+    // The checker's own reads go to the engine itself: they are no party's traffic, so no partition's throughput is
+    // theirs to use (an observation of a key holding 400 KB items reads 100 units, after every request).
+    const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS, direct: true });
     const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
     // Every record carries the virtual time of its write (record-times.ts), the stream read right after it (below).
     new RecordTimes(() => time.now()).install(streams);
@@ -252,8 +270,11 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
      * allows them (no slot backs them) until a heal.
      */
     const unpromisedTokens = new Map<string, Set<string>>();
-    /** Per key and id, the token of the last client put that applied (not a late one). */
+    /** Per key and id, the token of the last client put that applied (not a late one), and how many lives it had. */
     const lastLife = new Map<string, string>();
+    const livesOfId = new Map<string, number>();
+    /** Client tokens whose item a client delete soft-deleted (calls.ts `deletedMine`). */
+    const softDeletedTokens = new Set<string>();
     const landHeld = (): Promise<void> => {
         const count = scheduler.heldCount;
         landing += count;
@@ -264,12 +285,17 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     const onOutcome = (request: Released): void => {
         requests++;
         requestsByTask.set(request.task.id, (requestsByTask.get(request.task.id) ?? 0) + 1);
-        if (request.fault !== undefined) {
+        if (metFault(request)) {
             faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
         }
         settleTotals.expired += request.fault === "expired" ? 1 : 0;
         const effect = classifyRequest(system, request);
         ledgerAges.read(request);
+        // Every write the counting sends fits the item it writes (big-items.ts); another writer's writes are its own.
+        const refused = otherTasks.has(request.task.id) ? undefined : refusedWrite(request);
+        if (refused !== undefined) {
+            violations.push(`${request.task.label} ${request.command}: ${refused}`);
+        }
         // A transaction served again under a ClientRequestToken already served (the SDK's retry after a 500 that followed
         // the commit) is DynamoDB's idempotent answer: it applies nothing, so it admits nothing (limits.ts).
         const idempotency = (request.input as { ClientRequestToken?: string }).ClientRequestToken;
@@ -288,6 +314,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             const id = `${effect.key}\u0000${effect.id}`;
             if (!late) {
                 lastLife.set(id, effect.token);
+                livesOfId.set(id, (livesOfId.get(id) ?? 0) + 1);
             } else if (lastLife.get(id) === effect.token) {
                 lateTokens.set(effect.key, (lateTokens.get(effect.key) ?? new Set()).add(effect.token));
             } else {
@@ -305,6 +332,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             landedAfterSettle.add(effect.key);
         }
         const ledger = ledgers.get(request.task.id);
+        if (ledger !== undefined && effect.kind === "soft-delete" && effect.applied && effect.createToken !== undefined) {
+            softDeletedTokens.add(effect.createToken);
+        }
         if (ledger && !late) {
             recordRequest(ledger, request, effect);
             if (effect.kind === "put" && effect.applied && heldInputs.has(request.input)) {
@@ -551,7 +581,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const tooLong = ID_PREFIX + "x".repeat(markerIdMaxBytes(system.config) + 1 - ID_PREFIX.length);
         const id = event.field !== "id" ? "i0" : event.call === "create" || event.call === "tryCreate" ? tooLong : "";
         const limit = event.field === "limit" ? -1 : (history.limits[event.key] ?? 1);
-        const attributes = event.field === "attributes" ? { [system.config.sortKey]: "x" } : undefined;
+        // Bad attributes: a reserved name, or (tooBig) one byte past the largest item the client accepts.
+        const attributes =
+            event.field !== "attributes"
+                ? undefined
+                : event.tooBig
+                  ? bigAttributes(system.config, key, id, 1)
+                  : { [system.config.sortKey]: "x" };
         const task = scheduler.current()!;
         try {
             if (event.call === "create") {
@@ -616,10 +652,19 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         try {
             switch (event.op) {
                 case "create":
-                    answer = await client.create(event.key, event.id);
+                    answer = await client.create(
+                        event.key,
+                        event.id,
+                        event.big ? bigAttributes(system.config, event.key, event.id) : undefined,
+                    );
                     break;
                 case "tryCreate":
-                    answer = await client.tryCreate(event.key, event.id, callLimit(history, event));
+                    answer = await client.tryCreate(
+                        event.key,
+                        event.id,
+                        callLimit(history, event),
+                        event.big ? bigAttributes(system.config, event.key, event.id) : undefined,
+                    );
                     break;
                 case "delete":
                     answer = await client.delete(event.key, event.id);
@@ -636,6 +681,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             thrown,
             mode: history.mode,
             endedMine: ended.endedSince(ledger.tokens, ledger.endedBefore),
+            deletedMine: new Set(ledger.tokens.filter((token) => softDeletedTokens.has(token))).size,
             elapsedMs: Date.now() - startedAt,
             deadlineMs: DEFAULT_DEADLINE_MS,
         })) {
@@ -725,6 +771,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     };
 
     // The schedule: start events (up to the concurrency) and release requests, both chosen by the seed.
+    const startedAt = time.now();
     const running = new Set<Promise<void>>();
     let next = 0;
     for (;;) {
@@ -802,6 +849,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         }
     }
 
+    const eventsMs = Math.round(time.now() - startedAt);
     // Drain: no more faults; deliver everything, retry and redrive until nothing is left.
     faultRate = 0;
     const drain = async (work: () => Promise<void>, asTask = true) => {
@@ -942,6 +990,9 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             latePutsAfterAnotherLife: [...unpromisedTokens.values()].reduce((n, tokens) => n + tokens.size, 0),
             ledgerUnsealed: ledgerAges.unsealed,
             ledgerSealed: ledgerAges.sealed,
+            lives: appliedTokens.size,
+            mostLivesOfOneId: Math.max(0, ...livesOfId.values()),
+            eventsMs,
         },
     };
 }
