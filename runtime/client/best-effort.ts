@@ -277,7 +277,7 @@ export class BestEffortCounter {
                     TableName: countersTableName,
                     Key: this.key(shardPartitionKey(key, s)),
                     UpdateExpression: own
-                        ? `${bestEffortUpdate(":delta", this.due, ledger !== undefined)}, #quotaLimit = :limit, #quota = :quota`
+                        ? `${bestEffortUpdate(":delta", this.due, true)}, #quotaLimit = :limit, #quota = :quota`
                         : "SET #quotaLimit = :limit, #quota = :quota",
                     ConditionExpression: count === undefined ? "attribute_not_exists(#count)" : "#count = :read",
                     ExpressionAttributeNames: {

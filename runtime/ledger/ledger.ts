@@ -67,7 +67,7 @@ export function ledgerPeriodMs(healQuietWindowSeconds?: number): number {
  * entry, so that every write of a life a heal counts from the table moves an entry older than the heal's boundary
  * (heal.ts, "A busy key": a heal that lost its race to a client write may write again only when none did).
  */
-export const OLD_LEDGER_ENTRY = `${"hc_n_"}0_1`;
+export const OLD_LEDGER_ENTRY = `${LEDGER_PREFIX}0_1`;
 
 /** The entry a life's units go to: OLD_LEDGER_ENTRY for a token that is not a client's (it has no time). */
 export function ledgerAttribute(token: string | undefined, periodMs: number): string {
