@@ -191,7 +191,7 @@ export class BestEffortCounter {
     /**
      * A write committed at most once: repeated only after a TransactionConflictException (see the header); other
      * failures (and a deadline that passed) are absorbed and reported. True when it committed. `life`: the token of
-     * the life it is for, whose ledger entry moves with the count (none for a unit without a client token). `epoch`:
+     * the life it is for, whose ledger entry moves with the count (the epoch's entry for a unit without a client token). `epoch`:
      * only while the key is still in that heal epoch (a strict delete's release: the epoch its touch read; a heal since
      * may have counted the item from the table, heal.ts), else it is refused and reported, and the slot is held.
      */

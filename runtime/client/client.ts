@@ -388,7 +388,7 @@ export class HybridCounterClient {
                             ? reservedInEpoch(live.createToken, epoch)
                             : await this.resources.takeBackfillUnit(key, id, epoch.epoch, deadline));
                     // A slot not given back is held until a heal: the key is due for one. The release moves the life's
-                    // ledger entry when the unit is its reservation (a backfill's unit has none: runtime/ledger/), and
+                    // ledger entry when the unit is its reservation (a backfill's unit, the epoch's entry: runtime/ledger/), and
                     // lands only in the epoch the touch read: a heal since then may have counted the item from the
                     // table, and taken this unit already (runtime/heal/heal.ts, "A busy key").
                     const life = live.createToken !== null && !adopted ? live.createToken : undefined;
