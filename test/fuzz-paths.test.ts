@@ -8,7 +8,14 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { generateHistory, type FuzzEvent, type History } from "./fuzz/history";
-import { backfillKeepsQuotas, healKeepsQuotas, itemWithoutHeadroom, markPerLife, quotaOfAnyLimit } from "./fuzz/mutants";
+import {
+    backfillKeepsQuotas,
+    healKeepsQuotas,
+    itemWithoutHeadroom,
+    markPerLife,
+    oversizedDeleteThrows,
+    quotaOfAnyLimit,
+} from "./fuzz/mutants";
 import { pathsTaken, THOUSANDS } from "./fuzz/paths";
 import { runHistory, type FuzzClients, FUZZ_ENGINE } from "./fuzz/run";
 import { useEngine } from "./support/engine";
@@ -43,6 +50,8 @@ function on(party: keyof FuzzClients, mutant: (dynamodb: DynamoDBClient) => void
 
 const ADMITTED_PAST = /admitted under limit \d+ with best-effort \d+ after it/;
 const REFUSED_WRITE = /DynamoDB refused a write of the counting as written: ValidationException/;
+const THREW_REFUSAL =
+    /threw ValidationException: Item size to update has exceeded the maximum allowed size although none of its requests met a fault/;
 const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
 
 describe("the checker's histories over lowered limits, adoption at the limit, token rewrites and reused ids", function () {
@@ -128,6 +137,33 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         // Act / Assess
         await sharpens(engine(), history, on("api", itemWithoutHeadroom), REFUSED_WRITE);
     });
+
+    for (const mode of ["utilization", "strict"] as const) {
+        it(`rejects a ${mode} delete that gives up on an item another writer grew past 400 KB: the delete removes it`, async () => {
+            // Prepare: attribute selection; an item as large as the client accepts, grown by another writer's flip (its
+            // status becomes two bytes longer), deleted by the client; another writer's item put at 400 KB, the client's
+            // delete of it; consumed, healed (to the consumer the removals are other writers' deletes). A settler run
+            // before each delete moves the clock on: a 400 KB write takes 400 of its partition's 1,000 write units a second.
+            const history: History = {
+                ...strictHistory("attribute", 3, 1, [
+                    { op: "tryCreate", key: "k0", id: "i0", big: true },
+                    { op: "otherFlip", key: "k0", id: "i0", status: "archived" },
+                    settle,
+                    { op: "delete", key: "k0", id: "i0" },
+                    { op: "otherPut", key: "k0", id: "i1", big: true },
+                    settle,
+                    { op: "delete", key: "k0", id: "i1" },
+                    consume,
+                    settle,
+                    consume,
+                ]),
+                mode,
+            };
+
+            // Act / Assess
+            await sharpens(engine(), history, on("api", oversizedDeleteThrows), THREW_REFUSAL);
+        });
+    }
 
     it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {
         // Prepare: four young lives of one id, consumed (the marker's hc_released names the last, made milliseconds

@@ -60,7 +60,7 @@ import {
     type CounterMode,
 } from "./validation";
 import type { CounterTableLayout, FlatSelection } from "../shared/config";
-import { isRetryable } from "../shared/aws-errors";
+import { isItemTooLarge, isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
 import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
 import { CallDeadline, withRetries } from "../shared/retry";
@@ -333,6 +333,9 @@ export class HybridCounterClient {
      * only hold the slot back). If the touch fails after every attempt, the item is left untouched and
      * its error is thrown.
      *
+     * An item another writer grew until the claim or the soft delete no longer fits under DynamoDB's 400 KB is removed
+     * instead, on the same condition (`endLife`; docs/limits.md).
+     *
      * Resolves `{ deleted: false }` when the item does not exist, is already deleted, or a concurrent
      * delete of the same id holds it or won.
      * Throws: InvalidArgumentError before anything is written; DeadlineExceededError when the deadline
@@ -367,7 +370,7 @@ export class HybridCounterClient {
                 } else {
                     await this.resources.pruneMarks(key, id, prune, deadline);
                 }
-                const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
+                const outcome = await this.endLife(key, id, live.createToken, undefined, deadline);
                 // "gone": live a moment ago and removed now. Either this call's soft delete committed and the
                 // consumer already removed the item before a retry could see it, or a concurrent delete did
                 // both. Never release then: a release not sent only holds a slot back, a wrong one breaks the bound.
@@ -404,25 +407,34 @@ export class HybridCounterClient {
                 return { deleted: outcome !== "taken" };
             }
             if (!live.clientCounted) {
-                const outcome = await this.resources.softDelete(key, id, live.createToken, undefined, deadline);
+                const outcome = await this.endLife(key, id, live.createToken, undefined, deadline);
                 return { deleted: outcome !== "taken" };
             }
             const claim = newToken();
             let outcome: WriteOutcome;
             try {
-                const claimed = await this.resources.claim(
-                    key,
-                    id,
-                    live.createToken,
-                    claim,
-                    this.deadlineMs + CLAIM_TAKEOVER_MARGIN_MS,
-                    deadline,
-                );
+                const claimed = await this.resources
+                    .claim(key, id, live.createToken, claim, this.deadlineMs + CLAIM_TAKEOVER_MARGIN_MS, deadline)
+                    .catch((error: unknown) => {
+                        if (isItemTooLarge(error)) {
+                            return "too large" as const;
+                        }
+                        throw error;
+                    });
+                if (claimed === "too large") {
+                    // Another writer grew the item until not even the claim fits: no claim can be stored, so the
+                    // decrement goes first and the item is removed after it. A concurrent delete of the same life
+                    // (which cannot claim it either) may decrement too: an undercount, which a heal corrects.
+                    drifted((await this.bestEffort.repeatable(key, home, -1, deadline, live.createToken ?? undefined)).repeated);
+                    outcome = await this.resources.remove(key, id, live.createToken, undefined, deadline);
+                    drifted(outcome !== "mine");
+                    return { deleted: outcome !== "taken" };
+                }
                 if (claimed !== "mine") {
                     return { deleted: false };
                 }
                 drifted((await this.bestEffort.repeatable(key, home, -1, deadline, live.createToken ?? undefined)).repeated);
-                outcome = await this.resources.softDelete(key, id, live.createToken, claim, deadline);
+                outcome = await this.endLife(key, id, live.createToken, claim, deadline);
             } catch (error) {
                 // The item may be left live with this call's claim (and best-effort one low): give the claim
                 // back so that a retried delete proceeds at once. A decrement already sent only undercounts.
@@ -450,6 +462,29 @@ export class HybridCounterClient {
     }
 
     // --- helpers ---------------------------------------------------------------------------------
+
+    /**
+     * Ends the life read: its soft delete, or, when another writer grew the item until the soft delete's attributes no
+     * longer fit under DynamoDB's 400 KB, its removal, as another writer's delete would (resource-writes.ts, `remove`).
+     * Either ends the life once, on the same condition, so what the delete moves on best-effort is the same; the
+     * consumer counts the removal as another writer's delete (docs/limits.md, "An item grown past 400 KB").
+     */
+    private async endLife(
+        key: string,
+        id: string,
+        createToken: string | null,
+        claim: string | undefined,
+        deadline: CallDeadline,
+    ): Promise<WriteOutcome> {
+        try {
+            return await this.resources.softDelete(key, id, createToken, claim, deadline);
+        } catch (error) {
+            if (!isItemTooLarge(error)) {
+                throw error;
+            }
+            return this.resources.remove(key, id, createToken, claim, deadline);
+        }
+    }
 
     private async tryCreateStrict(
         resource: ResourceItem,

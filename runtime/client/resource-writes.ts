@@ -31,6 +31,7 @@
  */
 import {
     ConditionalCheckFailedException,
+    DeleteItemCommand,
     GetItemCommand,
     PutItemCommand,
     UpdateItemCommand,
@@ -588,6 +589,61 @@ export class ResourceWriter {
             deadline,
             "soft delete",
         );
+    }
+
+    /**
+     * Removes the life of the id that was read (`createToken`), if it is not deleted, as another writer's delete would:
+     * the delete of an item another writer grew until the soft delete's attributes no longer fit under DynamoDB's
+     * 400 KB (client.ts, `delete`). With `claim`, only while the claim is still this call's. The consumer counts the
+     * removal as it counts another writer's delete (the eventual counter moves, the key is due for a heal). "mine": it
+     * committed. "gone": no such life now, which is also what a retry finds after a lost response (the caller then
+     * treats the life as ended by someone else: a strict slot is held until a heal). "taken": the life is deleted
+     * already, or another call's claim holds it.
+     */
+    async remove(
+        key: string,
+        id: string,
+        createToken: string | null,
+        claim: string | undefined,
+        deadline: CallDeadline,
+    ): Promise<WriteOutcome> {
+        const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
+        const names: Record<string, string> = { "#pk": partitionKey, "#deleted": deletedAttribute, "#createToken": tokenAttribute };
+        const values: Record<string, AttributeValue> = { ":false": { BOOL: false } };
+        let condition =
+            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+            (createToken === null ? "attribute_not_exists(#createToken)" : "#createToken = :createToken");
+        if (createToken !== null) {
+            values[":createToken"] = { S: createToken };
+        }
+        if (claim !== undefined) {
+            names["#deleteToken"] = this.deleteTokenAttribute;
+            values[":claim"] = { S: claim };
+            condition += " AND #deleteToken = :claim";
+        }
+        const attempt = async (): Promise<WriteOutcome> => {
+            try {
+                await sendOnce(
+                    this.dynamodb,
+                    new DeleteItemCommand({
+                        TableName: tableName,
+                        Key: this.key(key, id),
+                        ConditionExpression: condition,
+                        ExpressionAttributeNames: names,
+                        ExpressionAttributeValues: values,
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                    }),
+                );
+                return "mine";
+            } catch (error) {
+                if (error instanceof ConditionalCheckFailedException) {
+                    const item = error.Item;
+                    return item === undefined || (item[tokenAttribute]?.S ?? null) !== createToken ? "gone" : "taken";
+                }
+                throw error;
+            }
+        };
+        return withRetries(attempt, isRetryable, this.attempts, deadline, "remove");
     }
 
     /**

@@ -22,6 +22,19 @@ export function isRefusal(error: unknown): boolean {
 }
 
 /**
+ * A refusal because the write would take the item past DynamoDB's 400 KB: "Item size to update has exceeded the
+ * maximum allowed size" (UpdateItem), "Item size has exceeded the maximum allowed size" (PutItem). The client meets it
+ * on an item another writer grew after the client created it (runtime/client/client.ts, `delete`).
+ */
+export function isItemTooLarge(error: unknown): boolean {
+    return (
+        error instanceof Error &&
+        error.name === "ValidationException" &&
+        /item size (to update )?has exceeded the maximum allowed size/i.test(error.message)
+    );
+}
+
+/**
  * A refusal for meeting a transaction (a 400, TransactionConflictException): the request wrote nothing, so it may be
  * sent again whatever the write, or dropped when it was only bookkeeping.
  */

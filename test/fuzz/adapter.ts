@@ -352,6 +352,13 @@ export function classifyRequest(system: FuzzSystem, released: Released): Request
         const token = input.Item?.[system.config.tokenAttribute]?.S;
         return { kind: "put", key, id: sk, applied: applied(released), ...(token === undefined ? {} : { token }) };
     }
+    // The client's removal of a live life it read (an item another writer grew past the room of the soft delete:
+    // runtime/client/client.ts, `endLife`) ends that life as its soft delete would; every other DeleteItem (the
+    // consumer's of a soft-deleted item, another writer's, the table's TTL) is a hard delete.
+    const condition = (released.input as { ConditionExpression?: string }).ConditionExpression ?? "";
+    if (released.command === "DeleteItemCommand" && key !== undefined && /#deleted = :false/.test(condition)) {
+        return { kind: "soft-delete", key, applied: applied(released), ...(createToken === undefined ? {} : { createToken }) };
+    }
     if (released.command === "DeleteItemCommand" && key !== undefined && sk !== undefined) {
         return { kind: "hard-delete", key, id: sk, applied: applied(released) };
     }

@@ -5,6 +5,7 @@
  * checker's (test/fuzz-paths.test.ts).
  */
 import type {
+    DeleteItemCommandInput,
     DynamoDBClient,
     PutItemCommandInput,
     ServiceInputTypes,
@@ -12,6 +13,7 @@ import type {
     TransactWriteItemsCommandInput,
     UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
+import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
 import { DISARM_CLAUSE } from "../../runtime/shards/quotas";
 import { COUNTER_ATTRIBUTES } from "../../runtime/shared/config";
 import { headroomOf, PAYLOAD_ATTRIBUTE } from "./big-items";
@@ -100,6 +102,27 @@ export function itemWithoutHeadroom(dynamodb: DynamoDBClient): void {
             input.Item![PAYLOAD_ATTRIBUTE] = { S: payload + "p".repeat(headroom) };
         }
     });
+}
+
+/**
+ * Mutant: a client delete that gives up on an item another writer grew past the room of its soft delete (the client
+ * before runtime/client/client.ts `endLife`): the removal it sends instead fails as the soft delete did, with DynamoDB's
+ * ValidationException, so the API's caller gets an error for an item it may delete, and the life stays.
+ */
+export function oversizedDeleteThrows(dynamodb: DynamoDBClient): void {
+    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
+        const condition = (args.input as DeleteItemCommandInput).ConditionExpression ?? "";
+        if (context.commandName === "DeleteItemCommand" && condition.includes("#deleted = :false")) {
+            throw new DynamoDBServiceException({
+                name: "ValidationException",
+                message: "Item size to update has exceeded the maximum allowed size",
+                $fault: "client",
+                $metadata: { httpStatusCode: 400 },
+            });
+        }
+        return next(args);
+    };
+    dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant:oversizedDeleteThrows" });
 }
 
 /**

@@ -100,7 +100,8 @@ export const THOUSANDS = { fewest: 1_000, most: 2_500, latencyMs: 4, otherEvents
 
 /**
  * Items near 400 KB: in about a third of the histories, a quarter of the creates are big and one create with one byte
- * more is inserted (big-items.ts). Drawn from a source of their own.
+ * more is inserted, and about a third of other writers' puts are as large as DynamoDB accepts (big-items.ts). Drawn from
+ * a source of their own.
  */
 function addBigItems(history: History): History {
     const random = seededRandom((history.seed ^ 0x1d8e4e27) >>> 0);
@@ -114,7 +115,10 @@ function addBigItems(history: History): History {
     const call = history.mode === "strict" || random() < 0.5 ? "tryCreate" : "create";
     const at = Math.floor(random() * (events.length + 1));
     events.splice(at, 0, { op: "invalid", call, key: keys[Math.floor(random() * keys.length)]!, field: "attributes", tooBig: true });
-    return { ...history, events };
+    // Another writer's items at DynamoDB's limit, which the client then deletes (client.ts `endLife`): from a source of
+    // their own, so that the draws above stay what they were.
+    const full = seededRandom((history.seed ^ 0x3c6ef372) >>> 0);
+    return { ...history, events: events.map((event) => (event.op === "otherPut" && full() < 0.3 ? { ...event, big: true } : event)) };
 }
 
 /**

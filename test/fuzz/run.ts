@@ -98,7 +98,7 @@ import { admissionProblem, callLimit, LimitsInForce } from "./limits";
 import { markerBoundProblems } from "./marker-bound";
 import { retokened, retokenWrite } from "./retoken";
 import { LedgerAges, RecordTimes, wroteTable } from "./record-times";
-import { bigAttributes, refusedWrite } from "./big-items";
+import { bigAttributes, GrownItems, refusedWrite } from "./big-items";
 
 export interface RunResult {
     readonly violations: string[];
@@ -282,6 +282,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
     };
 
     // Runs as each request finishes, before its task goes on: the call's ledger is current when it answers.
+    const grownItems = new GrownItems();
     const onOutcome = (request: Released): void => {
         requests++;
         requestsByTask.set(request.task.id, (requestsByTask.get(request.task.id) ?? 0) + 1);
@@ -292,7 +293,13 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         const effect = classifyRequest(system, request);
         ledgerAges.read(request);
         // Every write the counting sends fits the item it writes (big-items.ts); another writer's writes are its own.
-        const refused = otherTasks.has(request.task.id) ? undefined : refusedWrite(request);
+        const other = otherTasks.has(request.task.id);
+        const target = (request.input as { Key?: Record<string, AttributeValue> }).Key;
+        const grown = grownItems.has(target?.[system.config.partitionKey]?.S, target?.[system.config.sortKey]?.S);
+        const refused = other ? undefined : refusedWrite(request, grown);
+        if ((effect.kind === "put" || effect.kind === "flip") && effect.applied) {
+            grownItems.written(effect.key, effect.id, !other);
+        }
         if (refused !== undefined) {
             violations.push(`${request.task.label} ${request.command}: ${refused}`);
         }
