@@ -305,6 +305,59 @@ describe("healing on DynamoDB Local: every race, staged", () => {
         assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 2, version: 1, healDue: false });
     });
 
+    it("utilization: a key whose only increment was abandoned holds a best-effort item of marks only, healed once the item is old (fuzz seed 80019)", async () => {
+        // Prepare: the key's first call abandons its increment; its mark is the only write on the best-effort item.
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "utilization");
+        const db = engine().dynamodb();
+        const held = hold("put");
+        const call = client.create("k", "a");
+        await held.reached;
+        clock += DEADLINE + 1;
+        held.open();
+        assert.deepEqual(await call, { created: true, abandoned: 1 });
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 0, live: 1, healDue: true });
+
+        // Act: a heal once the item is older than the window.
+        clock += Q;
+        const healed = await healKey("k", options());
+
+        // Assess: healed (not skipped as an earlier version's item), and the key leaves the index.
+        assert.equal(healed.after, 1);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, healDue: false });
+    });
+
+    it("an item of marks only is healed on the condition that no count landed: a count written since the read makes the heal change nothing", async () => {
+        // Prepare: as above, then the heal's read, then an earlier version's client (a count, no version) lands.
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "utilization");
+        const db = engine().dynamodb();
+        const held = hold("put");
+        const call = client.create("k", "a");
+        await held.reached;
+        clock += DEADLINE + 1;
+        held.open();
+        await call;
+        clock += Q;
+        const read = await readForHeal("k", options());
+        await db.send(
+            new UpdateItemCommand({
+                TableName: countersTable(config),
+                Key: { pk: { S: "k" }, sk: { S: bestEffortSortKey(config) } },
+                UpdateExpression: "ADD #count :one",
+                ExpressionAttributeNames: { "#count": "count" },
+                ExpressionAttributeValues: { ":one": { N: "1" } },
+            }),
+        );
+
+        // Act
+        const written = await writeHeal(read, options());
+
+        // Assess: the heal's write lost; the count is the other writer's.
+        assert.equal(written.outcome, "raced");
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, healDue: true });
+    });
+
     it("utilization: a heal that leaves out a young item whose increment was lost keeps its key listed (fuzz seed 53)", async () => {
         // Prepare: a is old; b's increment is abandoned, so its call marks the key; best-effort is quiet (a's write).
         const config = await healTables(engine());

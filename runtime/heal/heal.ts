@@ -119,7 +119,10 @@
  *     `attribute_not_exists(hc_version)` proves that no client best-effort write of s ever landed, before t1_s or
  *     since: no call is counted in c_s ((b) holds vacuously), and (c) holds as above. Such a shard is healed on that
  *     condition instead of being skipped as unversioned (which would leave its heal-index entry listed for good).
- *     An unsharded key keeps the skip: its best-effort item may be a user's writer's.
+ *     An unsharded key keeps the skip for an item that holds a count but no version (an earlier version's client
+ *     wrote it); an item that holds no count either holds only marks (a utilization call whose increment failed
+ *     marked the key), and no writer of any version ever wrote its count: it is healed on the condition that the
+ *     version, the write time and the count are all still absent.
  * With N = 1 the heal is exactly the unsharded one: one GetItem, the partition, the markers when needed, one write.
  *
  * A busy key: the heal above waits for the key to be quiet, and a key written more often than every Q never is. The
@@ -598,7 +601,14 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     // The clock is read after every shard's best-effort and BEFORE the partition: the safety argument needs now <= t2.
     const now = clock();
     const sharded = shards > 1;
-    const skips = responses.map((response) => preCheck(response.Item, now, options.quietWindowMs, config.countAttribute, sharded));
+    // An unsharded key's item with no count at all holds only marks: no best-effort write of any version ever landed
+    // on it (every writer of a count, earlier versions too, writes the count), so it is healed as a shard no client
+    // wrote, on the same proof (its write requires the count still absent).
+    const neverCounted = (item: Record<string, AttributeValue> | undefined) =>
+        item !== undefined && item[config.countAttribute] === undefined;
+    const skips = responses.map((response) =>
+        preCheck(response.Item, now, options.quietWindowMs, config.countAttribute, sharded || neverCounted(response.Item)),
+    );
     const result = (plans: readonly HealPlan[]): HealRead => {
         const read = partitionKeys.map((partitionKey, shard) => ({ shard, partitionKey, plan: plans[shard]! }));
         return { key, plan: read[0]!.plan, shards: read, readUnits };
@@ -703,7 +713,17 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                       };
             }
             return (
-                skips[shard] ?? planHeal(response.Item, byShard[shard]!, markers, now, options.mode, options.quietWindowMs, config, sharded)
+                skips[shard] ??
+                planHeal(
+                    response.Item,
+                    byShard[shard]!,
+                    markers,
+                    now,
+                    options.mode,
+                    options.quietWindowMs,
+                    config,
+                    sharded || neverCounted(response.Item),
+                )
             );
         }),
     );
@@ -938,7 +958,7 @@ function healUpdate(read: ShardHealRead, options: HealOptions, disarm = false): 
     // An item no client wrote (a sharded key's shard, see the header) must still be one.
     const condition = [
         plan.version === undefined
-            ? "attribute_not_exists(#version) AND attribute_not_exists(#writtenAt)"
+            ? `attribute_not_exists(#version) AND attribute_not_exists(#writtenAt)${shardCount(config) > 1 ? "" : " AND attribute_not_exists(#count)"}`
             : busy
               ? "#version = :version AND #lv = :version"
               : "#version = :version AND #writtenAt <= :cutoff",

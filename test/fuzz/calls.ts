@@ -5,9 +5,10 @@
  * - `created: true` means the call wrote the item; `created: false` and `deleted: false` mean it wrote
  *   nothing, but for a put attempt held past a timeout that landed after the call's read decided. Another writer can end a life the call wrote before the call sees it (a repeated put then
  *   finds the id free, or an answer "exists" finds the other writer's item): each life so ended may
- *   stand for one more write. So may a life another client call's delete ended, for a strict create in doubt (a fault
- *   met it) that answers "exists": the marker then shows a later life's release, and whether its put committed cannot
- *   be told (docs/limits.md; the call keeps its slot, and the delete gave it back through the marker).
+ *   stand for one more write. So may a life another client call's delete ended, for a create in doubt (a fault met it)
+ *   that answers "exists": whether its put committed cannot be told (docs/limits.md; in strict mode the call keeps its
+ *   slot and the delete gave it back through the marker; in utilization mode the call added no unit and the delete took
+ *   one off: an undercount until a heal).
  * - A call moves best-effort by the client-counted lives it writes (carrying its token, or in strict
  *   mode an item whose backfill unit it took off the marker): never more in utilization (an overcount), never less in
  *   strict mode (a slot short), and only by a fault, an absorbed failure it reported or an error it threw
@@ -154,10 +155,11 @@ export interface CallEnding {
     /** Lives carrying one of the call's tokens that other writers ended while it ran. */
     readonly endedMine: number;
     /**
-     * Lives carrying one of the call's tokens that another client call's delete soft-deleted while it ran. A strict
-     * create whose put committed and lost its answer, whose life such a delete ended (and the consumer removed) before
-     * it looked, finds a later life's release on the marker: it cannot tell whether its put committed, and answers
-     * "exists" (docs/limits.md, "a lost put response racing a delete of the same id"). Absent: none.
+     * Lives carrying one of the call's tokens that another client call's delete soft-deleted while it ran. A create
+     * (either mode) whose put committed and lost its answer, whose life such a delete ended (and the consumer removed,
+     * or a new life replaced) before it looked, finds an item or a release that is not its own: it cannot tell whether
+     * its put committed, and answers "exists" (docs/limits.md, "a lost put response racing a delete of the same id").
+     * Absent: none.
      */
     readonly deletedMine?: number;
 }
@@ -194,8 +196,9 @@ export function callProblems(
         problems.push(`answered created but its writes changed live items by ${ledger.live} ${ends}`);
     }
     // A held attempt may land after the read that decided "exists" (in doubt): that item is the attempt's, not the answer's.
-    // A strict create in doubt (a fault met it) whose life a client delete ended may answer "exists" (`deletedMine`).
-    const unseen = created === false && mode === "strict" && ledger.faults > 0 ? deletedMine : 0;
+    // A create in doubt (a fault met it) whose life a client delete ended may answer "exists" (`deletedMine`), in either
+    // mode (docs/limits.md, "a lost put response racing a delete of the same id").
+    const unseen = created === false && ledger.faults > 0 ? deletedMine : 0;
     if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine + ledger.lateLanded + unseen)) {
         problems.push(`answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live} ${ends}`);
     }
