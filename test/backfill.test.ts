@@ -3,7 +3,7 @@
  * run resumes from its checkpoints, a second run changes nothing, strict mode fills best-effort too,
  * and the rate limit holds. The planner and the token bucket are checked as pure functions first.
  */
-import { ScanCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { DynamoDBServiceException, ScanCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
 import * as path from "node:path";
@@ -13,7 +13,7 @@ import { SEEDED_SELECTION, createCountersTable, seedItems, writeItems, type Seed
 import { createCounterTable } from "../local/engine/table";
 import { BackfillStore } from "../runtime/backfill/store";
 import { backfillActions, cancellationOutcome, planPage, type BackfillConfig } from "../runtime/backfill/plan";
-import { backfill, backfillOptionsProblems, type BackfillReport } from "../runtime/backfill/backfill";
+import { backfill, BackfillError, backfillOptionsProblems, type BackfillReport } from "../runtime/backfill/backfill";
 import { COUNTER_ATTRIBUTES, ConfigurationError, DEFAULT_LAYOUT, ZERO_SEQ, healShard } from "../runtime/shared/config";
 import { TokenBucket, type Clock } from "../runtime/shared/token-bucket";
 import { useEngine } from "./support/engine";
@@ -261,6 +261,37 @@ describe("backfill on DynamoDB Local (no consumer)", function () {
     }
 
     const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+
+    it("a request refused before any segment runs (its checkpoints' read) stops the run with a BackfillError, not DynamoDB's error (checker seed 90202)", async () => {
+        // Prepare: the first Query (the run's checkpoints) reaches DynamoDB after its signature expired.
+        const { config } = await seededTables({ items: 20, keys: 2, seed: 3 });
+        const dynamodb = engine().dynamodb();
+        let refused = 0;
+        dynamodb.middlewareStack.add(
+            (next, context) => async (args) => {
+                if (context.commandName === "QueryCommand" && refused === 0) {
+                    refused++;
+                    throw new DynamoDBServiceException({
+                        name: "InvalidSignatureException",
+                        $fault: "client",
+                        $metadata: { httpStatusCode: 400 },
+                        message: "Signature expired",
+                    });
+                }
+                return next(args);
+            },
+            { step: "initialize" },
+        );
+
+        // Act
+        const failed = await backfill({ config, dynamodb, segments: 2 }).catch((error: unknown) => error);
+        const resumed = await backfill({ config, dynamodb, segments: 2 });
+
+        // Assess: the contract's error, with the cause; the next invocation completes the run.
+        assert.ok(failed instanceof BackfillError, String(failed));
+        assert.equal((failed.cause as Error).name, "InvalidSignatureException");
+        assert.equal(resumed.status, "complete");
+    });
 
     it("counts every live selected item of a seeded table exactly, under 5% injected faults, and a second run changes nothing", async () => {
         // Prepare

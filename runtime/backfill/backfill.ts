@@ -247,7 +247,17 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
     const runId = options.runId ?? BACKFILL_DEFAULTS.runId;
     const store = new BackfillStore(config, options.dynamodb, clock);
     const started = clock.now();
-    const retrying = <T>(fn: () => Promise<T>) => withRetries(fn, isRetryable, 8);
+    // A request that cannot go on (refused as written, or retried to the end) stops the run with a BackfillError, wherever
+    // it is sent: the run's checkpoints stay valid, and the next invocation resumes from them.
+    const retrying = async <T>(fn: () => Promise<T>): Promise<T> => {
+        try {
+            return await withRetries(fn, isRetryable, 8);
+        } catch (error) {
+            throw error instanceof BackfillError
+                ? error
+                : new BackfillError(`backfill failed: ${JSON.stringify(describeError(error))}`, error);
+        }
+    };
 
     const existing = await retrying(() => store.checkpoints(runId));
     const storedSegments = [...existing.values()][0]?.totalSegments;
