@@ -70,10 +70,11 @@ export interface MockOptions {
     readonly invokes?: Readonly<Record<string, InvokeHandler>>;
     /**
      * The state of resources the program reads with `Resource.get(name, id)` (not managed by it), by type.
-     * A read of a type not given answers with the mock state of an empty resource.
+     * A read of a type not given answers with the mock state of an empty resource. `region` is the region of the
+     * read's explicit AWS provider (MOCK_REGION without one).
      * @default {}
      */
-    readonly reads?: Readonly<Record<string, (id: string) => Record<string, any>>>;
+    readonly reads?: Readonly<Record<string, (id: string, region: string) => Record<string, any>>>;
     /**
      * Pulumi reports a failed resource registration (for example an input whose Output rejected) as an
      * unhandled promise rejection, which is how the engine learns of it. By default `runProgram` rethrows
@@ -268,7 +269,7 @@ export async function setupPulumiMocks(options: MockOptions = {}): Promise<MockR
             const read = args.id ? options.reads?.[args.type] : undefined;
             const { id, state } =
                 read && args.id
-                    ? { id: args.id, state: read(args.id) }
+                    ? { id: args.id, state: read(args.id, regionOf(args.provider)) }
                     : custom
                       ? mockState(args.type, args.name, inputs, regionOf(args.provider))
                       : { id: "", state: { ...inputs } };
