@@ -233,11 +233,17 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                     ),
                 );
             // In a multi-region counter the table read must also be the replica in `current` (its ARN's region): known
-            // only once the ARN resolves, so the mapping's `enabled` then waits for the update.
+            // only once the ARN resolves, so the mapping's `enabled` then waits for the update. The replicas were checked
+            // as seen from `current`; read in another region they say nothing of the members, so only the region is named.
             const problems =
                 setting === undefined
                     ? settingsProblems
-                    : pulumi.all([settingsProblems, table.arn]).apply(([list, arn]) => [...list, ...tableRegionProblems(arn, setting)]);
+                    : pulumi.all([settingsProblems, table.arn]).apply(([list, arn]) => {
+                          const wrongRegion = tableRegionProblems(arn, setting);
+                          return wrongRegion.length === 0
+                              ? list
+                              : [...list.filter((p) => !p.startsWith("[regions.members]")), ...wrongRegion];
+                      });
             // No resource input and no output ever rejects (a rejected Output is a burst of unhandled rejections
             // under mocks): the stream mapping is registered disabled, so a wrong table is never read, and the one
             // rejection is ready()'s, which fails `pulumi up` with the problems (see ready()).
@@ -271,7 +277,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             setting !== undefined && !home
                 ? pulumi
                       .all([pulumi.output(args.regions!.countersTableName!), table.arn])
-                      .apply(([countersName, tableArn]) => ({ name: countersName, arn: tableArnIn(tableArn, setting.current, countersName) }))
+                      .apply(([countersName, tableArn]) => ({
+                          name: countersName,
+                          arn: tableArnIn(tableArn, setting.current, countersName),
+                      }))
                 : undefined;
         const countersTableName = countersTable?.name ?? memberCounters?.apply((t) => t.name) ?? table.name;
         const countersTableArn = countersTable?.arn ?? memberCounters?.apply((t) => t.arn) ?? table.arn;
@@ -395,9 +404,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 functionResponseTypes: [...FIXED.functionResponseTypes],
                 filterCriteria: {
                     filters: layout.apply((l) =>
-                        (regional === undefined ? streamFilterPatterns(l) : regionalFilterPatterns(l, regional.setting, regionAttribute)).map(
-                            (pattern) => ({ pattern }),
-                        ),
+                        (regional === undefined
+                            ? streamFilterPatterns(l)
+                            : regionalFilterPatterns(l, regional.setting, regionAttribute)
+                        ).map((pattern) => ({ pattern })),
                     ),
                 },
                 destinationConfig: { onFailure: { destinationArn: firstDlq.arn } },
