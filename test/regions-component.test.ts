@@ -3,8 +3,6 @@
  * global table), and what the component refuses. Every assertion names what one region deploys.
  */
 import * as assert from "node:assert/strict";
-import Module from "node:module";
-import * as path from "node:path";
 import * as aws from "@pulumi/aws";
 import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { hybridCounterArgsProblems } from "../components/validation";
@@ -16,61 +14,15 @@ import {
     type ProgramRun,
     type RecordedResource,
 } from "../local/deployment/pulumi-mocks";
+import { HOME, MEMBERS, REGIONS, runMultiRegionExample, streamArn, tableArn } from "./support/multi-region";
+import { resolvePackageToSource } from "./support/package-source";
 
-const ROOT = path.resolve(__dirname, "..");
-const ACCOUNT = "123456789012";
-const HOME = "us-east-1";
-const REGIONS = [HOME, "eu-west-1", "ap-southeast-2"];
-const MEMBERS = [
-    { region: HOME, role: "home" },
-    { region: "eu-west-1", role: "member" },
-    { region: "ap-southeast-2", role: "member" },
-] as const;
 const COMPONENT = "hybrid-counter:index:HybridCounterComponent";
 const TABLE = "aws:dynamodb/table:Table";
 const FUNCTION = "aws:lambda/function:Function";
 const MAPPING = "aws:lambda/eventSourceMapping:EventSourceMapping";
 const ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy";
 const COUNTERS = "orders-counter-us-east-1-counters";
-const LABEL = "2026-01-01T00:00:00.000";
-
-const tableArn = (region: string, name = "orders") => `arn:aws:dynamodb:${region}:${ACCOUNT}:table/${name}`;
-/** Each replica's stream: the home's is the created table's (as the mocks label it), a member's as its read describes it. */
-const streamArn = (region: string) => `${tableArn(region)}/stream/${region === HOME ? "2024-01-01T00:00:00.000" : `${LABEL}-${region}`}`;
-
-/** The orders table as `Table.get` reads it through a region's provider: that replica's ARN, stream and other replicas. */
-function replicaDescription(id: string, region: string): Record<string, unknown> {
-    return {
-        name: id,
-        arn: tableArn(region, id),
-        hashKey: "tenantId",
-        rangeKey: "orderId",
-        attributes: [
-            { name: "tenantId", type: "S" },
-            { name: "orderId", type: "S" },
-        ],
-        streamEnabled: true,
-        streamViewType: "NEW_AND_OLD_IMAGES",
-        streamArn: streamArn(region),
-        replicas: REGIONS.filter((r) => r !== region).map((regionName) => ({ regionName })),
-    };
-}
-
-/** The example imports the package by name; inside the repository the name resolves to the package's source. */
-type ResolveFilename = (request: string, ...rest: unknown[]) => string;
-const internals = Module as unknown as { _resolveFilename: ResolveFilename };
-
-function runExample(): Promise<ProgramRun<unknown>> {
-    return runProgramWithResult(
-        () => {
-            const file = require.resolve("../examples/multi-region/index.ts");
-            delete require.cache[file];
-            // eslint-disable-next-line @typescript-eslint/no-require-imports -- a fresh load registers the program's resources
-            return require(file) as unknown;
-        },
-        { project: "hybrid-counter-multi-region", stack: "dev", reads: { [TABLE]: replicaDescription } },
-    );
-}
 
 function policyOf(resources: readonly RecordedResource[], name: string): Array<{ Sid: string; Resource: unknown }> {
     return (
@@ -84,16 +36,12 @@ const setting = (current: string) => ({ current, members: MEMBERS.map((m) => ({ 
 
 describe("a multi-region counter: examples/multi-region under mocks", () => {
     let run: ProgramRun<unknown>;
-    const original = internals._resolveFilename;
+    let restore: () => void;
     before(async () => {
-        internals._resolveFilename = function (request: string, ...rest: unknown[]) {
-            return original.call(this, request === "hybrid-counter" ? path.join(ROOT, "index.ts") : request, ...rest);
-        };
-        run = await runExample();
+        restore = resolvePackageToSource();
+        run = await runMultiRegionExample();
     });
-    after(() => {
-        internals._resolveFilename = original;
-    });
+    after(() => restore());
     const inRegion = (region: string) => run.resources.filter((r) => r.provider?.includes(`::${region}-provider-id`));
     const component = (region: string) => `orders-counter-${region}`;
 

@@ -45,7 +45,9 @@ export function regionalFilterPatterns(layout: CounterTableLayout, setting: Regi
             const owned = { [regionAttribute]: owner };
             switch (selection.kind) {
                 case "client":
-                    patterns.push(JSON.stringify({ dynamodb: { [image]: { [layout.tokenAttribute]: { S: [{ exists: true }] }, ...owned } } }));
+                    patterns.push(
+                        JSON.stringify({ dynamodb: { [image]: { [layout.tokenAttribute]: { S: [{ exists: true }] }, ...owned } } }),
+                    );
                     break;
                 case "attribute":
                     patterns.push(JSON.stringify({ dynamodb: { [image]: { [selection.name]: { S: [selection.value] }, ...owned } } }));

@@ -179,7 +179,8 @@ export function regionsProblems(args: HybridCounterComponentArgs, layout: Counte
  * `aws.dynamodb.Table`, or of the `replicas` that `getTable` and `Table.get` read from the table's description).
  * Without `regions` a table with replicas is refused. With it, the table and its replicas must be in exactly the
  * member regions: a member without a replica would count nothing, and a replica outside the members would be
- * counted by nobody but the home region, which owns no stamp written there.
+ * counted by nobody but the home region, which owns no stamp written there. A table that shows no replicas is taken
+ * with the members as given: its replicas may be `aws.dynamodb.TableReplica` resources, which it does not show.
  */
 export function replicatedTableProblems(replicaRegions: readonly string[] | undefined, setting?: RegionsSetting): string[] {
     const replicas = replicaRegions ?? [];
@@ -205,7 +206,10 @@ export function replicatedTableProblems(replicaRegions: readonly string[] | unde
                 "would be counted by no region's consumer of its own",
         );
     }
-    const missing = members.filter((r) => !tableRegions.has(r));
+    // A table of this program whose replicas are `aws.dynamodb.TableReplica` resources shows none in its own outputs
+    // (the two ways are exclusive): an empty list cannot tell those from a table without replicas, so the members are
+    // then taken as given (the policy pack's counter-table-replicas sees the TableReplica resources).
+    const missing = replicas.length === 0 ? [] : members.filter((r) => !tableRegions.has(r));
     if (missing.length > 0) {
         problems.push(
             `[regions.members] lists ${missing.map((r) => `"${r}"`).join(", ")}, where [table] has no replica ` +

@@ -39,6 +39,8 @@ export interface RecordedResource {
     provider?: string;
     /** State returned by the mock: the inputs plus plausible computed outputs (arn, name, url, ...). */
     state: Record<string, any>;
+    /** True for a resource the program reads (`Resource.get(name, id)`): its properties are `state`, as read. */
+    read?: boolean;
     /** URN of the parent resource, if the SDK sent one. */
     parent?: string;
     /** URNs of every resource this one depends on (explicit `dependsOn` plus input dependencies). */
@@ -282,6 +284,7 @@ export async function setupPulumiMocks(options: MockOptions = {}): Promise<MockR
                 custom,
                 ...(args.provider ? { provider: args.provider } : {}),
                 state,
+                ...(read && args.id ? { read: true } : {}),
                 dependencies: [],
             });
             return { id: custom ? id : undefined, state };
