@@ -263,7 +263,7 @@ export function backfillActions(
                 },
                 ExpressionAttributeValues: {
                     ":n": { N: String(units) },
-                    ...bestEffortMarkValues(bestEffortKey, now, true),
+                    ...bestEffortMarkValues(bestEffortKey, now, true, config),
                     ...(epoch === 0 ? {} : { ":epoch": { N: String(epoch) } }),
                 },
             },

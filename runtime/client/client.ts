@@ -59,7 +59,7 @@ import {
     type ClientConfig,
     type CounterMode,
 } from "./validation";
-import type { CounterTableLayout, FlatSelection } from "../shared/config";
+import type { CounterTableLayout, FlatSelection, RegionsConfig } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
 import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
@@ -174,6 +174,15 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout>,
      * be the value the consumer runs with. Above 1 a key must not hold U+0000. @default 1
      */
     readonly counterShards?: number;
+    /**
+     * The regions the counter counts in, on a global table (the component's clientConfig `regions`; runtime/regions/):
+     * this client's region (`current`) and every member, one of them the home. The client stamps `current` on every
+     * item it creates, moves units only on its own region's counter items, and `count()` sums every region's.
+     * Needs a counters table of its own. @default one region
+     */
+    readonly regions?: RegionsConfig;
+    /** The region stamp's attribute (the component's clientConfig `regionAttribute`). @default "hc_region" */
+    readonly regionAttribute?: string;
     /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */
     readonly dynamodb: DynamoDBClient;
     /** @default "utilization" */

@@ -8,6 +8,7 @@ import {
     ConfigurationError,
     counterShardsProblems,
     layoutProblems,
+    regionAttributeProblems,
     layoutWithDefaults,
     type CounterTableConfig,
     type CounterTableLayout,
@@ -26,6 +27,7 @@ import {
 import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
 import type { ItemSelection } from "../shared/selection";
 import { shardedKeyProblem } from "../shards/layout";
+import { normalizedRegions, regionsProblems, type RegionsConfig } from "../regions/config";
 import { ledgerPeriodMs } from "../ledger/ledger";
 
 export type CounterMode = "utilization" | "strict";
@@ -86,6 +88,8 @@ export function resolveClientOptions(
             ledgerPeriodSeconds?: unknown;
             counterShards?: unknown;
             selection?: ItemSelection;
+            regions?: unknown;
+            regionAttribute?: unknown;
         },
 ): ResolvedClientOptions {
     const problems: string[] = removedFieldProblems(options);
@@ -108,6 +112,14 @@ export function resolveClientOptions(
             typeof options.tableName === "string" ? options.tableName : undefined,
             typeof options.countersTableName === "string" ? options.countersTableName : undefined,
         ),
+    );
+    // The regions setting (runtime/regions/): its shape, the stamp's name, and a counters table of its own.
+    problems.push(
+        ...regionsProblems(options.regions, undefined, {
+            tableName: typeof options.tableName === "string" ? options.tableName : undefined,
+            countersTableName: typeof options.countersTableName === "string" ? options.countersTableName : undefined,
+        }),
+        ...regionAttributeProblems(layout, options.regionAttribute),
     );
     const dynamodb = options.dynamodb as { send?: unknown } | undefined;
     if (!dynamodb || typeof dynamodb.send !== "function") {
@@ -171,6 +183,8 @@ export function resolveClientOptions(
             ...(options.counterShards === undefined || options.counterShards === 1
                 ? {}
                 : { counterShards: options.counterShards as number }),
+            ...(options.regions === undefined ? {} : { regions: normalizedRegions(options.regions as RegionsConfig) }),
+            ...(options.regionAttribute === undefined ? {} : { regionAttribute: options.regionAttribute as string }),
         },
         mode: mode as CounterMode,
         attempts: attempts as number,
