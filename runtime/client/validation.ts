@@ -27,7 +27,8 @@ import {
 import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
 import type { ItemSelection } from "../shared/selection";
 import { shardedKeyProblem } from "../shards/layout";
-import { normalizedRegions, regionsProblems, type RegionsConfig } from "../regions/config";
+import { DEFAULT_REGION_ATTRIBUTE, normalizedRegions, REGION_NAME_MAX_BYTES, regionsProblems, type RegionsConfig } from "../regions/config";
+import { FOREIGN_DELETE_ATTRIBUTE } from "../regions/ownership";
 import { ledgerPeriodMs } from "../ledger/ledger";
 
 export type CounterMode = "utilization" | "strict";
@@ -173,6 +174,11 @@ export function resolveClientOptions(
     if (selection.kind === "attribute") {
         reserved.add(selection.name);
     }
+    if (options.regions !== undefined) {
+        // The stamp is the client's: a caller's attribute must not name another region as the owner.
+        reserved.add(typeof options.regionAttribute === "string" ? options.regionAttribute : DEFAULT_REGION_ATTRIBUTE);
+        reserved.add(FOREIGN_DELETE_ATTRIBUTE);
+    }
     const tableName = options.tableName as string;
     return {
         config: {
@@ -193,7 +199,13 @@ export function resolveClientOptions(
         reserved,
         ledgerPeriodMs: period === undefined ? ledgerPeriodMs(window as number | undefined) : (period as number) * 1000,
         // What a soft delete (or a delete's claim) adds: `deleted = true` and the delete token.
-        headroom: Buffer.byteLength(layout.deletedAttribute, "utf8") + 1 + Buffer.byteLength(deleteTokenAttribute, "utf8") + TOKEN_BYTES,
+        headroom:
+            Buffer.byteLength(layout.deletedAttribute, "utf8") +
+            1 +
+            Buffer.byteLength(deleteTokenAttribute, "utf8") +
+            TOKEN_BYTES +
+            // Regions: a delete made in another region than the owner's also writes the deleting region.
+            (options.regions === undefined ? 0 : Buffer.byteLength(FOREIGN_DELETE_ATTRIBUTE, "utf8") + REGION_NAME_MAX_BYTES),
     };
 }
 
