@@ -17,7 +17,10 @@ const MEMBER = "eu-west-1";
 /** Another writer's item (or one an earlier client without regions wrote): a token, no stamp. */
 async function putUnstamped(fixture: RegionsFixture, key: string, id: string): Promise<void> {
     await fixture.reader.send(
-        new PutItemCommand({ TableName: fixture.tableName, Item: { pk: { S: key }, sk: { S: id }, [DEFAULT_LAYOUT.tokenAttribute]: { S: newToken() } } }),
+        new PutItemCommand({
+            TableName: fixture.tableName,
+            Item: { pk: { S: key }, sk: { S: id }, [DEFAULT_LAYOUT.tokenAttribute]: { S: newToken() } },
+        }),
     );
 }
 
@@ -64,12 +67,18 @@ describe("counting per region on DynamoDB Local (one engine, no replication)", (
             assert.equal(item.hc_region?.S, id.startsWith("e") ? MEMBER : id.startsWith("u") ? HOME : undefined, id);
         }
         // The owners' consumers removed every soft-deleted item, the foreign deletes' too.
-        assert.deepEqual(items.map((item) => item.sk!.S!).filter((id) => ["e0", "e1", "e2", "u0", "o0"].includes(id)), []);
+        assert.deepEqual(
+            items.map((item) => item.sk!.S!).filter((id) => ["e0", "e1", "e2", "u0", "o0"].includes(id)),
+            [],
+        );
         const live = await fixture.liveByOwner("k");
-        assert.deepEqual([...live], [
-            [HOME, 13],
-            [MEMBER, 7],
-        ]);
+        assert.deepEqual(
+            [...live],
+            [
+                [HOME, 13],
+                [MEMBER, 7],
+            ],
+        );
         // Eventual per region: exactly the live lives it owns (the home's includes the unstamped items).
         const homeCounters = await fixture.counters("k", HOME);
         const memberCounters = await fixture.counters("k", MEMBER);
@@ -99,7 +108,13 @@ describe("counting per region on DynamoDB Local (one engine, no replication)", (
         // Act: each region heals its own best-effort from the items it owns (clock past the quiet window).
         const later = () => Date.now() + 10 * 60_000;
         for (const side of [member, home]) {
-            const healed = await healKey("k", { config: side.config, dynamodb: fixture.reader, mode: "utilization", quietWindowMs: 120_000, now: later });
+            const healed = await healKey("k", {
+                config: side.config,
+                dynamodb: fixture.reader,
+                mode: "utilization",
+                quietWindowMs: 120_000,
+                now: later,
+            });
             assert.equal(healed.outcome, "healed", side.region);
         }
 

@@ -17,7 +17,10 @@ describe("strict mode across regions on DynamoDB Local", () => {
     const engine = useEngine();
 
     it("base quotas split the limit over the sorted members and sum to it", () => {
-        const regions = { current: "us-east-1", members: MEMBERS.map((region, i) => (i === 0 ? { region, role: "home" as const } : { region })) };
+        const regions = {
+            current: "us-east-1",
+            members: MEMBERS.map((region, i) => (i === 0 ? { region, role: "home" as const } : { region })),
+        };
         // Sorted: ap-southeast-2, eu-west-1, us-east-1; the first L mod 3 take one more.
         assert.deepEqual(
             MEMBERS.map((region) => baseQuota(7, regions, region)),
@@ -78,7 +81,13 @@ describe("strict mode across regions on DynamoDB Local", () => {
                     for (const region of MEMBERS) {
                         const side = fixture.side(region);
                         const later = () => Date.now() + 10 * 60_000;
-                        await healKey("s", { config: side.config, dynamodb: fixture.reader, mode: "strict", quietWindowMs: 120_000, now: later });
+                        await healKey("s", {
+                            config: side.config,
+                            dynamodb: fixture.reader,
+                            mode: "strict",
+                            quietWindowMs: 120_000,
+                            now: later,
+                        });
                     }
                 }
             }

@@ -359,7 +359,7 @@ export class HybridCounterClient {
      */
     async delete(key: string, id: string): Promise<DeleteResult> {
         checkKey(key, this.shards);
-        checkId(id, this.config.counterPrefix, this.config.selection);
+        checkId(id, this.config.counterPrefix, this.config.selection, this.config.regions);
         const deadline = new CallDeadline(this.deadlineMs);
         return this.call(key, async (drifted) => {
             const live = await this.resources.liveItem(key, id, this.mode === "strict");
@@ -612,7 +612,7 @@ export class HybridCounterClient {
 
     private resourceItem(key: string, id: string, attributes: Record<string, unknown> | undefined): ResourceItem {
         checkKey(key, this.shards);
-        checkId(id, this.config.counterPrefix, this.config.selection);
+        checkId(id, this.config.counterPrefix, this.config.selection, this.config.regions);
         let resource = this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
         // Sharded: new lives take the shards in turn (a token drawn to home there), so this client's units and writes
         // spread evenly rather than at random over a hot key's partitions.

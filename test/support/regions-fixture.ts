@@ -51,7 +51,10 @@ export interface RegionsFixture {
     /** The live items of `key` (not soft-deleted), by owning region. */
     liveByOwner(key: string): Promise<Map<string, number>>;
     /** Region `region`'s two counter items of `key` (count 0 when absent). */
-    counters(key: string, region: string): Promise<{ bestEffort: number; eventual: number; bestEffortItem?: Record<string, AttributeValue> }>;
+    counters(
+        key: string,
+        region: string,
+    ): Promise<{ bestEffort: number; eventual: number; bestEffortItem?: Record<string, AttributeValue> }>;
 }
 
 export async function regionsFixture(
@@ -69,7 +72,14 @@ export async function regionsFixture(
     const consumers = new Map<string, ReturnType<typeof createStreamHandler>>();
     for (const [i, region] of members.entries()) {
         const regions = regionsOf(region, members);
-        const config = { ...DEFAULT_LAYOUT, tableName, countersTableName, regions, fatalQueueUrl: FATAL_QUEUE_URL, metricsNamespace: "RegionsTest" };
+        const config = {
+            ...DEFAULT_LAYOUT,
+            tableName,
+            countersTableName,
+            regions,
+            fatalQueueUrl: FATAL_QUEUE_URL,
+            metricsNamespace: "RegionsTest",
+        };
         const dynamodb = engine.dynamodb();
         const faults = options.clientFaults
             ? injectFaults(dynamodb, { rate: options.clientFaults.rate, random: seededRandom(options.clientFaults.seed + i) })
@@ -153,7 +163,9 @@ export async function regionsFixture(
         async counters(key, region) {
             const config = fixture.side(region).config;
             const get = (sk: string) =>
-                reader.send(new GetItemCommand({ TableName: countersTableName, Key: { pk: { S: key }, sk: { S: sk } }, ConsistentRead: true }));
+                reader.send(
+                    new GetItemCommand({ TableName: countersTableName, Key: { pk: { S: key }, sk: { S: sk } }, ConsistentRead: true }),
+                );
             const [be, ev] = await Promise.all([get(bestEffortSortKey(config)), get(eventualSortKey(config))]);
             return {
                 bestEffort: Number(be.Item?.count?.N ?? "0"),
