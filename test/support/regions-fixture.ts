@@ -66,7 +66,7 @@ export async function regionsFixture(
     const countersTableName = `${tableName}-counters`;
     const reader = engine.dynamodb();
     const { streamArn } = await createCounterTable(reader, tableName, DEFAULT_LAYOUT);
-    await createCountersTable(reader, countersTableName, DEFAULT_LAYOUT);
+    await createCountersTable(reader, countersTableName, DEFAULT_LAYOUT, { healIndex: true });
     const queues = new LocalQueues();
     const sides = new Map<string, RegionSide>();
     const consumers = new Map<string, ReturnType<typeof createStreamHandler>>();
