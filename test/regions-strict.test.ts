@@ -69,10 +69,16 @@ describe("strict mode across regions on DynamoDB Local", () => {
                 const live = (await fixture.items("s")).filter((item) => item.deleted?.BOOL !== true).length;
                 maxLive = Math.max(maxLive, live);
                 assert.ok(live <= limit, `round ${round}: ${live} live lives over the regions, above the limit ${limit}`);
+                // B per region: every live life holds a unit in its owner's best-effort (no call is in flight now).
+                const owned = await fixture.liveByOwner("s");
                 for (const region of MEMBERS) {
                     const { bestEffort } = await fixture.counters("s", region);
                     const quota = baseQuota(limit, fixture.side(region).config.regions);
                     assert.ok(bestEffort <= quota, `round ${round}: ${region}'s best-effort ${bestEffort} above its quota ${quota}`);
+                    assert.ok(
+                        owned.get(region)! <= bestEffort,
+                        `round ${round}: ${region} owns ${owned.get(region)} live lives, best-effort ${bestEffort}`,
+                    );
                 }
 
                 if (round % 4 === 3) {
