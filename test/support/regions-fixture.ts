@@ -60,7 +60,12 @@ export interface RegionsFixture {
 export async function regionsFixture(
     engine: LocalEngine,
     members: readonly string[],
-    options: { readonly mode?: CounterMode; readonly clientFaults?: { readonly rate: number; readonly seed: number } } = {},
+    options: {
+        readonly mode?: CounterMode;
+        readonly clientFaults?: { readonly rate: number; readonly seed: number };
+        /** Shards of every key's counting in every region (runtime/shards/layout.ts). @default 1 */
+        readonly counterShards?: number;
+    } = {},
 ): Promise<RegionsFixture> {
     const tableName = `regions-test-${++tables}-${process.pid}`;
     const countersTableName = `${tableName}-counters`;
@@ -72,10 +77,12 @@ export async function regionsFixture(
     const consumers = new Map<string, ReturnType<typeof createStreamHandler>>();
     for (const [i, region] of members.entries()) {
         const regions = regionsOf(region, members);
+        const shards = options.counterShards === undefined || options.counterShards === 1 ? {} : { counterShards: options.counterShards };
         const config = {
             ...DEFAULT_LAYOUT,
             tableName,
             countersTableName,
+            ...shards,
             regions,
             fatalQueueUrl: FATAL_QUEUE_URL,
             metricsNamespace: "RegionsTest",
@@ -89,6 +96,7 @@ export async function regionsFixture(
             ...DEFAULT_LAYOUT,
             tableName,
             countersTableName,
+            ...shards,
             regions,
             dynamodb,
             mode: options.mode,
