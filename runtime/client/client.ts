@@ -105,7 +105,8 @@ export interface TryCreateResult {
     readonly created: boolean;
     /**
      * The count the decision was made on, plus one when this call created the item. In strict mode
-     * it is the best-effort upper bound. Null only when `reason` is "unavailable".
+     * it is the best-effort upper bound (with regions: this region's, against its quota of the limit). Null only when
+     * `reason` is "unavailable".
      */
     readonly count: number | null;
     /** Why nothing was created: the limit is reached, the id exists, or the counter could not be read or reserved. */
