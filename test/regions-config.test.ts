@@ -6,6 +6,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { backfillEnvironment, backfillFromEnv } from "../runtime/backfill/env";
 import { HybridCounterClient } from "../runtime/client/client";
+import { settlerConfigFromEnv, settlerEnvironment } from "../runtime/heal/settler-config";
 import { ownerOf, ownsImage, parseRegions, regionalCounterPrefix, type RegionsConfig } from "../runtime/regions";
 import {
     bestEffortSortKey,
@@ -16,6 +17,7 @@ import {
     ENV,
     eventualSortKey,
     handlerConfigFromEnv,
+    handlerEnvironment,
     healShard,
     markerSortKey,
     settlerCursorSortKey,
@@ -98,6 +100,11 @@ describe("the regions setting", () => {
         );
         assert.deepEqual(backfill.config.regions, REGIONS);
         assert.equal(backfill.config.regionAttribute, "made_in");
+        const settler = settlerConfigFromEnv({
+            ...handlerEnvironment(config),
+            ...settlerEnvironment({ mode: "strict", quietWindowMs: 120_000, keyBudget: 10 }),
+        });
+        assert.deepEqual(settler.regions, REGIONS);
     });
 
     it("refuses regions without a counters table of their own, and a stamp attribute that is another field's, by variable", () => {
