@@ -34,6 +34,27 @@ describe("strict mode across regions on DynamoDB Local", () => {
         }
     });
 
+    it("refuses in a region whose quota of a small limit is 0, and admits in the one that holds it", async () => {
+        // Prepare: limit 1 over three regions: ap-southeast-2 (first sorted) holds it; the others' quotas are 0.
+        const fixture = await regionsFixture(engine(), MEMBERS, { mode: "strict" });
+
+        // Act
+        const home = await fixture.side("us-east-1").client.tryCreate("one", "a", 1);
+        const member = await fixture.side("eu-west-1").client.tryCreate("one", "b", 1);
+        const holder = await fixture.side("ap-southeast-2").client.tryCreate("one", "c", 1);
+        const again = await fixture.side("ap-southeast-2").client.tryCreate("one", "d", 1);
+
+        // Assess
+        assert.deepEqual(home, { created: false, count: 0, reason: "limit" });
+        assert.deepEqual(member, { created: false, count: 0, reason: "limit" });
+        assert.deepEqual(holder, { created: true, count: 1 });
+        assert.deepEqual(again, { created: false, count: 1, reason: "limit" });
+        assert.deepEqual(
+            (await fixture.items("one")).map((item) => item.sk!.S),
+            ["c"],
+        );
+    });
+
     for (const seed of [11, 29]) {
         it(`never lets the live lives of a key pass its limit over the regions (seed ${seed}, faults)`, async () => {
             // Prepare
