@@ -66,5 +66,17 @@ export {
     type RegionsConfig,
     type RegionsContext,
 } from "./config";
-export { homeRegion, isMember, memberRegions, ownerOf, ownsImage, regionAttributeOf, stampOf, type OwnershipScope } from "./ownership";
+export {
+    FOREIGN_DELETE_ATTRIBUTE,
+    homeRegion,
+    isMember,
+    memberRegions,
+    ownerOf,
+    ownsImage,
+    regionAttributeOf,
+    stampOf,
+    type Image,
+    type OwnershipScope,
+} from "./ownership";
 export { baseQuota, baseQuotas } from "./quotas";
+export { BATCH_GET_MAX_KEYS, asRegion, readRegionsCounters, UnprocessedKeysError, type RegionCounters, type RegionsCounters } from "./read";
