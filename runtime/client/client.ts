@@ -59,7 +59,7 @@ import {
     type ClientConfig,
     type CounterMode,
 } from "./validation";
-import type { CounterTableLayout, FlatSelection } from "../shared/config";
+import type { CounterTableLayout, FlatSelection, RegionsConfig } from "../shared/config";
 import { isItemTooLarge, isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
 import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
@@ -71,6 +71,8 @@ import { newToken, tokenTime } from "../shared/tokens";
 import { homeShard, lifeShard, shardCount } from "../shards/layout";
 import { readKeyCounters } from "../shards/read";
 import { reserveAcrossShards, type ShardReservation } from "../shards/reservation";
+import { baseQuota } from "../regions/quotas";
+import { readRegionsCounters, type RegionCounters } from "../regions/read";
 
 export type { BestEffortFailure } from "./best-effort";
 export type { CounterMode } from "./validation";
@@ -80,8 +82,13 @@ export interface CounterValue {
     readonly bestEffort: number;
     /** The eventual counter, written exactly once per record by the stream consumer. */
     readonly eventual: number;
-    /** max(bestEffort, eventual): what limits are enforced on. */
+    /**
+     * max(bestEffort, eventual): what limits are enforced on. With regions, the sum over regions of each region's
+     * max(bestEffort_R, eventual_R) (each region's two counters estimate the lives it owns).
+     */
     readonly value: number;
+    /** With regions (runtime/regions/): each member region's counters, sorted by region, as the local replica shows them. */
+    readonly regions?: readonly RegionCounters[];
 }
 
 export interface CreateResult {
@@ -98,7 +105,8 @@ export interface TryCreateResult {
     readonly created: boolean;
     /**
      * The count the decision was made on, plus one when this call created the item. In strict mode
-     * it is the best-effort upper bound. Null only when `reason` is "unavailable".
+     * it is the best-effort upper bound (with regions: this region's, against its quota of the limit). Null only when
+     * `reason` is "unavailable".
      */
     readonly count: number | null;
     /** Why nothing was created: the limit is reached, the id exists, or the counter could not be read or reserved. */
@@ -117,6 +125,7 @@ export const CLIENT_METRIC_NAMES = [
     "PutFailures",
     "DueFailures",
     "Unavailable",
+    "ForeignDeletes",
 ] as const;
 
 export type ClientMetricName = (typeof CLIENT_METRIC_NAMES)[number];
@@ -174,6 +183,15 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout>,
      * be the value the consumer runs with. Above 1 a key must not hold U+0000. @default 1
      */
     readonly counterShards?: number;
+    /**
+     * The regions the counter counts in, on a global table (the component's clientConfig `regions`; runtime/regions/):
+     * this client's region (`current`) and every member, one of them the home. The client stamps `current` on every
+     * item it creates, moves units only on its own region's counter items, and `count()` sums every region's.
+     * Needs a counters table of its own. @default one region
+     */
+    readonly regions?: RegionsConfig;
+    /** The region stamp's attribute (the component's clientConfig `regionAttribute`). @default "hc_region" */
+    readonly regionAttribute?: string;
     /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */
     readonly dynamodb: DynamoDBClient;
     /** @default "utilization" */
@@ -345,12 +363,22 @@ export class HybridCounterClient {
      */
     async delete(key: string, id: string): Promise<DeleteResult> {
         checkKey(key, this.shards);
-        checkId(id, this.config.counterPrefix, this.config.selection);
+        checkId(id, this.config.counterPrefix, this.config.selection, this.config.regions);
         const deadline = new CallDeadline(this.deadlineMs);
         return this.call(key, async (drifted) => {
             const live = await this.resources.liveItem(key, id, this.mode === "strict");
             if (live === undefined) {
                 return { deleted: false };
+            }
+            if (live.foreign === true) {
+                // Another region owns the life (runtime/regions/): this region cannot write the owner's counter items,
+                // so the soft delete moves no unit. The owner's consumer sees it replicated, marks the key due, and the
+                // owner's heal gives the unit back: best-effort overcounts meanwhile, never undercounts.
+                const outcome = await this.endLife(key, id, live.createToken, undefined, deadline, this.config.regions?.current);
+                if (outcome === "mine") {
+                    this.metrics?.add("ForeignDeletes");
+                }
+                return { deleted: outcome !== "taken" };
             }
             // An item another writer moved out of the selection: a heal since may have taken its unit, so what this
             // delete moves may leave best-effort off its items (the consumer marked the move; a heal may have run since).
@@ -457,6 +485,9 @@ export class HybridCounterClient {
      */
     async count(key: string): Promise<CounterValue> {
         checkKey(key, this.shards);
+        if (this.config.regions !== undefined) {
+            return readRegionsCounters(this.dynamodb, { ...this.config, regions: this.config.regions }, key);
+        }
         const { bestEffort, eventual } = await readKeyCounters(this.dynamodb, this.config, key, [this.config.countAttribute]);
         return { bestEffort, eventual, value: Math.max(bestEffort, eventual) };
     }
@@ -475,9 +506,10 @@ export class HybridCounterClient {
         createToken: string | null,
         claim: string | undefined,
         deadline: CallDeadline,
+        deletedIn?: string,
     ): Promise<WriteOutcome> {
         try {
-            return await this.resources.softDelete(key, id, createToken, claim, deadline);
+            return await this.resources.softDelete(key, id, createToken, claim, deadline, deletedIn);
         } catch (error) {
             if (!isItemTooLarge(error)) {
                 throw error;
@@ -562,8 +594,11 @@ export class HybridCounterClient {
      * shards' stored quotas, the token's home first, else through a serializable read and a rearm
      * (runtime/shards/reservation.ts).
      */
-    private async reserveUnder(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<ShardReservation> {
+    private async reserveUnder(resource: ResourceItem, callLimit: number, deadline: CallDeadline): Promise<ShardReservation> {
         const { key } = resource;
+        // Regions: this region admits under its own quota of the key's limit, which the other regions' quotas sum with
+        // to at most the limit, on its own counter items only (runtime/regions/index.ts).
+        const limit = this.config.regions === undefined ? callLimit : baseQuota(callLimit, this.config.regions);
         if (this.shards === 1) {
             const reservation = await this.bestEffort.reserve(key, 0, limit, deadline, resource.token);
             return reservation.outcome === "reserved" ? { ...reservation, shard: 0 } : reservation;
@@ -607,7 +642,7 @@ export class HybridCounterClient {
 
     private resourceItem(key: string, id: string, attributes: Record<string, unknown> | undefined): ResourceItem {
         checkKey(key, this.shards);
-        checkId(id, this.config.counterPrefix, this.config.selection);
+        checkId(id, this.config.counterPrefix, this.config.selection, this.config.regions);
         let resource = this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
         // Sharded: new lives take the shards in turn (a token drawn to home there), so this client's units and writes
         // spread evenly rather than at random over a hot key's partitions.
