@@ -8,8 +8,11 @@ import {
     counterShardsProblems,
     layoutProblems,
     layoutWithDefaults,
+    regionAttributeProblems,
     type CounterTableConfig,
+    type RegionsConfig,
 } from "../shared/config";
+import { parseRegions, regionsJson } from "../regions/config";
 import { CLIENT_SELECTION, type ItemSelection } from "../shared/selection";
 
 export const BACKFILL_ENV = Object.freeze({
@@ -51,6 +54,9 @@ export function backfillEnvironment(config: CounterTableConfig, settings: Backfi
         ...optional(BACKFILL_ENV.capacityShare, settings.capacityShare),
         // Shard count 1 (an unsharded key) sets nothing, as the other functions' environments.
         ...((config.counterShards ?? 1) === 1 ? {} : { [ENV.counterShards]: String(config.counterShards) }),
+        // Regions (runtime/regions/): the backfill counts the items its region owns, into its region's counter items.
+        ...(config.regions === undefined ? {} : { [ENV.regions]: regionsJson(config.regions) }),
+        ...(config.regionAttribute === undefined ? {} : { [ENV.regionAttribute]: config.regionAttribute }),
     };
 }
 
@@ -112,6 +118,22 @@ export function backfillFromEnv(env: Readonly<Record<string, string | undefined>
             p.replace("[counterShards]", `[${ENV.counterShards}]`),
         ),
     );
+    const regionAttribute = env[ENV.regionAttribute] || undefined;
+    problems.push(
+        ...regionAttributeProblems(layout, regionAttribute).map((p) => p.replace("[regionAttribute]", `[${ENV.regionAttribute}]`)),
+    );
+    let regions: RegionsConfig | undefined;
+    const regionsText = env[ENV.regions] || undefined;
+    if (regionsText !== undefined) {
+        try {
+            regions = parseRegions(regionsText, ENV.regions, {
+                tableName,
+                countersTableName: env[BACKFILL_ENV.countersTableName] || undefined,
+            });
+        } catch (error) {
+            problems.push(...(error as ConfigurationError).problems);
+        }
+    }
     if (problems.length > 0) {
         throw new ConfigurationError(problems);
     }
@@ -122,6 +144,8 @@ export function backfillFromEnv(env: Readonly<Record<string, string | undefined>
             tableName: tableName!,
             countersTableName,
             ...(counterShards === 1 ? {} : { counterShards }),
+            ...(regions === undefined ? {} : { regions }),
+            ...(regionAttribute === undefined ? {} : { regionAttribute }),
         },
         settings,
     };

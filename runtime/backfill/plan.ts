@@ -14,6 +14,7 @@ import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, marke
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
 import { OLD_LEDGER_ENTRY } from "../ledger/ledger";
 import { isLive } from "../shared/selection";
+import { regionalCounterPrefix } from "../regions/config";
 import { homeShard, markerShard, shardCount, shardPartitionKey, shardedKeyProblem } from "../shards/layout";
 import { DISARM_CLAUSE, disarmNames, disarmUpdates } from "../shards/quotas";
 import { LEDGER_CLOCK_SKEW_MS } from "../shared/strict-ledger";
@@ -263,7 +264,7 @@ export function backfillActions(
                 },
                 ExpressionAttributeValues: {
                     ":n": { N: String(units) },
-                    ...bestEffortMarkValues(bestEffortKey, now, true),
+                    ...bestEffortMarkValues(bestEffortKey, now, true, config),
                     ...(epoch === 0 ? {} : { ":epoch": { N: String(epoch) } }),
                 },
             },
@@ -376,11 +377,11 @@ export function freshCheckpoint(segment: number, totalSegments: number): Segment
 
 /** Checkpoints of a run share one partition (one Query reads them all). */
 export function checkpointPartition(config: BackfillConfig, runId: string): string {
-    return `${config.counterPrefix}backfill#${runId}`;
+    return `${regionalCounterPrefix(config)}backfill#${runId}`;
 }
 
 export function checkpointSortKey(config: BackfillConfig, runId: string, segment: number | ""): string {
-    return `${config.counterPrefix}backfill#${runId}#${segment}`;
+    return `${regionalCounterPrefix(config)}backfill#${runId}#${segment}`;
 }
 
 export function checkpointUpdate(config: BackfillConfig, runId: string, c: SegmentCheckpoint, now: number): UpdateItemCommandInput {

@@ -290,7 +290,7 @@ export class BestEffortCounter {
                         ":limit": { N: String(limit) },
                         ":quota": { N: String(quotas[s]) },
                         ...(count === undefined ? {} : { ":read": { N: String(count) } }),
-                        ...(own ? { ":delta": { N: "1" }, ...bestEffortMarkValues(key, now, this.due) } : {}),
+                        ...(own ? { ":delta": { N: "1" }, ...bestEffortMarkValues(key, now, this.due, this.config) } : {}),
                     },
                 },
             };
@@ -382,7 +382,7 @@ export class BestEffortCounter {
                 },
                 ExpressionAttributeValues: {
                     ":delta": { N: String(delta) },
-                    ...bestEffortMarkValues(key, Date.now(), this.due),
+                    ...bestEffortMarkValues(key, Date.now(), this.due, this.config),
                     ...(limit === undefined ? {} : { ":limit": { N: String(limit) } }),
                     ...(quota ? { ":zero": { N: "0" } } : {}),
                     ...(epoch === undefined ? {} : { ":epoch": { N: String(epoch) } }),

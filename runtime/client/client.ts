@@ -59,7 +59,7 @@ import {
     type ClientConfig,
     type CounterMode,
 } from "./validation";
-import type { CounterTableLayout, FlatSelection } from "../shared/config";
+import type { CounterTableLayout, FlatSelection, RegionsConfig } from "../shared/config";
 import { isRetryable } from "../shared/aws-errors";
 import { DeadlineExceededError } from "../shared/errors";
 import { ResourceWriter, type ResourceItem, type WriteOutcome } from "./resource-writes";
@@ -71,6 +71,8 @@ import { newToken, tokenTime } from "../shared/tokens";
 import { homeShard, lifeShard, shardCount } from "../shards/layout";
 import { readKeyCounters } from "../shards/read";
 import { reserveAcrossShards, type ShardReservation } from "../shards/reservation";
+import { baseQuota } from "../regions/quotas";
+import { readRegionsCounters, type RegionCounters } from "../regions/read";
 
 export type { BestEffortFailure } from "./best-effort";
 export type { CounterMode } from "./validation";
@@ -80,8 +82,13 @@ export interface CounterValue {
     readonly bestEffort: number;
     /** The eventual counter, written exactly once per record by the stream consumer. */
     readonly eventual: number;
-    /** max(bestEffort, eventual): what limits are enforced on. */
+    /**
+     * max(bestEffort, eventual): what limits are enforced on. With regions, the sum over regions of each region's
+     * max(bestEffort_R, eventual_R) (each region's two counters estimate the lives it owns).
+     */
     readonly value: number;
+    /** With regions (runtime/regions/): each member region's counters, sorted by region, as the local replica shows them. */
+    readonly regions?: readonly RegionCounters[];
 }
 
 export interface CreateResult {
@@ -117,6 +124,7 @@ export const CLIENT_METRIC_NAMES = [
     "PutFailures",
     "DueFailures",
     "Unavailable",
+    "ForeignDeletes",
 ] as const;
 
 export type ClientMetricName = (typeof CLIENT_METRIC_NAMES)[number];
@@ -174,6 +182,15 @@ export interface HybridCounterClientOptions extends Partial<CounterTableLayout>,
      * be the value the consumer runs with. Above 1 a key must not hold U+0000. @default 1
      */
     readonly counterShards?: number;
+    /**
+     * The regions the counter counts in, on a global table (the component's clientConfig `regions`; runtime/regions/):
+     * this client's region (`current`) and every member, one of them the home. The client stamps `current` on every
+     * item it creates, moves units only on its own region's counter items, and `count()` sums every region's.
+     * Needs a counters table of its own. @default one region
+     */
+    readonly regions?: RegionsConfig;
+    /** The region stamp's attribute (the component's clientConfig `regionAttribute`). @default "hc_region" */
+    readonly regionAttribute?: string;
     /** The DynamoDB client to use: its endpoint, credentials and middleware apply (the client makes its own write retries). */
     readonly dynamodb: DynamoDBClient;
     /** @default "utilization" */
@@ -349,6 +366,23 @@ export class HybridCounterClient {
             if (live === undefined) {
                 return { deleted: false };
             }
+            if (live.foreign === true) {
+                // Another region owns the life (runtime/regions/): this region cannot write the owner's counter items,
+                // so the soft delete moves no unit. The owner's consumer sees it replicated, marks the key due, and the
+                // owner's heal gives the unit back: best-effort overcounts meanwhile, never undercounts.
+                const outcome = await this.resources.softDelete(
+                    key,
+                    id,
+                    live.createToken,
+                    undefined,
+                    deadline,
+                    this.config.regions?.current,
+                );
+                if (outcome === "mine") {
+                    this.metrics?.add("ForeignDeletes");
+                }
+                return { deleted: outcome !== "taken" };
+            }
             // An item another writer moved out of the selection: a heal since may have taken its unit, so what this
             // delete moves may leave best-effort off its items (the consumer marked the move; a heal may have run since).
             drifted(live.clientCounted && !live.selected);
@@ -445,6 +479,9 @@ export class HybridCounterClient {
      */
     async count(key: string): Promise<CounterValue> {
         checkKey(key, this.shards);
+        if (this.config.regions !== undefined) {
+            return readRegionsCounters(this.dynamodb, { ...this.config, regions: this.config.regions }, key);
+        }
         const { bestEffort, eventual } = await readKeyCounters(this.dynamodb, this.config, key, [this.config.countAttribute]);
         return { bestEffort, eventual, value: Math.max(bestEffort, eventual) };
     }
@@ -527,8 +564,11 @@ export class HybridCounterClient {
      * shards' stored quotas, the token's home first, else through a serializable read and a rearm
      * (runtime/shards/reservation.ts).
      */
-    private async reserveUnder(resource: ResourceItem, limit: number, deadline: CallDeadline): Promise<ShardReservation> {
+    private async reserveUnder(resource: ResourceItem, callLimit: number, deadline: CallDeadline): Promise<ShardReservation> {
         const { key } = resource;
+        // Regions: this region admits under its own quota of the key's limit, which the other regions' quotas sum with
+        // to at most the limit, on its own counter items only (runtime/regions/index.ts).
+        const limit = this.config.regions === undefined ? callLimit : baseQuota(callLimit, this.config.regions);
         if (this.shards === 1) {
             const reservation = await this.bestEffort.reserve(key, 0, limit, deadline, resource.token);
             return reservation.outcome === "reserved" ? { ...reservation, shard: 0 } : reservation;

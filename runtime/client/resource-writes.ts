@@ -41,6 +41,7 @@ import type { BestEffortFailure } from "./best-effort";
 import type { ClientConfig, CounterMode } from "./validation";
 import { COUNTER_ATTRIBUTES, markerSortKey } from "../shared/config";
 import { lifeShard, markerShard, shardCount, shardPartitionKey, tokenHomedIn } from "../shards/layout";
+import { FOREIGN_DELETE_ATTRIBUTE, ownsImage, regionAttributeOf } from "../regions/ownership";
 import { DeadlineExceededError } from "../shared/errors";
 import { isRetryable } from "../shared/aws-errors";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
@@ -117,6 +118,11 @@ export interface LiveItem {
      * its unit out of best-effort, so a delete of it may leave best-effort off its items.
      */
     readonly selected: boolean;
+    /**
+     * Regions (runtime/regions/): true when another region owns the life (its stamp names another member, or it has
+     * none and this region is not the home). The delete then moves no unit: only the owner writes its counter items.
+     */
+    readonly foreign?: boolean;
 }
 
 export class ResourceWriter {
@@ -140,6 +146,8 @@ export class ResourceWriter {
             item: {
                 ...extra,
                 ...(selection.kind === "attribute" ? { [selection.name]: { S: selection.value } } : {}),
+                // Regions: the stamp of the region that creates the life (runtime/regions/ownership.ts).
+                ...(this.config.regions === undefined ? {} : { [regionAttributeOf(this.config)]: { S: this.config.regions.current } }),
                 [partitionKey]: { S: key },
                 [sortKey]: { S: id },
                 [tokenAttribute]: { S: token },
@@ -329,6 +337,9 @@ export class ResourceWriter {
         if (selection.kind === "attribute") {
             names["#selection"] = selection.name;
         }
+        if (this.config.regions !== undefined) {
+            names["#region"] = regionAttributeOf(this.config);
+        }
         // Before the item's read: a life sealed by then (strict-ledger.ts) has no item after it but the one read.
         const readAt = Date.now();
         const response = await withRetries(
@@ -350,6 +361,11 @@ export class ResourceWriter {
         }
         const createToken = response.Item[tokenAttribute]?.S ?? null;
         const selected = selection.kind !== "attribute" || response.Item[selection.name]?.S === selection.value;
+        // The soft delete is conditional on this life's token, and no client re-stamps a life: the stamp read here is
+        // the one the soft delete finds (runtime/regions/ownership.ts).
+        if (this.config.regions !== undefined && !ownsImage(this.config, response.Item)) {
+            return { createToken, clientCounted: createToken !== null, selected, foreign: true };
+        }
         if (!readMarker) {
             return { createToken, clientCounted: createToken !== null, selected };
         }
@@ -563,7 +579,24 @@ export class ResourceWriter {
         createToken: string | null,
         claim: string | undefined,
         deadline: CallDeadline,
+        deletedIn?: string,
     ): Promise<WriteOutcome> {
+        if (deletedIn !== undefined) {
+            // A life another region owns (runtime/regions/): the deleting region goes with the soft delete, so that the
+            // owner's consumer tells it from its own client's delete and marks the key due for a heal.
+            return this.conditionalUpdate(
+                key,
+                id,
+                createToken,
+                "SET #deleted = :true, #deleteToken = :token, #deletedIn = :deletedIn",
+                "attribute_exists(#pk)",
+                { ":true": { BOOL: true }, ":deletedIn": { S: deletedIn } },
+                newToken(),
+                deadline,
+                "soft delete",
+                { "#deletedIn": FOREIGN_DELETE_ATTRIBUTE },
+            );
+        }
         if (claim !== undefined) {
             return this.conditionalUpdate(
                 key,
@@ -606,9 +639,11 @@ export class ResourceWriter {
         token: string,
         deadline: CallDeadline,
         operation: string,
+        extraNames: Record<string, string> = {},
     ): Promise<WriteOutcome> {
         const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
         const names: Record<string, string> = {
+            ...extraNames,
             "#pk": partitionKey,
             "#deleted": deletedAttribute,
             "#deleteToken": this.deleteTokenAttribute,

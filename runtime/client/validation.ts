@@ -8,6 +8,7 @@ import {
     ConfigurationError,
     counterShardsProblems,
     layoutProblems,
+    regionAttributeProblems,
     layoutWithDefaults,
     type CounterTableConfig,
     type CounterTableLayout,
@@ -26,6 +27,8 @@ import {
 import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
 import type { ItemSelection } from "../shared/selection";
 import { shardedKeyProblem } from "../shards/layout";
+import { DEFAULT_REGION_ATTRIBUTE, normalizedRegions, REGION_NAME_MAX_BYTES, regionsProblems, type RegionsConfig } from "../regions/config";
+import { FOREIGN_DELETE_ATTRIBUTE } from "../regions/ownership";
 import { ledgerPeriodMs } from "../ledger/ledger";
 
 export type CounterMode = "utilization" | "strict";
@@ -86,6 +89,8 @@ export function resolveClientOptions(
             ledgerPeriodSeconds?: unknown;
             counterShards?: unknown;
             selection?: ItemSelection;
+            regions?: unknown;
+            regionAttribute?: unknown;
         },
 ): ResolvedClientOptions {
     const problems: string[] = removedFieldProblems(options);
@@ -108,6 +113,14 @@ export function resolveClientOptions(
             typeof options.tableName === "string" ? options.tableName : undefined,
             typeof options.countersTableName === "string" ? options.countersTableName : undefined,
         ),
+    );
+    // The regions setting (runtime/regions/): its shape, the stamp's name, and a counters table of its own.
+    problems.push(
+        ...regionsProblems(options.regions, undefined, {
+            tableName: typeof options.tableName === "string" ? options.tableName : undefined,
+            countersTableName: typeof options.countersTableName === "string" ? options.countersTableName : undefined,
+        }),
+        ...regionAttributeProblems(layout, options.regionAttribute),
     );
     const dynamodb = options.dynamodb as { send?: unknown } | undefined;
     if (!dynamodb || typeof dynamodb.send !== "function") {
@@ -161,6 +174,11 @@ export function resolveClientOptions(
     if (selection.kind === "attribute") {
         reserved.add(selection.name);
     }
+    if (options.regions !== undefined) {
+        // The stamp is the client's: a caller's attribute must not name another region as the owner.
+        reserved.add(typeof options.regionAttribute === "string" ? options.regionAttribute : DEFAULT_REGION_ATTRIBUTE);
+        reserved.add(FOREIGN_DELETE_ATTRIBUTE);
+    }
     const tableName = options.tableName as string;
     return {
         config: {
@@ -171,6 +189,8 @@ export function resolveClientOptions(
             ...(options.counterShards === undefined || options.counterShards === 1
                 ? {}
                 : { counterShards: options.counterShards as number }),
+            ...(options.regions === undefined ? {} : { regions: normalizedRegions(options.regions as RegionsConfig) }),
+            ...(options.regionAttribute === undefined ? {} : { regionAttribute: options.regionAttribute as string }),
         },
         mode: mode as CounterMode,
         attempts: attempts as number,
@@ -179,7 +199,13 @@ export function resolveClientOptions(
         reserved,
         ledgerPeriodMs: period === undefined ? ledgerPeriodMs(window as number | undefined) : (period as number) * 1000,
         // What a soft delete (or a delete's claim) adds: `deleted = true` and the delete token.
-        headroom: Buffer.byteLength(layout.deletedAttribute, "utf8") + 1 + Buffer.byteLength(deleteTokenAttribute, "utf8") + TOKEN_BYTES,
+        headroom:
+            Buffer.byteLength(layout.deletedAttribute, "utf8") +
+            1 +
+            Buffer.byteLength(deleteTokenAttribute, "utf8") +
+            TOKEN_BYTES +
+            // Regions: a delete made in another region than the owner's also writes the deleting region.
+            (options.regions === undefined ? 0 : Buffer.byteLength(FOREIGN_DELETE_ATTRIBUTE, "utf8") + REGION_NAME_MAX_BYTES),
     };
 }
 

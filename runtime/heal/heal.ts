@@ -983,7 +983,7 @@ function healUpdate(read: ShardHealRead, options: HealOptions, disarm = false): 
             ...(plan.heldBack === undefined
                 ? {}
                 : {
-                      ":healShard": { S: healShard(shardOfPartitionKey(read.partitionKey, shardCount(config)).key) },
+                      ":healShard": { S: healShard(shardOfPartitionKey(read.partitionKey, shardCount(config)).key, config) },
                       ":heldBack": { N: String(plan.heldBack) },
                   }),
         },

@@ -54,6 +54,8 @@ import {
     COUNTER_ATTRIBUTES as A,
     HEAL_INDEX_NAME,
     HEAL_SHARDS,
+    healShardValue,
+    type RegionsConfig,
     bestEffortSortKey,
     countersTable,
     eventualSortKey,
@@ -250,7 +252,7 @@ function capacityOf(heals: readonly HealResult[]): { readUnits: number; writeUni
 export async function dueKeys(
     dynamodb: DynamoDBClient,
     tableName: string,
-    layout: CounterTableLayout,
+    layout: CounterTableLayout & { readonly regions?: RegionsConfig },
     cutoff: number,
     budget: number,
     counterShards = 1,
@@ -259,7 +261,7 @@ export async function dueKeys(
     // oldest entries (fewer than `budget` keys are older than any of them, each with at most N entries before it).
     const shards = await Promise.all(
         Array.from({ length: HEAL_SHARDS }, (_, shard) =>
-            oldestDue(dynamodb, tableName, layout, String(shard), cutoff, budget * counterShards, counterShards),
+            oldestDue(dynamodb, tableName, layout, healShardValue(shard, layout), cutoff, budget * counterShards, counterShards),
         ),
     );
     return mergeOldest(shards, budget);

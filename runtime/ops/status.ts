@@ -26,6 +26,7 @@ import {
     countersTable,
     eventualSortKey,
     markerId,
+    markerSortKey,
     type CounterTableConfig,
     type CounterTableLayout,
 } from "../shared/config";
@@ -178,7 +179,7 @@ export function tallyKey(rows: KeyRows, layout: CounterTableLayout, shards = 1):
     for (const id of ids) {
         const item = rows.items.get(id);
         const home = markerShard(id, shards);
-        const marker = rows.counters.get(home)?.get(`${layout.counterPrefix}item#${id}`);
+        const marker = rows.counters.get(home)?.get(markerSortKey(layout, id));
         const state = itemState(item, marker, layout);
         if (item !== undefined && isLive(item, layout)) {
             tally.live++;

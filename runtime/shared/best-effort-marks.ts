@@ -30,7 +30,14 @@
  * forward for a key it found still busy, so that keys written for longer than the window do not hold its budget.
  */
 import type { AttributeValue, UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, countersTable, healShard, type CounterTableConfig } from "./config";
+import {
+    COUNTER_ATTRIBUTES as A,
+    bestEffortSortKey,
+    countersTable,
+    healShard,
+    type CounterTableConfig,
+    type RegionsConfig,
+} from "./config";
 
 /** The heal-index entry's part of an UpdateExpression's SET clause. */
 const DUE = "#heal = :shard, #due = if_not_exists(#due, :now)";
@@ -79,8 +86,13 @@ export function bestEffortMarkNames(due = false, ledger?: string): Record<string
 }
 
 /** The values the marks use: the writer's clock and, with `due`, the key's heal shard. */
-export function bestEffortMarkValues(key: string, now: number, due = false): Record<string, AttributeValue> {
-    return { ":one": { N: "1" }, ":now": { N: String(now) }, ...(due ? { ":shard": { S: healShard(key) } } : {}) };
+export function bestEffortMarkValues(
+    key: string,
+    now: number,
+    due = false,
+    scope: { readonly regions?: RegionsConfig } = {},
+): Record<string, AttributeValue> {
+    return { ":one": { N: "1" }, ":now": { N: String(now) }, ...(due ? { ":shard": { S: healShard(key, scope) } } : {}) };
 }
 
 /** The attribute names of the heal-index entry alone. */
@@ -89,8 +101,8 @@ export function dueMarkNames(): Record<string, string> {
 }
 
 /** The values of the heal-index entry alone. */
-export function dueMarkValues(key: string, now: number): Record<string, AttributeValue> {
-    return { ":now": { N: String(now) }, ":shard": { S: healShard(key) }, ":one": { N: "1" } };
+export function dueMarkValues(key: string, now: number, scope: { readonly regions?: RegionsConfig } = {}): Record<string, AttributeValue> {
+    return { ":now": { N: String(now) }, ":shard": { S: healShard(key, scope) }, ":one": { N: "1" } };
 }
 
 /**
@@ -110,6 +122,6 @@ export function dueMarkInput(
         UpdateExpression: dueUpdate(),
         ...(options.onlyIfCounted ? { ConditionExpression: "attribute_exists(#count)" } : {}),
         ExpressionAttributeNames: { ...(options.onlyIfCounted ? { "#count": config.countAttribute } : {}), ...dueMarkNames() },
-        ExpressionAttributeValues: dueMarkValues(key, now),
+        ExpressionAttributeValues: dueMarkValues(key, now, config),
     };
 }

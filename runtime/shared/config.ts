@@ -7,6 +7,9 @@
  */
 import { ConfigurationError } from "./errors";
 import { removedEnvProblems, removedFieldProblems } from "./removed-fields";
+import { parseRegions, regionalCounterPrefix, regionsJson, regionsProblems, type RegionsConfig } from "../regions/config";
+
+export type { RegionsConfig, RegionMember } from "../regions/config";
 
 /**
  * Which items of a key are counted resources (see selection.ts, which applies it).
@@ -58,6 +61,19 @@ export interface CounterTableConfig extends CounterTableLayout {
      * @default 1 (one best-effort item, one eventual item and the markers under the key itself)
      */
     readonly counterShards?: number;
+    /**
+     * The regions the counter counts in, on a global table (runtime/regions/): which one this process runs in, and
+     * every member with the home. Absent: one region, every key and attribute as without regions.
+     */
+    readonly regions?: RegionsConfig;
+    /** The attribute the client stamps its region on every item it creates with. Only read with `regions`. @default "hc_region" */
+    readonly regionAttribute?: string;
+}
+
+/** The configuration fields counter-item keys depend on: the prefix, and the region this process writes as. */
+export interface CounterKeyScope {
+    readonly counterPrefix: string;
+    readonly regions?: RegionsConfig;
 }
 
 /** The table the counter items of `config` live in. */
@@ -161,13 +177,13 @@ export const HEAL_SHARDS = 16;
 export const TOMBSTONE_TTL_SECONDS = 48 * 60 * 60;
 
 /** Sort key of the marker of resource item `id`. */
-export function markerSortKey(layout: Pick<CounterTableLayout, "counterPrefix">, id: string): string {
-    return `${layout.counterPrefix}item#${id}`;
+export function markerSortKey(layout: CounterKeyScope, id: string): string {
+    return `${regionalCounterPrefix(layout)}item#${id}`;
 }
 
 /** The id a marker sort key belongs to, or undefined for any other sort key. */
-export function markerId(layout: Pick<CounterTableLayout, "counterPrefix">, sortKey: string): string | undefined {
-    const prefix = `${layout.counterPrefix}item#`;
+export function markerId(layout: CounterKeyScope, sortKey: string): string | undefined {
+    const prefix = `${regionalCounterPrefix(layout)}item#`;
     return sortKey.startsWith(prefix) ? sortKey.slice(prefix.length) : undefined;
 }
 
@@ -182,13 +198,13 @@ export const DEFAULT_LAYOUT: CounterTableLayout = Object.freeze({
 });
 
 /** Sort key of the best-effort counter item: written only by the API-side client. */
-export function bestEffortSortKey(layout: CounterTableLayout): string {
-    return `${layout.counterPrefix}best-effort`;
+export function bestEffortSortKey(layout: CounterKeyScope): string {
+    return `${regionalCounterPrefix(layout)}best-effort`;
 }
 
 /** Sort key of the eventual counter item: written only by the consumer's transactions. */
-export function eventualSortKey(layout: CounterTableLayout): string {
-    return `${layout.counterPrefix}eventual`;
+export function eventualSortKey(layout: CounterKeyScope): string {
+    return `${regionalCounterPrefix(layout)}eventual`;
 }
 
 /** Environment variable names the Lambdas read their configuration from. */
@@ -210,6 +226,10 @@ export const ENV = Object.freeze({
     healQuietWindowSeconds: "HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS",
     /** The shard count of every key's counting, when above 1 (runtime/shards/layout.ts). */
     counterShards: "HYBRID_COUNTER_COUNTER_SHARDS",
+    /** The regions setting as JSON (runtime/regions/), when the counter counts per region. */
+    regions: "HYBRID_COUNTER_REGIONS",
+    /** The region stamp's attribute name, when not the default. */
+    regionAttribute: "HYBRID_COUNTER_REGION_ATTRIBUTE",
     /** URL of the fatal queue: poison records and unrecoverable batches go there, in full. */
     fatalQueueUrl: "HYBRID_COUNTER_FATAL_QUEUE_URL",
     /** Namespace of the CloudWatch EMF metrics. */
@@ -262,6 +282,22 @@ export function layoutProblems(layout: CounterTableLayout): string[] {
     }
     problems.push(...selectionProblems(layout));
     return problems;
+}
+
+/**
+ * Problems with the region stamp's attribute name (`[regionAttribute]`): a valid name, distinct from the keys, the
+ * deleted flag, the token (and its delete token) and an attribute selection's attribute.
+ */
+export function regionAttributeProblems(layout: CounterTableLayout, regionAttribute: unknown): string[] {
+    const attributes: Record<string, string | undefined> = {
+        partitionKey: layout.partitionKey,
+        sortKey: layout.sortKey,
+        deletedAttribute: layout.deletedAttribute,
+        tokenAttribute: layout.tokenAttribute,
+        "tokenAttribute's delete token": `${layout.tokenAttribute}_delete`,
+        ...(layout.selection?.kind === "attribute" ? { countedAttributeName: layout.selection.name } : {}),
+    };
+    return regionsProblems(undefined, regionAttribute, { attributes });
 }
 
 /** The most shards a key's counting may spread over (runtime/shards/layout.ts re-exports it). */
@@ -418,6 +454,12 @@ export function clientEnvironment(config: CounterTableConfig): Record<string, st
     if ((config.counterShards ?? 1) !== 1) {
         env[ENV.counterShards] = String(config.counterShards);
     }
+    if (config.regions !== undefined) {
+        env[ENV.regions] = regionsJson(config.regions);
+    }
+    if (config.regionAttribute !== undefined) {
+        env[ENV.regionAttribute] = config.regionAttribute;
+    }
     return env;
 }
 
@@ -494,12 +536,33 @@ function readConfig(env: Readonly<Record<string, string | undefined>>, problems:
     const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, ...stripUndefined(partial) };
     const shardsText = env[ENV.counterShards];
     const counterShards = shardsText === undefined || shardsText.length === 0 ? 1 : Number(shardsText);
-    for (const problem of [...layoutProblems(layout), ...counterShardsProblems(counterShards, tableName, countersTableName)]) {
+    const regionAttribute = env[ENV.regionAttribute] || undefined;
+    const regionsText = env[ENV.regions] || undefined;
+    let regions: RegionsConfig | undefined;
+    if (regionsText !== undefined) {
+        try {
+            regions = parseRegions(regionsText, ENV.regions, { tableName, countersTableName: env[ENV.countersTableName] || undefined });
+        } catch (error) {
+            problems.push(...(error as ConfigurationError).problems);
+        }
+    }
+    for (const problem of [
+        ...layoutProblems(layout),
+        ...counterShardsProblems(counterShards, tableName, countersTableName),
+        ...regionAttributeProblems(layout, regionAttribute),
+    ]) {
         problems.push(
             problem.replace(/\[(\w+)\]/, (whole, field: string) => (field in ENV ? `[${ENV[field as keyof typeof ENV]}]` : whole)),
         );
     }
-    return { ...layout, tableName, countersTableName, ...(counterShards === 1 ? {} : { counterShards }) };
+    return {
+        ...layout,
+        tableName,
+        countersTableName,
+        ...(counterShards === 1 ? {} : { counterShards }),
+        ...(regions === undefined ? {} : { regions }),
+        ...(regionAttribute === undefined ? {} : { regionAttribute }),
+    };
 }
 
 function stripUndefined<T extends object>(value: Partial<T>): Partial<T> {
@@ -519,12 +582,21 @@ export function fnv1a(value: string): number {
     return hash >>> 0;
 }
 
-/** The heal-index shard (the value of `hc_heal`) a counter key's best-effort item is written with. */
-export function healShard(key: string): string {
-    return String(fnv1a(key) % HEAL_SHARDS);
+/**
+ * The heal-index shard (the value of `hc_heal`) a counter key's best-effort item is written with. With regions it
+ * names the region too (`<region>#<n>`): the counters table replicates every region's best-effort items to every
+ * member, and a region's settler lists only its own region's entries.
+ */
+export function healShard(key: string, scope: { readonly regions?: RegionsConfig } = {}): string {
+    return healShardValue(fnv1a(key) % HEAL_SHARDS, scope);
+}
+
+/** The value of `hc_heal` of heal-index shard `shard` (0 .. HEAL_SHARDS - 1) in the process's region. */
+export function healShardValue(shard: number, scope: { readonly regions?: RegionsConfig } = {}): string {
+    return scope.regions === undefined ? String(shard) : `${scope.regions.current}#${shard}`;
 }
 
 /** Sort key of the settler's audit cursor in the counters table (stored under the counter key of the same name). */
-export function settlerCursorSortKey(layout: Pick<CounterTableLayout, "counterPrefix">): string {
-    return `${layout.counterPrefix}settler#cursor`;
+export function settlerCursorSortKey(layout: CounterKeyScope): string {
+    return `${regionalCounterPrefix(layout)}settler#cursor`;
 }

@@ -15,9 +15,11 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { CounterTableLayout } from "./config";
 export type { ItemSelection } from "./config";
 import type { ItemSelection } from "./config";
+import type { RegionsConfig } from "../regions/config";
+import { homeRegion, ownsImage, regionAttributeOf, type OwnershipScope } from "../regions/ownership";
 
 /** A layout with its selection (every layout has one now; kept as a name for healing's signatures). */
-export type SelectingLayout = CounterTableLayout;
+export type SelectingLayout = CounterTableLayout & OwnershipScope;
 
 /** The default selection: the items written through the client. */
 export const CLIENT_SELECTION: ItemSelection = Object.freeze({ kind: "client" });
@@ -25,7 +27,11 @@ export const CLIENT_SELECTION: ItemSelection = Object.freeze({ kind: "client" })
 /** An item or a stream image: attribute values keyed by name. */
 export type ItemImage = Readonly<Record<string, AttributeValue | { readonly [type: string]: unknown }>>;
 
-type Layout = Pick<CounterTableLayout, "sortKey" | "counterPrefix" | "tokenAttribute" | "deletedAttribute" | "selection">;
+/**
+ * With `regions` (runtime/regions/), an item is selected here only when this process's region owns it: each region
+ * counts, heals, backfills and reconciles the lives it owns, and nothing else.
+ */
+type Layout = Pick<CounterTableLayout, "sortKey" | "counterPrefix" | "tokenAttribute" | "deletedAttribute" | "selection"> & OwnershipScope;
 
 /** True when `item` is a counted resource by the selection (soft-deleted or not). */
 export function isSelected(item: ItemImage | undefined | null, layout: Layout): boolean {
@@ -34,6 +40,9 @@ export function isSelected(item: ItemImage | undefined | null, layout: Layout): 
     }
     const sortKey = stringValue(item[layout.sortKey]);
     if (sortKey === undefined || sortKey.startsWith(layout.counterPrefix)) {
+        return false;
+    }
+    if (layout.regions !== undefined && !ownsImage(layout, item)) {
         return false;
     }
     const selection = layout.selection;
@@ -67,6 +76,47 @@ export interface ConditionParts {
 
 /** The selection as a DynamoDB condition on an existing item (counter items excluded by their key, not here). */
 export function selectionConditionExpression(layout: Layout): ConditionParts {
+    const selected = selectionOnlyConditionExpression(layout);
+    if (layout.regions === undefined) {
+        return selected;
+    }
+    const owned = ownershipConditionExpression(layout.regions, regionAttributeOf(layout));
+    return {
+        expression: `(${selected.expression}) AND (${owned.expression})`,
+        names: { ...selected.names, ...owned.names },
+        values: { ...selected.values, ...owned.values },
+    };
+}
+
+/**
+ * "This process's region owns the item", as a condition (runtime/regions/ownership.ts): a member's own stamp; for the
+ * home, any stamp but another member's, or none.
+ */
+function ownershipConditionExpression(regions: RegionsConfig, regionAttribute: string): ConditionParts {
+    if (regions.current !== homeRegion(regions)) {
+        return {
+            expression: "#selRegion = :selRegion",
+            names: { "#selRegion": regionAttribute },
+            values: { ":selRegion": { S: regions.current } },
+        };
+    }
+    const others = regions.members.map((member) => member.region).filter((region) => region !== regions.current);
+    if (others.length === 0) {
+        return {
+            expression: "attribute_exists(#selRegion) OR attribute_not_exists(#selRegion)",
+            names: { "#selRegion": regionAttribute },
+            values: {},
+        };
+    }
+    const values = Object.fromEntries(others.map((region, i) => [`:selOther${i}`, { S: region }]));
+    return {
+        expression: `attribute_not_exists(#selRegion) OR NOT (#selRegion IN (${Object.keys(values).join(", ")}))`,
+        names: { "#selRegion": regionAttribute },
+        values,
+    };
+}
+
+function selectionOnlyConditionExpression(layout: Layout): ConditionParts {
     const selection = layout.selection;
     switch (selection.kind) {
         case "client":

@@ -32,6 +32,7 @@ import type { CounterTableConfig } from "../shared/config";
 import { readKeyCounters } from "../shards/read";
 import { shardCount, shardedKeyProblem } from "../shards/layout";
 import type { ClassifyingLayout } from "./records";
+import { FOREIGN_DELETE_ATTRIBUTE, ownsImage } from "../regions/ownership";
 import { withRetries } from "../shared/retry";
 import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
 import type { Logger, Metrics } from "../shared/telemetry";
@@ -55,6 +56,20 @@ export function driftedKey(record: DynamoDBRecord, layout: ClassifyingLayout): s
     }
     const before = image(stream?.OldImage);
     const after = image(stream?.NewImage);
+    if (layout.regions !== undefined) {
+        // Regions (runtime/regions/): this region heals only its own lives' units. A soft delete another region made
+        // of a life this region owns moved no unit (its client cannot write this region's items): heal it back.
+        if (!ownsImage(layout, before) && !ownsImage(layout, after)) {
+            return undefined;
+        }
+        if (
+            record.eventName === "MODIFY" &&
+            after !== undefined &&
+            (after[FOREIGN_DELETE_ATTRIBUTE] as { S?: unknown } | undefined)?.S !== undefined
+        ) {
+            return isLive(before, layout) && ownsImage(layout, before) ? key : undefined;
+        }
+    }
     if (record.eventName === "REMOVE") {
         return isLive(before, layout) ? key : undefined;
     }

@@ -63,7 +63,7 @@ export type Classified =
 const SEQUENCE_NUMBER = new RegExp(`^\\d{1,${SEQUENCE_DIGITS}}$`);
 
 /** A layout, with the shard count of a configuration when it has one (absent: unsharded). */
-export type ClassifyingLayout = CounterTableLayout & Partial<Pick<CounterTableConfig, "counterShards">>;
+export type ClassifyingLayout = CounterTableLayout & Partial<Pick<CounterTableConfig, "counterShards" | "regions" | "regionAttribute">>;
 
 export function classifyRecord(record: DynamoDBRecord, layout: ClassifyingLayout): Classified {
     const poison = (field: string, problem: string, sequenceNumber?: string): Classified => ({
@@ -131,6 +131,8 @@ export function classifyRecord(record: DynamoDBRecord, layout: ClassifyingLayout
         default:
             return poison("eventName", `must be INSERT, MODIFY or REMOVE (got ${JSON.stringify(record.eventName)})`, sequenceNumber);
     }
+    // Regions (runtime/regions/): an image is live here only when this region owns it (selection.ts). A record
+    // neither of whose images this region owns then "stays uncounted" and leaves this region's marker as it is.
     const before = isLive(oldImage, layout);
     const after = isLive(newImage, layout);
     const softDelete = before && newImage !== undefined && isSelected(newImage, layout) && isSoftDeleted(newImage, layout);
