@@ -124,6 +124,13 @@ export interface CounterRegionsArgs {
     readonly current: string;
     /** Every region that holds a replica of the table and counts, each once; exactly one has the role "home". */
     readonly members: CounterRegionArgs[];
+    /**
+     * In a member region: the name of the counters table the home region's component created (its `countersTableName`
+     * output, for example through a StackReference), which has a replica in every member. The component then attaches to
+     * that table's replica in `current` instead of creating one. Not set in the home region, whose component creates it.
+     * @default undefined (required in a member region)
+     */
+    readonly countersTableName?: pulumi.Input<string>;
 }
 
 /** The component's backfill args (part of HybridCounterComponentArgs). */
@@ -207,15 +214,25 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      */
     readonly counterShards?: number;
     /**
-     * How the regions of a replicated (global) table count (docs/design/global-tables.md). A table with replicas
-     * (`replicas` on `table`, or replicas in the description of a table attached by name or `tableArn`) is refused
-     * without it: each region's stream carries every region's writes, so a consumer per region would count a write
-     * once per region. Counting per region is not built yet: this version refuses the setting too, with an error
-     * naming `[regions]`, rather than miscount. `aws.dynamodb.TableReplica` resources are other resources, which
-     * the component cannot see: the policy pack's `counter-table-replicas` reports them.
+     * How the regions of a replicated (global) table count (docs/design/global-tables.md): one component per region,
+     * each with that region's provider, each given the same `members` and its own `current`. A write is counted once,
+     * by the consumer of the region whose client created the item (the client stamps it with `regionAttribute`); items
+     * nobody stamped belong to the home region. The home region's component creates the counters table with a replica
+     * in every other member; a member's component attaches to it (`regions.countersTableName`). Needs the user's table
+     * attached (`table` or `tableArn`, the replica in `current`; its replicas must be exactly the members) and
+     * `counterPlacement: "separate"`. The backfill on deploy runs in the home region only. A table with replicas is
+     * refused without this setting, naming `[table]`: each region's stream carries every region's writes, so a
+     * consumer per region would count a write once per region.
      * @default undefined (one region: the table must have no replicas)
      */
     readonly regions?: CounterRegionsArgs;
+    /**
+     * With `regions`: the attribute (type S) the client writes on each item it creates, naming its region; the
+     * region's consumer counts only the items stamped with its name. Distinct from the keys, `deletedAttribute`,
+     * `tokenAttribute` and `countedAttributeName`. Only with `regions`.
+     * @default "hc_region"
+     */
+    readonly regionAttribute?: string;
     /**
      * Physical name of the table the component creates.
      * @default undefined (Pulumi auto-names it from `${name}-table`)

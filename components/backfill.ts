@@ -104,7 +104,8 @@ export interface BackfillResourcesInputs {
     readonly logRetentionInDays: number;
     readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
     /** False when an attached table's settings are wrong: the invocation then sends "skip". @default true */
-    readonly tableUsable?: pulumi.Input<boolean>;
+    readonly tableUsable?: pulumi.Input<boolean>;    /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
+    readonly regionEnvironment?: Readonly<Record<string, string>>;
 }
 
 export interface BackfillResources {
@@ -153,6 +154,7 @@ export function createBackfillResources(name: string, parent: pulumi.Resource, i
                     capacityShare,
                 }),
                 ...(shards === undefined ? {} : { [ENV.counterShards]: shards }),
+                ...(i.regionEnvironment ?? {}),
             };
         });
     const fn = new aws.lambda.Function(

@@ -25,6 +25,17 @@ import {
 } from "./defaults";
 import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
 import { apiPolicy, consumerPolicy, denyInsecureTransportPolicy, redrivePolicy } from "./iam";
+import {
+    DEFAULT_REGION_ATTRIBUTE,
+    isHome,
+    otherRegions,
+    regionalFilterPatterns,
+    regionsEnvironment,
+    regionsSetting,
+    tableArnIn,
+    tableRegionProblems,
+    type RegionsSetting,
+} from "./regions";
 import { createSettler, settlerWidgets } from "./settler";
 import { HybridCounterArgsError, attachedTableProblems, layoutFromArgs, validateHybridCounterArgs } from "./validation";
 
@@ -70,6 +81,13 @@ export interface HybridCounterClientConfig {
      * (deadline + 300 s request lifetime + 60 s clock skew must stay below it; runtime/heal/heal-window.ts).
      */
     readonly healQuietWindowSeconds?: number;
+    /**
+     * With the `regions` arg: the region this deployment counts for and every member with its role (the client stamps
+     * the items it creates with `current`, and `count()` sums every member's counters).
+     */
+    readonly regions?: RegionsSetting;
+    /** With the `regions` arg: the attribute that stamps an item with its creating region. */
+    readonly regionAttribute?: string;
 }
 
 /** The client configuration of a layout and its tables (and the settler's quiet window, when one heals). */
@@ -79,6 +97,7 @@ export function clientConfigOf(
     countersTableName: string,
     healQuietWindowSeconds?: number,
     counterShards = 1,
+    regions?: { readonly setting: RegionsSetting; readonly regionAttribute: string },
 ): HybridCounterClientConfig {
     return {
         tableName,
@@ -92,6 +111,7 @@ export function clientConfigOf(
         ...(flatSelection(layout.selection) as { countedItems: CountedItems }),
         ...(counterShards === 1 ? {} : { counterShards }),
         ...(healQuietWindowSeconds === undefined ? {} : { healQuietWindowSeconds }),
+        ...(regions === undefined ? {} : { regions: regions.setting, regionAttribute: regions.regionAttribute }),
     };
 }
 
@@ -179,6 +199,14 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         const redriveTimeout = args.redriveTimeout ?? D.redriveTimeout;
         // Every function and the API's client read a key's counters with the same shard count.
         const shards = shardsFromArgs(args);
+        // A multi-region counter (components/regions/): every function and the API's client get the setting, the
+        // stream filter keeps the records this region counts, and only the home region creates the counters table
+        // and runs the backfill on deploy. Without `regions` nothing below changes.
+        const setting = args.regions === undefined ? undefined : regionsSetting(args.regions);
+        const regionAttribute = args.regionAttribute ?? DEFAULT_REGION_ATTRIBUTE;
+        const regional = setting === undefined ? undefined : { setting, regionAttribute };
+        const regionEnvironment = setting === undefined ? {} : regionsEnvironment(setting, regionAttribute);
+        const home = setting === undefined || isHome(setting);
 
         // ------------------------------------------------------------ tables
         const attaching = args.table !== undefined || args.tableArn !== undefined;
@@ -195,14 +223,27 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             layout = pulumi
                 .all([table.hashKey, table.rangeKey])
                 .apply(([hashKey, rangeKey]) => layoutFromArgs(args, { hashKey, rangeKey }));
-            const problems = pulumi
+            const settingsProblems = pulumi
                 .all([table.streamEnabled, table.streamViewType, table.hashKey, table.rangeKey, table.attributes, table.replicaRegions])
                 .apply(([streamEnabled, streamViewType, hashKey, rangeKey, attributes, replicaRegions]) =>
                     attachedTableProblems(
                         { streamEnabled, streamViewType, hashKey, rangeKey, attributes, replicaRegions },
                         { partitionKey: args.partitionKey, sortKey: args.sortKey },
+                        setting,
                     ),
                 );
+            // In a multi-region counter the table read must also be the replica in `current` (its ARN's region): known
+            // only once the ARN resolves, so the mapping's `enabled` then waits for the update. The replicas were checked
+            // as seen from `current`; read in another region they say nothing of the members, so only the region is named.
+            const problems =
+                setting === undefined
+                    ? settingsProblems
+                    : pulumi.all([settingsProblems, table.arn]).apply(([list, arn]) => {
+                          const wrongRegion = tableRegionProblems(arn, setting);
+                          return wrongRegion.length === 0
+                              ? list
+                              : [...list.filter((p) => !p.startsWith("[regions.members]")), ...wrongRegion];
+                      });
             // No resource input and no output ever rejects (a rejected Output is a burst of unhandled rejections
             // under mocks): the stream mapping is registered disabled, so a wrong table is never read, and the one
             // rejection is ready()'s, which fails `pulumi up` with the problems (see ready()).
@@ -216,7 +257,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         }
         const placement = args.counterPlacement ?? D.counterPlacement;
         const countersTable =
-            placement === CounterPlacement.Separate
+            placement === CounterPlacement.Separate && home
                 ? createCountersTable(
                       name,
                       {
@@ -225,12 +266,24 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                           kmsKeyArn: args.tableKmsKeyArn,
                           deletionProtection: args.deletionProtection ?? D.deletionProtection,
                           tags,
+                          replicaRegions: setting === undefined ? [] : otherRegions(setting),
                       },
                       this,
                   )
                 : undefined;
-        const countersTableName = countersTable?.name ?? table.name;
-        const countersTableArn = countersTable?.arn ?? table.arn;
+        // A member region attaches to the home region's counters table: its replica here has the same name, in this
+        // region, in the account of the user's table (whose replica here the component reads).
+        const memberCounters =
+            setting !== undefined && !home
+                ? pulumi
+                      .all([pulumi.output(args.regions!.countersTableName!), table.arn])
+                      .apply(([countersName, tableArn]) => ({
+                          name: countersName,
+                          arn: tableArnIn(tableArn, setting.current, countersName),
+                      }))
+                : undefined;
+        const countersTableName = countersTable?.name ?? memberCounters?.apply((t) => t.name) ?? table.name;
+        const countersTableArn = countersTable?.arn ?? memberCounters?.apply((t) => t.arn) ?? table.arn;
 
         // ------------------------------------------------------------ queues
         const queueEncryption =
@@ -296,9 +349,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         const environment = {
             variables: pulumi
                 .all([layout, table.name, countersTableName, fatalDlq.url])
-                .apply(([l, tableName, counters, fatalQueueUrl]) =>
-                    handlerEnvironment({ ...l, ...shards, tableName, countersTableName: counters, fatalQueueUrl, metricsNamespace }),
-                ),
+                .apply(([l, tableName, counters, fatalQueueUrl]) => ({
+                    ...handlerEnvironment({ ...l, ...shards, tableName, countersTableName: counters, fatalQueueUrl, metricsNamespace }),
+                    ...regionEnvironment,
+                })),
         };
         const functionArgs = (bundle: string, logGroup: aws.cloudwatch.LogGroup) => ({
             code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(bundle) }),
@@ -348,7 +402,14 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                 maximumRetryAttempts: args.maximumRetryAttempts ?? D.maximumRetryAttempts,
                 maximumRecordAgeInSeconds: args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds,
                 functionResponseTypes: [...FIXED.functionResponseTypes],
-                filterCriteria: { filters: layout.apply((l) => streamFilterPatterns(l).map((pattern) => ({ pattern }))) },
+                filterCriteria: {
+                    filters: layout.apply((l) =>
+                        (regional === undefined
+                            ? streamFilterPatterns(l)
+                            : regionalFilterPatterns(l, regional.setting, regionAttribute)
+                        ).map((pattern) => ({ pattern })),
+                    ),
+                },
                 destinationConfig: { onFailure: { destinationArn: firstDlq.arn } },
                 tags,
             },
@@ -368,20 +429,25 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         );
 
         // ------------------------------------------------------------ backfill (optional, see backfill.ts)
-        createBackfillResources(name, this, {
-            args,
-            layout,
-            counterShards: shards.counterShards,
-            table: { name: table.name, arn: table.arn },
-            countersTable: { name: countersTableName, arn: countersTableArn },
-            bundle: HybridCounterComponent.bundlePaths.backfill,
-            tableUsable: mappingEnabled,
-            lambdaRuntime,
-            architecture,
-            tracing,
-            logRetentionInDays,
-            tags,
-        });
+        // At attach time no item carries a region's stamp, so every item belongs to the home region: only its
+        // component backfills on deploy (docs/design/global-tables.md, "Backfill, reconcile and the CLI, per region").
+        if (home) {
+            createBackfillResources(name, this, {
+                args,
+                layout,
+                counterShards: shards.counterShards,
+                table: { name: table.name, arn: table.arn },
+                countersTable: { name: countersTableName, arn: countersTableArn },
+                bundle: HybridCounterComponent.bundlePaths.backfill,
+                tableUsable: mappingEnabled,
+                lambdaRuntime,
+                architecture,
+                tracing,
+                logRetentionInDays,
+                tags,
+                regionEnvironment,
+            });
+        }
 
         // ------------------------------------------------------------ alarms
         let alarmTopicArn: pulumi.Output<string | undefined> = pulumi.output(undefined);
@@ -451,6 +517,7 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
                       queueKmsKeyArn,
                       metricsNamespace,
                       alarmActions: actions,
+                      regionEnvironment,
                   })
                 : undefined;
         const settlerName = settler === undefined ? pulumi.output(undefined) : settler.function.name;
@@ -514,13 +581,14 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.clientConfig = pulumi
             .all([layout, table.name, countersTableName])
             .apply(([l, tableName, counters]) =>
-                clientConfigOf(l as CounterTableLayout, tableName, counters, quietWindow, shards.counterShards),
+                clientConfigOf(l as CounterTableLayout, tableName, counters, quietWindow, shards.counterShards, regional),
             );
         this.apiEnvironment = pulumi
             .all([layout, table.name, countersTableName])
             .apply(([l, tableName, counters]): Record<string, string> => ({
                 ...clientEnvironment({ ...(l as CounterTableLayout), ...shards, tableName, countersTableName: counters }),
                 ...(quietWindow === undefined ? {} : { [ENV.healQuietWindowSeconds]: String(quietWindow) }),
+                ...regionEnvironment,
             }));
         this.apiPolicyDocument = pulumi
             .all([table.arn, countersTableArn])

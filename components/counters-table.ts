@@ -8,6 +8,13 @@
  * at rest, TTL on the markers' tombstones (`hc_expires_at`), and no stream: nothing consumes its changes.
  * Its sparse GSI "heal-index" lists the best-effort items due a heal (only they carry `hc_heal`); the
  * settler reads it instead of scanning.
+ *
+ * In a multi-region counter (docs/design/global-tables.md) the home region's component creates it as a global table
+ * (version 2019.11.21, multi-region eventual consistency) with a replica in every other member region: each region
+ * writes only the counter items under its own region, so last-writer-wins never chooses between two regions' writes.
+ * A replicated table needs DynamoDB Streams with new and old images (AWS, global tables requirements; the provider
+ * refuses `replicas` without them) and on-demand or autoscaled capacity, which on-demand already is; its GSI and TTL
+ * apply to every replica. Each replica keeps point-in-time recovery and the table's tags. Nothing consumes its stream.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
@@ -24,6 +31,8 @@ export interface CountersTableArgs {
     readonly kmsKeyArn?: pulumi.Input<string>;
     readonly deletionProtection: boolean;
     readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+    /** The other member regions of a multi-region counter, each given a replica. @default [] (one region, no stream) */
+    readonly replicaRegions?: readonly string[];
 }
 
 /** The settings of the counters table, as a pure function of the layout (tested on their own). */
@@ -44,6 +53,19 @@ export function countersTableArgs(args: CountersTableArgs): aws.dynamodb.TableAr
         ttl: { attributeName: COUNTER_ATTRIBUTES.expiresAt, enabled: true },
         deletionProtectionEnabled: args.deletionProtection,
         tags: args.tags,
+        ...replication(args.replicaRegions ?? []),
+    };
+}
+
+/** A global table's settings: a stream with both images, and a replica in each other region. */
+function replication(regions: readonly string[]): Partial<aws.dynamodb.TableArgs> {
+    if (regions.length === 0) {
+        return {};
+    }
+    return {
+        streamEnabled: true,
+        streamViewType: "NEW_AND_OLD_IMAGES",
+        replicas: regions.map((regionName) => ({ regionName, pointInTimeRecovery: true, propagateTags: true })),
     };
 }
 

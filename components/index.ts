@@ -2,6 +2,7 @@ export {
     AlarmName,
     Architecture,
     BillingMode,
+    RegionRole,
     type BackfillArgs,
     type CounterRegionArgs,
     type CounterRegionsArgs,
@@ -41,4 +42,5 @@ export {
     validateHybridCounterArgs,
     type AttachedTableSettings,
 } from "./validation";
+export { REGIONS_ENV, regionalFilterPatterns, type RegionMember, type RegionsSetting } from "./regions";
 export { backfillArgsProblems, backfillPolicy, type BackfillPolicyInputs } from "./backfill";

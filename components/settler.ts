@@ -90,7 +90,8 @@ export interface SettlerInputs {
     readonly fatalDlq: { readonly url: pulumi.Output<string>; readonly arn: pulumi.Output<string> };
     readonly queueKmsKeyArn: pulumi.Output<string | undefined>;
     readonly metricsNamespace: string;
-    readonly alarmActions: pulumi.Output<string[]>;
+    readonly alarmActions: pulumi.Output<string[]>;    /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
+    readonly regionEnvironment?: Readonly<Record<string, string>>;
 }
 
 export interface Settler {
@@ -149,6 +150,7 @@ export function createSettler(s: SettlerInputs): Settler {
                             keyBudget: args.settlerKeyBudget ?? D.settlerKeyBudget,
                             clientDeadlineMs: args.clientDeadlineMs ?? D.clientDeadlineMs,
                         }),
+                        ...(s.regionEnvironment ?? {}),
                     })),
             },
             loggingConfig: { logFormat: FIXED.logFormat, logGroup: logs.name },

@@ -16,7 +16,7 @@ import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowC
 import { Architecture, BillingMode, CounterPlacement, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { backfillArgsProblems } from "./backfill";
-import { regionsProblems, replicatedTableProblems } from "./regions";
+import { regionsProblems, replicatedTableProblems, type RegionsSetting } from "./regions";
 import {
     ALARM_NAMES,
     HYBRID_COUNTER_DEFAULTS as D,
@@ -139,8 +139,8 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
         }
     }
     plainMatches("tableArn", TABLE_ARN, "a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)");
-    // A replicated table's regions: refused in full for now (components/regions.ts).
-    problems.push(...regionsProblems(args.regions));
+    // How the regions of a replicated table count, and what that setting needs of the other args (components/regions/).
+    problems.push(...regionsProblems(args, layoutFromArgs(args)));
     oneOf("counterPlacement", COUNTER_PLACEMENTS);
     // The runtime's own range (every handler reads the count back with the same check); the placement is the
     // component's to name: in the same-table placement a shard's partition key would be the user's.
@@ -316,11 +316,15 @@ export interface AttachedTableSettings {
 
 /**
  * Problems with an attached table, checked when its outputs resolve (at preview for a table declared with
- * literal settings in the same program): its stream, its keys, and its replicas (a global table is refused,
- * components/regions.ts). The keys are compared only with the ones the args give: otherwise
+ * literal settings in the same program): its stream, its keys, and its replicas (a global table is refused without
+ * `regions`, and with it must have replicas in exactly the member regions: components/regions/). The keys are compared only with the ones the args give: otherwise
  * the table's own keys become the layout's.
  */
-export function attachedTableProblems(table: AttachedTableSettings, given: { partitionKey?: string; sortKey?: string }): string[] {
+export function attachedTableProblems(
+    table: AttachedTableSettings,
+    given: { partitionKey?: string; sortKey?: string },
+    regions?: RegionsSetting,
+): string[] {
     const problems: string[] = [];
     if (table.streamEnabled !== true || table.streamViewType !== D.streamViewType) {
         problems.push(
@@ -344,6 +348,6 @@ export function attachedTableProblems(table: AttachedTableSettings, given: { par
             problems.push(`[table] must have a string (S) key "${key}"; found type ${type}`);
         }
     }
-    problems.push(...replicatedTableProblems(table.replicaRegions));
+    problems.push(...replicatedTableProblems(table.replicaRegions, regions));
     return problems;
 }

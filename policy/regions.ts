@@ -17,7 +17,8 @@
  * `regions` arg as JSON (`{"current":"us-east-1","members":[{"region":"us-east-1","role":"home"},...]}`), read by
  * the per-region counting that docs/design/global-tables.md specifies. A value that is not such a setting (not
  * JSON, fewer than two members, not exactly one home, `current` not a member) says nothing, and the message shows
- * it. The component of this version refuses a replicated table and the setting alike, so it never deploys one.
+ * it. The component sets it on every function of a counter given `regions` (components/regions/settings.ts), and
+ * refuses a table that shows replicas without it; the TableReplica resources it cannot see are this policy's.
  */
 
 import type { PolicyResource } from "@pulumi/policy";
@@ -26,7 +27,7 @@ import { dependenciesOf, TYPES } from "./graph";
 import { countedStreams, isCounterConsumer } from "./parallelization";
 import { isUnknown, read, show, type Maybe } from "./unknowns";
 
-/** The consumer's multi-region setting (runtime/shared/config.ts will read it; docs/design/global-tables.md). */
+/** The consumer's multi-region setting (components/regions/settings.ts `REGIONS_ENV`; docs/design/global-tables.md). */
 export const COUNTER_REGIONS_VARIABLE = "HYBRID_COUNTER_REGIONS";
 
 const ROLES = ["home", "member"];
@@ -108,8 +109,8 @@ export const counterTableReplicas = stackPolicy<CounterTableReplicasConfig>({
         "Without it, each region's stream carries every region's writes, so a consumer per region counts each write once per region, " +
         "and two regions' updates of one counter item resolve last-writer-wins and lose one.",
     remediationSteps:
-        "Count a table without replicas (remove replicas from the table, or the aws.dynamodb.TableReplica resources that replicate it). " +
-        "Counting per region is designed in docs/design/global-tables.md; this version of the component refuses a replicated table.",
+        "Set the component's regions arg in every region's component (the regions and their roles, one home; docs/deploying.md, " +
+        '"A global table"), so that each region counts only its own writes, or count a table without replicas.',
     enforcementLevel: "mandatory",
     config: {},
     check: (args, _config, reportViolation) => {

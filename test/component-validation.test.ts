@@ -22,9 +22,8 @@ const TWO_REGIONS = {
         { region: "eu-west-1", role: "member" as const },
     ],
 };
-const REGIONS_NOT_YET =
-    "[regions] is not supported yet: counting per region is designed in docs/design/global-tables.md but not built, " +
-    "and this version refuses a multi-region counter rather than count a write once per region";
+/** A multi-region counter attaches to the user's global table (here by ARN): the regions cases below set it. */
+const ATTACHED = { tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/orders" };
 
 /** One bad arg each, with the exact problem it must produce. */
 const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
@@ -222,17 +221,23 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ["settler key budget", { settlerKeyBudget: 0 }, ["[settlerKeyBudget] must be between 1 and 10000"]],
     ["settler timeout", { settlerTimeout: 901 }, ["[settlerTimeout] must be between 1 and 900"]],
     ["settler switch", { settlerEnabled: "yes" as never }, ["[settlerEnabled] must be true or false"]],
-    // A multi-region setting: its shape is checked in full, and a right one is refused as not built yet.
-    ["a valid multi-region setting (not built yet)", { regions: TWO_REGIONS }, [REGIONS_NOT_YET]],
+    // A multi-region setting: its shape is checked in full (what it needs of the other args: test/regions-component.test.ts).
     [
-        "a multi-region setting next to an attached table",
-        { regions: TWO_REGIONS, tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/orders" },
-        [REGIONS_NOT_YET],
+        "a multi-region setting without the user's table",
+        { regions: TWO_REGIONS },
+        [
+            "[regions] needs the user's global table attached with [table] or [tableArn] (the replica in [regions.current]): " +
+                "the component does not create a replicated table",
+        ],
     ],
-    ["regions that are not an object", { regions: ["us-east-1"] as never }, ["[regions] must be an object { current, members }"]],
+    [
+        "regions that are not an object",
+        { ...ATTACHED, regions: ["us-east-1"] as never },
+        ["[regions] must be an object { current, members }"],
+    ],
     [
         "one member region",
-        { regions: { current: "us-east-1", members: [{ region: "us-east-1", role: "home" }] } },
+        { ...ATTACHED, regions: { current: "us-east-1", members: [{ region: "us-east-1", role: "home" }] } },
         [
             "[regions.members] must list at least 2 regions, each { region, role }: one region is not a multi-region counter " +
                 "(leave [regions] unset for a table without replicas)",
@@ -240,17 +245,17 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ],
     [
         "a current region that is not a region name",
-        { regions: { ...TWO_REGIONS, current: "virginia" } },
+        { ...ATTACHED, regions: { ...TWO_REGIONS, current: "virginia" } },
         ['[regions.current] must be an AWS region name such as "us-east-1" (got "virginia")'],
     ],
     [
         "a current region that is not a member",
-        { regions: { ...TWO_REGIONS, current: "ap-south-1" } },
+        { ...ATTACHED, regions: { ...TWO_REGIONS, current: "ap-south-1" } },
         ['[regions.current] must be one of [regions.members] (got "ap-south-1", members are us-east-1, eu-west-1)'],
     ],
     [
         "no home region",
-        { regions: { current: "us-east-1", members: [{ region: "us-east-1" }, { region: "eu-west-1", role: "member" }] } },
+        { ...ATTACHED, regions: { current: "us-east-1", members: [{ region: "us-east-1" }, { region: "eu-west-1", role: "member" }] } },
         [
             '[regions.members] must give exactly one region the role "home" (found 0): ' +
                 "the home region counts the items no client stamped with its region",
@@ -259,6 +264,7 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     [
         "two home regions",
         {
+            ...ATTACHED,
             regions: {
                 current: "us-east-1",
                 members: [
@@ -275,6 +281,7 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     [
         "a region listed twice, an unknown role and a bad region name",
         {
+            ...ATTACHED,
             regions: {
                 current: "us-east-1",
                 members: [
@@ -457,10 +464,36 @@ describe("HybridCounterComponent validation", () => {
         // Assess
         assert.deepEqual(unreplicated, []);
         assert.deepEqual(replicated, [
-            '[table] must not have replicas (found "us-west-2", "eu-west-1"): it is a global table, whose stream in each region ' +
-                "carries every region's writes, so a consumer per region would count each write once per region, and two regions' " +
-                "updates of one counter item would lose one to last-writer-wins. A global table is refused until counting per region " +
-                "([regions]) is built; see docs/design/global-tables.md",
+            '[table] must not have replicas (found "us-west-2", "eu-west-1") unless [regions] says how regions count: it is a ' +
+                "global table, whose stream in each region carries every region's writes, so a consumer per region would count each " +
+                "write once per region, and two regions' updates of one counter item would lose one to last-writer-wins. Set " +
+                "[regions] in every region's component; see docs/design/global-tables.md",
+        ]);
+    });
+
+    it("with [regions], takes a table whose regions are exactly the members, and names the members that differ", () => {
+        // Prepare: the table as read in us-east-1, its replicas in the two other members.
+        const table = { streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", hashKey: "pk", rangeKey: "sk" };
+        const setting = {
+            current: "us-east-1",
+            members: [
+                { region: "us-east-1", role: "home" as const },
+                { region: "eu-west-1", role: "member" as const },
+                { region: "us-west-2", role: "member" as const },
+            ],
+        };
+
+        // Act
+        const exact = attachedTableProblems({ ...table, replicaRegions: ["eu-west-1", "us-west-2"] }, {}, setting);
+        const listingItself = attachedTableProblems({ ...table, replicaRegions: ["us-east-1", "eu-west-1", "us-west-2"] }, {}, setting);
+        const oneMissing = attachedTableProblems({ ...table, replicaRegions: ["eu-west-1"] }, {}, setting);
+        const oneMore = attachedTableProblems({ ...table, replicaRegions: ["eu-west-1", "us-west-2", "ap-south-1"] }, {}, setting);
+
+        // Assess
+        assert.deepEqual([exact, listingItself], [[], []]);
+        assert.deepEqual(oneMissing, ['[regions.members] lists "us-west-2", where [table] has no replica (its replicas: "eu-west-1")']);
+        assert.deepEqual(oneMore, [
+            "[regions.members] must list every region of [table]'s replicas: \"ap-south-1\" would be counted by no region's consumer of its own",
         ]);
     });
 

@@ -1000,12 +1000,12 @@ describe("HybridCounterComponent", () => {
                 ...overrides,
             };
         };
-        /** The refusal of a table with replicas in `regions` (components/regions.ts). */
+        /** The refusal of a table with replicas in `regions` (components/regions/validation.ts). */
         const replicatedProblem = (regions: string): string =>
-            `[table] must not have replicas (found ${regions}): it is a global table, whose stream in each region carries every ` +
-            "region's writes, so a consumer per region would count each write once per region, and two regions' updates of one " +
-            "counter item would lose one to last-writer-wins. A global table is refused until counting per region ([regions]) is " +
-            "built; see docs/design/global-tables.md";
+            `[table] must not have replicas (found ${regions}) unless [regions] says how regions count: it is a global table, whose ` +
+            "stream in each region carries every region's writes, so a consumer per region would count each write once per region, " +
+            "and two regions' updates of one counter item would lose one to last-writer-wins. Set [regions] in every region's " +
+            "component; see docs/design/global-tables.md";
         /** ready()'s outcome, handled at once as a unit test would: "resolved", or the error it rejected with. */
         const outcomeOf = (component: HybridCounterComponent): Promise<unknown> =>
             component.ready().then(

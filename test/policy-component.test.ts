@@ -12,6 +12,8 @@ import { HybridCounterComponent, type HybridCounterComponentArgs } from "../inde
 import { hybridCounterPolicies, POLICY_NAMES } from "../policy/index";
 import { RecordedResource as PolicyRecord, runPolicies } from "./support/policy-harness";
 import { runProgram, type RecordedResource as MockRecord } from "../local/deployment/pulumi-mocks";
+import { runMultiRegionExample } from "./support/multi-region";
+import { resolvePackageToSource } from "./support/package-source";
 
 /** Every string in a value, descending into objects, arrays and JSON text. */
 function strings(value: unknown, into: string[] = []): string[] {
@@ -77,7 +79,8 @@ function withRebuiltDependencies(recorded: readonly MockRecord[]): PolicyRecord[
         }
         const registered = r.dependencies.map((urn) => byUrn.get(urn)).filter((n): n is string => n !== undefined);
         const dependencies = [...new Set([...registered, ...Object.values(propertyDependencies).flat()])];
-        return { type: r.type, name: r.name, inputs: r.inputs, urn: r.urn, dependencies, propertyDependencies };
+        // A resource the program reads has no inputs: a policy sees the properties it was read with.
+        return { type: r.type, name: r.name, inputs: r.read ? r.state : r.inputs, urn: r.urn, dependencies, propertyDependencies };
     });
 }
 
@@ -237,5 +240,84 @@ describe("policy pack: the component passes its own pack", () => {
 
         // Assess
         assert.deepEqual(run.violations, []);
+    });
+
+    it("passes a counter on a TableReplica-replicated table once it sets [regions], and reports the same graph without it", async () => {
+        // Prepare: the same program twice, the component's [regions] the one change.
+        const program = (withRegions: boolean) => () => {
+            const table = new aws.dynamodb.Table("app", {
+                name: "app-table",
+                hashKey: "pk",
+                rangeKey: "sk",
+                attributes: [
+                    { name: "pk", type: "S" },
+                    { name: "sk", type: "S" },
+                ],
+                streamEnabled: true,
+                streamViewType: "NEW_AND_OLD_IMAGES",
+                pointInTimeRecovery: { enabled: true },
+                serverSideEncryption: { enabled: true },
+            });
+            new aws.dynamodb.TableReplica("app-west", { globalTableArn: table.arn, region: "us-west-2" });
+            const regions = { current: "us-east-1", members: [{ region: "us-east-1", role: "home" as const }, { region: "us-west-2" }] };
+            const component = new HybridCounterComponent("orders", { table, ...(withRegions ? { regions } : {}) });
+            outcomes.push(
+                component.ready().then(
+                    () => "resolved",
+                    (error: unknown) => error,
+                ),
+            );
+            return component;
+        };
+        const outcomes: Array<Promise<unknown>> = [];
+
+        // Act
+        const withRegions = await runPolicies(hybridCounterPolicies(), withRebuiltDependencies(await runProgram(program(true))));
+        const without = await runPolicies(hybridCounterPolicies(), withRebuiltDependencies(await runProgram(program(false))));
+
+        // Assess
+        assert.deepEqual(await Promise.all(outcomes), ["resolved", "resolved"]);
+        assert.deepEqual(withRegions.violations, []);
+        assert.deepEqual(
+            without.violations.map((v) => [v.policy, v.resource]),
+            [["counter-table-replicas", "app-west"]],
+        );
+    });
+
+    it("passes every region of the multi-region example (a global table, one component per region), with nothing left unapplied", async () => {
+        // Prepare
+        const restore = resolvePackageToSource();
+        let recorded: MockRecord[];
+        try {
+            recorded = (await runMultiRegionExample()).resources;
+        } finally {
+            restore();
+        }
+        const graph = withRebuiltDependencies(recorded);
+
+        // Act
+        const run = await runPolicies(hybridCounterPolicies({ all: "mandatory" }), graph);
+        const stripped = await runPolicies(
+            hybridCounterPolicies(),
+            graph.map((r) =>
+                r.name === "orders-counter-eu-west-1-consumer"
+                    ? {
+                          ...r,
+                          inputs: {
+                              ...r.inputs,
+                              environment: { variables: { ...r.inputs.environment.variables, HYBRID_COUNTER_REGIONS: "" } },
+                          },
+                      }
+                    : r,
+            ),
+        );
+
+        // Assess: the pack passes the program; without one region's setting, that region's replica is reported.
+        assert.deepEqual(run.violations, []);
+        assert.deepEqual(run.unknownValueErrors, []);
+        assert.deepEqual(
+            stripped.violations.map((v) => [v.policy, v.resource]),
+            [["counter-table-replicas", "orders-eu-west-1"]],
+        );
     });
 });

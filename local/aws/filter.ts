@@ -4,6 +4,13 @@
  *
  * Supports the pattern syntax Lambda documents for DynamoDB sources: exact values, `exists`,
  * `prefix`, `anything-but` and `numeric`, nested under object keys.
+ *
+ * Lambda's filters are EventBridge patterns: the record is flattened to its leaf paths, and each rule of a pattern
+ * tests the value at its path. So a rule under a parent the record does not have tests an absent value: only
+ * `{"exists": false}` matches it (EventBridge, "Content filtering": `exists: false` matches an event that does not
+ * have the field; exists matching works on leaf nodes only). A multi-region counter's home region relies on it:
+ * `{"hc_region": {"S": [{"exists": false}]}}` matches an image with no stamp, whose `hc_region.S` path is absent
+ * because `hc_region` is (docs/design/global-tables.md, "The stream filter").
  */
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -31,7 +38,8 @@ export function matches(value: unknown, pattern: Record<string, Json>): boolean 
                 return false;
             }
         } else if (sub !== null && typeof sub === "object") {
-            if (field === undefined || !matches(field, sub)) {
+            // An absent parent: every rule below it tests an absent leaf (only `exists: false` matches one).
+            if (!matches(field, sub)) {
                 return false;
             }
         } else {

@@ -39,6 +39,8 @@ export interface RecordedResource {
     provider?: string;
     /** State returned by the mock: the inputs plus plausible computed outputs (arn, name, url, ...). */
     state: Record<string, any>;
+    /** True for a resource the program reads (`Resource.get(name, id)`): its properties are `state`, as read. */
+    read?: boolean;
     /** URN of the parent resource, if the SDK sent one. */
     parent?: string;
     /** URNs of every resource this one depends on (explicit `dependsOn` plus input dependencies). */
@@ -70,10 +72,11 @@ export interface MockOptions {
     readonly invokes?: Readonly<Record<string, InvokeHandler>>;
     /**
      * The state of resources the program reads with `Resource.get(name, id)` (not managed by it), by type.
-     * A read of a type not given answers with the mock state of an empty resource.
+     * A read of a type not given answers with the mock state of an empty resource. `region` is the region of the
+     * read's explicit AWS provider (MOCK_REGION without one).
      * @default {}
      */
-    readonly reads?: Readonly<Record<string, (id: string) => Record<string, any>>>;
+    readonly reads?: Readonly<Record<string, (id: string, region: string) => Record<string, any>>>;
     /**
      * Pulumi reports a failed resource registration (for example an input whose Output rejected) as an
      * unhandled promise rejection, which is how the engine learns of it. By default `runProgram` rethrows
@@ -135,10 +138,14 @@ export class UnexpectedInvokeError extends Error {
  * Computed outputs a real provider would add for a few resource types. Everything not listed gets
  * `arn`, `id` and `name`. All values derive from the logical name (or an explicit `name` input).
  */
-export function mockState(type: string, name: string, inputs: Record<string, any>): { id: string; state: Record<string, any> } {
+export function mockState(
+    type: string,
+    name: string,
+    inputs: Record<string, any>,
+    region: string = MOCK_REGION,
+): { id: string; state: Record<string, any> } {
     const physicalName: string = typeof inputs.name === "string" && inputs.name.length > 0 ? inputs.name : name;
-    const regional = (service: string, resource: string) =>
-        `arn:${MOCK_PARTITION}:${service}:${MOCK_REGION}:${MOCK_ACCOUNT_ID}:${resource}`;
+    const regional = (service: string, resource: string) => `arn:${MOCK_PARTITION}:${service}:${region}:${MOCK_ACCOUNT_ID}:${resource}`;
     const global = (service: string, resource: string) => `arn:${MOCK_PARTITION}:${service}::${MOCK_ACCOUNT_ID}:${resource}`;
     const base = { ...inputs, name: physicalName };
     switch (type) {
@@ -156,7 +163,7 @@ export function mockState(type: string, name: string, inputs: Record<string, any
             };
         }
         case "aws:sqs/queue:Queue": {
-            const url = `https://sqs.${MOCK_REGION}.amazonaws.com/${MOCK_ACCOUNT_ID}/${physicalName}`;
+            const url = `https://sqs.${region}.amazonaws.com/${MOCK_ACCOUNT_ID}/${physicalName}`;
             return { id: url, state: { ...base, arn: regional("sqs", physicalName), url } };
         }
         case "aws:lambda/function:Function": {
@@ -167,7 +174,7 @@ export function mockState(type: string, name: string, inputs: Record<string, any
                     ...base,
                     arn,
                     qualifiedArn: `${arn}:$LATEST`,
-                    invokeArn: `arn:${MOCK_PARTITION}:apigateway:${MOCK_REGION}:lambda:path/2015-03-31/functions/${arn}/invocations`,
+                    invokeArn: `arn:${MOCK_PARTITION}:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`,
                     version: "$LATEST",
                 },
             };
@@ -250,16 +257,23 @@ let activeRegistrations: Registration[] = [];
 export async function setupPulumiMocks(options: MockOptions = {}): Promise<MockRecorder> {
     const recorder: MockRecorder = { resources: [], invokes: [] };
     const invokes = options.invokes ?? {};
+    // An explicit AWS provider's region, by the id the mock gave it: its resources' ARNs and URLs are in that region.
+    const providerRegions = new Map<string, string>();
+    const regionOf = (provider: string | undefined): string =>
+        (provider === undefined ? undefined : providerRegions.get(provider.slice(provider.lastIndexOf("::") + 2))) ?? MOCK_REGION;
     const mocks: pulumi.runtime.Mocks = {
         newResource(args: pulumi.runtime.MockResourceArgs): pulumi.runtime.MockResourceResult {
             const inputs: Record<string, any> = { ...(args.inputs ?? {}) };
             const custom = args.custom ?? true;
+            if (args.type === "pulumi:providers:aws" && typeof inputs.region === "string") {
+                providerRegions.set(`${args.name}-provider-id`, inputs.region);
+            }
             const read = args.id ? options.reads?.[args.type] : undefined;
             const { id, state } =
                 read && args.id
-                    ? { id: args.id, state: read(args.id) }
+                    ? { id: args.id, state: read(args.id, regionOf(args.provider)) }
                     : custom
-                      ? mockState(args.type, args.name, inputs)
+                      ? mockState(args.type, args.name, inputs, regionOf(args.provider))
                       : { id: "", state: { ...inputs } };
             recorder.resources.push({
                 type: args.type,
@@ -270,6 +284,7 @@ export async function setupPulumiMocks(options: MockOptions = {}): Promise<MockR
                 custom,
                 ...(args.provider ? { provider: args.provider } : {}),
                 state,
+                ...(read && args.id ? { read: true } : {}),
                 dependencies: [],
             });
             return { id: custom ? id : undefined, state };
