@@ -77,18 +77,20 @@ export async function convergedFigures(
     const liveByKey: Record<string, number> = Object.fromEntries(keys.map((k) => [k, 0]));
     let softDeleted = 0;
     for (const item of items) {
-        if (!isSelected(item, layout)) {
+        // Ownership is part of the selection: an item is selected as its owner's configuration selects it.
+        const owner = ownerOf(item, layout.regions, regionAttributeOf(layout));
+        const scoped = asRegion(layout, owner);
+        if (!isSelected(item, scoped)) {
             continue;
         }
-        if (isSoftDeleted(item, layout)) {
+        if (isSoftDeleted(item, scoped)) {
             softDeleted++;
         }
-        if (!isLive(item, layout)) {
+        if (!isLive(item, scoped)) {
             continue;
         }
         const key = item[layout.partitionKey]?.S ?? "";
         liveByKey[key] = (liveByKey[key] ?? 0) + 1;
-        const owner = ownerOf(item, layout.regions, regionAttributeOf(layout));
         ownedByKey.set(`${owner}\u0000${key}`, (ownedByKey.get(`${owner}\u0000${key}`) ?? 0) + 1);
     }
     // Each region's counted markers, by item id.
@@ -158,7 +160,7 @@ export async function ownedLive(
             }),
         );
         for (const item of page.Items ?? []) {
-            if (isLive(item, layout) && ownerOf(item, layout.regions, regionAttributeOf(layout)) === region) {
+            if (ownerOf(item, layout.regions, regionAttributeOf(layout)) === region && isLive(item, asRegion(layout, region))) {
                 n++;
             }
         }
