@@ -139,7 +139,10 @@ export async function deployRegions(count: number, args: RegionArgs, compression
         }
         // The region's system: its replica of the user's table and its component's functions, mapping and queues.
         // A replica read with Table.get has its description as state and no inputs: the system is read from either.
-        const system = describeDeployedSystem([{ ...replica, inputs: { ...replica.state, ...replica.inputs } }, ...children.filter((r) => r.type !== TABLE)]);
+        const system = describeDeployedSystem([
+            { ...replica, inputs: { ...replica.state, ...replica.inputs } },
+            ...children.filter((r) => r.type !== TABLE),
+        ]);
         const clientConfig = await outputValue(run.result[region] as HybridCounterClientConfig);
         const settlerSpec = twinSettlerSpec(children, name(region), compression);
         deployed.push({

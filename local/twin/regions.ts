@@ -119,7 +119,10 @@ interface Bundle<H> {
  * the region's environment in process.env while it loads, and its DynamoDB client pinned to the region's engine.
  */
 function loadRegionBundle<H>(file: string, environment: Record<string, string>, engine: LocalEngine): Bundle<H> {
-    Object.assign(process.env, environment, { AWS_ENDPOINT_URL_DYNAMODB: engine.endpoint, AWS_ENDPOINT_URL_DYNAMODB_STREAMS: engine.endpoint });
+    Object.assign(process.env, environment, {
+        AWS_ENDPOINT_URL_DYNAMODB: engine.endpoint,
+        AWS_ENDPOINT_URL_DYNAMODB_STREAMS: engine.endpoint,
+    });
     delete require.cache[require.resolve(file)];
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- a built bundle, loaded as Lambda loads it
     const mod = require(file) as Bundle<H>;
@@ -243,13 +246,23 @@ export async function runRegionsTwin(
             };
             const apiDynamo = engine.dynamodb();
             const clientOptions = { ...region.clientConfig, dynamodb: apiDynamo, mode: options.mode };
-            const layout = assertRegionAgrees(region, clientOptions, environments) as CounterTableConfig & { readonly regions: RegionsConfig };
-            const consumer = loadRegionBundle<StreamHandler>(HybridCounterComponent.bundlePaths.streamConsumer, environments.consumer, engine);
+            const layout = assertRegionAgrees(region, clientOptions, environments) as CounterTableConfig & {
+                readonly regions: RegionsConfig;
+            };
+            const consumer = loadRegionBundle<StreamHandler>(
+                HybridCounterComponent.bundlePaths.streamConsumer,
+                environments.consumer,
+                engine,
+            );
             const redrive = loadRegionBundle<QueueHandler>(HybridCounterComponent.bundlePaths.redrive, environments.redrive, engine);
             const settler =
                 environments.settler === undefined
                     ? undefined
-                    : loadRegionBundle<() => Promise<SettleReport>>(HybridCounterComponent.bundlePaths.settler, environments.settler, engine);
+                    : loadRegionBundle<() => Promise<SettleReport>>(
+                          HybridCounterComponent.bundlePaths.settler,
+                          environments.settler,
+                          engine,
+                      );
             const seed = options.seed * 101 + i * 7;
             const faults: RegionRun["faults"] = { consumer: [] };
             if (options.faults > 0) {
@@ -265,8 +278,8 @@ export async function runRegionsTwin(
                 deadlineMs: COMPRESSED_CLIENT_DEADLINE_MS,
                 ...(settlerSpec === undefined ? {} : { ledgerPeriodSeconds: settlerSpec.ledgerPeriodSeconds }),
             });
-            const streamArn = (await engine.dynamodb({ direct: true }).send(new DescribeTableCommand({ TableName: system.table.name }))).Table
-                ?.LatestStreamArn;
+            const streamArn = (await engine.dynamodb({ direct: true }).send(new DescribeTableCommand({ TableName: system.table.name })))
+                .Table?.LatestStreamArn;
             if (streamArn === undefined) {
                 throw new Error(`${system.table.name} has no stream in ${region.region}`);
             }
@@ -312,7 +325,9 @@ export async function runRegionsTwin(
                     AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
                 }),
             );
-            return Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+            return (
+                Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+            );
         };
 
         const keys = Array.from({ length: options.keys }, (_, i) => `tenant-${String(i).padStart(3, "0")}`);

@@ -209,9 +209,7 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
     if (problems.length > 0) {
         throw new UsageError(problems.join("\n"));
     }
-    return regions === undefined
-        ? options
-        : { ...options, regions, replicationDelayMs };
+    return regions === undefined ? options : { ...options, regions, replicationDelayMs };
 }
 
 /** The twin runs the settler's schedule and quiet window this many times faster than the component declares them. */
