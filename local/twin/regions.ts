@@ -12,8 +12,8 @@
  * over regions of the live items each region owns, read in each region's own replica, where its writes are at once).
  */
 import { DescribeTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { GetQueueAttributesCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import type { DynamoDBStreamEvent } from "aws-lambda";
 import { HybridCounterComponent } from "../../components/component";
 import { HybridCounterClient } from "../../runtime/client/client";
 import type { SettleReport } from "../../runtime/heal/settle";
@@ -27,6 +27,7 @@ import { startEngine, type LocalEngine } from "../engine/engine";
 import { injectFaults, seededRandom, type FaultStats } from "../engine/faults";
 import { runWorkload, type WorkloadResult } from "../harness/workload";
 import { assertRegionAgrees, createRegionTables, deployRegions, USER_TABLE, type RegionDeployment } from "../regions/deployment";
+import { loadRegionBundle, type QueueHandler, type StreamHandler } from "../regions/bundles";
 import { convergedFigures, ownedLive } from "../regions/figures";
 import { Replicator, type RegionReplicationStats } from "../regions/replicator";
 import { COMPRESSED_CLIENT_DEADLINE_MS, SETTLER_COMPRESSION, assertCompressionCovers, scheduleRuns } from "./settler";
@@ -105,49 +106,6 @@ export interface RegionsTwinReport {
     parity: string;
     durationMs: number;
     interrupted: boolean;
-}
-
-type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
-type QueueHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
-interface Bundle<H> {
-    handler: H;
-    clients: { dynamodb: DynamoDBClient; sqs: SQSClient };
-}
-
-/**
- * Loads a bundle for one region as Lambda loads it there: a fresh module (each region's function is its own), with
- * the region's environment in process.env while it loads, and its DynamoDB client pinned to the region's engine.
- */
-function loadRegionBundle<H>(file: string, environment: Record<string, string>, engine: LocalEngine): Bundle<H> {
-    Object.assign(process.env, environment, {
-        AWS_ENDPOINT_URL_DYNAMODB: engine.endpoint,
-        AWS_ENDPOINT_URL_DYNAMODB_STREAMS: engine.endpoint,
-    });
-    delete require.cache[require.resolve(file)];
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a built bundle, loaded as Lambda loads it
-    const mod = require(file) as Bundle<H>;
-    if (typeof mod.handler !== "function" || !mod.clients) {
-        throw new Error(`${file} does not export handler and clients`);
-    }
-    pinEndpoint(mod.clients.dynamodb, engine.endpoint);
-    return mod;
-}
-
-/** Sends every request of `client` to `endpoint`, whatever the environment says when the request is made. */
-function pinEndpoint(client: DynamoDBClient, endpoint: string): void {
-    const url = new URL(endpoint);
-    client.middlewareStack.add(
-        (next) => async (args) => {
-            const request = args.request as { protocol?: string; hostname?: string; port?: number } | undefined;
-            if (request !== undefined && typeof request.hostname === "string") {
-                request.protocol = url.protocol;
-                request.hostname = url.hostname;
-                request.port = Number(url.port);
-            }
-            return next(args);
-        },
-        { step: "finalizeRequest", name: "pinRegionEndpoint" },
-    );
 }
 
 interface RegionRun {
