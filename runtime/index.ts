@@ -5,7 +5,7 @@
  * client/ (the API's calls and best-effort), stream/ (the consumer, the redrive, the fatal queue),
  * heal/ (healing, reconciliation, the settler), backfill/ (adopting a table with data), ops/ (what the
  * CLI runs), shared/ (layout, selection, errors, tokens, strict mode's ledger), shards/ (a hot key's counting
- * spread over partitions), lambda/ (the handlers' entry points).
+ * spread over partitions), regions/ (counting per region on a global table), lambda/ (the handlers' entry points).
  */
 export * from "./shared/config";
 export * from "./shared/errors";
@@ -25,4 +25,5 @@ export { METRIC_NAMES, type LineSink } from "./shared/telemetry";
 export * from "./heal";
 export * from "./backfill";
 export { tokenTime } from "./shared/tokens";
+export { DEFAULT_REGION_ATTRIBUTE, baseQuota, homeRegion, ownerOf, parseRegions, regionsProblems } from "./regions";
 export { homeShard, markerShard, shardOfPartitionKey, shardPartitionKey, readKeyCounters, type KeyCounters } from "./shards";

@@ -15,6 +15,7 @@ import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../
 import { OLD_LEDGER_ENTRY } from "../ledger/ledger";
 import { isLive } from "../shared/selection";
 import { regionalCounterPrefix } from "../regions/config";
+import { regionAttributeOf } from "../regions/ownership";
 import { homeShard, markerShard, shardCount, shardPartitionKey, shardedKeyProblem } from "../shards/layout";
 import { DISARM_CLAUSE, disarmNames, disarmUpdates } from "../shards/quotas";
 import { LEDGER_CLOCK_SKEW_MS } from "../shared/strict-ledger";
@@ -72,6 +73,10 @@ export function scanProjection(config: BackfillConfig): { expression: string; na
     const attributes = [config.partitionKey, config.sortKey, config.deletedAttribute, config.tokenAttribute];
     if (config.selection?.kind === "attribute") {
         attributes.push(config.selection.name);
+    }
+    if (config.regions !== undefined) {
+        // Regions: the stamp decides which region owns (and counts) the item (runtime/regions/ownership.ts).
+        attributes.push(regionAttributeOf(config));
     }
     const unique = [...new Set(attributes)];
     const names = Object.fromEntries(unique.map((name, i) => [`#a${i}`, name]));

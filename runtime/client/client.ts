@@ -105,7 +105,8 @@ export interface TryCreateResult {
     readonly created: boolean;
     /**
      * The count the decision was made on, plus one when this call created the item. In strict mode
-     * it is the best-effort upper bound. Null only when `reason` is "unavailable".
+     * it is the best-effort upper bound (with regions: this region's, against its quota of the limit). Null only when
+     * `reason` is "unavailable".
      */
     readonly count: number | null;
     /** Why nothing was created: the limit is reached, the id exists, or the counter could not be read or reserved. */
@@ -359,7 +360,7 @@ export class HybridCounterClient {
      */
     async delete(key: string, id: string): Promise<DeleteResult> {
         checkKey(key, this.shards);
-        checkId(id, this.config.counterPrefix, this.config.selection);
+        checkId(id, this.config.counterPrefix, this.config.selection, this.config.regions);
         const deadline = new CallDeadline(this.deadlineMs);
         return this.call(key, async (drifted) => {
             const live = await this.resources.liveItem(key, id, this.mode === "strict");
@@ -612,7 +613,7 @@ export class HybridCounterClient {
 
     private resourceItem(key: string, id: string, attributes: Record<string, unknown> | undefined): ResourceItem {
         checkKey(key, this.shards);
-        checkId(id, this.config.counterPrefix, this.config.selection);
+        checkId(id, this.config.counterPrefix, this.config.selection, this.config.regions);
         let resource = this.resources.item(key, id, marshalAttributes(attributes, this.reserved));
         // Sharded: new lives take the shards in turn (a token drawn to home there), so this client's units and writes
         // spread evenly rather than at random over a hot key's partitions.

@@ -251,11 +251,18 @@ export function checkKey(key: unknown, counterShards = 1): asserts key is string
     }
 }
 
-export function checkId(id: unknown, counterPrefix: string, selection?: ItemSelection): asserts id is string {
+export function checkId(id: unknown, counterPrefix: string, selection?: ItemSelection, regions?: RegionsConfig): asserts id is string {
     if (typeof id !== "string" || id.length === 0) {
         throw new InvalidArgumentError("id", "must be a non-empty string");
     }
-    const unmarkable = markerKeyProblem({ counterPrefix }, id);
+    // Regions: the id's marker lives under its owner's prefix, which may be any member's (the longest is the bound).
+    const longest = regions?.members
+        .map((m) => m.region)
+        .reduce((a, b) => (Buffer.byteLength(b, "utf8") > Buffer.byteLength(a, "utf8") ? b : a));
+    const unmarkable = markerKeyProblem(
+        regions === undefined || longest === undefined ? { counterPrefix } : { counterPrefix, regions: { ...regions, current: longest } },
+        id,
+    );
     if (unmarkable !== undefined) {
         throw new InvalidArgumentError("id", unmarkable);
     }

@@ -42,6 +42,11 @@
  *   call carries, so two limits L1 < L2 in flight bound the key by the sum of the bases under each region's latest
  *   limit (at most L2), as one region's key is bounded by the limit of its latest call.
  *
+ * Tried against the engine (test/regions-strict.test.ts): three regions' clients creating and deleting one key at once,
+ * deletes of other regions' lives included, with faults (throttling, conflicts, 500s before and after the write), their
+ * consumers and heals between rounds: the live lives never pass L, every region stays within q_R, and every live life
+ * holds a unit in its owner's best-effort. Admitting under L instead of q_R in each region passes L in the first round.
+ *
  * Grants between regions (moving unused quota off the request path) are designed (docs/design/global-tables.md) and not
  * built: without them each region admits up to its base quota, which keeps the bound and may refuse a call in a region
  * whose quota is used while another region's is not.

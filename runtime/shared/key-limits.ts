@@ -12,24 +12,24 @@
  * the redrive park its record (records.ts), backfill and reconciliation skip it and report it.
  * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-partition-sort-keys
  */
-import { markerSortKey, type CounterTableLayout } from "./config";
+import { markerSortKey, type CounterKeyScope } from "./config";
 
 /** DynamoDB's own key size limits (bytes, UTF-8). */
 export const PARTITION_KEY_MAX_BYTES = 2048;
 export const SORT_KEY_MAX_BYTES = 1024;
 
 /** The largest id (UTF-8 bytes) whose marker sort key DynamoDB accepts under this layout. */
-export function markerIdMaxBytes(layout: Pick<CounterTableLayout, "counterPrefix">): number {
+export function markerIdMaxBytes(layout: CounterKeyScope): number {
     return SORT_KEY_MAX_BYTES - Buffer.byteLength(markerSortKey(layout, ""), "utf8");
 }
 
 /** Whether the marker of `id` has a sort key DynamoDB accepts. */
-export function markerKeyFits(layout: Pick<CounterTableLayout, "counterPrefix">, id: string): boolean {
+export function markerKeyFits(layout: CounterKeyScope, id: string): boolean {
     return Buffer.byteLength(id, "utf8") <= markerIdMaxBytes(layout);
 }
 
 /** The problem with `id`'s marker key, in the words an InvalidArgumentError or a parked record uses. */
-export function markerKeyProblem(layout: Pick<CounterTableLayout, "counterPrefix">, id: string): string | undefined {
+export function markerKeyProblem(layout: CounterKeyScope, id: string): string | undefined {
     return markerKeyFits(layout, id)
         ? undefined
         : `must be at most ${markerIdMaxBytes(layout)} bytes: its marker's sort key ("${markerSortKey(layout, "")}" + id) must fit DynamoDB's ${SORT_KEY_MAX_BYTES}-byte limit (got ${Buffer.byteLength(id, "utf8")} bytes)`;
