@@ -104,7 +104,7 @@ export interface BackfillResourcesInputs {
     readonly logRetentionInDays: number;
     readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
     /** False when an attached table's settings are wrong: the invocation then sends "skip". @default true */
-    readonly tableUsable?: pulumi.Input<boolean>;    /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
+    readonly tableUsable?: pulumi.Input<boolean>; /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
     readonly regionEnvironment?: Readonly<Record<string, string>>;
 }
 

@@ -275,12 +275,10 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         // region, in the account of the user's table (whose replica here the component reads).
         const memberCounters =
             setting !== undefined && !home
-                ? pulumi
-                      .all([pulumi.output(args.regions!.countersTableName!), table.arn])
-                      .apply(([countersName, tableArn]) => ({
-                          name: countersName,
-                          arn: tableArnIn(tableArn, setting.current, countersName),
-                      }))
+                ? pulumi.all([pulumi.output(args.regions!.countersTableName!), table.arn]).apply(([countersName, tableArn]) => ({
+                      name: countersName,
+                      arn: tableArnIn(tableArn, setting.current, countersName),
+                  }))
                 : undefined;
         const countersTableName = countersTable?.name ?? memberCounters?.apply((t) => t.name) ?? table.name;
         const countersTableArn = countersTable?.arn ?? memberCounters?.apply((t) => t.arn) ?? table.arn;

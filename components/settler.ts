@@ -90,7 +90,9 @@ export interface SettlerInputs {
     readonly fatalDlq: { readonly url: pulumi.Output<string>; readonly arn: pulumi.Output<string> };
     readonly queueKmsKeyArn: pulumi.Output<string | undefined>;
     readonly metricsNamespace: string;
-    readonly alarmActions: pulumi.Output<string[]>;    /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
+    readonly alarmActions: pulumi.Output<
+        string[]
+    >; /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
     readonly regionEnvironment?: Readonly<Record<string, string>>;
 }
 

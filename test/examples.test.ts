@@ -111,7 +111,7 @@ describe("examples and the root program", () => {
     before(() => {
         resolvePackageToSource();
         // tsc and the limits-api program's esbuild resolve the package as installed (through a link to the root).
-        for (const example of ["existing-program", "limits-api"]) {
+        for (const example of ["existing-program", "limits-api", "multi-region"]) {
             unlinks.push(linkPackageInto(path.join(ROOT, "examples", example)));
         }
     });
@@ -128,10 +128,16 @@ describe("examples and the root program", () => {
             checks = {
                 "examples/existing-program/tsconfig.json": typeCheck("examples/existing-program/tsconfig.json"),
                 "examples/limits-api/tsconfig.json": typeCheck("examples/limits-api/tsconfig.json"),
+                "examples/multi-region/tsconfig.json": typeCheck("examples/multi-region/tsconfig.json"),
                 "stack/tsconfig.json": typeCheck("stack/tsconfig.json"),
             };
         });
-        for (const project of ["examples/existing-program/tsconfig.json", "examples/limits-api/tsconfig.json", "stack/tsconfig.json"]) {
+        for (const project of [
+            "examples/existing-program/tsconfig.json",
+            "examples/limits-api/tsconfig.json",
+            "examples/multi-region/tsconfig.json",
+            "stack/tsconfig.json",
+        ]) {
             it(`tsc -p ${project} --noEmit exits 0`, async () => {
                 // Act
                 const { code, output } = await checks[project]!;

@@ -305,7 +305,12 @@ describe("policy pack: the component passes its own pack", () => {
                           ...r,
                           inputs: {
                               ...r.inputs,
-                              environment: { variables: { ...r.inputs.environment.variables, HYBRID_COUNTER_REGIONS: "" } },
+                              environment: {
+                                  variables: {
+                                      ...(r.inputs.environment as { variables: Record<string, string> }).variables,
+                                      HYBRID_COUNTER_REGIONS: "",
+                                  },
+                              },
                           },
                       }
                     : r,

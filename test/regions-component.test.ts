@@ -14,7 +14,7 @@ import {
     type ProgramRun,
     type RecordedResource,
 } from "../local/deployment/pulumi-mocks";
-import { HOME, MEMBERS, REGIONS, runMultiRegionExample, streamArn, tableArn } from "./support/multi-region";
+import { HOME, MEMBERS, REGIONS, replicaDescription, runMultiRegionExample, streamArn, tableArn } from "./support/multi-region";
 import { resolvePackageToSource } from "./support/package-source";
 
 const COMPONENT = "hybrid-counter:index:HybridCounterComponent";
@@ -188,6 +188,73 @@ describe("a multi-region counter: examples/multi-region under mocks", () => {
                 region,
             );
         }
+    });
+});
+
+describe("a multi-region counter: a member region's stack on its own", () => {
+    it("attaches by tableArn to its region's replica and by name to the home's counters table, and grants its API only them", async () => {
+        // Prepare: a stack per region, this one eu-west-1's; the home stack's countersTableName comes as a plain name.
+        const provider = () => new aws.Provider("eu-west-1", { region: "eu-west-1" });
+
+        // Act
+        const { resources, result, invokes } = await runProgramWithResult(
+            () =>
+                new HybridCounterComponent(
+                    "orders",
+                    {
+                        tableArn: tableArn("eu-west-1"),
+                        regions: {
+                            current: "eu-west-1",
+                            members: MEMBERS.map((m) => ({ ...m })),
+                            countersTableName: "orders-counters-1a2b",
+                        },
+                    },
+                    { provider: provider() },
+                ),
+            { invokes: { "aws:dynamodb/getTable:getTable": (inputs) => replicaDescription(inputs.name as string, "eu-west-1") } },
+        );
+
+        // Assess
+        assert.deepEqual(
+            invokes.map((i) => [i.token, i.inputs.name, i.provider?.includes("::eu-west-1-provider-id")]),
+            [["aws:dynamodb/getTable:getTable", "orders", true]],
+        );
+        assert.deepEqual(resourcesOfType(resources, TABLE), []);
+        assert.equal(await result.ready(), undefined);
+        assert.deepEqual(
+            [
+                await outputValue(result.countersTableName),
+                await outputValue(result.countersTableArn),
+                await outputValue(result.tableStreamArn),
+            ],
+            ["orders-counters-1a2b", tableArn("eu-west-1", "orders-counters-1a2b"), streamArn("eu-west-1")],
+        );
+        assert.deepEqual(JSON.parse(await outputValue(result.apiPolicyDocument)), {
+            Version: "2012-10-17",
+            Statement: [
+                {
+                    Sid: "WriteResourceItems",
+                    Effect: "Allow",
+                    Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                    Resource: tableArn("eu-west-1"),
+                },
+                {
+                    Sid: "ReadAndWriteCounters",
+                    Effect: "Allow",
+                    Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                    Resource: tableArn("eu-west-1", "orders-counters-1a2b"),
+                },
+            ],
+        });
+        const environment = await outputValue(result.apiEnvironment);
+        assert.deepEqual(
+            [
+                environment.HYBRID_COUNTER_REGIONS,
+                environment.HYBRID_COUNTER_REGION_ATTRIBUTE,
+                environment.HYBRID_COUNTER_COUNTERS_TABLE_NAME,
+            ],
+            [JSON.stringify(setting("eu-west-1")), "hc_region", "orders-counters-1a2b"],
+        );
     });
 });
 

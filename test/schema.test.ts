@@ -283,10 +283,15 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             "deletedAttribute",
             "healQuietWindowSeconds",
             "partitionKey",
+            "regionAttribute",
+            "regions",
             "sortKey",
             "tableName",
             "tokenAttribute",
         ]);
+        // A multi-region counter's setting, as every language reads it from clientConfig.
+        assert.deepEqual(Object.keys(schema.types[type("RegionsSetting")]!.properties!), ["current", "members"]);
+        assert.deepEqual(Object.keys(schema.types[type("RegionMember")]!.properties!), ["region", "role"]);
         assert.deepEqual(
             Object.keys(DEFAULT_LAYOUT)
                 .filter((k) => k !== "selection")
