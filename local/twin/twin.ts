@@ -43,6 +43,8 @@ import type { SettleReport } from "../../runtime/heal/settle";
 import { runWorkload, type WorkloadResult } from "../harness/workload";
 import { snapshotKey, type KeySnapshot } from "../harness/observe";
 import { seedAndBackfill } from "./adopt";
+import { printRegionsReport, runRegionsTwin } from "./regions";
+import { LOCAL_REGIONS } from "../regions/deployment";
 import type { BackfillReport } from "../../runtime/backfill/backfill";
 
 export interface TwinOptions {
@@ -66,6 +68,10 @@ export interface TwinOptions {
     readonly chartKeys: number;
     /** Shards of each key's counting (the component's `counterShards`), when given. @default 1 */
     readonly shards?: number;
+    /** Regions of a global table, each its own engine (local/twin/regions.ts); undefined: one region, as before. */
+    readonly regions?: number;
+    /** With `regions`: how long a write takes to reach the other regions. */
+    readonly replicationDelayMs?: number;
 }
 
 /** How many API errors the report lists (it counts them all). */
@@ -87,6 +93,10 @@ Options:
   --faults <rate>      probability 0..1 of an injected fault per DynamoDB attempt, in the API and the
                        consumer: TransactionConflict, throttling, 500 before and after commit (default 0.02)
   --seed <n>           random seed (default 1)
+  --regions <n>        run n regions of a global table, 2..6, each on its own DynamoDB Local, replicated
+                       last-writer-wins; the report adds per-region figures and doubleCounted
+  --replication-delay-ms <n>
+                       with --regions: how long a write takes to reach the other regions (default 100)
   --seed-items <n>     items written before the counter attaches, counted by a backfill run first (default 0)
   --duration <s>       run the workload for this many seconds instead of --ops
   --watch              run until Ctrl-C
@@ -116,6 +126,8 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
                 limit: { type: "string" },
                 mode: { type: "string" },
                 shards: { type: "string" },
+                regions: { type: "string" },
+                "replication-delay-ms": { type: "string" },
                 faults: { type: "string" },
                 seed: { type: "string" },
                 "seed-items": { type: "string" },
@@ -186,10 +198,18 @@ export function parseTwinArgs(argv: readonly string[]): TwinOptions | "help" {
     if (options.mode === "strict" && options.limit === undefined) {
         problems.push("--mode strict needs --limit: strict mode exists to enforce one");
     }
+    const regions = v.regions === undefined ? undefined : integer("regions", v.regions, 2, 2, LOCAL_REGIONS.length);
+    if (regions === undefined && v["replication-delay-ms"] !== undefined) {
+        problems.push("--replication-delay-ms needs --regions");
+    }
+    const replicationDelayMs = integer("replication-delay-ms", v["replication-delay-ms"], 100, 0, 600_000);
+    if (regions !== undefined && options.seedItems > 0) {
+        problems.push("--seed-items is not supported with --regions");
+    }
     if (problems.length > 0) {
         throw new UsageError(problems.join("\n"));
     }
-    return options;
+    return regions === undefined ? options : { ...options, regions, replicationDelayMs };
 }
 
 /** The twin runs the settler's schedule and quiet window this many times faster than the component declares them. */
@@ -887,6 +907,19 @@ async function main(): Promise<void> {
         process.stderr.write("\ninterrupted: draining, then the report (Ctrl-C again to quit at once)\n");
         stop.abort();
     });
+    if (options.regions !== undefined) {
+        const regional = await runRegionsTwin(
+            { ...options, regions: options.regions, replicationDelayMs: options.replicationDelayMs ?? 100 },
+            log,
+            stop.signal,
+        );
+        if (options.json) {
+            process.stdout.write(`${JSON.stringify(regional)}\n`);
+        } else {
+            printRegionsReport(regional, log);
+        }
+        return;
+    }
     const report = await runTwin(options, log, progress, stop.signal);
     if (options.json) {
         process.stdout.write(`${JSON.stringify(report)}\n`);
