@@ -8,7 +8,7 @@
 import { PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startLocalSqs, type LocalSqs } from "../local/aws/sqs";
@@ -140,18 +140,18 @@ describe("operator CLI on a multi-region counter (built bin, DynamoDB Local)", f
     });
 
     /** The component's clientConfig of the home region's stack (regions.current = the home), as a file. */
-    function configFile(fixture: RegionsFixture, extra: Record<string, unknown> = {}): string {
+    function configFile(
+        fixture: RegionsFixture,
+        extra: Record<string, unknown> = {},
+        whole: Record<string, unknown> = {
+            tableName: fixture.tableName,
+            countersTableName: fixture.countersTableName,
+            regions: regionsOf(HOME, MEMBERS),
+            regionAttribute: "hc_region",
+        },
+    ): string {
         const file = path.join(dir, `config-${++configs}.json`);
-        writeFileSync(
-            file,
-            JSON.stringify({
-                tableName: fixture.tableName,
-                countersTableName: fixture.countersTableName,
-                regions: regionsOf(HOME, MEMBERS),
-                regionAttribute: "hc_region",
-                ...extra,
-            }),
-        );
+        writeFileSync(file, JSON.stringify({ ...whole, ...extra }));
         return file;
     }
 
@@ -236,6 +236,17 @@ describe("operator CLI on a multi-region counter (built bin, DynamoDB Local)", f
             ]),
             `--fatal-queue-url: the queue is in ${HOME}, but the command runs as region ${MEMBER}: pass ${MEMBER}'s queue (its stack's outputs)`,
         );
+        // The clients' AWS region is the region the command runs as: with no AWS_REGION set, a counter without regions
+        // has none.
+        const {
+            regions: _regions,
+            regionAttribute: _attribute,
+            ...single
+        } = JSON.parse(readFileSync(flags[1]!, "utf8")) as Record<string, unknown>;
+        assertUsage(
+            await cli(["status", "--key", "n", "--config", configFile(fixture, {}, single), "--endpoint", engine().endpoint]),
+            "no AWS region: pass --region or set AWS_REGION",
+        );
         assert.deepEqual(await counterSortKeys(fixture), []);
     });
 
@@ -260,6 +271,13 @@ describe("operator CLI on a multi-region counter (built bin, DynamoDB Local)", f
         const after = await status();
         assert.deepEqual(after.regions, [regionRow(MEMBER, 0, 2, 2), regionRow(HOME, 0, 5, 5)]);
         assert.equal(after.eventual, 7);
+        // The table-wide summary is the counting of the region the command runs as.
+        const totals = async (region: string) => {
+            const summary = json(await cli(["status", "--region", region, ...flags])) as { totals: Record<string, number> };
+            return [summary.totals.bestEffort, summary.totals.eventual, summary.totals.live, summary.totals.pendingCreates];
+        };
+        assert.deepEqual(await totals(MEMBER), [0, 2, 2, 0]);
+        assert.deepEqual(await totals(HOME), [0, 5, 5, 0]);
         // Every marker and counter item of key b is under the region that owns the item.
         const ofKey = (await counterSortKeys(fixture)).filter((k) => k.startsWith("b "));
         assert.deepEqual(ofKey, [
@@ -339,7 +357,7 @@ describe("operator CLI on a multi-region counter (built bin, DynamoDB Local)", f
 
             // Act
             const listed = json(await cli(["fatal", "list", "--region", MEMBER, ...flags]));
-            const redriven = json(await cli(["redrive", ...flags]));
+            const redriven = json(await cli(["redrive", "--region", MEMBER, ...flags]));
 
             // Assess: both queues answered, and they were empty.
             assert.deepEqual(listed, []);
