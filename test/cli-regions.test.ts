@@ -201,6 +201,48 @@ describe("operator CLI on a multi-region counter (built bin, DynamoDB Local)", f
         assert.equal(lines.at(-2), "exact");
     });
 
+    it("status --key on a sharded multi-region key lists each region's shards, and sums every shard of every region", async () => {
+        // Prepare: two shards per key in each region.
+        const fixture = await regionsFixture(engine(), MEMBERS, { counterShards: 2 });
+        for (let i = 0; i < 4; i++) {
+            assert.deepEqual(await fixture.side(HOME).client.create("s", `h${i}`), { created: true });
+        }
+        for (let i = 0; i < 3; i++) {
+            assert.deepEqual(await fixture.side(MEMBER).client.create("s", `m${i}`), { created: true });
+        }
+        await fixture.drain();
+        const flags = ["--config", configFile(fixture, { counterShards: 2 }), "--endpoint", engine().endpoint];
+
+        // Act
+        const status = json(await cli(["status", "--key", "s", "--json", ...flags])) as {
+            regions: Array<{ region: string; bestEffort: number; eventual: number; shards: Array<Record<string, number>> }>;
+        } & Record<string, unknown>;
+        const human = await cli(["status", "--key", "s", ...flags]);
+
+        // Assess: each region's shards add up to its row, and the rows to the sums.
+        assert.deepEqual([status.bestEffort, status.eventual, status.live, status.value, status.exact], [7, 7, 7, 7, true]);
+        assert.deepEqual(
+            status.regions.map((r) => [r.region, r.bestEffort, r.eventual, r.shards.length]),
+            [
+                [MEMBER, 3, 3, 2],
+                [HOME, 4, 4, 2],
+            ],
+        );
+        for (const r of status.regions) {
+            const sum = (field: string) => r.shards.reduce((total, shard) => total + shard[field]!, 0);
+            assert.deepEqual(
+                [sum("bestEffort"), sum("eventual"), sum("homed"), sum("others")],
+                [r.bestEffort, r.eventual, r.bestEffort, 0],
+            );
+        }
+        assert.equal(human.code, 0, human.stderr);
+        const shardLines = human.stdout.split("\n").filter((l) => /^(us-east-1|eu-west-1) \d\s/.test(l));
+        assert.deepEqual(
+            shardLines.map((l) => l.trim().split(/\s{2,}/)[0]),
+            [`${MEMBER} 0`, `${MEMBER} 1`, `${HOME} 0`, `${HOME} 1`],
+        );
+    });
+
     it("refuses a --region that is not a member, and a bad regions setting, before anything is written", async () => {
         // Prepare
         const fixture = await regionsFixture(engine(), MEMBERS);
