@@ -24,15 +24,10 @@ import {
 } from "../runtime/shared/config";
 import { removedFieldProblems } from "../runtime/shared/removed-fields";
 
-/** A bad flag, config or argument: exit 2. */
-export class UsageError extends Error {
-    override name = "UsageError";
-}
+import { OperationError, UsageError } from "./errors";
+import { checkQueueRegions, resolveRegions } from "./regions";
 
-/** The operation ran and failed (or found something wrong it was asked to refuse): exit 1. */
-export class OperationError extends Error {
-    override name = "OperationError";
-}
+export { OperationError, UsageError } from "./errors";
 
 export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, interrupted: 130 });
 
@@ -85,7 +80,10 @@ export function addGlobalFlags(program: Command): Command {
         .option("--first-dlq-url <url>", "the first DLQ (the component's firstDlqUrl output)")
         .option("--endpoint <url>", "DynamoDB endpoint (e.g. DynamoDB Local)")
         .option("--sqs-endpoint <url>", "SQS endpoint (default: the queue URL's own host)")
-        .option("--region <region>", "AWS region (default: the standard chain, e.g. AWS_REGION)")
+        .option(
+            "--region <region>",
+            "AWS region (default: the standard chain, e.g. AWS_REGION); for a multi-region counter, the member region the command runs as (default: regions.current in --config)",
+        )
         .option("--profile <name>", "AWS profile (standard credential chain)")
         .option("--json", "print the result as one JSON document")
         .option("--verbose", "print stack traces with errors");
@@ -185,15 +183,36 @@ export function resolveTarget(flags: GlobalFlags, readText: (source: string) => 
         throw new UsageError(`${flag}: ${shardProblems[0]!.replace(/^\[\w+\] /, "")}`);
     }
     const shards = (counterShards as number | undefined) ?? 1;
+    // A multi-region counter (cli/regions.ts): the command runs as --region, else the configuration's current region.
+    const { regions, regionAttribute } = resolveRegions(fromFile, flags.region, {
+        tableName,
+        countersTableName,
+        attributes: {
+            partitionKey: layout.partitionKey,
+            sortKey: layout.sortKey,
+            deletedAttribute: layout.deletedAttribute,
+            tokenAttribute: layout.tokenAttribute,
+        },
+    });
+    const fatalQueueUrl = flags.fatalQueueUrl ?? text(outputs.fatalDlqUrl, "fatalDlqUrl");
+    const firstDlqUrl = flags.firstDlqUrl ?? text(outputs.firstDlqUrl, "firstDlqUrl");
+    if (regions !== undefined) {
+        checkQueueRegions(regions.current, [
+            { url: fatalQueueUrl, name: flags.fatalQueueUrl === undefined ? "--config: [fatalDlqUrl]" : "--fatal-queue-url" },
+            { url: firstDlqUrl, name: flags.firstDlqUrl === undefined ? "--config: [firstDlqUrl]" : "--first-dlq-url" },
+        ]);
+    }
     return {
         table: {
             ...layout,
             tableName,
             ...(countersTableName === undefined ? {} : { countersTableName }),
             ...(shards === 1 ? {} : { counterShards: shards }),
+            ...(regions === undefined ? {} : { regions }),
+            ...(regionAttribute === undefined ? {} : { regionAttribute }),
         },
-        fatalQueueUrl: flags.fatalQueueUrl ?? text(outputs.fatalDlqUrl, "fatalDlqUrl"),
-        firstDlqUrl: flags.firstDlqUrl ?? text(outputs.firstDlqUrl, "firstDlqUrl"),
+        fatalQueueUrl,
+        firstDlqUrl,
     };
 }
 
@@ -303,8 +322,20 @@ export class CliContext {
         return url;
     }
 
+    /**
+     * The AWS region the clients go to: `--region`; else, for a multi-region counter, the region the command runs as
+     * (`regions.current` of `--config`); else the standard chain's.
+     */
+    private awsRegion(): string | undefined {
+        if (this.flags.region) {
+            return this.flags.region;
+        }
+        return this.flags.config === undefined ? undefined : this.counter().table.regions?.current;
+    }
+
     private clientOptions(endpoint: string | undefined) {
-        return { ...(this.flags.region ? { region: this.flags.region } : {}), ...(endpoint ? { endpoint } : {}), maxAttempts: 3 };
+        const region = this.awsRegion();
+        return { ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}), maxAttempts: 3 };
     }
 
     dynamodb(): DynamoDBClient {
