@@ -24,6 +24,11 @@ export interface WorkloadOptions {
      * that ends with `stop`, without calls already waiting for their slot running past it.
      */
     readonly pace?: () => Promise<void>;
+    /**
+     * The live ids per key the workload creates into and deletes from: pass one map to several workloads (one per
+     * region of a multi-region run) and each deletes items the others created too. @default a map of its own
+     */
+    readonly live?: Map<string, string[]>;
 }
 
 export interface WorkloadResult {
@@ -49,7 +54,12 @@ export async function runWorkload(
     onProgress?: (result: WorkloadResult) => void,
 ): Promise<WorkloadResult> {
     const random = seededRandom(options.seed);
-    const live = new Map<string, string[]>(options.keys.map((k) => [k, []]));
+    const live = options.live ?? new Map<string, string[]>();
+    for (const key of options.keys) {
+        if (!live.has(key)) {
+            live.set(key, []);
+        }
+    }
     const result: WorkloadResult = {
         ops: 0,
         created: 0,

@@ -328,10 +328,14 @@ export async function runRegionsTwin(
         })();
         const deadline = options.durationSeconds > 0 ? started + options.durationSeconds * 1000 : Infinity;
         const share = (total: number, i: number) => Math.floor(total / runs.length) + (i < total % runs.length ? 1 : 0);
+        // One list of live items for every region's callers: a delete picks any region's item, so that deletes made
+        // outside the owning region (which move no unit, and leave the owner's unit to its heal) are part of the run.
+        const sharedLive = new Map<string, string[]>();
         try {
             await Promise.all(
                 runs.map(async (run, i) => {
                     run.workload = await runWorkload(run.client, {
+                        live: sharedLive,
                         ops: options.durationSeconds > 0 ? Number.MAX_SAFE_INTEGER : Math.max(1, share(options.ops, i)),
                         keys,
                         concurrency: Math.max(1, share(options.concurrency, i)),
