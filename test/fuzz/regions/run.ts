@@ -155,7 +155,9 @@ async function runOnClock(
             faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
         }
         released.push(request);
-        options.trace?.(`${trace.requests + 1} ${trace.add(request)}`);
+        // Every request goes into the digest, traced or not.
+        const line = trace.add(request);
+        options.trace?.(`${trace.requests} ${line}`);
     };
     const sleep = (ms: number) => scheduler.sleep(ms);
     const gated = (): DynamoDBClient => {
