@@ -15,6 +15,7 @@ import { admitsUnderWholeLimit, consumerCountsForeignRecords } from "./fuzz/regi
 import { runRegionsHistory, type RegionsMutation, type RegionsRunResult } from "./fuzz/regions/run";
 import { useEngine } from "./support/engine";
 import type { LocalEngine } from "../local/engine/engine";
+import { FuzzUsageError, parseFuzzArgs, type FuzzOptions } from "../scripts/fuzz";
 
 const at = (region: number, event: FuzzEvent): RegionalEvent => ({ ...event, region });
 const consume = (region: number): RegionalEvent => at(region, { op: "consume", max: 25, overlap: 0, crash: "none" });
@@ -144,5 +145,41 @@ describe("the checker's multi-region histories", function () {
         assert.equal(Object.values(first.stats.perRegion).filter((r) => r.calls > 0).length, 3);
         assert.equal(second.trace, first.trace);
         assert.equal(second.stats.requests, first.stats.requests);
+    });
+
+    it("seed 3 (strict, 3 regions, 80 events) rejects both mutants in the history the seed draws", async () => {
+        // Prepare
+        const history = generateRegionsHistory({ seed: 3, ops: 80, mode: "strict", faultRate: 0.1, regions: 3 });
+
+        // Act
+        const quota = await runRegionsHistory(engine(), history, { mutate: admitsUnderWholeLimit("us-east-1", 3) });
+        const foreign = await runRegionsHistory(engine(), history, { mutate: consumerCountsForeignRecords("eu-west-1") });
+
+        // Assess
+        assert.ok(
+            quota.violations.some((v) => /us-east-1 best-effort \d+ > its base quota \d+ of limit \d+/.test(v)),
+            quota.violations.join("; ") || "no violation",
+        );
+        assert.ok(
+            foreign.violations.some((v) => /after the drain: k\d eu-west-1 eventual \d+ != \d+ live items eu-west-1 owns/.test(v)),
+            foreign.violations.join("; ") || "no violation",
+        );
+    });
+
+    it("npm run fuzz -- --regions takes 2 or 3, with the client selection and one shard", () => {
+        assert.equal((parseFuzzArgs(["--regions", "3"]) as FuzzOptions).regions, 3);
+        assert.equal((parseFuzzArgs([]) as FuzzOptions).regions, undefined);
+        assert.throws(
+            () => parseFuzzArgs(["--regions", "4"]),
+            (e: Error) => e instanceof FuzzUsageError && /--regions/.test(e.message),
+        );
+        assert.throws(
+            () => parseFuzzArgs(["--regions", "1"]),
+            (e: Error) => e instanceof FuzzUsageError && /--regions/.test(e.message),
+        );
+        assert.throws(
+            () => parseFuzzArgs(["--regions", "2", "--shards", "3"]),
+            (e: Error) => e instanceof FuzzUsageError && /--shards/.test(e.message),
+        );
     });
 });
