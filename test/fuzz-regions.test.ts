@@ -2,8 +2,8 @@
  * The checker's multi-region histories (test/fuzz/regions/): one engine, 2 or 3 member regions with their own
  * client, consumer, settler and backfill, no replication (every region's replica is the one table). The shipped
  * counting keeps the model (test/fuzz/regions/truth.ts) on short histories written for it and on histories drawn from
- * seeds; a consumer that counts records it does not own, and a region that admits under the key's whole limit
- * instead of its base quota, are rejected. Today's histories are drawn as before: the regions come from a source of
+ * seeds; a consumer that counts records it does not own, a region that admits under the key's whole limit instead
+ * of its base quota, and a strict delete of another region's life that gives back its own region's unit are rejected. Today's histories are drawn as before: the regions come from a source of
  * their own.
  */
 import { strict as assert } from "node:assert";
@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { generateHistory, type FuzzEvent } from "./fuzz/history";
 import { FUZZ_ENGINE } from "./fuzz/run";
 import { FUZZ_REGIONS, generateRegionsHistory, regionalLongestId, type RegionalEvent, type RegionsHistory } from "./fuzz/regions/history";
-import { admitsUnderWholeLimit, consumerCountsForeignRecords } from "./fuzz/regions/mutants";
+import { admitsUnderWholeLimit, consumerCountsForeignRecords, foreignLivesReadAsOwn } from "./fuzz/regions/mutants";
 import { runRegionsHistory, type RegionsMutation, type RegionsRunResult } from "./fuzz/regions/run";
 import { useEngine } from "./support/engine";
 import type { LocalEngine } from "../local/engine/engine";
@@ -129,6 +129,35 @@ describe("the checker's multi-region histories", function () {
             /eu-west-1 best-effort [23] > its base quota 1 of limit 3/,
         );
         assert.equal(sound.stats.perRegion["eu-west-1"]!.bestEffort, 1);
+    });
+
+    it("rejects a strict delete of another region's life that gives back a unit of its own region", async () => {
+        // Prepare: limit 4 (2 per region); a life in each region; us-east-1 deletes eu-west-1's.
+        const history = short(
+            "strict",
+            2,
+            4,
+            [
+                at(0, { op: "tryCreate", key: "k0", id: "i0" }),
+                at(1, { op: "tryCreate", key: "k0", id: "i1" }),
+                at(0, { op: "delete", key: "k0", id: "i1" }),
+                consume(0),
+                consume(1),
+            ],
+            1,
+        );
+
+        // Act / Assess: shipped, eu-west-1's unit stays until its heal; the mutant takes us-east-1's, whose life lives on
+        const sound = await sharpensRegions(
+            engine(),
+            history,
+            foreignLivesReadAsOwn("us-east-1"),
+            /after #2 delete us-east-1 UpdateItemCommand: k0 us-east-1 owns 1 live client items > its best-effort 0/,
+        );
+        assert.deepEqual(sound.stats.perRegion, {
+            "us-east-1": { calls: 2, eventual: 1, bestEffort: 1 },
+            "eu-west-1": { calls: 1, eventual: 0, bestEffort: 0 },
+        });
     });
 
     it("seed 3 (strict, 3 regions, 80 events, faults) keeps the model and replays request for request", async () => {

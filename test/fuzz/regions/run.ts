@@ -54,6 +54,8 @@ export interface RegionsMutation {
     readonly records?: (region: string, records: DynamoDBRecord[]) => DynamoDBRecord[];
     /** The limit region `region`'s client is called with, given the history's. */
     readonly limit?: (region: string, limit: number) => number;
+    /** Changes region `region`'s API client's DynamoDB client before anything runs (add middleware that breaks it). */
+    readonly api?: (region: string, dynamodb: DynamoDBClient) => void;
 }
 
 export interface RegionsRunOptions {
@@ -182,6 +184,7 @@ async function runOnClock(
     for (const name of members) {
         const config: RegionConfig = { ...system.config, regions: regionsSetting(name, members) };
         const dynamodb = { api: gated(), pipeline: gated(), settler: gated() };
+        options.mutate?.api?.(name, dynamodb.api);
         const handler = createStreamHandler({ config, dynamodb: dynamodb.pipeline, sqs: noSqs, sink, fatal });
         const rewrite = options.mutate?.records;
         const consumer: Region["consumer"] = (event, context) =>
