@@ -16,6 +16,9 @@ import { generateHistory, type History, type Mode, type SelectionKind } from "..
 import { COUNTER_SHARDS_MAX } from "../runtime/shared/config";
 import { FUZZ_ENGINE, runHistory, type RunResult } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
+import { generateRegionsHistory, REGIONS_MAX, REGIONS_MIN, type RegionsHistory } from "../test/fuzz/regions/history";
+import { runRegionsHistory } from "../test/fuzz/regions/run";
+import type { LocalEngine } from "../local/engine/engine";
 
 export const FUZZ_USAGE = `Usage: npm run fuzz -- [options]
 
@@ -30,6 +33,9 @@ Options:
                      selection (default: chosen by each seed)
   --shards <n>       counterShards of every key, 1..16 (default: 1, 3 or 8, chosen by each seed);
                      above 1 the counters get a table of their own
+  --regions <n>      multi-region histories: ${REGIONS_MIN}..${REGIONS_MAX} member regions on one engine (the first the home),
+                     no replication, every event in a region drawn by the seed; client selection, one shard
+                     (default: one region, today's histories)
   --replay <f|seed>  run one saved history (a reproduction's file), or one seed's history (with the
                      flags it ran with), and report it with its trace digest
   --no-shrink        report a failing seed without shrinking it
@@ -47,6 +53,7 @@ export interface FuzzOptions {
     readonly faultRate?: number;
     readonly selection?: SelectionKind;
     readonly counterShards?: number;
+    readonly regions?: number;
     readonly replay?: string;
     readonly shrink: boolean;
     readonly trace: boolean;
@@ -78,6 +85,7 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
                 "fault-rate": { type: "string" },
                 selection: { type: "string" },
                 shards: { type: "string" },
+                regions: { type: "string" },
                 replay: { type: "string" },
                 "no-shrink": { type: "boolean" },
                 trace: { type: "boolean" },
@@ -103,6 +111,13 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
     if (counterShards !== undefined && counterShards > COUNTER_SHARDS_MAX) {
         throw new FuzzUsageError(`--shards must be at most ${COUNTER_SHARDS_MAX} (got "${v.shards}")`);
     }
+    const regions = v.regions === undefined ? undefined : positive("regions", v.regions, REGIONS_MIN);
+    if (regions !== undefined && (regions < REGIONS_MIN || regions > REGIONS_MAX)) {
+        throw new FuzzUsageError(`--regions must be from ${REGIONS_MIN} to ${REGIONS_MAX} (got "${v.regions}")`);
+    }
+    if (regions !== undefined && ((v.selection !== undefined && v.selection !== "client") || (counterShards ?? 1) !== 1)) {
+        throw new FuzzUsageError("--regions runs the client selection with one shard: leave out --selection and --shards");
+    }
     const faultRate = v["fault-rate"] === undefined ? undefined : Number(v["fault-rate"]);
     if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
         throw new FuzzUsageError(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
@@ -115,6 +130,7 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
         faultRate,
         selection: v.selection as SelectionKind | undefined,
         counterShards,
+        regions,
         replay: v.replay,
         shrink: !(v["no-shrink"] ?? false),
         trace: v.trace ?? false,
@@ -144,6 +160,14 @@ async function main(): Promise<void> {
     const { seeds, first, ops, faultRate } = options;
 
     const engine = await startEngine(FUZZ_ENGINE);
+    if (options.regions !== undefined) {
+        try {
+            await mainRegions(engine, options, options.regions);
+        } finally {
+            await engine.stop();
+        }
+        return;
+    }
     let failed = 0;
     const histories: Array<{ seed: number; requests: number; trace: string; violations: string[] }> = [];
     const totals = {
@@ -266,6 +290,61 @@ async function main(): Promise<void> {
                   `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life), ` +
                   `${summary.ledgerUnsealed} ledger values read unsealed (${summary.ledgerSealed} sealed): ` +
                   `${failed} failed\n`,
+    );
+    process.exitCode = failed > 0 ? 1 : 0;
+}
+
+/** `--regions <n>`: multi-region histories (test/fuzz/regions/), reported per seed and per region; no shrinking. */
+async function mainRegions(engine: LocalEngine, options: FuzzOptions, regions: number): Promise<void> {
+    const generate = (seed: number) =>
+        generateRegionsHistory({ seed, ops: options.ops, mode: options.mode, faultRate: options.faultRate, regions });
+    const toRun: RegionsHistory[] =
+        options.replay === undefined
+            ? Array.from({ length: options.seeds }, (_, i) => generate(options.first + i))
+            : /^\d+$/.test(options.replay) && !existsSync(options.replay)
+              ? [generate(Number(options.replay))]
+              : [JSON.parse(readFileSync(options.replay, "utf8")) as RegionsHistory];
+    const totals = { seeds: 0, events: 0, requests: 0, faults: 0, observations: 0, deadLettered: 0, settles: 0, healed: 0, backfills: 0 };
+    const histories: Array<{ seed: number; requests: number; trace: string; violations: string[] }> = [];
+    let failed = 0;
+    for (const history of toRun) {
+        const result = await runRegionsHistory(
+            engine,
+            history,
+            options.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {},
+        );
+        histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
+        totals.seeds++;
+        for (const field of ["events", "requests", "faults", "observations", "deadLettered", "settles", "healed", "backfills"] as const) {
+            totals[field] += result.stats[field];
+        }
+        const perRegion = Object.entries(result.stats.perRegion)
+            .map(([region, r]) => `${region} ${r.calls} calls, eventual ${r.eventual}, best-effort ${r.bestEffort}`)
+            .join("; ");
+        process.stderr.write(
+            `seed ${history.seed} ${history.mode} ${history.regions} regions: ${result.stats.events} events, ${result.stats.requests} requests, ` +
+                `${result.stats.faults} faults, ${result.stats.observations} observations, ${result.stats.settles} settler runs ` +
+                `(${result.stats.healed} heals), ${result.stats.backfills} backfills; ${perRegion}; ` +
+                `${result.violations.length} violations, trace ${result.trace}\n`,
+        );
+        if (result.violations.length > 0) {
+            failed++;
+            const dir = path.join(".local", "fuzz");
+            mkdirSync(dir, { recursive: true });
+            const file = path.join(dir, `regions-seed-${history.seed}.json`);
+            writeFileSync(file, `${JSON.stringify(history, null, 2)}\n`);
+            process.stderr.write(
+                `${result.violations.map((v) => `  ${v}`).join("\n")}\n  replay: npm run fuzz -- --regions ${regions} --replay ${file}\n`,
+            );
+        }
+    }
+    const summary = { ...totals, regions, failed, histories };
+    process.stdout.write(
+        options.json
+            ? `${JSON.stringify(summary)}\n`
+            : `${summary.seeds} histories over ${regions} regions, ${summary.events} events, ${summary.requests} requests, ` +
+                  `${summary.faults} injected faults, ${summary.observations} observations, ${summary.deadLettered} batches dead-lettered, ` +
+                  `${summary.settles} settler runs (${summary.healed} heals), ${summary.backfills} backfills: ${failed} failed\n`,
     );
     process.exitCode = failed > 0 ? 1 : 0;
 }
