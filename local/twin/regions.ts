@@ -62,6 +62,8 @@ export interface RegionReport {
     writes: number;
     created: number;
     deleted: number;
+    /** Deletes the region's API made of lives another region owns (the client's ForeignDeletes metric). */
+    foreignDeletes: number;
     /** Items the region's markers count. */
     counted: number;
     bestEffort: number;
@@ -121,6 +123,8 @@ interface RegionRun {
     readonly queues: { first: LocalQueue; fatal: LocalQueue };
     readonly queueCounts: { first: number; redriven: number };
     readonly faults: { api?: FaultStats; consumer: FaultStats[] };
+    /** The client's own metrics, as its EMF lines report them (ForeignDeletes: deletes of lives another region owns). */
+    readonly clientMetrics: Map<string, number>;
     workload?: WorkloadResult;
 }
 
@@ -231,8 +235,20 @@ export async function runRegionsTwin(
             if (settlerSpec !== undefined) {
                 assertCompressionCovers(settlerSpec.quietWindowMs, COMPRESSED_CLIENT_DEADLINE_MS);
             }
+            // The client's EMF lines, added up: what its metrics would show in CloudWatch.
+            const clientMetrics = new Map<string, number>();
             const client = new HybridCounterClient({
                 ...clientOptions,
+                metrics: {
+                    namespace: "HybridCounterTwin",
+                    sink: (line) => {
+                        for (const [name, value] of Object.entries(JSON.parse(line) as Record<string, unknown>)) {
+                            if (typeof value === "number" && name !== "_aws") {
+                                clientMetrics.set(name, (clientMetrics.get(name) ?? 0) + value);
+                            }
+                        }
+                    },
+                },
                 deadlineMs: COMPRESSED_CLIENT_DEADLINE_MS,
                 ...(settlerSpec === undefined ? {} : { ledgerPeriodSeconds: settlerSpec.ledgerPeriodSeconds }),
             });
@@ -274,6 +290,7 @@ export async function runRegionsTwin(
                 queues: { first, fatal },
                 queueCounts,
                 faults,
+                clientMetrics,
             });
         }
         const queueDepth = async (queue: LocalQueue): Promise<number> => {
@@ -416,6 +433,7 @@ export async function runRegionsTwin(
                 writes: w.ops,
                 created: w.created,
                 deleted: w.deleted,
+                foreignDeletes: run.clientMetrics.get("ForeignDeletes") ?? 0,
                 counted: f.counted,
                 bestEffort: f.bestEffort,
                 eventual: f.eventual,
