@@ -305,17 +305,22 @@ describe("healing on DynamoDB Local: every race, staged", () => {
         assert.deepEqual(await probe(db, config, "k"), { bestEffort: 2, live: 2, version: 1, healDue: false });
     });
 
-    it("utilization: a key whose only increment was abandoned holds a best-effort item of marks only, healed once the item is old (fuzz seed 80019)", async () => {
-        // Prepare: the key's first call abandons its increment; its mark is the only write on the best-effort item.
+    /** A utilization key whose first and only create abandoned its increment (past its deadline): marks only. */
+    async function abandonedOnlyIncrement() {
         const config = await healTables(engine());
         const { client, hold, options } = staged(config, "utilization");
-        const db = engine().dynamodb();
         const held = hold("put");
         const call = client.create("k", "a");
         await held.reached;
         clock += DEADLINE + 1;
         held.open();
         assert.deepEqual(await call, { created: true, abandoned: 1 });
+        return { config, options, db: engine().dynamodb() };
+    }
+
+    it("utilization: a key whose only increment was abandoned holds a best-effort item of marks only, healed once the item is old (fuzz seed 80019)", async () => {
+        // Prepare: the key's first call abandons its increment; its mark is the only write on the best-effort item.
+        const { config, options, db } = await abandonedOnlyIncrement();
         assert.deepEqual(await probe(db, config, "k"), { bestEffort: 0, live: 1, healDue: true });
 
         // Act: a heal once the item is older than the window.
@@ -329,15 +334,7 @@ describe("healing on DynamoDB Local: every race, staged", () => {
 
     it("an item of marks only is healed on the condition that no count landed: a count written since the read makes the heal change nothing", async () => {
         // Prepare: as above, then the heal's read, then an earlier version's client (a count, no version) lands.
-        const config = await healTables(engine());
-        const { client, hold, options } = staged(config, "utilization");
-        const db = engine().dynamodb();
-        const held = hold("put");
-        const call = client.create("k", "a");
-        await held.reached;
-        clock += DEADLINE + 1;
-        held.open();
-        await call;
+        const { config, options, db } = await abandonedOnlyIncrement();
         clock += Q;
         const read = await readForHeal("k", options());
         await db.send(

@@ -11,6 +11,7 @@
  * by two regions (`doubleCounted` 0), no API error, and in strict mode no key ever observed above its limit (the sum
  * over regions of the live items each region owns, read in each region's own replica, where its writes are at once).
  */
+import { silencer } from "./silence";
 import { DescribeTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBStreamEvent } from "aws-lambda";
@@ -174,23 +175,8 @@ export async function runRegionsTwin(
                 `counters table ${countersTableName}`,
         );
         const sqs = sqsServer.client();
-        // Lambda logs go to CloudWatch; locally they would drown the report.
-        let silenced = 0;
-        const write = process.stdout.write;
-        const silence =
-            <T extends unknown[], R>(fn: (...a: T) => Promise<R>) =>
-            async (...a: T): Promise<R> => {
-                if (silenced++ === 0) {
-                    process.stdout.write = (() => true) as typeof process.stdout.write;
-                }
-                try {
-                    return await fn(...a);
-                } finally {
-                    if (--silenced === 0) {
-                        process.stdout.write = write;
-                    }
-                }
-            };
+        // Lambda logs go to CloudWatch; locally they would drown the report (silence.ts).
+        const silence = silencer();
         const runs: RegionRun[] = [];
         for (const [i, region] of deployment.regions.entries()) {
             const engine = engines[i]!;

@@ -9,6 +9,7 @@
  * output, and the twin reports what it measured. A client and a handler that disagree on a table or a
  * layout field are refused before anything runs.
  */
+import { silencer } from "./silence";
 import { shardCount } from "../../runtime/shards/layout";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
@@ -455,24 +456,8 @@ export async function runTwin(
                 injectFaults(redrive.clients.dynamodb, { rate: options.faults, random: seededRandom(options.seed * 7 + 2) }),
             );
         }
-        // Lambda logs go to CloudWatch; locally they would drown the report. The consumer and the
-        // redrive run at the same time, so stdout is restored only when the last of them returns.
-        let silenced = 0;
-        const write = process.stdout.write;
-        const silence =
-            <T extends unknown[], R>(fn: (...a: T) => Promise<R>) =>
-            async (...a: T): Promise<R> => {
-                if (silenced++ === 0) {
-                    process.stdout.write = (() => true) as typeof process.stdout.write;
-                }
-                try {
-                    return await fn(...a);
-                } finally {
-                    if (--silenced === 0) {
-                        process.stdout.write = write;
-                    }
-                }
-            };
+        // Lambda logs go to CloudWatch; locally they would drown the report (silence.ts).
+        const silence = silencer();
 
         // 4. The API side: the client from the component's clientConfig output.
         const apiMeter = meterWrites(apiDynamo);
