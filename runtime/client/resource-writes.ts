@@ -640,15 +640,11 @@ export class ResourceWriter {
         claim: string | undefined,
         deadline: CallDeadline,
     ): Promise<WriteOutcome> {
-        const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
-        const names: Record<string, string> = { "#pk": partitionKey, "#deleted": deletedAttribute, "#createToken": tokenAttribute };
-        const values: Record<string, AttributeValue> = { ":false": { BOOL: false } };
-        let condition =
-            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
-            (createToken === null ? "attribute_not_exists(#createToken)" : "#createToken = :createToken");
-        if (createToken !== null) {
-            values[":createToken"] = { S: createToken };
-        }
+        const { tableName, tokenAttribute } = this.config;
+        const life = this.liveLife(createToken);
+        const names: Record<string, string> = { ...life.names };
+        const values: Record<string, AttributeValue> = { ...life.values };
+        let condition = life.condition;
         if (claim !== undefined) {
             names["#deleteToken"] = this.deleteTokenAttribute;
             values[":claim"] = { S: claim };
@@ -697,14 +693,9 @@ export class ResourceWriter {
         operation: string,
         extraNames: Record<string, string> = {},
     ): Promise<WriteOutcome> {
-        const { tableName, partitionKey, deletedAttribute, tokenAttribute } = this.config;
-        const names: Record<string, string> = {
-            ...extraNames,
-            "#pk": partitionKey,
-            "#deleted": deletedAttribute,
-            "#deleteToken": this.deleteTokenAttribute,
-            "#createToken": tokenAttribute,
-        };
+        const { tableName, tokenAttribute } = this.config;
+        const life = this.liveLife(createToken);
+        const names: Record<string, string> = { ...extraNames, ...life.names, "#deleteToken": this.deleteTokenAttribute };
         const attempt = async (): Promise<WriteOutcome> => {
             try {
                 await sendOnce(
@@ -713,17 +704,9 @@ export class ResourceWriter {
                         TableName: tableName,
                         Key: this.key(key, id),
                         UpdateExpression: update,
-                        ConditionExpression:
-                            "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
-                            (createToken === null ? "attribute_not_exists(#createToken)" : "#createToken = :createToken") +
-                            ` AND ${extraCondition}`,
+                        ConditionExpression: `${life.condition} AND ${extraCondition}`,
                         ExpressionAttributeNames: names,
-                        ExpressionAttributeValues: {
-                            ":false": { BOOL: false },
-                            ":token": { S: token },
-                            ...extraValues,
-                            ...(createToken === null ? {} : { ":createToken": { S: createToken } }),
-                        },
+                        ExpressionAttributeValues: { ":token": { S: token }, ...extraValues, ...life.values },
                         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                     }),
                 );
@@ -747,6 +730,25 @@ export class ResourceWriter {
             }
         };
         return withRetries(attempt, isRetryable, this.attempts, deadline, operation);
+    }
+
+    /**
+     * The condition every write of one life carries: the item exists, is not deleted, and is the life `createToken`
+     * names (null: a life with no token, from before the counter).
+     */
+    private liveLife(createToken: string | null): {
+        condition: string;
+        names: Record<string, string>;
+        values: Record<string, AttributeValue>;
+    } {
+        const { partitionKey, deletedAttribute, tokenAttribute } = this.config;
+        return {
+            condition:
+                "attribute_exists(#pk) AND (attribute_not_exists(#deleted) OR #deleted = :false) AND " +
+                (createToken === null ? "attribute_not_exists(#createToken)" : "#createToken = :createToken"),
+            names: { "#pk": partitionKey, "#deleted": deletedAttribute, "#createToken": tokenAttribute },
+            values: { ":false": { BOOL: false }, ...(createToken === null ? {} : { ":createToken": { S: createToken } }) },
+        };
     }
 
     /** The key of `id`'s marker: in its shard of the counters table (runtime/shards/layout.ts). */

@@ -604,10 +604,11 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     // An unsharded key's item with no count at all holds only marks: no best-effort write of any version ever landed
     // on it (every writer of a count, earlier versions too, writes the count), so it is healed as a shard no client
     // wrote, on the same proof (its write requires the count still absent).
-    const neverCounted = (item: Record<string, AttributeValue> | undefined) =>
-        item !== undefined && item[config.countAttribute] === undefined;
+    // `unwritten`: whether the item may be healed as one no client wrote (a shard, or such an item).
+    const unwritten = (item: Record<string, AttributeValue> | undefined) =>
+        sharded || (item !== undefined && item[config.countAttribute] === undefined);
     const skips = responses.map((response) =>
-        preCheck(response.Item, now, options.quietWindowMs, config.countAttribute, sharded || neverCounted(response.Item)),
+        preCheck(response.Item, now, options.quietWindowMs, config.countAttribute, unwritten(response.Item)),
     );
     const result = (plans: readonly HealPlan[]): HealRead => {
         const read = partitionKeys.map((partitionKey, shard) => ({ shard, partitionKey, plan: plans[shard]! }));
@@ -722,7 +723,7 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                     options.mode,
                     options.quietWindowMs,
                     config,
-                    sharded || neverCounted(response.Item),
+                    unwritten(response.Item),
                 )
             );
         }),
