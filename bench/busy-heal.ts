@@ -11,6 +11,9 @@
  * - calls die between their writes and strict deletes lose their release (local/harness/call-faults.ts, placed by
  *   bench/busy-heal-plan.ts), each one unit of drift, counted when it happens;
  * - another writer hard-deletes live client items (one unit each: best-effort keeps their units).
+ * The log gives, against a hundredth of the window, the longest time a key had no write in flight (the traffic's
+ * pause) and the longest gap between two writes' answers (which adds the engine's answer time: one DynamoDB Local
+ * serves the traffic, the consumer and the settler, and its stalls under the settler's reads are not DynamoDB's).
  * At the end of each window, with the traffic running, it sums |best-effort - live client items| over the keys; an
  * observer checks the mode's bound over and over meanwhile (`busyBoundHolds`). Then the traffic stops, the stream
  * drains, and it reads the sum once more and checks that eventual is exact. The pure half, with the compressed times
@@ -54,6 +57,7 @@ import {
     scheduledFault,
     type CallFault,
     longestGap,
+    longestIdle,
     type BusyHealOptions,
     type BusyHealRow,
 } from "./busy-heal-plan";
@@ -334,9 +338,11 @@ export async function measureBusyRow(
             .filter((r) => r.end <= stopped && BUSY_KEYS.every((key) => busyThroughout(writes(key), r.start - windowMs, r.end, windowMs)))
             .reduce((n, r) => n + r.report.healed, 0);
         const gap = Math.max(...BUSY_KEYS.map((key) => longestGap(writes(key), started + 100)));
+        const idle = Math.max(...BUSY_KEYS.map((key) => longestIdle(faults.flights.get(key) ?? [], started + 100, stopped)));
         log(
-            `  busy-heal ${mode} ${shards} shard(s): ${runs.length} settler runs, longest gap between two writes of a key ${gap} ms ` +
-                `(a hundredth of the window: ${windowMs / 100} ms), longest request ${longestRequestMs} ms (budget ${REQUEST_LIFETIME_BUDGET_MS} ms)`,
+            `  busy-heal ${mode} ${shards} shard(s): ${runs.length} settler runs; a hundredth of the window is ${windowMs / 100} ms: ` +
+                `longest time a key had no write in flight ${idle} ms, longest gap between two writes' answers ${gap} ms; ` +
+                `longest request ${longestRequestMs} ms (budget ${REQUEST_LIFETIME_BUDGET_MS} ms)`,
         );
         if (apiErrors > 0) {
             log(`  busy-heal ${mode} ${shards} shard(s): API errors by name: ${JSON.stringify(errorsByName)}`);

@@ -20,6 +20,7 @@ import {
     faultAfter,
     faultBefore,
     longestGap,
+    longestIdle,
     parseWindows,
     scheduledFault,
     type CallProgress,
@@ -131,6 +132,22 @@ describe("busy-heal: the bound, the busy test and the compressed times", () => {
         assert.equal(longestGap([10, 20, 50, 55], 15), 30);
     });
 
+    it("a key's longest time with no write in flight counts from `from` to `to`, over overlapping writes", () => {
+        // Two callers: their writes overlap, and the key is idle only from 40 to 45 and from 90 on.
+        const flights: Array<[number, number]> = [
+            [0, 30],
+            [10, 40],
+            [45, 60],
+            [50, 90],
+        ];
+        assert.equal(longestIdle(flights, 0, 100), 10, "idle from 90 to `to`");
+        assert.equal(longestIdle(flights, 0, 92), 5, "idle from 40 to 45");
+        assert.equal(longestIdle(flights, -20, 92), 20, "idle before the first write");
+        assert.equal(longestIdle([[0, Number.POSITIVE_INFINITY]], 0, 1_000), 0, "a write never answered keeps the key busy");
+        assert.equal(longestIdle([], 0, 70), 70);
+        assert.equal(longestIdle([[200, 210]], 0, 100), 100, "a write sent after `to` does not count");
+    });
+
     it("the compressed window covers the scenario's deadline, request lifetime and skew (the heal's A4), and a short one is refused", () => {
         // Act + Assess: the component's 600 s window, compressed as the scenario (and the twin) compress it.
         assert.doesNotThrow(() => assertCompressionCovers(600_000 / COMPRESSION, CLIENT_DEADLINE_MS));
@@ -206,6 +223,11 @@ describe("busy-heal: the drift a fault counts is the drift it leaves (DynamoDB L
                     assert.deepEqual(deleted.result, { deleted: true });
                 }
                 assert.equal(counted, 2);
+                // Every write that answered success was recorded in flight, sent before it answered; the died
+                // call's unsent requests were not.
+                const flights = faults.flights.get(key) ?? [];
+                assert.ok(flights.length >= (faults.writes.get(key) ?? []).length && flights.length > 0);
+                assert.ok(flights.every(([sent, answered]) => sent <= answered && Number.isFinite(answered)));
                 // In utilization both faults leave best-effort low; in strict both hold a slot: they add up.
                 assert.equal(afterDelete, 2);
             });
