@@ -12,7 +12,7 @@
  *
  * Busy keys. Every key has WORKERS_PER_KEY callers of its own in a closed loop, so a key's writes follow each other
  * by a request's time (milliseconds); the run measures the longest gap between two writes of a key and prints it
- * against a hundredth of the window, with the longest time a key had no write in flight (`longestIdle`): the traffic's
+ * against a hundredth of the window, with the longest time a key had no call in flight (`longestIdle`): the traffic's
  * own pause, without the engine's answer time. A heal counts as landing on a busy key (`healsOnBusyKeys`) when its settler run
  * started and ended while every key had been written within the last window at every instant (`busyThroughout`).
  * The settler's report counts heals per best-effort item (one per shard of a sharded key), and so does this figure.
@@ -229,9 +229,9 @@ export function longestGap(writes: readonly number[], from: number): number {
 }
 
 /**
- * The longest time from `from` to `to` during which a key had no write in flight: `flights` are [sent, answered] of
- * its writes, in the order they were sent (an unanswered one answers at Infinity). This is the traffic's own pause:
- * the time between two answers (`longestGap`) also holds the engine's answer time, which one process serving every
+ * The longest time from `from` to `to` during which a key had no call in flight: `flights` are [started, ended] of
+ * its calls, in the order they started (one not ended ends at Infinity). This is the traffic's own pause: the time
+ * between two writes' answers (`longestGap`) also holds the engine's answer time, which one process serving every
  * party (the traffic, the consumer, the settler) stretches where DynamoDB would not.
  */
 export function longestIdle(flights: ReadonlyArray<readonly [number, number]>, from: number, to: number): number {

@@ -11,7 +11,7 @@
  * - calls die between their writes and strict deletes lose their release (local/harness/call-faults.ts, placed by
  *   bench/busy-heal-plan.ts), each one unit of drift, counted when it happens;
  * - another writer hard-deletes live client items (one unit each: best-effort keeps their units).
- * The log gives, against a hundredth of the window, the longest time a key had no write in flight (the traffic's
+ * The log gives, against a hundredth of the window, the longest time a key had no call in flight (the traffic's
  * pause) and the longest gap between two writes' answers (which adds the engine's answer time: one DynamoDB Local
  * serves the traffic, the consumer and the settler, and its stalls under the settler's reads are not DynamoDB's).
  * At the end of each window, with the traffic running, it sums |best-effort - live client items| over the keys; an
@@ -221,6 +221,17 @@ export async function measureBusyRow(
             }
             await pipeline.emulator.settled();
         })();
+        // Per key, [started, ended] of each of its calls: the traffic pauses a key only while none is in flight.
+        const callTimes = new Map<string, Array<[number, number]>>(BUSY_KEYS.map((k) => [k, []]));
+        const timed = async <T>(key: string, call: () => Promise<T>): Promise<T> => {
+            const times: [number, number] = [Date.now(), Number.POSITIVE_INFINITY];
+            callTimes.get(key)!.push(times);
+            try {
+                return await call();
+            } finally {
+                times[1] = Date.now();
+            }
+        };
         const worker = async (key: string, seed: number) => {
             const random = seededRandom(seed);
             let creates = 0;
@@ -230,15 +241,17 @@ export async function measureBusyRow(
                 if (ids.length > 0 && random() < DELETE_RATIO) {
                     const id = ids.splice(Math.floor(random() * ids.length), 1)[0]!;
                     const fault = scheduledFault(mode, "delete", deletes++);
-                    const out = await faults.run({ mode, operation: "delete", fault }, () => tracked.delete(key, id));
+                    const out = await timed(key, () => faults.run({ mode, operation: "delete", fault }, () => tracked.delete(key, id)));
                     surfaced(out);
                 } else {
                     const id = `${key}-${seed}-${creates}`;
                     const fault = scheduledFault(mode, "create", creates++);
-                    const out = await faults.run({ mode, operation: "create", fault }, async () =>
-                        mode === "strict"
-                            ? (await tracked.tryCreate(key, id, STRICT_LIMIT, { payload: "x" })).created
-                            : (await tracked.create(key, id, { payload: "x" })).created,
+                    const out = await timed(key, () =>
+                        faults.run({ mode, operation: "create", fault }, async () =>
+                            mode === "strict"
+                                ? (await tracked.tryCreate(key, id, STRICT_LIMIT, { payload: "x" })).created
+                                : (await tracked.create(key, id, { payload: "x" })).created,
+                        ),
                     );
                     surfaced(out);
                     if (!out.dead && out.result === true) {
@@ -338,10 +351,10 @@ export async function measureBusyRow(
             .filter((r) => r.end <= stopped && BUSY_KEYS.every((key) => busyThroughout(writes(key), r.start - windowMs, r.end, windowMs)))
             .reduce((n, r) => n + r.report.healed, 0);
         const gap = Math.max(...BUSY_KEYS.map((key) => longestGap(writes(key), started + 100)));
-        const idle = Math.max(...BUSY_KEYS.map((key) => longestIdle(faults.flights.get(key) ?? [], started + 100, stopped)));
+        const idle = Math.max(...BUSY_KEYS.map((key) => longestIdle(callTimes.get(key)!, started + 100, stopped)));
         log(
             `  busy-heal ${mode} ${shards} shard(s): ${runs.length} settler runs; a hundredth of the window is ${windowMs / 100} ms: ` +
-                `longest time a key had no write in flight ${idle} ms, longest gap between two writes' answers ${gap} ms; ` +
+                `longest time a key had no call in flight ${idle} ms, longest gap between two writes' answers ${gap} ms; ` +
                 `longest request ${longestRequestMs} ms (budget ${REQUEST_LIFETIME_BUDGET_MS} ms)`,
         );
         if (apiErrors > 0) {

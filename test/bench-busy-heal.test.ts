@@ -132,7 +132,7 @@ describe("busy-heal: the bound, the busy test and the compressed times", () => {
         assert.equal(longestGap([10, 20, 50, 55], 15), 30);
     });
 
-    it("a key's longest time with no write in flight counts from `from` to `to`, over overlapping writes", () => {
+    it("a key's longest time with no call in flight counts from `from` to `to`, over overlapping writes", () => {
         // Two callers: their writes overlap, and the key is idle only from 40 to 45 and from 90 on.
         const flights: Array<[number, number]> = [
             [0, 30],
@@ -143,7 +143,7 @@ describe("busy-heal: the bound, the busy test and the compressed times", () => {
         assert.equal(longestIdle(flights, 0, 100), 10, "idle from 90 to `to`");
         assert.equal(longestIdle(flights, 0, 92), 5, "idle from 40 to 45");
         assert.equal(longestIdle(flights, -20, 92), 20, "idle before the first write");
-        assert.equal(longestIdle([[0, Number.POSITIVE_INFINITY]], 0, 1_000), 0, "a write never answered keeps the key busy");
+        assert.equal(longestIdle([[0, Number.POSITIVE_INFINITY]], 0, 1_000), 0, "a call never ended keeps the key busy");
         assert.equal(longestIdle([], 0, 70), 70);
         assert.equal(longestIdle([[200, 210]], 0, 100), 100, "a write sent after `to` does not count");
     });
@@ -223,11 +223,6 @@ describe("busy-heal: the drift a fault counts is the drift it leaves (DynamoDB L
                     assert.deepEqual(deleted.result, { deleted: true });
                 }
                 assert.equal(counted, 2);
-                // Every write that answered success was recorded in flight, sent before it answered; the died
-                // call's unsent requests were not.
-                const flights = faults.flights.get(key) ?? [];
-                assert.ok(flights.length >= (faults.writes.get(key) ?? []).length && flights.length > 0);
-                assert.ok(flights.every(([sent, answered]) => sent <= answered && Number.isFinite(answered)));
                 // In utilization both faults leave best-effort low; in strict both hold a slot: they add up.
                 assert.equal(afterDelete, 2);
             });

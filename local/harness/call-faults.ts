@@ -11,9 +11,7 @@
  * client's order of writes, and counts the drift each one leaves when it happens (`onDrift`).
  *
  * The middleware also records, for every call, when each write of a user's item or of a best-effort item answered
- * success, per counter key (`writes`): a key is busy while those follow each other closely. And, per key, when each
- * such write was sent and when it answered, whatever the answer (`flights`): a key with a write in flight may be
- * written at any instant, whether the engine has answered yet or not.
+ * success, per counter key (`writes`): a key is busy while those follow each other closely.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { AttributeValue, DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
@@ -69,8 +67,6 @@ export class CallFaults<F> {
     private readonly calls = new AsyncLocalStorage<CallState<F>>();
     /** Per counter key, the instants its client writes answered success, in order. */
     readonly writes = new Map<string, number[]>();
-    /** Per counter key, [sent, answered] of every write of it that was sent, in the order they were sent. */
-    readonly flights = new Map<string, Array<[number, number]>>();
 
     constructor(
         private readonly layout: CounterTableConfig,
@@ -95,28 +91,12 @@ export class CallFaults<F> {
                     throw faultError("500-before", context.commandName ?? "", args.input);
                 }
             }
-            // The counter key of a write of a user's item or of best-effort, else undefined.
-            const written = request.write && request.target !== "other" ? request.key : undefined;
-            const flight: [number, number] = [Date.now(), Number.POSITIVE_INFINITY];
-            if (written !== undefined) {
-                let flights = this.flights.get(written);
-                if (flights === undefined) {
-                    flights = [];
-                    this.flights.set(written, flights);
-                }
-                flights.push(flight);
-            }
-            let result;
-            try {
-                result = await next(args);
-            } finally {
-                flight[1] = Date.now();
-            }
-            if (written !== undefined) {
-                let at = this.writes.get(written);
+            const result = await next(args);
+            if (request.write && request.target !== "other" && request.key !== undefined) {
+                let at = this.writes.get(request.key);
                 if (at === undefined) {
                     at = [];
-                    this.writes.set(written, at);
+                    this.writes.set(request.key, at);
                 }
                 at.push(Date.now());
             }
