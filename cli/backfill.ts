@@ -56,6 +56,7 @@ export const backfillCommand: CliCommand = {
                     if (problems.length > 0) {
                         throw new UsageError(backfillUsage(problems[0]!));
                     }
+                    await ctx.countedTarget();
                     const bar = ctx.progress();
                     let started = false;
                     let report: BackfillReport;

@@ -25,7 +25,7 @@ import {
 import { removedFieldProblems } from "../runtime/shared/removed-fields";
 
 import { OperationError, UsageError } from "./errors";
-import { checkQueueRegions, resolveRegions } from "./regions";
+import { checkQueueRegions, refuseUnregionedGlobalTable, resolveRegions } from "./regions";
 
 export { OperationError, UsageError } from "./errors";
 
@@ -280,6 +280,7 @@ export function progress(stream: NodeJS.WriteStream = process.stderr): Progress 
 /** Everything a command adapter needs. */
 export class CliContext {
     private target?: CounterTarget;
+    private globalTableChecked?: Promise<void>;
     private dynamo?: DynamoDBClient;
     private streamsClient?: DynamoDBStreamsClient;
     private sqsClient?: SQSClient;
@@ -304,6 +305,24 @@ export class CliContext {
     counter(): CounterTarget {
         this.target ??= resolveTarget(this.flags, readSource);
         return this.target;
+    }
+
+    /**
+     * The counter, for a command that reads or writes counts: without `regions`, its table must not be a global
+     * table (cli/regions.ts, `refuseUnregionedGlobalTable`); checked once, before the command reads or writes.
+     */
+    async countedTarget(): Promise<CounterTarget> {
+        const target = this.counter();
+        if (target.table.regions === undefined) {
+            this.globalTableChecked ??= refuseUnregionedGlobalTable(
+                this.dynamodb(),
+                target.table.tableName,
+                this.flags.table !== undefined ? "--table" : "--config: [tableName]",
+                (line) => this.note(line),
+            );
+            await this.globalTableChecked;
+        }
+        return target;
     }
 
     fatalQueueUrl(): string {

@@ -90,7 +90,7 @@ export const fatalCommand: CliCommand = {
                     if (options.to !== undefined && options.to !== "first-dlq") {
                         throw new UsageError(`--to must be first-dlq (got "${options.to}")`);
                     }
-                    const target = ctx.counter();
+                    const target = await ctx.countedTarget();
                     const bar = ctx.progress();
                     let started = false;
                     let results;
@@ -133,7 +133,7 @@ export const fatalCommand: CliCommand = {
             .argument("<id>", "the message id (from `fatal list`)")
             .action(
                 run<object>(async (ctx, _options, [id]) => {
-                    const target = ctx.counter();
+                    const target = await ctx.countedTarget();
                     const entry = await refusing(() =>
                         deleteFatal(id!, { ...queueOptions(ctx), config: target.table, dynamodb: ctx.dynamodb() }),
                     );

@@ -34,16 +34,18 @@ export const healCommand: CliCommand = {
             .option("--audit-page-size <n>", "audit items per segment page (default 100)")
             .action(
                 run<HealFlags>(async (ctx, flags) => {
-                    const base = {
-                        config: ctx.counter().table,
-                        dynamodb: ctx.dynamodb(),
-                        mode: modeFlag(flags.mode),
-                        quietWindowMs: (integerFlag("--quiet-window-seconds", flags.quietWindowSeconds, 1, 86_400) ?? 600) * 1000,
+                    const mode = modeFlag(flags.mode);
+                    const quietWindowMs = (integerFlag("--quiet-window-seconds", flags.quietWindowSeconds, 1, 86_400) ?? 600) * 1000;
+                    if (flags.key?.length === 0) {
+                        throw new UsageError("--key must not be empty");
+                    }
+                    const runFlags = {
+                        keyBudget: integerFlag("--budget", flags.budget, 1, 100_000),
+                        auditSegments: integerFlag("--audit-segments", flags.auditSegments, 0, 1_000),
+                        auditPageSize: integerFlag("--audit-page-size", flags.auditPageSize, 1, 10_000),
                     };
+                    const base = { config: (await ctx.countedTarget()).table, dynamodb: ctx.dynamodb(), mode, quietWindowMs };
                     if (flags.key !== undefined) {
-                        if (flags.key.length === 0) {
-                            throw new UsageError("--key must not be empty");
-                        }
                         const result: HealResult = await healKey(flags.key, base);
                         ctx.result(result, () =>
                             result.shards === undefined
@@ -64,9 +66,7 @@ export const healCommand: CliCommand = {
                     const report: SettleReport = await settle({
                         ...base,
                         fatal: fatalFor(ctx),
-                        keyBudget: integerFlag("--budget", flags.budget, 1, 100_000),
-                        auditSegments: integerFlag("--audit-segments", flags.auditSegments, 0, 1_000),
-                        auditPageSize: integerFlag("--audit-page-size", flags.auditPageSize, 1, 10_000),
+                        ...runFlags,
                     });
                     ctx.result(report, () =>
                         [

@@ -42,8 +42,8 @@ export const reconcileCommand: CliCommand = {
                     if ((options.key === undefined) === (options.all !== true)) {
                         throw new UsageError(options.all ? "--key and --all exclude each other" : "--key <key> or --all is required");
                     }
-                    const target = ctx.counter();
                     const fatal = fatalFor(ctx);
+                    const target = await ctx.countedTarget();
                     const bar = ctx.progress();
                     const deps = {
                         config: target.table,

@@ -14,10 +14,10 @@ export const redriveCommand: CliCommand = {
             )
             .action(
                 run<object>(async (ctx) => {
-                    const target = ctx.counter();
-                    const bar = ctx.progress();
                     const fatalQueueUrl = ctx.fatalQueueUrl();
                     const firstDlqUrl = ctx.firstDlqUrl();
+                    const target = await ctx.countedTarget();
+                    const bar = ctx.progress();
                     let started = false;
                     let result;
                     try {

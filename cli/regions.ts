@@ -10,6 +10,7 @@
  *
  * Without `regions` nothing here applies: `--region` is the AWS SDK's region, as it always was.
  */
+import { DescribeTableCommand, type DynamoDBClient, type TableDescription } from "@aws-sdk/client-dynamodb";
 import { isMember, memberRegions } from "../runtime/regions/ownership";
 import { normalizedRegions, regionsProblems, type RegionsConfig } from "../runtime/regions/config";
 import { UsageError } from "./errors";
@@ -80,5 +81,50 @@ export function checkQueueRegions(region: string, queues: ReadonlyArray<{ readon
                 `${name}: the queue is in ${at}, but the command runs as region ${region}: pass ${region}'s queue (its stack's outputs)`,
             );
         }
+    }
+}
+
+/**
+ * Why a counter given without `regions` cannot run on `table`, or undefined: a table with replicas (a global table)
+ * is counted per region, and a command run as one region would read and write counter items that `count()` of a
+ * multi-region counter never reads, and count every region's lives as its own. `source` names where the table came
+ * from (`--table`, `--config: [tableName]`).
+ */
+export function globalTableProblem(table: TableDescription | undefined, source: string): string | undefined {
+    const replicas = (table?.Replicas ?? []).map((r) => r.RegionName).filter((r): r is string => r !== undefined);
+    if (replicas.length === 0) {
+        return undefined;
+    }
+    return (
+        `${source}: ${table?.TableName ?? "the table"} is a global table (replicas in ${replicas.join(", ")}), and the counter ` +
+        "was given no regions: pass --config with the component's clientConfig output of the region to run as (it sets " +
+        "regions; --region picks another member)"
+    );
+}
+
+/**
+ * Refuses, before anything is read or written, a counter without `regions` on a global table (`globalTableProblem`).
+ * A DescribeTable this identity may not call leaves the check undone, with a line on `warn`; any other failure
+ * (a missing table, no region) is the command's to report.
+ */
+export async function refuseUnregionedGlobalTable(
+    dynamodb: DynamoDBClient,
+    tableName: string,
+    source: string,
+    warn: (line: string) => void,
+): Promise<void> {
+    let table: TableDescription | undefined;
+    try {
+        table = (await dynamodb.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+    } catch (error) {
+        if ((error as { name?: string }).name === "AccessDeniedException") {
+            warn(`could not check whether ${tableName} is a global table (dynamodb:DescribeTable is denied); going on as one region`);
+            return;
+        }
+        throw error;
+    }
+    const problem = globalTableProblem(table, source);
+    if (problem !== undefined) {
+        throw new UsageError(problem);
     }
 }

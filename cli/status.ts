@@ -35,12 +35,16 @@ export const statusCommand: CliCommand = {
             .option("--top <n>", "how many keys the summary lists", "20")
             .action(
                 run<{ key?: string; top: string }>(async (ctx, options) => {
-                    const target = ctx.counter();
+                    if (options.key?.length === 0) {
+                        throw new UsageError("--key must not be empty");
+                    }
+                    const top = Number(options.top);
+                    if (options.key === undefined && (!Number.isInteger(top) || top < 1)) {
+                        throw new UsageError(`--top must be a positive integer (got "${options.top}")`);
+                    }
+                    const target = await ctx.countedTarget();
                     const deps = { config: target.table, dynamodb: ctx.dynamodb() };
                     if (options.key !== undefined) {
-                        if (options.key.length === 0) {
-                            throw new UsageError("--key must not be empty");
-                        }
                         const regions = target.table.regions;
                         if (regions !== undefined) {
                             const r = await readRegionsKeyStatus(options.key, { ...deps, config: { ...target.table, regions } });
@@ -63,10 +67,6 @@ export const statusCommand: CliCommand = {
                             ].join("\n"),
                         );
                         return;
-                    }
-                    const top = Number(options.top);
-                    if (!Number.isInteger(top) || top < 1) {
-                        throw new UsageError(`--top must be a positive integer (got "${options.top}")`);
                     }
                     const summary = await readTableStatus({ ...deps, limit: top, signal: ctx.abort.signal });
                     const { all: _all, ...shown } = summary;
