@@ -9,7 +9,6 @@
  */
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -20,43 +19,12 @@ import { readKeyStatus } from "../runtime/ops/status";
 import { newToken } from "../runtime/shared/tokens";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
-
-interface Ran {
-    code: number | null;
-    stdout: string;
-    stderr: string;
-}
+import { assertUsage, runBin, type Ran } from "./support/cli-bin";
 
 let bin = "";
 
-function cli(args: readonly string[], stdin = ""): Promise<Ran> {
-    return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [bin, ...args], {
-            env: {
-                PATH: process.env.PATH,
-                HOME: process.env.HOME,
-                AWS_REGION: "us-east-1",
-                AWS_ACCESS_KEY_ID: "hybridcounterlocal",
-                AWS_SECRET_ACCESS_KEY: "hybridcounterlocal",
-            },
-            stdio: ["pipe", "pipe", "pipe"],
-        });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-        child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-        child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout, stderr }));
-        child.stdin.end(stdin);
-    });
-}
-
-/** A usage error as the contract says: exit 2, one line on stderr naming the field, nothing on stdout, no stack. */
-function assertUsage(ran: Ran, line: string): void {
-    assert.equal(ran.code, 2, ran.stderr);
-    assert.equal(ran.stdout, "");
-    assert.equal(ran.stderr, `error: ${line}\n`);
-}
+/** Runs the built bin (test/support/cli-bin.ts) in the region every test of this file uses. */
+const cli = (args: readonly string[], stdin = ""): Promise<Ran> => runBin(bin, args, { stdin, env: { AWS_REGION: "us-east-1" } });
 
 describe("hybrid-counter backfill --config (built bin, the component's outputs, DynamoDB Local)", function () {
     const engine = useEngine();

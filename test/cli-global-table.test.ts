@@ -7,7 +7,6 @@
  */
 import { DescribeTableCommand, DynamoDBServiceException, PutItemCommand, ScanCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { spawn } from "node:child_process";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { globalTableProblem, refuseUnregionedGlobalTable } from "../cli/regions";
@@ -15,6 +14,7 @@ import { UsageError } from "../cli/errors";
 import { createCounterTable, createCountersTable } from "../local/engine/table";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
+import { runBin } from "./support/cli-bin";
 
 const GLOBAL = "orders-global";
 const PLAIN = "orders-plain";
@@ -58,33 +58,6 @@ function replicasProxy(target: string): Promise<{ endpoint: string; server: Serv
     return new Promise((resolve) =>
         server.listen(0, "127.0.0.1", () => resolve({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server })),
     );
-}
-
-interface Ran {
-    code: number | null;
-    stdout: string;
-    stderr: string;
-}
-
-function cli(bin: string, args: readonly string[]): Promise<Ran> {
-    return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [bin, ...args], {
-            env: {
-                PATH: process.env.PATH,
-                HOME: process.env.HOME,
-                AWS_ACCESS_KEY_ID: "hybridcounterlocal",
-                AWS_SECRET_ACCESS_KEY: "hybridcounterlocal",
-            },
-            stdio: ["pipe", "pipe", "pipe"],
-        });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-        child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-        child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout, stderr }));
-        child.stdin.end("");
-    });
 }
 
 async function itemCount(dynamodb: DynamoDBClient, table: string): Promise<number> {
@@ -134,7 +107,7 @@ describe("cli: a counter without regions on a global table", function () {
     ];
     for (const command of commands) {
         it(`${command.join(" ")}: exit 2, one line naming --table and the replicas, nothing written`, async () => {
-            const ran = await cli(bin, [...base(GLOBAL), ...command]);
+            const ran = await runBin(bin, [...base(GLOBAL), ...command]);
             assert.equal(ran.code, 2, ran.stderr);
             assert.equal(ran.stdout, "");
             const lines = ran.stderr.trim().split("\n");
@@ -149,10 +122,10 @@ describe("cli: a counter without regions on a global table", function () {
     }
 
     it("a table without replicas runs as before: backfill counts the item", async () => {
-        const ran = await cli(bin, [...base(PLAIN), "backfill", "--mode", "strict", "--json"]);
+        const ran = await runBin(bin, [...base(PLAIN), "backfill", "--mode", "strict", "--json"]);
         assert.equal(ran.code, 0, ran.stderr);
         assert.ok((await itemCount(engine().dynamodb(), `${PLAIN}-counters`)) > 0);
-        const status = await cli(bin, [...base(PLAIN), "--json", "status", "--key", "tenant-1"]);
+        const status = await runBin(bin, [...base(PLAIN), "--json", "status", "--key", "tenant-1"]);
         assert.equal(status.code, 0, status.stderr);
         const shown = JSON.parse(status.stdout) as { live: number; eventual: number; exact: boolean };
         assert.deepEqual([shown.live, shown.eventual, shown.exact], [1, 1, true]);

@@ -7,7 +7,6 @@
  */
 import { PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -16,52 +15,18 @@ import { COUNTER_ATTRIBUTES, DEFAULT_LAYOUT, bestEffortSortKey } from "../runtim
 import { newToken } from "../runtime/shared/tokens";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
+import { assertUsage, parsedJson, runBin, type Ran } from "./support/cli-bin";
 import { regionsFixture, regionsOf, type RegionsFixture } from "./support/regions-fixture";
 
 const HOME = "us-east-1";
 const MEMBER = "eu-west-1";
 const MEMBERS = [HOME, MEMBER];
 
-interface Ran {
-    code: number | null;
-    stdout: string;
-    stderr: string;
-}
-
 let bin = "";
 
-function cli(args: readonly string[]): Promise<Ran> {
-    return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [bin, ...args], {
-            env: {
-                PATH: process.env.PATH,
-                HOME: process.env.HOME,
-                AWS_ACCESS_KEY_ID: "hybridcounterlocal",
-                AWS_SECRET_ACCESS_KEY: "hybridcounterlocal",
-            },
-            stdio: ["pipe", "pipe", "pipe"],
-        });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-        child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-        child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout, stderr }));
-        child.stdin.end("");
-    });
-}
-
-const json = (ran: Ran): unknown => {
-    assert.equal(ran.code, 0, `exit ${ran.code}: ${ran.stderr}`);
-    return JSON.parse(ran.stdout);
-};
-
-/** A usage error as the contract says: exit 2, one line on stderr naming the field, nothing on stdout, no stack. */
-function assertUsage(ran: Ran, line: string): void {
-    assert.equal(ran.code, 2, ran.stderr);
-    assert.equal(ran.stdout, "");
-    assert.equal(ran.stderr, `error: ${line}\n`);
-}
+/** Runs the built bin (test/support/cli-bin.ts): the region comes from --region or the outputs' `regions`. */
+const cli = (args: readonly string[]): Promise<Ran> => runBin(bin, args);
+const json = parsedJson;
 
 /** One region's status row of a key, as `status --key --json` prints it. */
 const regionRow = (region: string, bestEffort: number, eventual: number, live: number, extra: Record<string, unknown> = {}) => ({

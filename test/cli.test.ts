@@ -8,7 +8,6 @@ import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { InitializeMiddleware } from "@smithy/types";
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -24,44 +23,14 @@ import { healKey } from "../runtime/heal/heal";
 import { markerShard } from "../runtime/shards/layout";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
-
-interface Ran {
-    code: number | null;
-    stdout: string;
-    stderr: string;
-}
+import { parsedJson, runBin, type Ran } from "./support/cli-bin";
 
 let bin = "";
 
-/** Runs the built bin; never blocks this process (the SQS server answers from it). */
-function cli(args: readonly string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<Ran> {
-    return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [bin, ...args], {
-            env: {
-                PATH: process.env.PATH,
-                HOME: process.env.HOME,
-                AWS_REGION: "us-east-1",
-                AWS_ACCESS_KEY_ID: "hybridcounterlocal",
-                AWS_SECRET_ACCESS_KEY: "hybridcounterlocal",
-                // No NODE_NO_WARNINGS: stderr is exactly what an operator sees, warnings included.
-                ...options.env,
-            },
-            stdio: ["pipe", "pipe", "pipe"],
-        });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-        child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-        child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout, stderr }));
-        child.stdin.end(options.stdin ?? "");
-    });
-}
-
-const json = (ran: Ran): unknown => {
-    assert.equal(ran.code, 0, `exit ${ran.code}: ${ran.stderr}`);
-    return JSON.parse(ran.stdout);
-};
+/** Runs the built bin (test/support/cli-bin.ts) in the region every test of this file uses. */
+const cli = (args: readonly string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<Ran> =>
+    runBin(bin, args, { ...options, env: { AWS_REGION: "us-east-1", ...options.env } });
+const json = parsedJson;
 
 const exactKey = (key: string, n: number, bestEffort = n) => ({
     key,
