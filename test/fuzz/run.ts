@@ -69,7 +69,8 @@ import { reconcileKey } from "../../runtime/heal/reconcile";
 import { createRedriveHandler } from "../../runtime/stream/redrive";
 import { installPauses } from "../../runtime/shared/pauses";
 import { parityByDefault, type EngineOptions, type LocalEngine } from "../../local/engine/engine";
-import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
+import { seededRandom } from "../../local/engine/faults";
+import { drawFault, startTracked, whenGateEmpty } from "./schedule";
 import {
     classifyRequest,
     createFuzzSystem,
@@ -155,8 +156,6 @@ export const FUZZ_ENGINE: EngineOptions = { parity: parityByDefault() ? { now: (
 
 /** The settler's quiet window in the checker (the component's default). */
 export const FUZZ_QUIET_WINDOW_MS = 600_000;
-
-const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);
 
 export interface RunOptions {
     /** Hears one line per released request: what ran, with which fault, and how it ended. */
@@ -817,28 +816,21 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             settleTotals.busy += event.op === "settle" && callsInFlight > 0 ? 1 : 0;
             const call = CLIENT_CALLS.has(event.op);
             callsInFlight += call ? 1 : 0;
-            const work = scheduler.spawn(`#${index} ${event.op}`, () => runEvent(event, index));
-            const tracked: Promise<void> = work
-                .finally(() => (callsInFlight -= call ? 1 : 0))
-                .then(
-                    () => undefined,
-                    (error: unknown) => {
-                        violations.push(`#${index} ${JSON.stringify(event)}: failed: ${describe(error)}`);
-                    },
-                );
-            running.add(tracked);
-            void tracked.finally(() => running.delete(tracked));
+            startTracked(
+                scheduler,
+                running,
+                `#${index} ${event.op}`,
+                () => runEvent(event, index),
+                () => (callsInFlight -= call ? 1 : 0),
+                (error) => violations.push(`#${index} ${JSON.stringify(event)}: failed: ${describe(error)}`),
+            );
             continue;
         }
         if (pending.length === 0) {
-            if (next >= history.events.length && running.size === 0) {
+            if (whenGateEmpty(scheduler, next >= history.events.length, running) === "done") {
                 break;
             }
-            // Every running task is asleep (or the schedule is stuck): the clock moves to the earliest timer.
-            if (scheduler.fireTimer(true)) {
-                continue;
-            }
-            throw new Error(`the schedule is stuck: ${running.size} tasks run, none waits at the gate or on the clock`);
+            continue;
         }
         const index = Math.floor(random() * pending.length);
         const request = pending[index]!;
@@ -853,12 +845,8 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             scheduler.release(index, "late");
             continue;
         }
-        let fault: FaultKind | undefined;
-        if (random() < faultRate) {
-            const eligible = READS.has(request.command) ? FAULT_KINDS.filter((k) => k === "throttle" || k === "500-before") : FAULT_KINDS;
-            fault = eligible[Math.floor(random() * eligible.length)];
-            faults++;
-        }
+        const fault = drawFault(random, faultRate, request.command);
+        faults += fault === undefined ? 0 : 1;
         scheduler.release(index, fault);
         if (next >= history.events.length && running.size === 0 && scheduler.pending.length === 0) {
             break;

@@ -35,7 +35,8 @@ import { createStreamHandler } from "../../../runtime/stream/consumer";
 import type { FatalMessage } from "../../../runtime/stream/fatal";
 import { createRedriveHandler } from "../../../runtime/stream/redrive";
 import type { LocalEngine } from "../../../local/engine/engine";
-import { FAULT_KINDS, seededRandom, type FaultKind } from "../../../local/engine/faults";
+import { seededRandom } from "../../../local/engine/faults";
+import { READS, drawFault, startTracked, whenGateEmpty } from "../schedule";
 import { createFuzzSystem, fuzzClient, NO_TIMEOUTS } from "../adapter";
 import { describe, metFault } from "../calls";
 import { VirtualTime } from "../clock";
@@ -84,7 +85,6 @@ export interface RegionsRunResult {
 
 type RegionConfig = HandlerConfig & { readonly regions: RegionsConfig };
 
-const READS = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);
 const CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", "count"]);
 
 export async function runRegionsHistory(
@@ -348,36 +348,26 @@ async function runOnClock(
             const call = CALLS.has(event.op);
             callsInFlight += call ? 1 : 0;
             const where = event.region === undefined ? "" : ` ${members[event.region]}`;
-            const work = scheduler.spawn(`#${index} ${event.op}${where}`, () => runEvent(event, index));
-            const tracked: Promise<void> = work
-                .finally(() => (callsInFlight -= call ? 1 : 0))
-                .then(
-                    () => undefined,
-                    (error: unknown) => {
-                        violations.push(`#${index} ${JSON.stringify(event)}: failed: ${describe(error)}`);
-                    },
-                );
-            running.add(tracked);
-            void tracked.finally(() => running.delete(tracked));
+            startTracked(
+                scheduler,
+                running,
+                `#${index} ${event.op}${where}`,
+                () => runEvent(event, index),
+                () => (callsInFlight -= call ? 1 : 0),
+                (error) => violations.push(`#${index} ${JSON.stringify(event)}: failed: ${describe(error)}`),
+            );
             continue;
         }
         if (pending.length === 0) {
-            if (next >= history.events.length && running.size === 0) {
+            if (whenGateEmpty(scheduler, next >= history.events.length, running) === "done") {
                 break;
             }
-            if (scheduler.fireTimer(true)) {
-                continue;
-            }
-            throw new Error(`the schedule is stuck: ${running.size} tasks run, none waits at the gate or on the clock`);
+            continue;
         }
         const index = Math.floor(random() * pending.length);
         const request = pending[index]!;
-        let fault: FaultKind | undefined;
-        if (random() < faultRate) {
-            const eligible = READS.has(request.command) ? FAULT_KINDS.filter((k) => k === "throttle" || k === "500-before") : FAULT_KINDS;
-            fault = eligible[Math.floor(random() * eligible.length)];
-            totals.faults++;
-        }
+        const fault = drawFault(random, faultRate, request.command);
+        totals.faults += fault === undefined ? 0 : 1;
         scheduler.release(index, fault);
     }
 
