@@ -32,25 +32,11 @@ import { loadRegionBundle, type QueueHandler, type StreamHandler } from "../regi
 import { convergedFigures, ownedLive } from "../regions/figures";
 import { Replicator, type RegionReplicationStats } from "../regions/replicator";
 import { COMPRESSED_CLIENT_DEADLINE_MS, SETTLER_COMPRESSION, assertCompressionCovers, scheduleRuns } from "./settler";
+import { API_ERRORS_LISTED, type TwinWorkloadOptions } from "./options";
 import type { CounterMode } from "../../runtime/client/client";
 
-/** How many API errors the report lists (it counts them all). */
-const API_ERRORS_LISTED = 20;
-
 /** The twin's options (local/twin/twin.ts) that a run over several regions takes. */
-export interface RegionsTwinOptions {
-    readonly ops: number;
-    readonly keys: number;
-    readonly concurrency: number;
-    readonly deleteRatio: number;
-    readonly limit?: number;
-    readonly mode: CounterMode;
-    readonly faults: number;
-    readonly seed: number;
-    /** Seconds to keep the workload running; 0: run `ops` operations. */
-    readonly durationSeconds: number;
-    readonly parity?: boolean;
-    readonly shards?: number;
+export interface RegionsTwinOptions extends TwinWorkloadOptions {
     readonly regions: number;
     /** How long the replicator waits before applying a region's write to the others. */
     readonly replicationDelayMs: number;

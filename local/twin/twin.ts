@@ -45,38 +45,24 @@ import { runWorkload, type WorkloadResult } from "../harness/workload";
 import { snapshotKey, type KeySnapshot } from "../harness/observe";
 import { seedAndBackfill } from "./adopt";
 import { printRegionsReport, runRegionsTwin } from "./regions";
+import { API_ERRORS_LISTED, type TwinWorkloadOptions } from "./options";
 import { LOCAL_REGIONS } from "../regions/deployment";
 import type { BackfillReport } from "../../runtime/backfill/backfill";
 
-export interface TwinOptions {
-    readonly ops: number;
-    readonly keys: number;
-    readonly concurrency: number;
-    readonly deleteRatio: number;
-    readonly limit?: number;
-    readonly mode: CounterMode;
-    readonly faults: number;
-    readonly seed: number;
-    /** Seconds to keep the workload running; 0: run `ops` operations. Infinity with --watch. */
-    readonly durationSeconds: number;
+export interface TwinOptions extends TwinWorkloadOptions {
     readonly json: boolean;
     readonly chart: string;
     /** Items written before the counter attaches, counted by a backfill before the workload. */
     readonly seedItems: number;
-    /** False with --no-parity: DynamoDB Local without the parity layer (local/engine/parity.ts). */
-    readonly parity?: boolean;
     /** How many keys the chart shows, worst first. */
     readonly chartKeys: number;
-    /** Shards of each key's counting (the component's `counterShards`), when given. @default 1 */
-    readonly shards?: number;
     /** Regions of a global table, each its own engine (local/twin/regions.ts); undefined: one region, as before. */
     readonly regions?: number;
     /** With `regions`: how long a write takes to reach the other regions. */
     readonly replicationDelayMs?: number;
 }
 
-/** How many API errors the report lists (it counts them all). */
-export const API_ERRORS_LISTED = 20;
+export { API_ERRORS_LISTED };
 
 export const USAGE = `Usage: npm start -- [options]
 
