@@ -12,11 +12,10 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startLocalSqs, type LocalSqs } from "../local/aws/sqs";
 import { COUNTER_ATTRIBUTES, DEFAULT_LAYOUT, bestEffortSortKey } from "../runtime/shared/config";
-import { newToken } from "../runtime/shared/tokens";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
 import { assertUsage, parsedJson, runBin, type Ran } from "./support/cli-bin";
-import { regionsFixture, regionsOf, type RegionsFixture } from "./support/regions-fixture";
+import { putItem, putOwnedItems, regionsFixture, regionsOf, type RegionsFixture } from "./support/regions-fixture";
 
 const HOME = "us-east-1";
 const MEMBER = "eu-west-1";
@@ -44,33 +43,8 @@ const regionRow = (region: string, bestEffort: number, eventual: number, live: n
     ...extra,
 });
 
-/** An item as another writer leaves it: a token, and a stamp when `stamp` is given. */
-async function put(fixture: RegionsFixture, key: string, id: string, stamp?: string): Promise<void> {
-    await fixture.reader.send(
-        new PutItemCommand({
-            TableName: fixture.tableName,
-            Item: {
-                pk: { S: key },
-                sk: { S: id },
-                [DEFAULT_LAYOUT.tokenAttribute]: { S: newToken() },
-                ...(stamp === undefined ? {} : { hc_region: { S: stamp } }),
-            },
-        }),
-    );
-}
-
 /** 3 items no region stamped (the home's), 2 stamped by the home, 2 by the member. */
-async function seed(fixture: RegionsFixture, key: string): Promise<void> {
-    await Promise.all([
-        put(fixture, key, "x0"),
-        put(fixture, key, "x1"),
-        put(fixture, key, "x2"),
-        put(fixture, key, "h0", HOME),
-        put(fixture, key, "h1", HOME),
-        put(fixture, key, "m0", MEMBER),
-        put(fixture, key, "m1", MEMBER),
-    ]);
-}
+const seed = (fixture: RegionsFixture, key: string) => putOwnedItems(fixture, key, HOME, MEMBER);
 
 /** Region `region`'s best-effort item of `key` as a client left it an hour ago (versioned, last written then). */
 async function staleBestEffort(fixture: RegionsFixture, key: string, region: string, count: number): Promise<void> {
@@ -130,7 +104,7 @@ describe("operator CLI on a multi-region counter (built bin, DynamoDB Local)", f
         for (let i = 0; i < 2; i++) {
             assert.deepEqual(await fixture.side(MEMBER).client.create("k", `m${i}`), { created: true });
         }
-        await put(fixture, "k", "other");
+        await putItem(fixture, "k", "other");
         await fixture.drain();
         const flags = ["--config", configFile(fixture), "--endpoint", engine().endpoint];
 

@@ -2,47 +2,19 @@
  * Backfill, reconcile and the heal index per region (runtime/regions/) on DynamoDB Local: each region counts the items
  * it owns into its own counter items, and lists only its own keys for the settler.
  */
-import { PutItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
 import { backfill } from "../runtime/backfill/backfill";
 import { reconcileKey } from "../runtime/heal/reconcile";
 import { dueKeys } from "../runtime/heal/settle";
-import { DEFAULT_LAYOUT } from "../runtime/shared/config";
-import { newToken } from "../runtime/shared/tokens";
 import { useEngine } from "./support/engine";
-import { regionsFixture, type RegionsFixture } from "./support/regions-fixture";
+import { putOwnedItems, regionsFixture, type RegionsFixture } from "./support/regions-fixture";
 
 const HOME = "us-east-1";
 const MEMBER = "eu-west-1";
 
-/** An item as it stands in the table: a token, and a stamp when `stamp` is given. */
-async function put(fixture: RegionsFixture, key: string, id: string, stamp?: string): Promise<void> {
-    await fixture.reader.send(
-        new PutItemCommand({
-            TableName: fixture.tableName,
-            Item: {
-                pk: { S: key },
-                sk: { S: id },
-                [DEFAULT_LAYOUT.tokenAttribute]: { S: newToken() },
-                ...(stamp === undefined ? {} : { hc_region: { S: stamp } }),
-            },
-        }),
-    );
-}
-
 /** Items of `key` the test writes: 3 unstamped, 2 stamped by the home, 2 by the member, 1 by a region not a member. */
-async function seed(fixture: RegionsFixture, key: string): Promise<void> {
-    await Promise.all([
-        put(fixture, key, "x0"),
-        put(fixture, key, "x1"),
-        put(fixture, key, "x2"),
-        put(fixture, key, "h0", HOME),
-        put(fixture, key, "h1", HOME),
-        put(fixture, key, "m0", MEMBER),
-        put(fixture, key, "m1", MEMBER),
-        put(fixture, key, "g0", "ap-south-1"),
-    ]);
-}
+const seed = (fixture: RegionsFixture, key: string) => putOwnedItems(fixture, key, HOME, MEMBER, ["ap-south-1"]);
 
 describe("backfill, reconcile and the heal index per region on DynamoDB Local", () => {
     const engine = useEngine();

@@ -4,7 +4,7 @@
  * every write at once. What this proves is ownership: each region counts only the lives it owns, into counter items
  * only it writes, and the regions' counters sum to the table's truth.
  */
-import { GetItemCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, PutItemCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { lambdaContext } from "../../local/aws/lambda-context";
@@ -15,6 +15,7 @@ import { createCounterTable, createCountersTable } from "../../local/engine/tabl
 import { HybridCounterClient, type CounterMode } from "../../runtime/client/client";
 import { bestEffortSortKey, DEFAULT_LAYOUT, eventualSortKey, type HandlerConfig, type RegionsConfig } from "../../runtime/shared/config";
 import { ownerOf } from "../../runtime/regions/ownership";
+import { newToken } from "../../runtime/shared/tokens";
 import { createStreamHandler } from "../../runtime/stream/consumer";
 import { readStream } from "./stream-records";
 
@@ -183,4 +184,42 @@ export async function regionsFixture(
         },
     };
     return fixture;
+}
+
+/** An item as another writer leaves it in the fixture's table: a token, and `hc_region` when `stamp` is given. */
+export async function putItem(fixture: RegionsFixture, key: string, id: string, stamp?: string): Promise<void> {
+    await fixture.reader.send(
+        new PutItemCommand({
+            TableName: fixture.tableName,
+            Item: {
+                pk: { S: key },
+                sk: { S: id },
+                [DEFAULT_LAYOUT.tokenAttribute]: { S: newToken() },
+                ...(stamp === undefined ? {} : { hc_region: { S: stamp } }),
+            },
+        }),
+    );
+}
+
+/**
+ * Items of `key` that ownership tells apart: 3 no region stamped (the home's), 2 stamped by `home`, 2 by `member`,
+ * and one by each of `strangers` (regions not members: the home's too).
+ */
+export async function putOwnedItems(
+    fixture: RegionsFixture,
+    key: string,
+    home: string,
+    member: string,
+    strangers: readonly string[] = [],
+): Promise<void> {
+    await Promise.all([
+        putItem(fixture, key, "x0"),
+        putItem(fixture, key, "x1"),
+        putItem(fixture, key, "x2"),
+        putItem(fixture, key, "h0", home),
+        putItem(fixture, key, "h1", home),
+        putItem(fixture, key, "m0", member),
+        putItem(fixture, key, "m1", member),
+        ...strangers.map((stranger, i) => putItem(fixture, key, `g${i}`, stranger)),
+    ]);
 }
