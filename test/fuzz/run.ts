@@ -57,7 +57,6 @@ import { HybridCounterClient } from "../../runtime/client/client";
 import { healKey } from "../../runtime/heal/heal";
 import { queryPartition } from "../../runtime/heal/partition";
 import { isLive } from "../../runtime/shared/selection";
-import { REQUEST_LIFETIME_MS } from "../../runtime/heal/heal-window";
 import { settle } from "../../runtime/heal/settle";
 import { createStreamHandler } from "../../runtime/stream/consumer";
 import { HEAL_DUE_FAILED } from "../../runtime/stream/heal-due";
@@ -67,10 +66,9 @@ import { markerIdMaxBytes } from "../../runtime/shared/key-limits";
 import type { FatalMessage } from "../../runtime/stream/fatal";
 import { reconcileKey } from "../../runtime/heal/reconcile";
 import { createRedriveHandler } from "../../runtime/stream/redrive";
-import { installPauses } from "../../runtime/shared/pauses";
 import { parityByDefault, type EngineOptions, type LocalEngine } from "../../local/engine/engine";
 import { seededRandom } from "../../local/engine/faults";
-import { drawFault, startTracked, whenGateEmpty } from "./schedule";
+import { drawFault, onSeededClock, startTracked, whenGateEmpty } from "./schedule";
 import {
     classifyRequest,
     createFuzzSystem,
@@ -85,7 +83,6 @@ import {
     type Truth,
     NO_TIMEOUTS,
 } from "./adapter";
-import { VirtualTime } from "./clock";
 import { DEFAULT_DEADLINE_MS } from "../../runtime/client/validation";
 import { callProblems, describe, metFault, newLedger, recordRequest, type CallLedger } from "./calls";
 import { ACTIVE, historyKeys, ID_PREFIX, STATUS_ATTRIBUTE, type FuzzEvent, type History } from "./history";
@@ -179,29 +176,7 @@ export interface FuzzClients {
 const CLIENT_CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", "count", "invalid"]);
 
 export async function runHistory(engine: LocalEngine, history: History, options: RunOptions = {}): Promise<RunResult> {
-    const time = new VirtualTime();
-    const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
-    // A released request takes 1 to 20 ms of virtual time (fewer in a history that asks: history.ts `latencyMs`).
-    const most = history.latencyMs ?? 20;
-    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * most), REQUEST_LIFETIME_MS);
-    time.install();
-    // The system's own random choices come from the seed too (the client's first shard turn, so which shard each life
-    // is homed in; the consumer's partial per transaction; backoff jitter), and so do its tokens' random bits: with
-    // the schedule's, every draw is made in the order the seed decides.
-    const random = Math.random;
-    Math.random = seededRandom((history.seed ^ 0x3c6ef372) >>> 0);
-    const bits = seededRandom((history.seed ^ 0x165667b1) >>> 0);
-    const restorePauses = installPauses({
-        sleep: (ms) => scheduler.sleep(ms),
-        bytes: (size) => Uint8Array.from({ length: size }, () => Math.floor(bits() * 256)),
-    });
-    try {
-        return await runOnClock(engine, history, options, scheduler);
-    } finally {
-        restorePauses();
-        Math.random = random;
-        time.restore();
-    }
+    return onSeededClock(history, (scheduler) => runOnClock(engine, history, options, scheduler));
 }
 
 async function runOnClock(engine: LocalEngine, history: History, options: RunOptions, scheduler: Scheduler): Promise<RunResult> {

@@ -4,8 +4,43 @@
  * fault a released request draws. Each draws from the seed's `random` in the same order wherever it is used, so a
  * seed's schedule, and its trace digest, do not depend on which runner holds the loop.
  */
-import { FAULT_KINDS, type FaultKind } from "../../local/engine/faults";
-import type { Scheduler } from "./scheduler";
+import { FAULT_KINDS, seededRandom, type FaultKind } from "../../local/engine/faults";
+import { REQUEST_LIFETIME_MS } from "../../runtime/heal/heal-window";
+import { installPauses } from "../../runtime/shared/pauses";
+import { VirtualTime } from "./clock";
+import { Scheduler } from "./scheduler";
+
+/**
+ * Runs `run` on a virtual clock and a scheduler drawn from the seed, then puts the clock, Math.random and the pauses
+ * back. A released request takes 1 to 20 ms of virtual time (fewer in a history that asks: `latencyMs`). The system's
+ * own random choices come from the seed too (the client's first shard turn, so which shard each life is homed in; the
+ * consumer's partial per transaction; backoff jitter), and so do its tokens' random bits: with the schedule's, every
+ * draw is made in the order the seed decides.
+ */
+export async function onSeededClock<T>(
+    history: { readonly seed: number; readonly latencyMs?: number },
+    run: (scheduler: Scheduler) => Promise<T>,
+): Promise<T> {
+    const time = new VirtualTime();
+    const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
+    const most = history.latencyMs ?? 20;
+    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * most), REQUEST_LIFETIME_MS);
+    time.install();
+    const random = Math.random;
+    Math.random = seededRandom((history.seed ^ 0x3c6ef372) >>> 0);
+    const bits = seededRandom((history.seed ^ 0x165667b1) >>> 0);
+    const restorePauses = installPauses({
+        sleep: (ms) => scheduler.sleep(ms),
+        bytes: (size) => Uint8Array.from({ length: size }, () => Math.floor(bits() * 256)),
+    });
+    try {
+        return await run(scheduler);
+    } finally {
+        restorePauses();
+        Math.random = random;
+        time.restore();
+    }
+}
 
 /** The commands that read: a fault on one of them is a throttle or a 500 before the table, never a write's kinds. */
 export const READS: ReadonlySet<string> = new Set(["GetItemCommand", "QueryCommand", "BatchGetItemCommand", "ScanCommand"]);

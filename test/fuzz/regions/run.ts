@@ -26,20 +26,17 @@ import { backfill, BackfillError } from "../../../runtime/backfill/backfill";
 import { HybridCounterClient } from "../../../runtime/client/client";
 import { InvalidArgumentError } from "../../../runtime/shared/errors";
 import { healKey } from "../../../runtime/heal/heal";
-import { REQUEST_LIFETIME_MS } from "../../../runtime/heal/heal-window";
 import { reconcileKey } from "../../../runtime/heal/reconcile";
 import { settle } from "../../../runtime/heal/settle";
-import { installPauses } from "../../../runtime/shared/pauses";
 import type { HandlerConfig, RegionsConfig } from "../../../runtime/shared/config";
 import { createStreamHandler } from "../../../runtime/stream/consumer";
 import type { FatalMessage } from "../../../runtime/stream/fatal";
 import { createRedriveHandler } from "../../../runtime/stream/redrive";
 import type { LocalEngine } from "../../../local/engine/engine";
 import { seededRandom } from "../../../local/engine/faults";
-import { READS, drawFault, startTracked, whenGateEmpty } from "../schedule";
+import { READS, drawFault, onSeededClock, startTracked, whenGateEmpty } from "../schedule";
 import { createFuzzSystem, fuzzClient, NO_TIMEOUTS } from "../adapter";
 import { describe, metFault } from "../calls";
-import { VirtualTime } from "../clock";
 import { historyKeys, type FuzzEvent } from "../history";
 import { StreamMapping } from "../mapping";
 import { otherWrite } from "../others";
@@ -92,26 +89,7 @@ export async function runRegionsHistory(
     history: RegionsHistory,
     options: RegionsRunOptions = {},
 ): Promise<RegionsRunResult> {
-    const time = new VirtualTime();
-    const latency = seededRandom((history.seed ^ 0x27d4eb2f) >>> 0);
-    const most = history.latencyMs ?? 20;
-    const scheduler = new Scheduler(time, () => 1 + Math.floor(latency() * most), REQUEST_LIFETIME_MS);
-    time.install();
-    // As run.ts: the system's own random draws and its tokens' bits come from the seed.
-    const random = Math.random;
-    Math.random = seededRandom((history.seed ^ 0x3c6ef372) >>> 0);
-    const bits = seededRandom((history.seed ^ 0x165667b1) >>> 0);
-    const restorePauses = installPauses({
-        sleep: (ms) => scheduler.sleep(ms),
-        bytes: (size) => Uint8Array.from({ length: size }, () => Math.floor(bits() * 256)),
-    });
-    try {
-        return await runOnClock(engine, history, options, scheduler);
-    } finally {
-        restorePauses();
-        Math.random = random;
-        time.restore();
-    }
+    return onSeededClock(history, (scheduler) => runOnClock(engine, history, options, scheduler));
 }
 
 /** One member region's parties. */
