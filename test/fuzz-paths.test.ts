@@ -14,6 +14,7 @@ import {
     itemWithoutHeadroom,
     markPerLife,
     oversizedDeleteThrows,
+    lateItemKept,
     quotaOfAnyLimit,
 } from "./fuzz/mutants";
 import { pathsTaken, THOUSANDS } from "./fuzz/paths";
@@ -52,6 +53,7 @@ const ADMITTED_PAST = /admitted under limit \d+ with best-effort \d+ after it/;
 const REFUSED_WRITE = /DynamoDB refused a write of the counting as written: ValidationException/;
 const THREW_REFUSAL =
     /threw ValidationException: Item size to update has exceeded the maximum allowed size although none of its requests met a fault/;
+const LATE_BACK = /after the drain: k0 has 1 late put attempts that brought a removed life back/;
 const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
 
 describe("the checker's histories over lowered limits, adoption at the limit, token rewrites and reused ids", function () {
@@ -164,6 +166,30 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
             await sharpens(engine(), history, on("api", oversizedDeleteThrows), THREW_REFUSAL);
         });
     }
+
+    it("rejects a consumer that keeps a late put another writer moved out of the selection in its batch: a move back in counts it", async () => {
+        // Prepare: attribute selection, utilization. A create whose first put attempt is held; its repeat creates the
+        // life, the consumer reads it, another writer deletes the item, the consumer reads that; the held attempt lands
+        // (the life again), another writer moves it out of the selection before the consumer reads the INSERT, and back
+        // in after.
+        const history: History = {
+            ...strictHistory("attribute", 3, 1, [
+                { op: "create", key: "k0", id: "i0", late: true },
+                consume,
+                { op: "otherDelete", key: "k0", id: "i0" },
+                consume,
+                { op: "land" },
+                { op: "otherFlip", key: "k0", id: "i0", status: "archived" },
+                consume,
+                { op: "otherFlip", key: "k0", id: "i0", status: "active" },
+                consume,
+            ]),
+            mode: "utilization",
+        };
+
+        // Act / Assess
+        await sharpens(engine(), history, on("pipeline", lateItemKept), LATE_BACK);
+    });
 
     it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {
         // Prepare: four young lives of one id, consumed (the marker's hc_released names the last, made milliseconds

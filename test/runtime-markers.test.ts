@@ -14,7 +14,7 @@ import {
     type CounterTableLayout,
     type ItemSelection,
 } from "../runtime/shared/config";
-import { chunkIntents, planBatch, refineIntent, transactionActions, type ItemIntent } from "../runtime/stream/markers";
+import { chunkIntents, planBatch, refineIntent, transactionActions, unresurrect, type ItemIntent } from "../runtime/stream/markers";
 import { planReconcile } from "../runtime/heal/reconcile";
 import { classifyRecord } from "../runtime/stream/records";
 import { isLive, isSelected } from "../runtime/shared/selection";
@@ -458,6 +458,32 @@ describe("refineIntent: the cheap skip and the resolution of a failed condition"
             // The same batch against a marker of an older life: no late put.
             const older = refineIntent(item!, { ...marker, life: "t1" });
             assert.equal(older.action === "apply" && older.intent.lateSeen, undefined);
+        });
+
+        it("a late INSERT another writer moved out of the selection in the batch: removed, so a move back in cannot count it (fuzz seed 120254)", () => {
+            // Prepare: an attribute selection; the marker names t9 from an earlier record; the batch holds t9's INSERT
+            // again, then another writer's move of the item out of the selection (status archived), the item left in place.
+            const selected: CounterTableConfig = { ...config, selection: { kind: "attribute", name: "status", value: "active" } };
+            const active = { ...token("t9"), status: { S: "active" } };
+            const archived = { ...token("t9"), status: { S: "archived" } };
+            const insert = record("INSERT", "k1", "x", active);
+            const moveOut = record("MODIFY", "k1", "x", archived, active);
+            const [item] = planBatch([insert, moveOut], selected).groups[0]!.items;
+            const marker = { state: "uncounted", seq: paddedSequence("5"), life: "t9", lifeSeq: paddedSequence("5") };
+
+            // Act
+            const refined = refineIntent(item!, marker);
+
+            // Assess: the item is removed on its token, nothing is counted, and the key is due for a heal.
+            assert.equal(refined.action, "apply");
+            assert.equal(refined.action === "apply" && refined.intent.resurrected, "t9");
+            assert.equal(refined.action === "apply" && refined.intent.target, "uncounted");
+            assert.equal(refined.action === "apply" && refined.intent.lateSeen, true);
+            // A removal that finds the item replaced keeps the batch's target (its later records move the replacement).
+            assert.equal(refined.action === "apply" && unresurrect(refined.intent, true).target, "uncounted");
+            // The same batch against a marker of an older life: no late put, nothing removed.
+            const older = refineIntent(item!, { ...marker, life: "t1" });
+            assert.equal(older.action === "apply" && older.intent.resurrected, undefined);
         });
 
         it("a delivery that holds one INSERT twice counts it once and removes nothing (fuzz seed 319)", () => {

@@ -35,9 +35,12 @@
  *   its token is removed the same way, never counted;
  * - other writers: an item without the client's token has no life, so their puts count as they always
  *   did; a client item they move back into a selection is a MODIFY, not an INSERT, and counts.
+ * A late attempt of L that another writer moves out of the selection in the same batch (an attribute selection) is
+ *   removed too, on the same condition: left in the table, a later move back in would be a MODIFY that counts it.
  * What it does not see: a late attempt of L that lands after another life of the same id was also
- *   created and removed (the marker then names that later life), and a late item is live from its landing
- *   to the consumer's removal of it (docs/limits.md).
+ *   created and removed (the marker then names that later life), one moved out and back in within one batch (the
+ *   batch's last image counts it), and a late item is live from its landing to the consumer's removal of it
+ *   (docs/limits.md).
  *
  * Sharded counting (runtime/shards/layout.ts). Under `counterShards` N, an id's marker lives in shard
  * `markerShard(id, N)` of its key, under the counters-table partition key `shardPartitionKey(key, shard)`, and the
@@ -248,7 +251,8 @@ export function resurrect(intent: ItemIntent): ItemIntent {
  */
 export function unresurrect(intent: ItemIntent, itemPresent: boolean): ItemIntent {
     const { resurrected: _late, ...rest } = intent;
-    return itemPresent ? { ...rest, target: "counted" } : rest;
+    // A late put the batch took out of the selection (refineIntent) keeps the batch's target: its later records move it.
+    return itemPresent && rest.insertedBefore === undefined ? { ...rest, target: "counted" } : rest;
 }
 
 /** A marker as read (the attributes the planner needs). */
@@ -328,11 +332,17 @@ export function refineIntent(intent: ItemIntent, marker: MarkerRead | undefined)
             marker.life === inserted.life &&
             marker.lifeSeq !== undefined &&
             marker.lifeSeq < inserted.seq;
-        // A late put that a later change of the batch already ended: nothing to remove, but its key is due for a heal.
+        // A late put that a later change of the batch took out of the selection: its key is due for a heal. A soft
+        // delete ended it (the item is removed as any soft-deleted one); a move out of the selection by another writer
+        // left it in the table, holding the life: it is removed as a late put is, so that a move back in cannot count it.
         const before = intent.insertedBefore;
         const endedLate =
             before !== undefined && marker.life === before.life && marker.lifeSeq !== undefined && marker.lifeSeq < before.seq;
-        const applied = { ...(late ? resurrect(intent) : intent), expected: marker.state };
+        const movedOut = endedLate && intent.target === "uncounted" && intent.softDelete === undefined && intent.life === before.life;
+        const applied = {
+            ...(late ? resurrect(intent) : movedOut ? { ...intent, resurrected: before.life } : intent),
+            expected: marker.state,
+        };
         return { action: "apply", intent: withMarker(endedLate ? { ...applied, lateSeen: true } : applied, marker) };
     }
     return {

@@ -165,3 +165,14 @@ export function healIgnoresQuietWindow(dynamodb: DynamoDBClient): void {
     };
     dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant:healIgnoresQuietWindow" });
 }
+
+/**
+ * Mutant: the consumer leaves in the table a late put of a removed life it was to remove (the Delete on the item
+ * still holding the life, runtime/stream/markers.ts). Under an attribute selection, one another writer moved out of
+ * the selection and back in is then counted.
+ */
+export function lateItemKept(dynamodb: DynamoDBClient): void {
+    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
+        input.TransactItems = input.TransactItems!.filter((action) => action.Delete?.ConditionExpression !== "#token = :token");
+    });
+}
