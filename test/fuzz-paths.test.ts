@@ -15,6 +15,7 @@ import {
     markPerLife,
     oversizedDeleteThrows,
     lateItemKept,
+    settlerKeepsLateItem,
     quotaOfAnyLimit,
 } from "./fuzz/mutants";
 import { pathsTaken, THOUSANDS } from "./fuzz/paths";
@@ -53,6 +54,7 @@ const ADMITTED_PAST = /admitted under limit \d+ with best-effort \d+ after it/;
 const REFUSED_WRITE = /DynamoDB refused a write of the counting as written: ValidationException/;
 const THREW_REFUSAL =
     /threw ValidationException: Item size to update has exceeded the maximum allowed size although none of its requests met a fault/;
+const HEALED_LATE = /after #11 settle \w+: k0 shard \d best-effort 1 > live 0 client-written items homed there \+ 0 ended by other writers$/;
 const LATE_BACK = /after the drain: k0 has 1 late put attempts that brought a removed life back/;
 const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
 
@@ -189,6 +191,36 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
 
         // Act / Assess
         await sharpens(engine(), history, on("pipeline", lateItemKept), LATE_BACK);
+    });
+
+    it("rejects a settler that heals a key before it purges a late put the key's marker shows removed", async () => {
+        // Prepare: client selection, utilization, 3 shards. A create whose first put attempt is held; its repeat creates
+        // the life, the consumer reads it, the client deletes it and the consumer reads that (the marker shows the life
+        // removed). The held attempt lands (released before the count's reads); the batch with its INSERT fails until it
+        // goes to the first DLQ, so the consumer cannot remove it before the settler run the audit brings to the key.
+        const failing: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "before" };
+        const history: History = {
+            ...strictHistory("client", 3, 3, [
+                { op: "create", key: "k0", id: "i0", late: true },
+                consume,
+                { op: "delete", key: "k0", id: "i0" },
+                consume,
+                consume,
+                { op: "land" },
+                { op: "count", key: "k0" },
+                failing,
+                failing,
+                failing,
+                failing,
+                { op: "settle", keyBudget: 200, auditSegments: 1 },
+            ]),
+            mode: "utilization",
+        };
+
+        // Act / Assess
+        const { sound } = await sharpens(engine(), history, on("settler", settlerKeepsLateItem), HEALED_LATE);
+        assert.equal(sound.stats.deadLettered, 1, JSON.stringify(sound.stats));
+        assert.equal(sound.stats.latePutsBack, 1, JSON.stringify(sound.stats));
     });
 
     it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {

@@ -12,16 +12,21 @@
  *     backfill) and a heal removes them, so the sparse GSI "heal-index" (pk `hc_heal` = one of HEAL_SHARDS
  *     shards, sk `hc_due_at`) lists the keys due since their last heal. A run queries it shard by shard, only
  *     entries older than the quiet window (`hc_due_at <= now - Q`, the others would be skipped), the oldest
- *     first across all shards, up to `keyBudget` keys, and heals and settles each: a backlog of B due keys
+ *     first across all shards, up to `keyBudget` keys, and settles and heals each: a backlog of B due keys
  *     heals within ceil(B / keyBudget) runs (see dueKeys).
  *   - Keys nobody marked (other writers of the user table, a utilization call that died between its writes,
  *     a mark that could not be written): a bounded audit walks the user table with a
- *     parallel Scan, one page of at most `auditPageSize` items per segment per run, and heals and settles
+ *     parallel Scan, one page of at most `auditPageSize` items per segment per run, and settles and heals
  *     the keys it meets. When the counters live in a table of their own it walks that one too, for the keys
  *     whose counters outlived their items (the last item deleted by another writer or by TTL after a heal
  *     took the key off the index, its removal's record gone with the stream's retention). Its cursor lives in
  *     the counters table (sk `${counterPrefix}settler#cursor`), so a full pass takes
  *     ceil(items / (segments * pageSize)) runs per table and never one whole-table scan.
+ *   - Order: each key is settled before it is healed. Reconcile purges a late put attempt of a removed life that
+ *     its marker shows removed (markers.ts), so the heal's read of the partition no longer holds it; healed first,
+ *     the heal would count it, and best-effort would stay one above the live items until the heal the purge's
+ *     REMOVE record asks for (heal-due.ts). A late put whose removal's record the consumer has not read yet (in
+ *     the first DLQ) is not recognisable by anyone: the heal counts it (docs/limits.md).
  *
  * Cost per run is therefore bounded by keyBudget + segments * pageSize keys (each one heal: 1 consistent
  * GetItem + the partition's Query + the markers' Query + 1 conditional write; plus the settle), and is
@@ -169,6 +174,18 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     let settleFound = 0;
     let settleCounted = 0;
     await forEachLimited([...indexed, ...fromAudit], options.concurrency ?? SETTLER_DEFAULTS.concurrency, async (key) => {
+        // Settled first: reconcile purges a late put of a removed life that its marker shows (markers.ts), so the heal
+        // that follows does not count it as live (counted, it would leave best-effort one above the live items until
+        // the heal the purge's mark asks for). A settle that fails still lets the key heal.
+        let failed = false;
+        try {
+            const settled = await settleKey(key);
+            settleFound += settled.found;
+            settleCounted += settled.counted;
+            failed = settled.incomplete;
+        } catch {
+            failed = true;
+        }
         try {
             const heal = await healKey(key, options);
             heals.push(heal);
@@ -179,13 +196,10 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
                     }
                 }
             }
-            const settled = await settleKey(key);
-            settleFound += settled.found;
-            settleCounted += settled.counted;
-            if (settled.incomplete) {
-                failedKeys.push(key);
-            }
         } catch {
+            failed = true;
+        }
+        if (failed) {
             failedKeys.push(key);
         }
     });
