@@ -191,6 +191,7 @@ async function main(): Promise<void> {
         held: 0,
         latePutsBack: 0,
         latePutsAfterAnotherLife: 0,
+        latePutsAHealMayCount: 0,
         ledgerUnsealed: 0,
         ledgerSealed: 0,
     };
@@ -235,6 +236,7 @@ async function main(): Promise<void> {
             totals.held += result.stats.held;
             totals.latePutsBack += result.stats.latePutsBack;
             totals.latePutsAfterAnotherLife += result.stats.latePutsAfterAnotherLife;
+            totals.latePutsAHealMayCount += result.stats.latePutsAHealMayCount;
             totals.ledgerUnsealed += result.stats.ledgerUnsealed;
             totals.ledgerSealed += result.stats.ledgerSealed;
             const line =
@@ -244,7 +246,7 @@ async function main(): Promise<void> {
                 `${result.stats.settles} settler runs (${result.stats.healed} heals, ${result.stats.busySettles} with calls in flight, ` +
                 `${result.stats.expired} requests expired), ` +
                 `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +
-                `${result.stats.latePutsAfterAnotherLife} after another life), ` +
+                `${result.stats.latePutsAfterAnotherLife} after another life, ${result.stats.latePutsAHealMayCount} a heal may count), ` +
                 `${result.stats.ledgerUnsealed} ledger values read unsealed (${result.stats.ledgerSealed} sealed), ` +
                 `${result.violations.length} violations, trace ${result.trace}`;
             process.stderr.write(`${line}\n`);
@@ -287,7 +289,8 @@ async function main(): Promise<void> {
                   `${summary.backfillAlreadyCounted} found counted), ${summary.flips} selection moves, ` +
                   `${summary.settles} settler runs (${summary.healed} heals, ${summary.busySettles} with calls in flight, ` +
                   `${summary.expired} requests expired), ${summary.held} put attempts held ` +
-                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life), ` +
+                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life, ` +
+                  `${summary.latePutsAHealMayCount} a heal may count), ` +
                   `${summary.ledgerUnsealed} ledger values read unsealed (${summary.ledgerSealed} sealed): ` +
                   `${failed} failed\n`,
     );

@@ -6,8 +6,11 @@
  * because the batch that showed the life ended with another writer's replacement of its item, so its marker write
  * carried no life: seen here, from the transaction that counted the attempt's INSERT.
  */
-import type { TransactWriteItemsCommandInput } from "@aws-sdk/client-dynamodb";
-import { shardOfPartitionKey } from "../../runtime/shards/layout";
+import { GetItemCommand, type DynamoDBClient, type TransactWriteItemsCommandInput } from "@aws-sdk/client-dynamodb";
+import { queryPartition } from "../../runtime/heal/partition";
+import { COUNTER_ATTRIBUTES, MARKER_STATE, countersTable, markerSortKey } from "../../runtime/shared/config";
+import { isLive } from "../../runtime/shared/selection";
+import { markerShard, shardOfPartitionKey, shardPartitionKey } from "../../runtime/shards/layout";
 import { shardsOf, type FuzzSystem } from "./adapter";
 import type { StreamMapping } from "./mapping";
 import type { Released } from "./scheduler";
@@ -40,4 +43,47 @@ export function countedLateInserts(
             ? [{ key: shardOfPartitionKey(partition, shardsOf(system)).key, life }]
             : [];
     });
+}
+
+/**
+ * The late put attempts among `tokens` that are live in `key`'s partition and that a heal may count (docs/limits.md):
+ * the ones the settler's reconcile, run before its heal, cannot recognise and purge. It recognises one whose marker
+ * shows its life counted and then uncounted by stream records (the consumer has read the removal); it recognises none
+ * under an attribute selection, where a marker does not tell a removed life from one moved out of the selection.
+ */
+export async function lateItemsAHealMayCount(
+    reader: DynamoDBClient,
+    system: FuzzSystem,
+    key: string,
+    tokens: ReadonlySet<string> | undefined,
+): Promise<string[]> {
+    if (tokens === undefined || tokens.size === 0) {
+        return [];
+    }
+    const { config } = system;
+    const items = await queryPartition(reader, { tableName: config.tableName, partitionKey: config.partitionKey, key });
+    const late = items.filter((item) => isLive(item, config) && tokens.has(item[config.tokenAttribute]?.S ?? ""));
+    const counted: string[] = [];
+    for (const item of late) {
+        const token = item[config.tokenAttribute]!.S!;
+        const id = item[config.sortKey]!.S!;
+        const { Item: marker } = await reader.send(
+            new GetItemCommand({
+                TableName: countersTable(config),
+                Key: {
+                    [config.partitionKey]: { S: shardPartitionKey(key, markerShard(id, shardsOf(system))) },
+                    [config.sortKey]: { S: markerSortKey(config, id) },
+                },
+                ConsistentRead: true,
+            }),
+        );
+        const removalRead =
+            marker?.[COUNTER_ATTRIBUTES.life]?.S === token &&
+            marker[COUNTER_ATTRIBUTES.lifeSeq]?.S !== undefined &&
+            marker[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.uncounted;
+        if (config.selection.kind === "attribute" || !removalRead) {
+            counted.push(token);
+        }
+    }
+    return counted;
 }

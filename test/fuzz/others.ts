@@ -30,6 +30,12 @@
  * client items moved back in so far: it can only loosen them, and is 0 in every other history. A TTL delete
  * (client histories) is a hard delete nobody calls: another writer's, as far as the contract goes.
  *
+ * A late put attempt of a removed life (run.ts) is no one's live item, so it is left out of `clientLive`. A heal that
+ * reads the key while one is in the table and no one can yet tell it from a live item (its removal's record waits in
+ * the first DLQ; any one under an attribute selection) counts it (docs/limits.md), so the upper bounds (utilization's,
+ * and strict's `bestEffort <= limit + ...`) allow `healedLate`, the late puts a settler run found so (0 in every
+ * history where the consumer read them first).
+ *
  * Sharded counters (runtime/shards/layout.ts): the bound a mode keeps on one best-effort item it keeps per shard,
  * over the client's live items homed there (their token's shard), so each shard is checked as a key of its own:
  * utilization `bestEffort_s <= clientLive_s + ended_s`, strict `clientLive_s <= bestEffort_s + movedIn_s`, the
@@ -177,24 +183,28 @@ export interface BoundAllowance {
      * puts the consumer does not promise to catch (run.ts): items no slot backs, until a heal.
      */
     readonly movedIn: number;
+    /** Late puts a settler run's heal may have counted (run.ts, `lateAHealMayCount`): above the live items. */
+    readonly healedLate: number;
 }
 
 /** The mode's bound at one observation (see the top of this module); undefined when it holds. */
 export function boundProblem(mode: Mode, truth: Truth, limit: number, allowance: BoundAllowance): string | undefined {
     if (mode === "utilization") {
-        return truth.bestEffort > truth.clientLive + allowance.ended
-            ? `best-effort ${truth.bestEffort} > live ${truth.clientLive} client-written items + ${allowance.ended} ended by other writers`
+        return truth.bestEffort > truth.clientLive + allowance.ended + allowance.healedLate
+            ? `best-effort ${truth.bestEffort} > live ${truth.clientLive} client-written items + ${allowance.ended} ended by other writers` +
+                  healedLateText(allowance.healedLate)
             : undefined;
     }
     const moved = allowance.movedIn;
     if (
         truth.clientLive > truth.bestEffort + moved ||
         truth.clientLive > limit + moved ||
-        truth.bestEffort > limit + allowance.backfilled + moved
+        truth.bestEffort > limit + allowance.backfilled + moved + allowance.healedLate
     ) {
         return (
             `strict bound broken: ${truth.clientLive} client-written live items (${truth.live} live), best-effort ` +
-            `${truth.bestEffort}, limit ${limit} (+ ${allowance.backfilled} added by backfill, + ${moved} moved back in)`
+            `${truth.bestEffort}, limit ${limit} (+ ${allowance.backfilled} added by backfill, + ${moved} moved back in)` +
+            healedLateText(allowance.healedLate)
         );
     }
     return undefined;
@@ -209,16 +219,24 @@ export interface ShardObservation {
     readonly ended: number;
     /** Client items homed there moved back into the selection, and late puts not promised (strict). */
     readonly movedIn: number;
+    /** Late puts homed there a settler run's heal may have counted (utilization). */
+    readonly healedLate: number;
 }
 
 /** The mode's bound on one shard of a key (see the top of this module); undefined when it holds. */
 export function shardBoundProblem(mode: Mode, s: ShardObservation): string | undefined {
     if (mode === "utilization") {
-        return s.bestEffort > s.clientLive + s.ended
-            ? `shard ${s.shard} best-effort ${s.bestEffort} > live ${s.clientLive} client-written items homed there + ${s.ended} ended by other writers`
+        return s.bestEffort > s.clientLive + s.ended + s.healedLate
+            ? `shard ${s.shard} best-effort ${s.bestEffort} > live ${s.clientLive} client-written items homed there + ${s.ended} ended by other writers` +
+                  healedLateText(s.healedLate)
             : undefined;
     }
     return s.clientLive > s.bestEffort + s.movedIn
         ? `shard ${s.shard} strict bound broken: ${s.clientLive} client-written live items homed there > best-effort ${s.bestEffort} (+ ${s.movedIn} moved back in)`
         : undefined;
+}
+
+/** The late-put allowance in a bound's message, when there is one. */
+function healedLateText(healedLate: number): string {
+    return healedLate === 0 ? "" : ` + ${healedLate} late puts a heal may have counted`;
 }
