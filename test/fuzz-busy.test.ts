@@ -42,9 +42,9 @@ describe("the checker's settler runs beside calls in flight", function () {
 
     it("a short history: a call that starts during the run reserves; the shipped heal keeps its unit, the mutant breaks the bound", async () => {
         // Prepare: strict, limit 5; a create, then a settler run that does not wait, and two creates that start during it.
-        // The scheduler's seed 10 releases a create's reservation before the heal's read and its put after the heal's write.
+        // The scheduler's seed 6 releases a create's reservation before the heal's read and its put after the heal's write.
         const history: History = {
-            seed: 10,
+            seed: 6,
             mode: "strict",
             selection: "client",
             placement: "separate",
@@ -66,9 +66,9 @@ describe("the checker's settler runs beside calls in flight", function () {
         await sharpens(engine(), history, (clients) => healIgnoresQuietWindow(clients.settler), STRICT_BROKEN);
     });
 
-    it("seed 10 (strict, 200 events): runs start with calls in flight, requests expire, the bound holds; the mutant is rejected", async () => {
+    it("seed 15 (strict, 200 events): runs start with calls in flight, requests expire, the bound holds; the mutant is rejected", async () => {
         // Prepare
-        const history = generateHistory({ seed: 10, ops: 200, mode: "strict", selection: "client", counterShards: 1 });
+        const history = generateHistory({ seed: 15, ops: 200, mode: "strict", selection: "client", counterShards: 1 });
         assert.ok(history.events.some((e) => e.op === "settle" && e.busy === true));
 
         // Act: the sound run keeps the contract, the mutant breaks the bound
@@ -80,21 +80,21 @@ describe("the checker's settler runs beside calls in flight", function () {
     });
 
     it("a heal of the busy key that counts recent lives from the table (no ledger) is rejected: a reservation's put was in flight", async () => {
-        // Seed 10 releases the reservation of a tryCreate that starts during the run before the heal's read, and its put
+        // Seed 6 releases the reservation of a tryCreate that starts during the run before the heal's read, and its put
         // after the heal's write.
-        const history = short(10, "strict", [tryCreate("i0"), consume, busy(), tryCreate("i1"), tryCreate("i2"), consume]);
+        const history = short(6, "strict", [tryCreate("i0"), consume, busy(), tryCreate("i1"), tryCreate("i2"), consume]);
         await sharpens(engine(), history, (clients) => healWithoutLedger(clients.settler), STRICT_BROKEN);
     });
 
     it("a strict release that ignores the heal epoch is rejected: the busy heal had already counted its item gone", async () => {
-        // Seed 18 lands a heal of the busy key between a delete's soft delete and its release.
-        const history = short(18, "strict", [tryCreate("i0"), tryCreate("i1"), consume, quiet, del("i0"), busy(), del("i1"), consume]);
+        // Seed 11 lands a heal of the busy key between a delete's soft delete and its release.
+        const history = short(11, "strict", [tryCreate("i0"), tryCreate("i1"), consume, quiet, del("i0"), busy(), del("i1"), consume]);
         await sharpens(engine(), history, (clients) => releaseIgnoresEpoch(clients.api), STRICT_BROKEN);
     });
 
     it("a utilization heal that does not see delete claims is rejected: it counted an item whose decrement had landed", async () => {
-        // Seed 37 lands the audit's heal of the busy key between a delete's decrement and its soft delete.
-        const history = short(37, "utilization", [
+        // Seed 22 lands the audit's heal of the busy key between a delete's decrement and its soft delete.
+        const history = short(22, "utilization", [
             create("i0"),
             create("i1"),
             create("i2"),
