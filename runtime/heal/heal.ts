@@ -602,10 +602,10 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     // The clock is read after every shard's best-effort and BEFORE the partition: the safety argument needs now <= t2.
     const now = clock();
     const sharded = shards > 1;
-    // An unsharded key's item with no count at all holds only marks: no best-effort write of any version ever landed
-    // on it (every writer of a count, earlier versions too, writes the count), so it is healed as a shard no client
-    // wrote, on the same proof (its write requires the count still absent).
-    // `unwritten`: whether the item may be healed as one no client wrote (a shard, or such an item).
+    // Whether an item may be healed as one no client wrote: any shard of a sharded key, or an unsharded key's item with
+    // no count at all, which holds only marks: no best-effort write of any version ever landed on it (every writer of a
+    // count, earlier versions too, writes the count), so it is healed on a shard's proof (its write requires the count
+    // still absent).
     const unwritten = (item: Record<string, AttributeValue> | undefined) =>
         sharded || (item !== undefined && item[config.countAttribute] === undefined);
     const skips = responses.map((response) =>

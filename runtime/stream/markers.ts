@@ -104,8 +104,10 @@ export interface ItemIntent {
     /** A late put of this removed life: remove the item if it still holds it, and leave the marker "uncounted". */
     readonly resurrected?: string;
     /**
-     * An INSERT of the batch whose life a later change of the batch ended (a soft delete): when the marker showed
-     * that life before it, it was a late put another party moved best-effort for (runtime/stream/heal-due.ts).
+     * An INSERT of the batch whose life a later change of the batch ended (a soft delete) or took out of the selection
+     * (another writer's move): when the marker showed that life before it, it was a late put another party moved
+     * best-effort for (runtime/stream/heal-due.ts). Set only on such an intent, which is how `unresurrect` knows to
+     * keep the batch's target for it.
      */
     readonly insertedBefore?: { readonly life: string; readonly seq: string };
     /** A late put of the item was seen, whatever the intent's target: its key is due for a heal (heal-due.ts). */
