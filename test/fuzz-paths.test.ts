@@ -45,6 +45,34 @@ function strictHistory(selection: History["selection"], limit: number, counterSh
     };
 }
 
+/**
+ * Utilization, 3 shards: a create whose first put attempt is held; its repeat creates the life, the consumer reads it,
+ * the client deletes it and the consumer reads that (the marker shows the life removed). The held attempt lands
+ * (released before the count's reads); the batch with its INSERT fails until it goes to the first DLQ, so the consumer
+ * cannot remove the item before the settler run the audit brings to the key (event #11). Then `after`.
+ */
+function lateInFirstDlq(selection: History["selection"], after: FuzzEvent[] = []): History {
+    const failing: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "before" };
+    return {
+        ...strictHistory(selection, 3, 3, [
+            { op: "create", key: "k0", id: "i0", late: true },
+            consume,
+            { op: "delete", key: "k0", id: "i0" },
+            consume,
+            consume,
+            { op: "land" },
+            { op: "count", key: "k0" },
+            failing,
+            failing,
+            failing,
+            failing,
+            { op: "settle", keyBudget: 200, auditSegments: 1 },
+            ...after,
+        ]),
+        mode: "utilization",
+    };
+}
+
 /** The mutant on one party's client. */
 function on(party: keyof FuzzClients, mutant: (dynamodb: DynamoDBClient) => void): (clients: FuzzClients) => void {
     return (clients) => mutant(clients[party]);
@@ -194,28 +222,8 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
     });
 
     it("rejects a settler that heals a key before it purges a late put the key's marker shows removed", async () => {
-        // Prepare: client selection, utilization, 3 shards. A create whose first put attempt is held; its repeat creates
-        // the life, the consumer reads it, the client deletes it and the consumer reads that (the marker shows the life
-        // removed). The held attempt lands (released before the count's reads); the batch with its INSERT fails until it
-        // goes to the first DLQ, so the consumer cannot remove it before the settler run the audit brings to the key.
-        const failing: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "before" };
-        const history: History = {
-            ...strictHistory("client", 3, 3, [
-                { op: "create", key: "k0", id: "i0", late: true },
-                consume,
-                { op: "delete", key: "k0", id: "i0" },
-                consume,
-                consume,
-                { op: "land" },
-                { op: "count", key: "k0" },
-                failing,
-                failing,
-                failing,
-                failing,
-                { op: "settle", keyBudget: 200, auditSegments: 1 },
-            ]),
-            mode: "utilization",
-        };
+        // Prepare: the late put in the first DLQ, under a client selection (the marker shows the life removed)
+        const history = lateInFirstDlq("client");
 
         // Act / Assess
         const { sound } = await sharpens(engine(), history, on("settler", settlerKeepsLateItem), HEALED_LATE);
@@ -225,29 +233,10 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
     });
 
     it("allows a heal to count a late put no one can tell from a live item yet: under an attribute selection, its INSERT in the first DLQ", async () => {
-        // Prepare: the history above under an attribute selection, where a marker does not tell a removed life from one
-        // moved out of the selection: the settler's reconcile counts the late item and its heal counts it (docs/limits.md),
-        // until the consumer reads the INSERT from the redrive and removes it.
-        const failing: FuzzEvent = { op: "consume", max: 25, overlap: 0, crash: "before" };
-        const history: History = {
-            ...strictHistory("attribute", 3, 3, [
-                { op: "create", key: "k0", id: "i0", late: true },
-                consume,
-                { op: "delete", key: "k0", id: "i0" },
-                consume,
-                consume,
-                { op: "land" },
-                { op: "count", key: "k0" },
-                failing,
-                failing,
-                failing,
-                failing,
-                { op: "settle", keyBudget: 200, auditSegments: 1 },
-                { op: "redrive" },
-                consume,
-            ]),
-            mode: "utilization",
-        };
+        // Prepare: the same under an attribute selection, where a marker does not tell a removed life from one moved out
+        // of the selection: the settler's reconcile counts the late item and its heal counts it (docs/limits.md), until
+        // the consumer reads the INSERT from the redrive and removes it.
+        const history = lateInFirstDlq("attribute", [{ op: "redrive" }, consume]);
 
         // Act
         const result = await runHistory(engine(), history);
