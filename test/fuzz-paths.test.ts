@@ -16,6 +16,7 @@ import {
     oversizedDeleteThrows,
     lateItemKept,
     settlerKeepsLateItem,
+    staleBackfillFlagKept,
     quotaOfAnyLimit,
 } from "./fuzz/mutants";
 import { pathsTaken, THOUSANDS } from "./fuzz/paths";
@@ -83,6 +84,7 @@ const REFUSED_WRITE = /DynamoDB refused a write of the counting as written: Vali
 const THREW_REFUSAL =
     /threw ValidationException: Item size to update has exceeded the maximum allowed size although none of its requests met a fault/;
 const HEALED_LATE = /after #11 settle \w+: k0 shard \d best-effort 1 > live 0 client-written items homed there \+ 0 ended by other writers$/;
+const UNIT_MISSING = /before the final heal: k0 best-effort 0 != 1, and the heal index does not list it/;
 const LATE_BACK = /after the drain: k0 has 1 late put attempts that brought a removed life back/;
 const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
 
@@ -245,6 +247,27 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         assert.deepEqual(result.violations, []);
         assert.equal(result.stats.latePutsAHealMayCount, 1, JSON.stringify(result.stats));
         assert.equal(result.stats.deadLettered, 1, JSON.stringify(result.stats));
+    });
+
+    it("rejects a consumer that keeps the backfill flag of an ended life when another writer puts the id again", async () => {
+        // Prepare: strict, prefix selection; an item from before the counter, adopted by a backfill (a unit and its
+        // marker's flag); another writer deletes it, the consumer reads that, and a heal takes the unit back; the other
+        // writer puts the id again, and the consumer counts the new life. The backfill after the stream must give it a
+        // unit: the flag it would find is the ended life's.
+        const history: History = {
+            ...strictHistory("prefix", 3, 1, [
+                { op: "backfill", runId: "a", pageSize: 5 },
+                { op: "otherDelete", key: "k0", id: "i2" },
+                consume,
+                settle,
+                { op: "otherPut", key: "k0", id: "i2" },
+                consume,
+            ]),
+            preexisting: [{ key: "k0", id: "i2" }],
+        };
+
+        // Act / Assess
+        await sharpens(engine(), history, on("pipeline", staleBackfillFlagKept), UNIT_MISSING);
     });
 
     it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {

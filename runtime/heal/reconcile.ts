@@ -317,7 +317,12 @@ function reconcileMarkerUpdate(
     values[":seq"] = { S: a.markerSeq ?? ZERO_SEQ };
     let update = "SET #state = :target, #seq = :seq";
     if (a.kind === "count") {
-        update += " REMOVE #exp";
+        // A marker read uncounted names a life that has ended: its backfill flag, if any, is dropped (markers.ts).
+        update += a.markerState === MARKER_STATE.uncounted ? " REMOVE #exp, #be, #beLife" : " REMOVE #exp";
+        if (a.markerState === MARKER_STATE.uncounted) {
+            names["#be"] = A.beCounted;
+            names["#beLife"] = A.beLife;
+        }
     } else {
         update += ", #exp = :exp";
         values[":exp"] = { N: String(Math.floor(nowMs / 1000) + TOMBSTONE_TTL_SECONDS) };

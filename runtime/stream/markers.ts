@@ -533,6 +533,14 @@ function markerUpdate(
     } else {
         // A counted marker must never expire.
         removed.push("#exp");
+        if (item.expected === "uncounted") {
+            // A new life of the id: a strict backfill's flag is about a life that has ended (its unit was given back by
+            // that life's delete, or is held until a heal absorbs it). Left on, it would tell the next backfill that
+            // best-effort holds a unit for this life, and the backfill would give it none.
+            names["#be"] = A.beCounted;
+            names["#beLife"] = A.beLife;
+            removed.push("#be", "#beLife");
+        }
     }
     // Marks of earlier versions no attempt of their lives can need any more (runtime/shared/strict-ledger.ts).
     (item.prune ?? []).forEach((name, i) => {

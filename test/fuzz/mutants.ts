@@ -185,3 +185,20 @@ export function lateItemKept(dynamodb: DynamoDBClient): void {
 export function settlerKeepsLateItem(dynamodb: DynamoDBClient): void {
     lateItemKept(dynamodb);
 }
+
+/**
+ * Mutant: the consumer and reconcile count a later life of an id and leave the strict backfill's flag (`hc_be`) of the
+ * life that ended: the next backfill takes the flag for this life's unit and gives it none (runtime/stream/markers.ts).
+ */
+export function staleBackfillFlagKept(dynamodb: DynamoDBClient): void {
+    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
+        for (const action of input.TransactItems!) {
+            const update = action.Update;
+            if (update?.UpdateExpression?.includes("#exp, #be, #beLife") === true) {
+                update.UpdateExpression = update.UpdateExpression.replace("#exp, #be, #beLife", "#exp");
+                delete update.ExpressionAttributeNames!["#be"];
+                delete update.ExpressionAttributeNames!["#beLife"];
+            }
+        }
+    });
+}
