@@ -317,7 +317,7 @@ function reconcileMarkerUpdate(
     values[":seq"] = { S: a.markerSeq ?? ZERO_SEQ };
     let update = "SET #state = :target, #seq = :seq";
     if (a.kind === "count") {
-        // A marker read uncounted names a life that has ended: its backfill flag, if any, is dropped (markers.ts).
+        // Counted from uncounted: a backfill flag is about the life the marker counted before, and is dropped (markers.ts).
         update += a.markerState === MARKER_STATE.uncounted ? " REMOVE #exp, #be, #beLife" : " REMOVE #exp";
         if (a.markerState === MARKER_STATE.uncounted) {
             names["#be"] = A.beCounted;

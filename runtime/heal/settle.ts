@@ -22,7 +22,7 @@
  *     took the key off the index, its removal's record gone with the stream's retention). Its cursor lives in
  *     the counters table (sk `${counterPrefix}settler#cursor`), so a full pass takes
  *     ceil(items / (segments * pageSize)) runs per table and never one whole-table scan.
- *   - Order: each key is settled before it is healed. Reconcile purges a late put attempt of a removed life that
+ *   - Order: each key is settled before it is healed, and not healed when its settle fails. Reconcile purges a late put attempt of a removed life that
  *     its marker shows removed (markers.ts), so the heal's read of the partition no longer holds it; healed first,
  *     the heal would count it, and best-effort would stay one above the live items until the heal the purge's
  *     REMOVE record asks for (heal-due.ts). A late put whose removal's record the consumer has not read yet (in
@@ -176,15 +176,19 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
     await forEachLimited([...indexed, ...fromAudit], options.concurrency ?? SETTLER_DEFAULTS.concurrency, async (key) => {
         // Settled first: reconcile purges a late put of a removed life that its marker shows (markers.ts), so the heal
         // that follows does not count it as live (counted, it would leave best-effort one above the live items until
-        // the heal the purge's mark asks for). A settle that fails still lets the key heal.
-        let failed = false;
+        // the heal the purge's mark asks for). A key whose settle failed is not healed in this run, for the same
+        // reason: it stays on the heal index (only a heal's write takes it off), or the audit meets it again.
         try {
             const settled = await settleKey(key);
             settleFound += settled.found;
             settleCounted += settled.counted;
-            failed = settled.incomplete;
+            if (settled.incomplete) {
+                failedKeys.push(key);
+                return;
+            }
         } catch {
-            failed = true;
+            failedKeys.push(key);
+            return;
         }
         try {
             const heal = await healKey(key, options);
@@ -197,9 +201,6 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
                 }
             }
         } catch {
-            failed = true;
-        }
-        if (failed) {
             failedKeys.push(key);
         }
     });

@@ -533,10 +533,14 @@ function markerUpdate(
     } else {
         // A counted marker must never expire.
         removed.push("#exp");
-        if (item.expected === "uncounted") {
-            // A new life of the id: a strict backfill's flag is about a life that has ended (its unit was given back by
-            // that life's delete, or is held until a heal absorbs it). Left on, it would tell the next backfill that
-            // best-effort holds a unit for this life, and the backfill would give it none.
+        if (item.expected !== "counted") {
+            // Counted from uncounted (or from a state the records guessed, when the markers could not be read): a strict
+            // backfill's flag is about the life the marker counted before. Its unit was given back by that life's delete,
+            // or is held until a heal. Left on, the flag would tell the next backfill that best-effort holds a unit for
+            // this life, and it would give none: best-effort below the items, with no mark. Dropped, the worst case is a
+            // backfill that ran ahead of older records of the id and flagged this very life: its unit stays without a
+            // flag, best-effort one above on the safe side, and the removal record that made the marker uncounted put
+            // the key on the heal index (heal-due.ts).
             names["#be"] = A.beCounted;
             names["#beLife"] = A.beLife;
             removed.push("#be", "#beLife");
