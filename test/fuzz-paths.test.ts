@@ -15,7 +15,6 @@ import {
     markPerLife,
     oversizedDeleteThrows,
     lateItemKept,
-    settlerKeepsLateItem,
     staleBackfillFlagKept,
     quotaOfAnyLimit,
 } from "./fuzz/mutants";
@@ -228,7 +227,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         const history = lateInFirstDlq("client");
 
         // Act / Assess
-        const { sound } = await sharpens(engine(), history, on("settler", settlerKeepsLateItem), HEALED_LATE);
+        const { sound } = await sharpens(engine(), history, { settlerHealsFirst: true }, HEALED_LATE);
         assert.equal(sound.stats.deadLettered, 1, JSON.stringify(sound.stats));
         assert.equal(sound.stats.latePutsBack, 1, JSON.stringify(sound.stats));
         assert.equal(sound.stats.latePutsAHealMayCount, 0, JSON.stringify(sound.stats));

@@ -178,15 +178,6 @@ export function lateItemKept(dynamodb: DynamoDBClient): void {
 }
 
 /**
- * Mutant: the settler's heal reads a key while a late put of a removed life that the key's marker shows removed is
- * still in the table. The settler settles each key before it heals it, and that settle purges such an item
- * (runtime/heal/settle.ts, "Order"); dropping the purge leaves the heal the item to count, as healing first did.
- */
-export function settlerKeepsLateItem(dynamodb: DynamoDBClient): void {
-    lateItemKept(dynamodb);
-}
-
-/**
  * Mutant: the consumer and reconcile count a later life of an id and leave the strict backfill's flag (`hc_be`) of the
  * life that ended: the next backfill takes the flag for this life's unit and gives it none (runtime/stream/markers.ts).
  */

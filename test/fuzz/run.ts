@@ -165,6 +165,11 @@ export interface RunOptions {
      * DynamoDB clients before anything runs (add middleware that breaks them).
      */
     readonly mutate?: (clients: FuzzClients) => void;
+    /**
+     * A mutant of the settler's order (runtime/heal/settle.ts, "Order"): each key of a run is healed before it is
+     * settled, as the settler did before it purged late puts ahead of its heal.
+     */
+    readonly settlerHealsFirst?: true;
 }
 
 export interface FuzzClients {
@@ -570,6 +575,7 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
         // so it refuses them (scheduler.ts). A4 (the window longer than both) is what the move relies on.
         time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
         try {
+            const settledAfter: string[] = [];
             const report = await settle({
                 ...healOptions,
                 fatal,
@@ -578,7 +584,18 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
                 auditSegments: event.auditSegments,
                 auditPageSize: 3,
                 concurrency: 2,
+                ...(options.settlerHealsFirst
+                    ? {
+                          settleKey: async (key: string) => {
+                              settledAfter.push(key);
+                              return { key, found: 0, counted: 0, alreadySettled: 0, incomplete: false };
+                          },
+                      }
+                    : {}),
             });
+            for (const key of settledAfter) {
+                await reconcileKey(key, { config: system.config, dynamodb: settlerDynamo, fatal, sink });
+            }
             settleTotals.healed += report.healed;
         } catch (error) {
             // The contract: a run throws only when the heal index or the audit cursor cannot be read at all.
