@@ -220,6 +220,7 @@ describe("planBatch", () => {
                         life: "t1",
                         // The INSERT the soft delete ended, kept to ask the marker whether it was a late put.
                         insertedBefore: { life: "t1", seq: paddedSequence(a1.dynamodb!.SequenceNumber!) },
+                        putInBatch: true,
                     },
                     {
                         id: "b",
@@ -229,6 +230,7 @@ describe("planBatch", () => {
                         sequenceNumbers: [b.dynamodb!.SequenceNumber],
                         life: "t2",
                         inserted: { life: "t2", seq: paddedSequence(b.dynamodb!.SequenceNumber!) },
+                        putInBatch: true,
                     },
                 ],
             },
@@ -282,13 +284,16 @@ describe("transactionActions", () => {
             Update: {
                 TableName: "orders-counters",
                 Key: { pk: { S: "k" }, sk: { S: "#counter#item#a" } },
-                UpdateExpression: "SET #state = :target, #seq = :seq, #life = :life, #lifeSeq = :seq REMOVE #exp",
+                // A life the marker did not count before: a strict backfill's flag of an earlier life goes.
+                UpdateExpression: "SET #state = :target, #seq = :seq, #life = :life, #lifeSeq = :seq REMOVE #exp, #be, #beLife",
                 ConditionExpression:
                     "(attribute_not_exists(#seq) OR #seq < :seq) AND (attribute_not_exists(#state) OR #state = :uncounted)",
                 ExpressionAttributeNames: {
                     "#state": "hc_state",
                     "#seq": "hc_seq",
                     "#exp": "hc_expires_at",
+                    "#be": "hc_be",
+                    "#beLife": "hc_be_life",
                     "#life": "hc_life",
                     "#lifeSeq": "hc_life_seq",
                 },
@@ -327,6 +332,23 @@ describe("transactionActions", () => {
                 ReturnValuesOnConditionCheckFailure: "ALL_OLD",
             },
         });
+    });
+
+    it("drops a strict backfill's flag when it counts a life the marker did not hold: not when the marker counted this item", () => {
+        // Prepare: a removal and a new put of the id in one batch (the marker stays counted), the same from uncounted, and
+        // a change of an item the marker counted before the batch.
+        const planned = (target: ItemIntent) => transactionActions(config, "k", [target], now).actions.at(-1)!.Update!;
+
+        // Act
+        const reput = planned(intent("a", "counted", "counted", { putInBatch: true }));
+        const again = planned(intent("b", "counted", "uncounted"));
+        const kept = planned(intent("c", "counted", "counted"));
+
+        // Assess
+        assert.match(reput.UpdateExpression!, / REMOVE #exp, #be, #beLife$/);
+        assert.match(again.UpdateExpression!, / REMOVE #exp, #be, #beLife$/);
+        assert.deepEqual([reput.ExpressionAttributeNames!["#be"], reput.ExpressionAttributeNames!["#beLife"]], ["hc_be", "hc_be_life"]);
+        assert.match(kept.UpdateExpression!, / REMOVE #exp$/);
     });
 
     it("puts the net delta first; a tombstone for a missing marker moves nothing", () => {
@@ -504,6 +526,7 @@ describe("refineIntent: the cheap skip and the resolution of a failed condition"
                     sequenceNumbers: [insert.dynamodb!.SequenceNumber],
                     life: "t9",
                     inserted: { life: "t9", seq: paddedSequence(insert.dynamodb!.SequenceNumber!) },
+                    putInBatch: true,
                 },
             ]);
         });
@@ -521,6 +544,7 @@ describe("refineIntent: the cheap skip and the resolution of a failed condition"
                 life: "t9",
                 resurrected: "t9",
                 lateSeen: true,
+                putInBatch: true,
             });
         });
 

@@ -110,6 +110,8 @@ export interface ItemIntent {
      * keep the batch's target for it.
      */
     readonly insertedBefore?: { readonly life: string; readonly seq: string };
+    /** The item the intent ends on was put within the batch (an INSERT of it, whoever wrote it): a life of its own. */
+    readonly putInBatch?: true;
     /** A late put of the item was seen, whatever the intent's target: its key is due for a heal (heal-due.ts). */
     readonly lateSeen?: true;
     /** Epoch ms of the last record (its approximate creation time, whole seconds), when the record has one. */
@@ -209,6 +211,8 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
         if (change.life !== undefined) {
             seenLives.add(change.life);
         }
+        // Every change after an INSERT keeps that item, or removes it (and a later INSERT puts another).
+        const putInBatch = change.insert === true || earlier?.putInBatch === true;
         // An INSERT of a life the batch showed before is a late put, whatever the item's later changes do with it.
         const lateSeen = earlier?.lateSeen === true || (change.insert === true && again);
         // The INSERT a later change ended: kept to ask the marker whether it was late (refineIntent).
@@ -225,6 +229,7 @@ export function planBatch(records: readonly DynamoDBRecord[], config: CounterTab
             ...(inserted !== undefined ? { inserted, again } : {}),
             ...(insertedBefore !== undefined ? { insertedBefore } : {}),
             ...(lateSeen ? { lateSeen: true as const } : {}),
+            ...(putInBatch ? { putInBatch: true as const } : {}),
             ...(change.approximateCreationTime !== undefined ? { observedAt: change.approximateCreationTime * 1000 } : {}),
         };
         items.set(change.id, intent);
@@ -533,14 +538,14 @@ function markerUpdate(
     } else {
         // A counted marker must never expire.
         removed.push("#exp");
-        if (item.expected !== "counted") {
-            // Counted from uncounted (or from a state the records guessed, when the markers could not be read): a strict
-            // backfill's flag is about the life the marker counted before. Its unit was given back by that life's delete,
-            // or is held until a heal. Left on, the flag would tell the next backfill that best-effort holds a unit for
-            // this life, and it would give none: best-effort below the items, with no mark. Dropped, the worst case is a
-            // backfill that ran ahead of older records of the id and flagged this very life: its unit stays without a
-            // flag, best-effort one above on the safe side, and the removal record that made the marker uncounted put
-            // the key on the heal index (heal-due.ts).
+        if (item.expected !== "counted" || item.putInBatch === true) {
+            // A life the marker did not count before (counted from uncounted, or from a state the records guessed when
+            // the markers could not be read), or an item put within the batch (its removal and the put in one batch leave
+            // the marker counted): a strict backfill's flag is about an earlier life. Its unit was given back by that
+            // life's delete, or is held until a heal. Left on, the flag would tell the next backfill that best-effort
+            // holds a unit for this life, and it would give none: best-effort below the items, with no mark. Dropped,
+            // the worst case is a backfill that ran ahead of the id's records and flagged this very item: its unit stays
+            // without a flag, best-effort one above on the safe side, and that backfill put the key on the heal index.
             names["#be"] = A.beCounted;
             names["#beLife"] = A.beLife;
             removed.push("#be", "#beLife");
