@@ -13,7 +13,7 @@ import { bestEffortSortKey, DEFAULT_LAYOUT } from "../runtime/shared/config";
 import { shardOfPartitionKey } from "../runtime/shards/layout";
 import { generateHistory, LONGEST_ID, type FuzzEvent, type History } from "./fuzz/history";
 import { runHistory, type FuzzClients, FUZZ_ENGINE } from "./fuzz/run";
-import { rewrite } from "./fuzz/mutants";
+import { rewrite, staleBackfillFlagKept } from "./fuzz/mutants";
 import { TAKE_BACKFILL_UNIT } from "../runtime/client/resource-writes";
 import { useEngine } from "./support/engine";
 import { sharpens } from "./support/sharpens";
@@ -48,6 +48,16 @@ function healWithoutEpoch({ settler }: FuzzClients): void {
             }
         }
     });
+}
+
+/**
+ * Mutant: a strict delete takes a backfill's unit whatever epoch flagged it, and the consumer keeps the flag of an
+ * ended life when it counts a later one (test/fuzz/mutants.ts). Either guard alone keeps a re-put id from giving its
+ * unit back twice: the flag is gone before the delete, or the delete refuses a flag of an earlier epoch.
+ */
+function takeAnyEpochOfAStaleFlag(clients: FuzzClients): void {
+    takeAnyEpoch(clients);
+    staleBackfillFlagKept(clients.pipeline);
 }
 
 /** Mutant: a strict delete takes a backfill's unit whatever epoch flagged it. */
@@ -218,7 +228,9 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
         ]);
 
         // Act / Assess
-        await sharpens(engine(), history, takeAnyEpoch, /strict bound broken/);
+        await sharpens(engine(), history, takeAnyEpochOfAStaleFlag, /strict bound broken/);
+        // The epoch guard alone (the flag kept) holds too.
+        assert.deepEqual((await runHistory(engine(), history, { mutate: (clients) => staleBackfillFlagKept(clients.pipeline) })).violations, []);
     });
 
     it("rejects a backfill that leaves no heal marks: its units outlive the items, and the heal cannot prove the key quiet", async () => {
