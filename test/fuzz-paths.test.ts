@@ -82,7 +82,8 @@ const ADMITTED_PAST = /admitted under limit \d+ with best-effort \d+ after it/;
 const REFUSED_WRITE = /DynamoDB refused a write of the counting as written: ValidationException/;
 const THREW_REFUSAL =
     /threw ValidationException: Item size to update has exceeded the maximum allowed size although none of its requests met a fault/;
-const HEALED_LATE = /after #11 settle \w+: k0 shard \d best-effort 1 > live 0 client-written items homed there \+ 0 ended by other writers$/;
+const HEALED_LATE =
+    /after #11 settle \w+: k0 shard \d best-effort 1 > live 0 client-written items homed there \+ 0 ended by other writers$/;
 const UNIT_MISSING = /before the final heal: k0 best-effort 0 != 1, and the heal index does not list it/;
 const LATE_BACK = /after the drain: k0 has 1 late put attempts that brought a removed life back/;
 const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;

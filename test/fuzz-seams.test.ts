@@ -230,7 +230,10 @@ describe("the checker at the seams: each fix kept as a mutant it rejects", funct
         // Act / Assess
         await sharpens(engine(), history, takeAnyEpochOfAStaleFlag, /strict bound broken/);
         // The epoch guard alone (the flag kept) holds too.
-        assert.deepEqual((await runHistory(engine(), history, { mutate: (clients) => staleBackfillFlagKept(clients.pipeline) })).violations, []);
+        assert.deepEqual(
+            (await runHistory(engine(), history, { mutate: (clients) => staleBackfillFlagKept(clients.pipeline) })).violations,
+            [],
+        );
     });
 
     it("rejects a backfill that leaves no heal marks: its units outlive the items, and the heal cannot prove the key quiet", async () => {
