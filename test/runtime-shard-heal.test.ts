@@ -362,6 +362,34 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             );
         });
 
+        it("a client write to a shard the heal leaves alone (no item, none homed there) between its read and its write makes the heal fail", async () => {
+            // Prepare: utilization; "x"'s unit in shard 0, "y"'s in shard 2; another writer rewrote x's token to one homed
+            // in shard 1, which has no item. The client deletes x after the heal's read: its soft delete lands, and its
+            // decrement goes to its token's shard, 1.
+            await h.putItem("k", "x", tokenIn(1));
+            await h.putItem("k", "y", tokenIn(2));
+            await h.setBestEffort("k", 0, { count: 1, version: 1, writtenAt: OLD });
+            await h.setBestEffort("k", 2, { count: 1, version: 1, writtenAt: OLD });
+            await h.putItem("k", "x", tokenIn(1), { deleted: { BOOL: true } });
+            const read = await readForHeal("k", options("utilization"));
+            assert.deepEqual(
+                read.shards.map((s) => s.plan.action),
+                ["heal", "skip", "heal"],
+            );
+            await h.clientWrite("k", 1, -1, T0);
+
+            // Act
+            const written = await writeHeal(read, options("utilization"));
+
+            // Assess: the transaction held shard 1 to "still no count": it failed, and the sum stays at the one live item.
+            // Written, shard 0 would go to 0 beside shard 1's -1: x's end counted twice, the sum one below.
+            assert.equal(written.outcome, "raced");
+            assert.deepEqual(
+                (await h.bestEfforts("k")).map((b) => b[0]),
+                [1, -1, 1],
+            );
+        });
+
         it("a shard item only a drift mark created (no version) is healed and leaves the heal index, and is healed again later", async () => {
             // Prepare: a utilization call's drift mark on shard 0 (the key itself) of a key whose units live in shard 2,
             // and an item homed in shard 0 whose increment was lost.

@@ -221,7 +221,7 @@ import { hasBackfillUnit, LEDGER_CLOCK_SKEW_MS } from "../shared/strict-ledger";
 import { tokenTime } from "../shared/tokens";
 import { InvalidArgumentError } from "../shared/errors";
 import { homeShard, shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
-import { disarmNames, disarmUpdates } from "../shards/quotas";
+import { disarmNames, disarmUpdate } from "../shards/quotas";
 import { foldBoundary, ledgerEntries, splitEntries, type LedgerEntry } from "../ledger/ledger";
 import { ledgerTruth } from "../ledger/truth";
 
@@ -862,6 +862,10 @@ function skippedShard(read: ShardHealRead, why?: { reason: HealSkipReason; writt
  * client write (a condition failure, or a conflict with a client's write in flight) changes nothing. A client write
  * that meets the transaction is refused with TransactionConflict (nothing written), and the client repeats it within
  * its deadline, a write it sends once included: why that repeat is safe is stated in runtime/client/best-effort.ts.
+ * The shards it does not write (no item at the read, none homed there) are in the transaction too, on the condition
+ * that they still hold no count: a client's write to one since the read (a delete of an item whose token another writer
+ * rewrote moves the shard of its new token, which held nothing) would otherwise land beside a write that left that item
+ * out, and the sum would count its end twice.
  */
 async function writeShards(read: HealRead, options: HealOptions): Promise<ShardHealResult[]> {
     const busy = read.shards.find((s) => s.plan.action === "skip" && (s.plan.reason === "quiet-window" || s.plan.reason === "unversioned"));
@@ -875,10 +879,16 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
     // client's): the transaction disarms every shard of the key (runtime/shards/reservation.ts), so the next tryCreate
     // checks the key's exact sum.
     const disarm = options.mode === "strict" && writes.some((s) => s.plan.action === "heal" && s.plan.truth > s.plan.current);
-    if (writes.length <= 1 && !disarm) {
+    // After the busy check, a shard not written had no item at the read.
+    const unwritten = read.shards.filter((s) => s.plan.action !== "heal");
+    if (writes.length === 0 || (read.shards.length === 1 && !disarm)) {
         return Promise.all(read.shards.map((s) => (s.plan.action === "heal" ? writeShard(s, options) : skippedShard(s))));
     }
-    const { dynamodb } = options;
+    const { config, dynamodb } = options;
+    const stillEmpty = {
+        ConditionExpression: "attribute_not_exists(#count)",
+        ExpressionAttributeNames: { "#count": config.countAttribute },
+    };
     try {
         const response = await withRetries(
             () =>
@@ -886,16 +896,21 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
                     new TransactWriteItemsCommand({
                         TransactItems: [
                             ...writes.map((s) => ({ Update: healUpdate(s, options, disarm) })),
-                            ...(disarm
-                                ? disarmUpdates(
-                                      options.config,
-                                      read.key,
-                                      read.shards.length,
-                                      writes.map((s) => s.shard),
-                                  ).map((update) => ({
-                                      Update: update,
-                                  }))
-                                : []),
+                            ...unwritten.map((s) => {
+                                const update = disarmUpdate(config, s.partitionKey);
+                                return disarm
+                                    ? {
+                                          Update: {
+                                              ...update,
+                                              ConditionExpression: stillEmpty.ConditionExpression,
+                                              ExpressionAttributeNames: {
+                                                  ...update.ExpressionAttributeNames,
+                                                  ...stillEmpty.ExpressionAttributeNames,
+                                              },
+                                          },
+                                      }
+                                    : { ConditionCheck: { TableName: update.TableName, Key: update.Key, ...stillEmpty } };
+                            }),
                         ],
                         ReturnConsumedCapacity: "TOTAL",
                     }),
@@ -903,7 +918,7 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
             (error) => isRetryable(error) && !(error instanceof TransactionCanceledException),
             options.attempts ?? 3,
         );
-        const perAction = units(response.ConsumedCapacity) / (disarm ? read.shards.length : writes.length);
+        const perAction = units(response.ConsumedCapacity) / (writes.length + unwritten.length);
         return read.shards.map((s) =>
             s.plan.action === "heal"
                 ? { shard: s.shard, outcome: "healed", before: s.plan.current, after: s.plan.truth, writeUnits: perAction }
