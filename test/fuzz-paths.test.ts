@@ -16,6 +16,7 @@ import {
     oversizedDeleteThrows,
     lateItemKept,
     staleBackfillFlagKept,
+    healLeavesEmptyShardsOut,
     quotaOfAnyLimit,
 } from "./fuzz/mutants";
 import { pathsTaken, THOUSANDS } from "./fuzz/paths";
@@ -84,7 +85,7 @@ const THREW_REFUSAL =
     /threw ValidationException: Item size to update has exceeded the maximum allowed size although none of its requests met a fault/;
 const HEALED_LATE =
     /after #11 settle \w+: k0 shard \d best-effort 1 > live 0 client-written items homed there \+ 0 ended by other writers$/;
-const UNIT_MISSING = /before the final heal: k0 best-effort 0 != 1, and the heal index does not list it/;
+const BELOW_UNLISTED = /before the final heal: k0 best-effort 0 != 1, and the heal index does not list it/;
 const LATE_BACK = /after the drain: k0 has 1 late put attempts that brought a removed life back/;
 const MARKER_GREW = /at the end: the marker of [kr]\d\/\S+ is \d+ bytes \(bound 4096\) with [1-9]\d* attributes outside its fixed set/;
 
@@ -267,7 +268,40 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         };
 
         // Act / Assess
-        await sharpens(engine(), history, on("pipeline", staleBackfillFlagKept), UNIT_MISSING);
+        await sharpens(engine(), history, on("pipeline", staleBackfillFlagKept), BELOW_UNLISTED);
+    });
+
+    it("rejects a sharded heal that leaves an empty shard out of its transaction: a delete lands there beside it", async () => {
+        // Prepare: utilization, 3 shards, two calls at once. Two items; another writer rewrites i0's token to one homed in
+        // a shard with no item. A settler run; two counts, then the client deletes i0, whose decrement goes to its new
+        // token's shard. Seed 13 lands that decrement and the soft delete after the heal's reads of best-effort and before
+        // its partition read, and the heal's write after both.
+        const history: History = {
+            seed: 13,
+            mode: "utilization",
+            selection: "client",
+            placement: "separate",
+            faultRate: 0,
+            concurrency: 2,
+            limits: { k0: 9 },
+            preexisting: [],
+            counterShards: 3,
+            events: [
+                { op: "create", key: "k0", id: "i0" },
+                { op: "create", key: "k0", id: "i1" },
+                consume,
+                { op: "otherRetoken", key: "k0", id: "i0", shift: 2 },
+                consume,
+                { op: "settle", keyBudget: 200, auditSegments: 1 },
+                { op: "count", key: "k0" },
+                { op: "count", key: "k0" },
+                { op: "delete", key: "k0", id: "i0" },
+                consume,
+            ],
+        };
+
+        // Act / Assess
+        await sharpens(engine(), history, on("settler", healLeavesEmptyShardsOut), BELOW_UNLISTED);
     });
 
     it("stream records carry the virtual clock's time: a reused id's ledger values are read before they are sealed, and after", async () => {
