@@ -106,7 +106,9 @@
  *     waits for its window or loses its race: the sum would fall below the live items (strict) or, the other way
  *     round, stay above them (utilization). Written together, the sum of the truths is the key's truth at the read,
  *     exactly the unsharded argument. For the same reason a shard with no item at all is healed (created, on the
- *     condition that it still has none) when items are homed there while another shard of the key has an item.
+ *     condition that it still has none) when items are homed there while another shard of the key has an item, and
+ *     one with no item and none homed there is held in the transaction to still having no count (a client write to it
+ *     since the read, such as a delete's decrement of an item whose token another writer moved there, fails the heal).
  * Two points where a shard differs from an unsharded key:
  *   - marks land where their writer puts them: a strict client's on the shard item it writes, a utilization
  *     drift mark (the client's markDue, the consumer's) on shard 0. Each write is conditional on its own shard's
