@@ -277,16 +277,7 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         // token's shard. Seed 13 lands that decrement and the soft delete after the heal's reads of best-effort and before
         // its partition read, and the heal's write after both.
         const history: History = {
-            seed: 13,
-            mode: "utilization",
-            selection: "client",
-            placement: "separate",
-            faultRate: 0,
-            concurrency: 2,
-            limits: { k0: 9 },
-            preexisting: [],
-            counterShards: 3,
-            events: [
+            ...strictHistory("client", 9, 3, [
                 { op: "create", key: "k0", id: "i0" },
                 { op: "create", key: "k0", id: "i1" },
                 consume,
@@ -297,7 +288,10 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
                 { op: "count", key: "k0" },
                 { op: "delete", key: "k0", id: "i0" },
                 consume,
-            ],
+            ]),
+            seed: 13,
+            mode: "utilization",
+            concurrency: 2,
         };
 
         // Act / Assess
