@@ -107,6 +107,45 @@ describe("the settler on DynamoDB Local", () => {
         assert.deepEqual([third.keysFromIndex, third.healed], [0, 0]);
     });
 
+    it("does not heal a key whose settle failed in that run: it stays due, and the next run heals it", async () => {
+        // Prepare: one key with a slot held by a call that stalled past its deadline after its reserve; quiet since.
+        const config = await healTables(engine());
+        const db = engine().dynamodb();
+        let stall = 0;
+        const client = new ModelClient({
+            config,
+            dynamodb: db,
+            mode: "strict",
+            now: () => clock + stall,
+            pause: () => void (stall = 20_000),
+        });
+        assert.deepEqual(await client.create("k", "lost", 5), { created: false, reason: "unavailable", abandoned: 1 });
+        clock += Q + 1;
+        const failing = async (): Promise<ReconcileResult> => {
+            throw new Error("reconcile failed");
+        };
+        const incomplete = async (key: string): Promise<ReconcileResult> => ({
+            key,
+            found: 1,
+            counted: 0,
+            alreadySettled: 0,
+            incomplete: true,
+        });
+
+        // Act: a run whose settle throws, one whose settle ends incomplete, then one whose settle succeeds.
+        const thrown = await settle(options(config, { settleKey: failing }));
+        const cut = await settle(options(config, { settleKey: incomplete }));
+        const held = await probe(db, config, "k");
+        const healed = await settle(options(config));
+
+        // Assess
+        assert.deepEqual([thrown.keysFromIndex, thrown.healed, thrown.failedKeys], [1, 0, ["k"]]);
+        assert.deepEqual([cut.keysFromIndex, cut.healed, cut.failedKeys], [1, 0, ["k"]]);
+        assert.deepEqual(held, { bestEffort: 1, live: 0, version: 1, healDue: true });
+        assert.deepEqual([healed.healed, healed.failedKeys], [1, []]);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 0, live: 0, version: 1, healDue: false });
+    });
+
     for (const sameTable of [false, true]) {
         it(`heals from the audit a key whose counters outlived its items (${sameTable ? "same-table" : "separate"} placement)`, async () => {
             // Prepare: two client items, healed (the heal takes the key off the index); then another writer (or TTL)
