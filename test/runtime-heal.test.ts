@@ -269,6 +269,53 @@ describe("healing on DynamoDB Local: every race, staged", () => {
         assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 5, healDue: false });
     });
 
+    it("strict: a busy heal that lost its race does not plan again when an old life's release wrote a period holding its fold boundary (fuzz seed 180036)", async () => {
+        const config = await healTables(engine());
+        const { client, hold, options } = staged(config, "strict");
+        const db = engine().dynamodb();
+        const period = ledgerPeriodMs(Q / 1000);
+        assert.equal(T0 % period, 0);
+        assert.deepEqual(await client.create("k", "old", 5), { created: true, abandoned: 0 });
+
+        // A quiet heal folds at its cutoff, a second into the old life's period: the fold leaves no entry behind.
+        clock += Q + 1_000;
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 1, healDue: true });
+        const quiet = await healKey("k", options());
+        assert.deepEqual([quiet.outcome, quiet.before, quiet.after], ["healed", 1, 1]);
+
+        // The old life's delete, held after its soft delete; then a busy heal reads, folding a second later, inside the
+        // same period (no entry holds that instant yet). The old item is gone from the partition it reads.
+        clock += 1_000;
+        const afterSoftDelete = hold("soft-delete");
+        const deleting = client.delete("k", "old");
+        await afterSoftDelete.reached;
+        const read = await readForHeal("k", options());
+        assert.equal(read.plan.action, "heal");
+        assert.equal(read.plan.truth, 0);
+        assert.deepEqual(read.plan.ledger, { kind: "busy", fold: [], boundary: T0 + 2_000, foldedRead: T0 + 1_000 });
+
+        // The release lands (its touch read the epoch the heal has not changed yet): -1 in the old life's period, which
+        // now holds the boundary. A new life reserves, its put held.
+        afterSoftDelete.open();
+        assert.deepEqual(await deleting, { deleted: true, abandoned: 0 });
+        const beforePut = hold("reserve");
+        const creating = client.create("k", "new", 5);
+        await beforePut.reached;
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 0, version: 4, healDue: true });
+
+        // The heal loses its race. Planned again, it would take the release for a recent life's and write 0 under a
+        // reservation whose put is still coming; it starts over instead.
+        assert.equal((await writeHeal(read, options())).outcome, "raced");
+        assert.equal(await read.replan!(), undefined);
+        beforePut.open();
+        assert.deepEqual(await creating, { created: true, abandoned: 0 });
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 4, healDue: true });
+        clock += 2 * Q;
+        const again = await healKey("k", options());
+        assert.deepEqual([again.outcome, again.before, again.after], ["healed", 1, 1]);
+        assert.deepEqual(await probe(db, config, "k"), { bestEffort: 1, live: 1, version: 4, healDue: false });
+    });
+
     it("utilization create held between put and increment: the young item is left out, so the increment cannot overcount", async () => {
         const config = await healTables(engine());
         const { client, hold, options } = staged(config, "utilization");

@@ -177,8 +177,12 @@
  *       not. The heal then reads best-effort again (t1' > t2) and writes on the items read at t2, conditional on the
  *       version read at t1', when nothing that makes the items stale landed since t1: every write that moves the count
  *       for a life counted from the table (an old life's release or decrement, a backfill's units, a release of a
- *       token-less item's unit) moves an entry ending at or before B (runtime/ledger/, OLD_LEDGER_ENTRY for units
- *       without a client token), so those entries as read at t1 and t1' prove none landed; a recent life's writes move
+ *       token-less item's unit) moves the entry of a period that starts before B (runtime/ledger/, OLD_LEDGER_ENTRY for
+ *       units without a client token). Such a period ends at or before B, or holds B: B need not be a period's edge (a
+ *       heal folds at its own clock less the window), and a period that held no entry at t1 (a fold removed it) did not
+ *       move B. So the entries ending at or before B, equal at t1 and t1', and no entry holding B at t1', prove none
+ *       landed (seed 180036: an old life's release wrote -1 into such a period, which a plan at t1' would have taken
+ *       for a recent life's, writing one below a reservation whose put was still coming); a recent life's writes move
  *       its kept entry, which the new plan reads (strict counts max(units at t1', items at t2): a recent item deleted
  *       since t2 can only keep a unit, the safe side); in utilization mode a mark since t1 (a late put the consumer
  *       removed may be among the items) and in both modes a new fold or a writer that skipped the ledger make it start
@@ -736,7 +740,8 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
 /**
  * Whether a ledger heal may plan its write anew on the items it read first, from best-effort read again (`replan`):
  * every shard item is still there (or still absent), every writer still kept the ledger, no heal folded since, no
- * entry of an old life moved (every write of a life the heal counts from the table moves one: runtime/ledger/), and,
+ * entry of an old life moved and none holds the boundary (every write of a life the heal counts from the table moves
+ * an entry of a period starting before the boundary: runtime/ledger/), and,
  * in utilization mode, no mark landed (the consumer's removal of a late put the heal counted marks the key).
  */
 function unchangedForReplan(
@@ -765,6 +770,9 @@ function unchangedForReplan(
             a.version !== undefined &&
             a.folded === b.folded &&
             oldEntries(before) === oldEntries(after) &&
+            // An old life's write to a period that holds the boundary (a fold at an earlier heal's unaligned cutoff
+            // put B inside a period that held no entry at the first read) would otherwise read as a recent life's.
+            ledgerEntries(after).every((entry) => !(entry.start < boundary && boundary < entry.end)) &&
             (options.mode === "strict" || a.marks === b.marks)
         );
     });
