@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { DeleteItemCommand, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ConfigurationError, ENV, settlerCursorSortKey, countersTable, type CounterTableConfig } from "../runtime/shared/config";
 import type { FatalQueue } from "../runtime/stream/fatal";
 import type { ReconcileResult } from "../runtime/heal/reconcile";
@@ -62,6 +62,18 @@ describe("the settler on DynamoDB Local", () => {
         ...extra,
     });
 
+    /** A strict client each of whose creates stalls past its deadline after its reserve (its own clock jumps): the put is abandoned. */
+    const stallingClient = (config: CounterTableConfig, dynamodb: DynamoDBClient) => {
+        let stall = 0;
+        const client = new ModelClient({ config, dynamodb, mode: "strict", now: () => clock + stall, pause: () => void (stall = 20_000) });
+        return {
+            create: (key: string, id: string, limit: number) => {
+                stall = 0;
+                return client.create(key, id, limit);
+            },
+        };
+    };
+
     beforeEach(() => {
         clock = T0;
     });
@@ -71,18 +83,9 @@ describe("the settler on DynamoDB Local", () => {
         const db = engine().dynamodb();
         // Three keys, each with one slot held by a call abandoned after its reserve (its put was never sent).
         const client = new ModelClient({ config, dynamodb: db, mode: "strict", now });
-        // A call that stalls past its deadline after its reserve (its own clock jumps): the put is abandoned.
-        let stall = 0;
-        const stalled = new ModelClient({
-            config,
-            dynamodb: db,
-            mode: "strict",
-            now: () => clock + stall,
-            pause: () => void (stall = 20_000),
-        });
+        const stalled = stallingClient(config, db);
         for (const key of ["a", "b", "c"]) {
             assert.deepEqual(await client.create(key, "kept", 5), { created: true, abandoned: 0 });
-            stall = 0;
             assert.deepEqual(await stalled.create(key, "lost", 5), { created: false, reason: "unavailable", abandoned: 1 });
         }
         clock += 1000;
@@ -111,14 +114,7 @@ describe("the settler on DynamoDB Local", () => {
         // Prepare: one key with a slot held by a call that stalled past its deadline after its reserve; quiet since.
         const config = await healTables(engine());
         const db = engine().dynamodb();
-        let stall = 0;
-        const client = new ModelClient({
-            config,
-            dynamodb: db,
-            mode: "strict",
-            now: () => clock + stall,
-            pause: () => void (stall = 20_000),
-        });
+        const client = stallingClient(config, db);
         assert.deepEqual(await client.create("k", "lost", 5), { created: false, reason: "unavailable", abandoned: 1 });
         clock += Q + 1;
         const failing = async (): Promise<ReconcileResult> => {
