@@ -115,6 +115,34 @@ describe("model-based checker", function () {
         assert.notDeepEqual(a, c);
     });
 
+    it("lets a utilization delete take the unit of a life another writer moved out of the selection before the call, when its soft delete did not end it (seed 190004)", () => {
+        // Prepare: the delete decremented for an archived client life; another writer replaced the item before its soft
+        // delete, so the call ended no life.
+        const decremented = (mode: "utilization" | "strict", endedBeforeMine?: number) => {
+            const ledger = newLedger({ op: "delete", key: "k", id: "a" }, 0);
+            ledger.bestEffort = -1;
+            return callProblems(ledger, {
+                answer: { deleted: false },
+                thrown: undefined,
+                mode,
+                endedMine: 0,
+                ...(endedBeforeMine === undefined ? {} : { endedBeforeMine }),
+                elapsedMs: 10,
+                deadlineMs: 10_000,
+            });
+        };
+
+        // Act / Assess
+        assert.deepEqual(decremented("utilization", 1), []);
+        assert.deepEqual(decremented("utilization"), [
+            "moved best-effort -1 for 0 client-counted live items (0 ended by other writers) with no fault, no reported failure and no error",
+        ]);
+        assert.deepEqual(decremented("strict", 1), [
+            "moved best-effort -1 for 0 client-counted live items: below the live count",
+            "moved best-effort -1 for 0 client-counted live items (0 ended by other writers) with no fault, no reported failure and no error",
+        ]);
+    });
+
     it("allows DeadlineExceededError from a delete (or a strict create) once its deadline has passed, and from nothing else", () => {
         // Prepare
         const error = new DeadlineExceededError("soft delete", 10_000);

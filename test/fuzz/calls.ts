@@ -13,7 +13,8 @@
  *   mode an item whose backfill unit it took off the marker): never more in utilization (an overcount), never less in
  *   strict mode (a slot short), and only by a fault, an absorbed failure it reported or an error it threw
  *   away from them. A life another writer ended while the call ran may be left out: its unit stays in
- *   utilization, and in strict mode it holds no slot. A strict delete of a life reserved before a heal that
+ *   utilization, and in strict mode it holds no slot. So may, in utilization, a life another writer ended before the
+ *   call (moved out of the selection) that the call's soft delete did not end: the call took the unit it left. A strict delete of a life reserved before a heal that
  *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
  *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts); so does a
  *   strict delete of a late put attempt of a life a delete already ended (that delete gave the slot back), and a
@@ -38,6 +39,8 @@ export interface CallLedger {
     counted: number;
     /** The client tokens of the lives it wrote or wrote on. */
     tokens: string[];
+    /** Of those, the tokens of the lives its soft deletes ended. */
+    softDeleted: string[];
     /** EndedLives.count when it started. */
     endedBefore: number;
     faults: number;
@@ -76,6 +79,7 @@ export function newLedger(event: FuzzEvent, endedBefore: number): CallLedger {
         live: 0,
         counted: 0,
         tokens: [],
+        softDeleted: [],
         endedBefore,
         faults: 0,
         reported: 0,
@@ -128,6 +132,7 @@ export function recordRequest(ledger: CallLedger, request: Released, effect: Req
         if (effect.applied) {
             ledger.live--;
             if (effect.createToken !== undefined) {
+                ledger.softDeleted.push(effect.createToken);
                 ledger.counted--;
                 if (ledger.epoch !== undefined && !reservedInEpoch(effect.createToken, ledger.epoch)) {
                     ledger.heldByEpoch++;
@@ -155,6 +160,13 @@ export interface CallEnding {
     /** Lives carrying one of the call's tokens that other writers ended while it ran. */
     readonly endedMine: number;
     /**
+     * Lives carrying one of the call's tokens that other writers had ended before it began (moved out of an attribute
+     * selection) and that its own soft deletes did not end: in utilization mode such a life's unit stays in best-effort
+     * (the key's allowance `ended`), and a delete of its item decrements it, marking the key (runtime/client/client.ts),
+     * whether or not its soft delete then lands (another writer may replace the item first). Absent: none.
+     */
+    readonly endedBeforeMine?: number;
+    /**
      * Lives carrying one of the call's tokens that another client call's delete soft-deleted while it ran. A create
      * (either mode) whose put committed and lost its answer, whose life such a delete ended (and the consumer removed,
      * or a new life replaced) before it looked, finds an item or a release that is not its own: it cannot tell whether
@@ -167,7 +179,7 @@ export interface CallEnding {
 /** What the call's answer and moves break of the contract (see the top of this module); empty when nothing. */
 export function callProblems(
     ledger: CallLedger,
-    { answer, thrown, mode, endedMine, elapsedMs, deadlineMs, deletedMine = 0 }: CallEnding,
+    { answer, thrown, mode, endedMine, elapsedMs, deadlineMs, deletedMine = 0, endedBeforeMine = 0 }: CallEnding,
 ): string[] {
     const problems: string[] = [];
     const explained = ledger.faults > 0 || ledger.reported > 0 || thrown !== undefined || ledger.lateTarget === true;
@@ -202,9 +214,10 @@ export function callProblems(
     if ((created === false || deleted === false) && (ledger.live < 0 || ledger.live > endedMine + ledger.lateLanded + unseen)) {
         problems.push(`answered ${JSON.stringify(answer)} but its writes changed live items by ${ledger.live} ${ends}`);
     }
-    // `high` counts every client-counted life the call wrote, `low` leaves out those other writers ended.
+    // `high` counts every client-counted life the call wrote, `low` leaves out those other writers ended (in utilization
+    // mode, also before the call: their units stayed in best-effort for the call to take).
     const high = ledger.counted - ledger.bestEffort;
-    const low = high - endedMine;
+    const low = high - endedMine - (mode === "utilization" ? endedBeforeMine : 0);
     const moved = `moved best-effort ${ledger.bestEffort} for ${ledger.counted} client-counted live items`;
     if (mode === "utilization" && high < 0) {
         problems.push(`${moved}: an overcount`);

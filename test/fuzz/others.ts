@@ -170,6 +170,11 @@ export class EndedLives {
         }
         return n;
     }
+
+    /** How many of `tokens` carry a life another writer ended at or before `ordinal` (each token once). */
+    endedBy(tokens: Iterable<string>, ordinal: number): number {
+        return [...new Set(tokens)].filter((token) => (this.perToken.get(token) ?? []).some((o) => o <= ordinal)).length;
+    }
 }
 
 /** What the bound at one observation may lean on besides the truth. */

@@ -711,6 +711,10 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             thrown,
             mode: history.mode,
             endedMine: ended.endedSince(ledger.tokens, ledger.endedBefore),
+            endedBeforeMine: ended.endedBy(
+                ledger.tokens.filter((token) => !ledger.softDeleted.includes(token)),
+                ledger.endedBefore,
+            ),
             deletedMine: new Set(ledger.tokens.filter((token) => softDeletedTokens.has(token))).size,
             elapsedMs: Date.now() - startedAt,
             deadlineMs: DEFAULT_DEADLINE_MS,
