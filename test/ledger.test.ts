@@ -15,7 +15,7 @@ import {
     splitEntries,
     type LedgerEntry,
 } from "../runtime/ledger/ledger";
-import { ledgerTruth } from "../runtime/ledger/truth";
+import { ledgerTruth, recentShares } from "../runtime/ledger/truth";
 
 const T0 = Date.UTC(2026, 0, 1);
 const entry = (start: number, length: number, units: number): LedgerEntry => ({
@@ -64,6 +64,26 @@ describe("the ledger of recent lives", () => {
             [folded.map((e) => e.name), kept.map((e) => e.name)],
             [[entry(T0, 60_000, 1).name, entry(T0 + 60_000, 60_000, 1).name, entry(T0 + 30_000, 120_000, 1).name], []],
         );
+    });
+
+    it("strict over shards: the recent term is the key's max(units, items), each shard keeping its units and the uncovered items going where items outnumber units", () => {
+        const shard = (recentUnits: number, recentItems: number) => ({ recentUnits, recentItems });
+        // A life whose token moved from shard 0 to shard 1: its unit stays in 0, its item is in 1. Counted once.
+        assert.deepEqual(recentShares([shard(1, 0), shard(0, 1), shard(0, 0)]), [1, 0, 0]);
+        // Its release landed in the new home: the key holds nothing.
+        assert.deepEqual(recentShares([shard(1, 0), shard(-1, 0)]), [1, -1]);
+        // A copy with a client token (two items, one unit): the extra item is counted where it outnumbers its units.
+        assert.deepEqual(recentShares([shard(1, 1), shard(0, 0), shard(0, 1)]), [1, 0, 1]);
+        // Reservations whose puts are in flight keep their units; items counted with no unit fill shards in order.
+        assert.deepEqual(recentShares([shard(2, 0), shard(0, 3), shard(0, 2)]), [2, 3, 0]);
+        // Unsharded in effect: one shard's share is max(units, items).
+        for (const [units, items] of [
+            [3, 1],
+            [1, 3],
+            [0, 0],
+        ] as const) {
+            assert.deepEqual(recentShares([shard(units, items)]), [Math.max(units, items)]);
+        }
     });
 
     it("the heal's truth: old lives from the table, recent ones as the kept entries hold them", () => {

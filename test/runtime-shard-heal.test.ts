@@ -23,6 +23,7 @@ import { settle, type SettleOptions } from "../runtime/heal/settle";
 import { readKeyStatus, readTableStatus } from "../runtime/ops/status";
 import { reconcileAll, reconcileKeys } from "../runtime/ops/reconcile-all";
 import { markerShard, shardPartitionKey } from "../runtime/shards/layout";
+import { ledgerAttribute, ledgerPeriodMs } from "../runtime/ledger/ledger";
 import { InvalidArgumentError } from "../runtime/shared/errors";
 import type { FatalMessage } from "../runtime/stream/fatal";
 import { useEngine } from "./support/engine";
@@ -359,6 +360,49 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             assert.deepEqual(
                 (await h.bestEfforts("k")).map((b) => b[0]),
                 [0, 1, undefined],
+            );
+        });
+
+        it("strict, busy: a recent life whose token another writer moved to another shard is counted once over the key, not once per shard (fuzz seed 25)", async () => {
+            // Prepare: "x" reserved in shard 0 a second ago (its unit in shard 0's ledger entry), then another writer gave it
+            // a token of the same time homed in shard 1; shard 0 was written within the window, so the heal is a busy one.
+            const made = T0 - 1_000;
+            const entry = ledgerAttribute(tokenIn(0, made), ledgerPeriodMs(Q / 1000));
+            await h.putItem("k", "x", tokenIn(1, made));
+            await engine()
+                .dynamodb()
+                .send(
+                    new PutItemCommand({
+                        TableName: countersTable(config),
+                        Item: {
+                            [config.partitionKey]: { S: shardPartitionKey("k", 0) },
+                            [config.sortKey]: { S: bestEffortSortKey(config) },
+                            [config.countAttribute]: { N: "1" },
+                            [A.version]: { N: "1" },
+                            [A.ledgerVersion]: { N: "1" },
+                            [A.writtenAt]: { N: String(made) },
+                            [entry]: { N: "1" },
+                        },
+                    }),
+                );
+
+            // Act
+            const healed = await healKey("k", options("strict"));
+
+            // Assess: the key's recent term is max(1 unit, 1 item) = 1, kept in shard 0 where the unit is; counted per shard
+            // (shard 0's unit, shard 1's item) the sum would be 2 with one live item, one above a limit of 1.
+            assert.equal(healed.outcome, "healed");
+            assert.deepEqual(
+                shape(healed.shards)?.map((s) => [s.outcome, s.before, s.after]),
+                [
+                    ["healed", 1, 1],
+                    ["skipped", undefined, undefined],
+                    ["skipped", undefined, undefined],
+                ],
+            );
+            assert.deepEqual(
+                (await h.bestEfforts("k")).map((b) => b[0]),
+                [1, undefined, undefined],
             );
         });
 

@@ -192,6 +192,16 @@
  *       that held its slot, must outlive it). Up to LEDGER_HEAL_REPLANS times.
  *   (j) A strict delete that holds its slot (no release, or one refused) lists the key when it ends: a heal of the busy
  *       key between its touch and its end may have taken the touch's mark off the index.
+ *   (k) A sharded strict key: (g)'s max(units, recent items) is the key's, not each shard's (truth.ts `recentShares`).
+ *       A life's unit stays in the shard its reservation went to, and its item is homed by its token: a life whose
+ *       token another writer rewrote has its unit in one shard and its item in another, and a max per shard would count
+ *       it in both (the sum one above the live items, and above the limit for a key at it: checker seed 25 of 60 events,
+ *       8 shards, sum 6 over a limit of 5). Each shard keeps the units of its kept entries, and the recent items the
+ *       key's units do not cover are counted in the shards whose items outnumber their units, so the shards' truths sum
+ *       to the unsharded truth, and every argument above is about that sum. A shard may then hold fewer units than the
+ *       items homed there (or a negative count: a release in the new home); the key's sum is what the quotas and a
+ *       slow-path reservation bound (runtime/shards/reservation.ts), and each shard's next heal in a quiet period
+ *       counts its items from the table.
  *   Limits of the argument, stated in docs/limits.md: a life whose token another writer rewrote to a recent-looking
  *   one, or that a backfill adopted with a token younger than Q, counts at least as many units as live recent items
  *   (strict's max) but not per life; their exact count comes when their period is old. A strict busy heal's new epoch
@@ -229,7 +239,7 @@ import { InvalidArgumentError } from "../shared/errors";
 import { homeShard, shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
 import { disarmNames, disarmUpdate } from "../shards/quotas";
 import { foldBoundary, ledgerEntries, splitEntries, type LedgerEntry } from "../ledger/ledger";
-import { ledgerTruth } from "../ledger/truth";
+import { ledgerTruth, recentShares } from "../ledger/truth";
 
 export type HealMode = "strict" | "utilization";
 
@@ -464,10 +474,21 @@ export function planLedgerHeal(
     quietWindowMs: number,
     layout: SelectingLayout,
     keepListed = false,
+    recentShare?: number,
 ): Extract<HealPlan, { action: "heal" }> {
     const state = item === undefined ? undefined : bestEffortState(item, layout.countAttribute);
     const { folded, kept } = splitEntries(state?.entries ?? [], boundary);
-    const { truth, youngest } = ledgerTruth({ items, markers, kept, boundary, now, horizonMs: quietWindowMs, mode, layout });
+    const { truth, youngest } = ledgerTruth({
+        items,
+        markers,
+        kept,
+        boundary,
+        now,
+        horizonMs: quietWindowMs,
+        mode,
+        layout,
+        ...(recentShare === undefined ? {} : { recentShare }),
+    });
     // Listed again while it leaves lives to the entries or to a later heal (a lost increment has no entry: the mark its
     // call wrote must not be spent on this heal): due when the first of them can be folded, but not sooner than half a
     // window from now, so that a key written without pause is healed about twice a window, not at every period.
@@ -675,8 +696,29 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
         byShard[sharded ? home(item) : 0]!.push(item);
     }
     if (boundary !== undefined) {
-        const plansFor = (items: ReadonlyArray<Record<string, AttributeValue> | undefined>, again = false): HealPlan[] =>
-            items.map((item, shard) => {
+        const plansFor = (items: ReadonlyArray<Record<string, AttributeValue> | undefined>, again = false): HealPlan[] => {
+            // Strict over shards: the recent lives are counted per key, then shared out (truth.ts `recentShares`).
+            const shares =
+                sharded && options.mode === "strict"
+                    ? recentShares(
+                          items.map((item, shard) =>
+                              ledgerTruth({
+                                  items: byShard[shard]!,
+                                  markers,
+                                  kept: splitEntries(
+                                      item === undefined ? [] : bestEffortState(item, config.countAttribute).entries,
+                                      boundary,
+                                  ).kept,
+                                  boundary,
+                                  now,
+                                  horizonMs: options.quietWindowMs,
+                                  mode: options.mode,
+                                  layout: config,
+                              }),
+                          ),
+                      )
+                    : undefined;
+            return items.map((item, shard) => {
                 if (item === undefined && !absent(shard)) {
                     return skips[shard]!;
                 }
@@ -690,9 +732,11 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
                     options.quietWindowMs,
                     config,
                     again,
+                    shares?.[shard],
                 );
                 return item === undefined && plan.truth === 0 ? skips[shard]! : plan;
             });
+        };
         const first = responses.map((response) => response.Item);
         const replan = async (): Promise<HealRead | undefined> => {
             const again = await Promise.all(partitionKeys.map((partitionKey) => readBestEffort(partitionKey)));

@@ -29,6 +29,11 @@ export interface LedgerTruthInput {
     readonly horizonMs: number;
     readonly mode: "strict" | "utilization";
     readonly layout: SelectingLayout;
+    /**
+     * Strict, one shard of a sharded key: what its recent lives count for, in place of max(units, live items), which
+     * holds per key only (`recentShares`). Absent: max(units of the kept entries, live client items of recent lives).
+     */
+    readonly recentShare?: number;
 }
 
 /** What a ledger heal counts for one best-effort item. */
@@ -112,6 +117,25 @@ export function ledgerTruth(input: LedgerTruthInput): LedgerTruth {
         old++;
     }
     const recentUnits = input.kept.reduce((sum, entry) => sum + entry.units, 0);
-    const truth = mode === "strict" ? old + Math.max(recentUnits, recentItems) : old + recentUnits;
+    const truth = mode === "strict" ? old + (input.recentShare ?? Math.max(recentUnits, recentItems)) : old + recentUnits;
     return { truth, old, recentUnits, recentItems, ...(youngest === undefined ? {} : { youngest }) };
+}
+
+/**
+ * Strict, a sharded key: each shard's share of the key's recent term, max(units of every kept entry, live client items of
+ * every recent life), so that the shards' truths sum to the key's as the unsharded heal counts it. A life's unit stays in
+ * the shard its reservation went to, while its item is homed by its token: another writer that rewrites the token moves
+ * the item to another shard and leaves the unit behind. Counted per shard as max(units, items), such a life would count
+ * twice (its unit in the old home, its item in the new), and the sum could pass the limit. Each shard keeps its units,
+ * and the items the key's units do not cover go to the shards whose items outnumber their units, in shard order.
+ */
+export function recentShares(shards: ReadonlyArray<Pick<LedgerTruth, "recentUnits" | "recentItems">>): number[] {
+    const units = shards.reduce((sum, shard) => sum + shard.recentUnits, 0);
+    const items = shards.reduce((sum, shard) => sum + shard.recentItems, 0);
+    let uncovered = Math.max(0, items - units);
+    return shards.map((shard) => {
+        const extra = Math.min(uncovered, Math.max(0, shard.recentItems - shard.recentUnits));
+        uncovered -= extra;
+        return shard.recentUnits + extra;
+    });
 }
