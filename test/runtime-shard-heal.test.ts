@@ -56,6 +56,8 @@ interface BestEffortItem {
     readonly marks?: number;
     /** Puts the item on the heal index, due at this time. */
     readonly dueAt?: number;
+    /** Ledger entries (`hc_n_*`: units), written with `hc_lv` = the version (every writer kept the ledger). */
+    readonly ledger?: Readonly<Record<string, number>>;
 }
 
 function helpers(db: () => DynamoDBClient, config: () => CounterTableConfig) {
@@ -88,6 +90,12 @@ function helpers(db: () => DynamoDBClient, config: () => CounterTableConfig) {
                         ...(b.version === undefined ? {} : { [A.version]: n(b.version) as AttributeValue }),
                         ...(b.writtenAt === undefined ? {} : { [A.writtenAt]: n(b.writtenAt) as AttributeValue }),
                         ...(b.marks === undefined ? {} : { [A.marks]: n(b.marks) as AttributeValue }),
+                        ...(b.ledger === undefined
+                            ? {}
+                            : {
+                                  [A.ledgerVersion]: n(b.version) as AttributeValue,
+                                  ...Object.fromEntries(Object.entries(b.ledger).map(([name, units]) => [name, { N: String(units) }])),
+                              }),
                         ...(b.dueAt === undefined
                             ? {}
                             : { [A.dueAt]: n(b.dueAt) as AttributeValue, [A.healShard]: { S: healShard(shardPartitionKey(key, shard)) } }),
@@ -369,22 +377,7 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             const made = T0 - 1_000;
             const entry = ledgerAttribute(tokenIn(0, made), ledgerPeriodMs(Q / 1000));
             await h.putItem("k", "x", tokenIn(1, made));
-            await engine()
-                .dynamodb()
-                .send(
-                    new PutItemCommand({
-                        TableName: countersTable(config),
-                        Item: {
-                            [config.partitionKey]: { S: shardPartitionKey("k", 0) },
-                            [config.sortKey]: { S: bestEffortSortKey(config) },
-                            [config.countAttribute]: { N: "1" },
-                            [A.version]: { N: "1" },
-                            [A.ledgerVersion]: { N: "1" },
-                            [A.writtenAt]: { N: String(made) },
-                            [entry]: { N: "1" },
-                        },
-                    }),
-                );
+            await h.setBestEffort("k", 0, { count: 1, version: 1, writtenAt: made, ledger: { [entry]: 1 } });
 
             // Act
             const healed = await healKey("k", options("strict"));
