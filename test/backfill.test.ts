@@ -135,7 +135,7 @@ describe("backfill planner (pure)", () => {
                 Update: {
                     TableName: "orders-counters",
                     Key: { pk: { S: "acme" }, sk: { S: "#counter#best-effort" } },
-                    // The units move the ledger entry of units without a client token, which every heal folds (runtime/ledger/).
+                    // The units move the ledger entry of backfilled units (only ever raised), which every heal folds (runtime/ledger/).
                     UpdateExpression:
                         "ADD #count :n, #version :one, #lv :one, #ledger :n, #marks :one SET #writtenAt = :now, #heal = :shard, #due = if_not_exists(#due, :now)",
                     ConditionExpression: "#epoch = :epoch",
@@ -143,7 +143,7 @@ describe("backfill planner (pure)", () => {
                         "#count": "count",
                         "#version": "hc_version",
                         "#lv": "hc_lv",
-                        "#ledger": "hc_n_0_1",
+                        "#ledger": "hc_n_0_2",
                         "#writtenAt": "hc_written_at",
                         "#heal": "hc_heal",
                         "#due": "hc_due_at",

@@ -12,7 +12,7 @@ import type { AttributeValue, CancellationReason, TransactWriteItem, UpdateItemC
 import { markerKeyFits } from "../shared/key-limits";
 import { COUNTER_ATTRIBUTES, ZERO_SEQ, bestEffortSortKey, eventualSortKey, markerSortKey, type CounterTableConfig } from "../shared/config";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate } from "../shared/best-effort-marks";
-import { OLD_LEDGER_ENTRY } from "../ledger/ledger";
+import { BACKFILL_LEDGER_ENTRY } from "../ledger/ledger";
 import { isLive } from "../shared/selection";
 import { regionalCounterPrefix } from "../regions/config";
 import { regionAttributeOf } from "../regions/ownership";
@@ -257,13 +257,13 @@ export function backfillActions(
             Update: {
                 TableName: table,
                 Key: counterItem(bestEffortKey, bestEffortSortKey(config)),
-                // Its units move the entry of units without a client token (runtime/ledger/ledger.ts), which every heal folds.
+                // Its units move the entry of backfilled units (runtime/ledger/ledger.ts), which every heal folds.
                 UpdateExpression: bestEffortUpdate(":n", true, true) + (disarms ? ` ${DISARM_CLAUSE}` : ""),
                 // The flags below name the epoch read before: a heal that absorbed units since makes this fail.
                 ConditionExpression: epoch === 0 ? "attribute_not_exists(#epoch)" : "#epoch = :epoch",
                 ExpressionAttributeNames: {
                     "#count": config.countAttribute,
-                    ...bestEffortMarkNames(true, OLD_LEDGER_ENTRY),
+                    ...bestEffortMarkNames(true, BACKFILL_LEDGER_ENTRY),
                     "#epoch": A.epoch,
                     ...(disarms ? disarmNames() : {}),
                 },

@@ -133,8 +133,9 @@
  * moves the count for a life carrying a client token moves that life's period entry `hc_n_<start>_<length>` by the same
  * amount in the same UpdateItem, and bumps `hc_lv` with `hc_version`. When every writer of the key kept the ledger
  * (`hc_lv` = `hc_version` on every shard item), the heal does not wait. Steps 1 and 3 read as above (the entries with
- * the count); step 2 picks a boundary B <= now - Q that no entry straddles (`foldBoundary`), not before the `hc_folded`
- * of any shard (a heal with a later clock folded there: this one skips until its clock passes it). A life is *old* when
+ * the count); step 2 picks a boundary B <= t0 - Q (t0: the clock read before step 1) that no entry straddles
+ * (`foldBoundary`), not before the `hc_folded` of any shard (a heal with a later clock folded there: this one skips until
+ * its clock passes it). A life is *old* when
  * its token is older than B (or has no time: a token-less item's unit is never in an entry), *recent* otherwise; an
  * entry ending at or before B holds only old lives, an entry after it only recent ones. Step 4 writes, per shard,
  *
@@ -151,8 +152,9 @@
  *       applies on top of T, and every write counted in c that moved a recent life moved its entry too (`hc_lv` = v: no
  *       writer that skips the entries wrote since the last re-base).
  *   (f) Old lives: a life's creating call sends its writes within D of its token (A1: a create's deadline counts from
- *       its token), they take effect within L (A2), and the clocks differ by S (A3): token + D + L + S < B + Q <= now,
- *       so no create write of an old life is in flight at t2: its item is in the partition read, or never will be. What
+ *       its token), they take effect within L (A2), and the clocks differ by S (A3): token + D + L + S < B + Q <= t0,
+ *       where t0 <= t1 is a clock read before step 1 (B is at most the window before it), so no create write of an old
+ *       life lands after t1: its item is in the partition read, or never will be. What
  *       may still be in flight for an old life is a delete:
  *       - strict: touch, soft delete, release. The release is conditional on the epoch the touch read, and this write
  *         opens a new one: a release of a call that touched before t1 is refused (a held slot; the key is listed again
@@ -177,12 +179,15 @@
  *       not. The heal then reads best-effort again (t1' > t2) and writes on the items read at t2, conditional on the
  *       version read at t1', when nothing that makes the items stale landed since t1: every write that moves the count
  *       for a life counted from the table (an old life's release or decrement, a backfill's units, a release of a
- *       token-less item's unit) moves the entry of a period that starts before B (runtime/ledger/, OLD_LEDGER_ENTRY for
- *       units without a client token). Such a period ends at or before B, or holds B: B need not be a period's edge (a
- *       heal folds at its own clock less the window), and a period that held no entry at t1 (a fold removed it) did not
- *       move B. So the entries ending at or before B, equal at t1 and t1', and no entry holding B at t1', prove none
- *       landed (seed 180036: an old life's release wrote -1 into such a period, which a plan at t1' would have taken
- *       for a recent life's, writing one below a reservation whose put was still coming); a recent life's writes move
+ *       token-less item's unit) moves the entry of a period that starts before B (runtime/ledger/: OLD_LEDGER_ENTRY for
+ *       the release of a unit without a client token, BACKFILL_LEDGER_ENTRY for a backfill's). Such a period ends at or
+ *       before B, or holds B: B need not be a period's edge (a heal folds at its own clock less the window), and a
+ *       period that held no entry at t1 (a fold removed it) did not move B. Each of those writes after t1 moves its entry
+ *       one way: no create write of an old life lands after t1 (f), so an old period's entry is only lowered (releases,
+ *       decrements), OLD_LEDGER_ENTRY too, and BACKFILL_LEDGER_ENTRY is only raised; no two of them cancel out. So the
+ *       entries ending at or before B, equal at t1 and t1', and no entry holding B at t1', prove none landed (seed
+ *       180036: an old life's release wrote -1 into a period holding B, which a plan at t1' would have taken for a
+ *       recent life's, writing one below a reservation whose put was still coming); a recent life's writes move
  *       its kept entry, which the new plan reads (strict counts max(units at t1', items at t2): a recent item deleted
  *       since t2 can only keep a unit, the safe side); in utilization mode a mark since t1 (a late put the consumer
  *       removed may be among the items) and in both modes a new fold or a writer that skipped the ledger make it start
@@ -624,6 +629,9 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
             isRetryable,
             attempts,
         );
+    // A ledger heal's boundary is at least the window before a clock read before step 1: no create write of an old life
+    // lands after t1 (the header, (i)).
+    const readStart = clock();
     const responses = await Promise.all(partitionKeys.map(readBestEffort));
     readUnits += responses.reduce((sum, response) => sum + units(response.ConsumedCapacity), 0);
     // The clock is read after every shard's best-effort and BEFORE the partition: the safety argument needs now <= t2.
@@ -649,7 +657,7 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     const boundary = ledgerBoundary(
         responses.map((response) => response.Item),
         skips,
-        now,
+        Math.min(readStart, now) - options.quietWindowMs,
         options,
     );
     if (boundary === undefined && skips.every((skip, shard) => skip !== undefined && !absent(shard))) {
@@ -834,7 +842,7 @@ export const LEDGER_HEAL_REPLANS = 5;
 function ledgerBoundary(
     items: ReadonlyArray<Record<string, AttributeValue> | undefined>,
     skips: ReadonlyArray<Extract<HealPlan, { action: "skip" }> | undefined>,
-    now: number,
+    limit: number,
     options: HealOptions,
 ): number | undefined {
     if (items.every((item) => item === undefined) || skips.some((skip) => skip?.reason === "unversioned")) {
@@ -849,7 +857,7 @@ function ledgerBoundary(
     }
     const boundary = foldBoundary(
         states.flatMap((state) => state.entries),
-        now - options.quietWindowMs,
+        limit,
     );
     return states.some((state) => state.folded !== undefined && state.folded > boundary) ? undefined : boundary;
 }

@@ -62,12 +62,19 @@ export function ledgerPeriodMs(healQuietWindowSeconds?: number): number {
 }
 
 /**
- * The entry of units that stand for no client token (a strict backfill's, and their release by a delete of a token-less
- * item): a period at the epoch, older than any boundary, so every heal folds it into `base`. Such a unit still moves an
- * entry, so that every write of a life a heal counts from the table moves an entry older than the heal's boundary
- * (heal.ts, "A busy key": a heal that lost its race to a client write may write again only when none did).
+ * The entry of units that stand for no client token, as a delete of a token-less (or adopted) item releases them: a
+ * period at the epoch, older than any boundary, so every heal folds it into `base`. Such a unit still moves an entry, so
+ * that every write of a life a heal counts from the table moves an entry older than the heal's boundary (heal.ts, "A busy
+ * key": a heal that lost its race to a client write may write again only when none did). Only ever lowered.
  */
 export const OLD_LEDGER_ENTRY = `${LEDGER_PREFIX}0_1`;
+
+/**
+ * The entry of the units a strict backfill adds for items without a client token (runtime/backfill/plan.ts): as old as
+ * OLD_LEDGER_ENTRY, and only ever raised. Kept apart from the releases, so that no release and backfilled unit landing
+ * between a heal's two reads cancel out in one entry: each write moves its entry one way, and the heal sees it.
+ */
+export const BACKFILL_LEDGER_ENTRY = `${LEDGER_PREFIX}0_2`;
 
 /** The entry a life's units go to: OLD_LEDGER_ENTRY for a token that is not a client's (it has no time). */
 export function ledgerAttribute(token: string | undefined, periodMs: number): string {
