@@ -257,10 +257,11 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
                 { shard: 1, outcome: "healed", before: 1, after: 1 },
                 { shard: 2, outcome: "healed", before: 0, after: 1 },
             ]);
+            // Every shard written opens its next epoch with the one lowered (a release goes to its token's shard).
             assert.deepEqual(await h.bestEfforts("k"), [
                 [0, 9, 1, false],
-                [1, 2, undefined, false],
-                [1, 4, undefined, false],
+                [1, 2, 1, false],
+                [1, 4, 1, false],
             ]);
         });
 
@@ -396,6 +397,35 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             assert.deepEqual(
                 (await h.bestEfforts("k")).map((b) => b[0]),
                 [1, undefined, undefined],
+            );
+        });
+
+        it("strict: a heal that lowers one shard opens the epoch of every shard it writes, so a release its touch read before is refused wherever it goes (fuzz seed 200164)", async () => {
+            // Prepare: shard 0 holds the unit of a life that is no longer live (another writer rewrote its token to one homed
+            // in shard 1, then moved the item out of the selection); a delete of it would touch and release in shard 1.
+            await h.setBestEffort("k", 0, { count: 1, version: 1, writtenAt: OLD });
+            await h.setBestEffort("k", 1, { count: 0, version: 1, writtenAt: OLD });
+
+            // Act
+            const healed = await healKey("k", options("strict"));
+
+            // Assess: shard 0 lowered, shard 1 kept; both opened their next epoch, so a release in shard 1 whose touch read
+            // its epoch before the heal (the unit the heal took from shard 0) is refused.
+            assert.deepEqual(
+                shape(healed.shards)?.map((s) => [s.outcome, s.before, s.after]),
+                [
+                    ["healed", 1, 0],
+                    ["healed", 0, 0],
+                    ["skipped", undefined, undefined],
+                ],
+            );
+            assert.deepEqual(
+                (await h.bestEfforts("k")).map((b) => [b[0], b[2]]),
+                [
+                    [0, 1],
+                    [0, 1],
+                    [undefined, undefined],
+                ],
             );
         });
 
@@ -687,13 +717,14 @@ describe("a key spread over 3 shards: healing, reconciliation, the settler and s
             assert.equal(run.keysFromIndex, 2);
             assert.deepEqual(run.failedKeys, []);
             assert.deepEqual([run.healed, run.corrected, run.drift, run.raced, run.skipped], [6, 6, 11, 0, {}]);
+            // Each key lowered a shard: every shard of it opened its next epoch.
             assert.deepEqual(await h.bestEfforts("u"), [
                 [0, 1, 1, false],
-                [1, 1, undefined, false],
+                [1, 1, 1, false],
                 [1, 2, 1, false],
             ]);
             assert.deepEqual(await h.bestEfforts("s"), [
-                [1, 1, undefined, false],
+                [1, 1, 1, false],
                 [0, 1, 1, false],
                 [1, 2, 1, false],
             ]);

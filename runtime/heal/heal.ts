@@ -88,7 +88,11 @@
  * A sharded key (`counterShards` N > 1, runtime/shards/layout.ts) is healed shard by shard. Step 1 reads every
  * shard's best-effort item (each at its own t1_s, all before the clock), steps 2-3 are the key's, and step 4 is one
  * conditional write per shard s, of truth(s) = the live client-counted items whose home `homeShard(id, token, N)` is
- * s, on s's own version, write time and marks, with s's own epoch (a heal of s that lowers s opens s's next epoch).
+ * s, on s's own version, write time and marks, with s's own epoch. A strict heal that lowers any shard opens the next
+ * epoch of every shard it writes: a delete touches and releases in the shard of its item's token, and when another
+ * writer rewrote that token the unit sits in the shard of the first one, so the heal that took it from there must
+ * refuse a release whose touch read an earlier epoch of any shard (checker seed 200164: an archived item's unit taken by
+ * a quiet heal of shard 1, then released again in shard 7).
  * Why each write is right on its own: the argument above holds for shard s read as "the key", because
  *   - every client write of a life homed at s writes shard s: its reservation or increment, its release or
  *     decrement, a strict delete's touch (which reads the epoch of the shard its release goes to); and a strict
@@ -941,6 +945,8 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
     // client's): the transaction disarms every shard of the key (runtime/shards/reservation.ts), so the next tryCreate
     // checks the key's exact sum.
     const disarm = options.mode === "strict" && writes.some((s) => s.plan.action === "heal" && s.plan.truth > s.plan.current);
+    // A shard lowered opens the epoch of every shard the transaction writes (healUpdate, `keyLowered`).
+    const keyLowered = options.mode === "strict" && writes.some((s) => s.plan.action === "heal" && s.plan.truth < s.plan.current);
     // After the busy check, a shard not written had no item at the read.
     const unwritten = read.shards.filter((s) => s.plan.action !== "heal");
     if (writes.length === 0 || (read.shards.length === 1 && !disarm)) {
@@ -957,7 +963,7 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
                 dynamodb.send(
                     new TransactWriteItemsCommand({
                         TransactItems: [
-                            ...writes.map((s) => ({ Update: healUpdate(s, options, disarm) })),
+                            ...writes.map((s) => ({ Update: healUpdate(s, options, disarm, keyLowered) })),
                             ...unwritten.map((s) => {
                                 const update = disarmUpdate(config, s.partitionKey);
                                 return disarm
@@ -998,7 +1004,7 @@ async function writeShards(read: HealRead, options: HealOptions): Promise<ShardH
 }
 
 /** The conditional update that heals one shard's item (or a key's only one); `disarm`: it also removes its stored quota. */
-function healUpdate(read: ShardHealRead, options: HealOptions, disarm = false): Update {
+function healUpdate(read: ShardHealRead, options: HealOptions, disarm = false, keyLowered = false): Update {
     const plan = read.plan as Extract<HealPlan, { action: "heal" }>;
     const { config } = options;
     const { ledger } = plan;
@@ -1011,7 +1017,10 @@ function healUpdate(read: ShardHealRead, options: HealOptions, disarm = false): 
     // A client delete releases a life's unit only when the life was made after the epoch opened by more than the clock
     // skew (strict-ledger.ts `reservedInEpoch`): for a busy heal, exactly the lives its kept entries hold (a token at
     // or after the boundary), whose units it did not recount. So the epoch's time is the boundary less the skew.
-    const opensEpoch = plan.truth < plan.current || (busy && options.mode === "strict");
+    // A sharded key's epochs open together when any shard is lowered (`keyLowered`): a delete releases in the shard of its
+    // item's token, which is not the shard that held the unit when another writer rewrote the token, so a heal that took
+    // the unit from one shard must refuse a release its touch read before in any shard (checker seed 200164).
+    const opensEpoch = plan.truth < plan.current || (busy && options.mode === "strict") || keyLowered;
     const epochAt = busy && options.mode === "strict" ? ledger.boundary - LEDGER_CLOCK_SKEW_MS : plan.cutoff + options.quietWindowMs;
     const sets = ["#count = :truth", "#folded = :folded"];
     const removes = ledger.fold.map((_, i) => `#fold${i}`);
