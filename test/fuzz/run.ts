@@ -711,9 +711,15 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             thrown,
             mode: history.mode,
             endedMine: ended.endedSince(ledger.tokens, ledger.endedBefore),
-            endedBeforeMine: ended.endedBy(
-                ledger.tokens.filter((token) => !ledger.softDeleted.includes(token)),
-                ledger.endedBefore,
+            // At most one: a delete reads one life, and a token counted as ended during the call is not counted again.
+            endedBeforeMine: Math.min(
+                1,
+                ended.endedBy(
+                    ledger.tokens.filter(
+                        (token) => !ledger.softDeleted.includes(token) && ended.endedSince([token], ledger.endedBefore) === 0,
+                    ),
+                    ledger.endedBefore,
+                ),
             ),
             deletedMine: new Set(ledger.tokens.filter((token) => softDeletedTokens.has(token))).size,
             elapsedMs: Date.now() - startedAt,
