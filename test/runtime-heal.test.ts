@@ -105,7 +105,7 @@ describe("healing on DynamoDB Local: every race, staged", () => {
     const now = () => clock;
 
     /** A model client whose calls wait at `holds[step]` when one is set. */
-    function staged(config: CounterTableConfig, mode: "strict" | "utilization") {
+    function staged(config: CounterTableConfig, mode: "strict" | "utilization", periodMs = ledgerPeriodMs(Q / 1000)) {
         const holds = new Map<Step, ReturnType<typeof gate>>();
         const client = new ModelClient({
             config,
@@ -113,8 +113,8 @@ describe("healing on DynamoDB Local: every race, staged", () => {
             mode,
             deadlineMs: DEADLINE,
             now,
-            // The period the component's clients write with for this window.
-            ledgerPeriodMs: ledgerPeriodMs(Q / 1000),
+            // The period the component's clients write with for this window, unless a test gives its own.
+            ledgerPeriodMs: periodMs,
             pause: async (step) => {
                 const g = holds.get(step);
                 if (g) {
@@ -270,11 +270,12 @@ describe("healing on DynamoDB Local: every race, staged", () => {
     });
 
     it("strict: a busy heal that lost its race does not plan again when an old life's release wrote a period holding its fold boundary (fuzz seed 180036)", async () => {
+        // The heal folds at an edge of the period the component's clients use (a tenth of the window); this client writes
+        // with a period ten times as long (its own ledgerPeriodMs), so an entry of its can hold the boundary.
         const config = await healTables(engine());
-        const { client, hold, options } = staged(config, "strict");
+        const { client, hold, options } = staged(config, "strict", Q);
         const db = engine().dynamodb();
-        const period = ledgerPeriodMs(Q / 1000);
-        assert.equal(T0 % period, 0);
+        assert.equal(T0 % Q, 0);
         assert.deepEqual(await client.create("k", "old", 5), { created: true, abandoned: 0 });
 
         // A quiet heal folds at its cutoff, a second into the old life's period: the fold leaves no entry behind.
@@ -283,19 +284,19 @@ describe("healing on DynamoDB Local: every race, staged", () => {
         const quiet = await healKey("k", options());
         assert.deepEqual([quiet.outcome, quiet.before, quiet.after], ["healed", 1, 1]);
 
-        // The old life's delete, held after its soft delete; then a busy heal reads, folding a second later, inside the
-        // same period (no entry holds that instant yet). The old item is gone from the partition it reads.
-        clock += 1_000;
+        // The old life's delete, held after its soft delete; then a busy heal reads, folding at the next edge of the
+        // heal's period, inside the old life's (no entry holds that instant yet). The old item is gone from its read.
+        clock += 6_000;
         const afterSoftDelete = hold("soft-delete");
         const deleting = client.delete("k", "old");
         await afterSoftDelete.reached;
         const read = await readForHeal("k", options());
         assert.equal(read.plan.action, "heal");
         assert.equal(read.plan.truth, 0);
-        assert.deepEqual(read.plan.ledger, { kind: "busy", fold: [], boundary: T0 + 2_000, foldedRead: T0 + 1_000 });
+        assert.deepEqual(read.plan.ledger, { kind: "busy", fold: [], boundary: T0 + 6_000, foldedRead: T0 + 1_000 });
 
         // The release lands (its touch read the epoch the heal has not changed yet): -1 in the old life's period, which
-        // now holds the boundary. A new life reserves, its put held.
+        // holds the boundary. A new life reserves, its put held.
         afterSoftDelete.open();
         assert.deepEqual(await deleting, { deleted: true, abandoned: 0 });
         const beforePut = hold("reserve");

@@ -137,8 +137,8 @@
  * moves the count for a life carrying a client token moves that life's period entry `hc_n_<start>_<length>` by the same
  * amount in the same UpdateItem, and bumps `hc_lv` with `hc_version`. When every writer of the key kept the ledger
  * (`hc_lv` = `hc_version` on every shard item), the heal does not wait. Steps 1 and 3 read as above (the entries with
- * the count); step 2 picks a boundary B <= t0 - Q (t0: the clock read before step 1) that no entry straddles
- * (`foldBoundary`), not before the `hc_folded` of any shard (a heal with a later clock folded there: this one skips until
+ * the count); step 2 picks a boundary B <= t0 - Q (t0: the clock read before step 1; B a period edge of the
+ * component's clients) that no entry straddles (`foldBoundary`), not before the `hc_folded` of any shard (a heal with a later clock folded there: this one skips until
  * its clock passes it). A life is *old* when
  * its token is older than B (or has no time: a token-less item's unit is never in an entry), *recent* otherwise; an
  * entry ending at or before B holds only old lives, an entry after it only recent ones. Step 4 writes, per shard,
@@ -247,7 +247,7 @@ import { tokenTime } from "../shared/tokens";
 import { InvalidArgumentError } from "../shared/errors";
 import { homeShard, shardCount, shardedKeyProblem, shardOfPartitionKey, shardPartitionKeys } from "../shards/layout";
 import { disarmNames, disarmUpdate } from "../shards/quotas";
-import { foldBoundary, ledgerEntries, splitEntries, type LedgerEntry } from "../ledger/ledger";
+import { foldBoundary, ledgerEntries, ledgerPeriodMs, splitEntries, type LedgerEntry } from "../ledger/ledger";
 import { ledgerTruth, recentShares } from "../ledger/truth";
 
 export type HealMode = "strict" | "utilization";
@@ -658,10 +658,14 @@ export async function readForHeal(key: string, options: HealOptions): Promise<He
     // there (their home moved there after their unit was written elsewhere: another writer changed the token).
     const anyShardItem = responses.some((response) => response.Item !== undefined);
     const absent = (shard: number) => sharded && anyShardItem && responses[shard]!.Item === undefined;
+    // The latest edge of a period of the component's clients (ledger.ts `ledgerPeriodMs`) at or before it: no entry they
+    // write straddles a period edge, so a write of a life younger than the boundary never lands in an entry holding it,
+    // which would make a heal that lost its race start over (`unchangedForReplan`) rather than plan again.
+    const period = ledgerPeriodMs(options.quietWindowMs / 1000);
     const boundary = ledgerBoundary(
         responses.map((response) => response.Item),
         skips,
-        Math.min(readStart, now) - options.quietWindowMs,
+        Math.floor((Math.min(readStart, now) - options.quietWindowMs) / period) * period,
         options,
     );
     if (boundary === undefined && skips.every((skip, shard) => skip !== undefined && !absent(shard))) {
