@@ -138,8 +138,8 @@
  * amount in the same UpdateItem, and bumps `hc_lv` with `hc_version`. When every writer of the key kept the ledger
  * (`hc_lv` = `hc_version` on every shard item), the heal does not wait. Steps 1 and 3 read as above (the entries with
  * the count); step 2 picks a boundary B <= t0 - Q (t0: the clock read before step 1; B a period edge of the
- * component's clients) that no entry straddles (`foldBoundary`), not before the `hc_folded` of any shard (a heal with a later clock folded there: this one skips until
- * its clock passes it). A life is *old* when
+ * component's clients) that no entry straddles (`foldBoundary`), not before the `hc_folded` of any shard (a heal with a
+ * later clock folded there: this one skips until its clock passes it). A life is *old* when
  * its token is older than B (or has no time: a token-less item's unit is never in an entry), *recent* otherwise; an
  * entry ending at or before B holds only old lives, an entry after it only recent ones. Step 4 writes, per shard,
  *
@@ -185,8 +185,9 @@
  *       for a life counted from the table (an old life's release or decrement, a backfill's units, a release of a
  *       token-less item's unit) moves the entry of a period that starts before B (runtime/ledger/: OLD_LEDGER_ENTRY for
  *       the release of a unit without a client token, BACKFILL_LEDGER_ENTRY for a backfill's). Such a period ends at or
- *       before B, or holds B: B need not be a period's edge (a heal folds at its own clock less the window), and a
- *       period that held no entry at t1 (a fold removed it) did not move B. Each of those writes after t1 moves its entry
+ *       before B, or holds B: B is an edge of the component's clients' periods, but a writer with a period of its own
+ *       (or an earlier fold at an unaligned cutoff) can hold it, and a period that held no entry at t1 (a fold removed
+ *       it) did not move B. Each of those writes after t1 moves its entry
  *       one way: no create write of an old life lands after t1 (f), so an old period's entry is only lowered (releases,
  *       decrements), OLD_LEDGER_ENTRY too, and BACKFILL_LEDGER_ENTRY is only raised; no two of them cancel out. So the
  *       entries ending at or before B, equal at t1 and t1', and no entry holding B at t1', prove none landed (seed
@@ -830,8 +831,8 @@ function unchangedForReplan(
             a.version !== undefined &&
             a.folded === b.folded &&
             oldEntries(before) === oldEntries(after) &&
-            // An old life's write to a period that holds the boundary (a fold at an earlier heal's unaligned cutoff
-            // put B inside a period that held no entry at the first read) would otherwise read as a recent life's.
+            // An old life's write to a period that holds the boundary (a writer whose period is not the component's,
+            // with no entry there at the first read) would otherwise read as a recent life's.
             ledgerEntries(after).every((entry) => !(entry.start < boundary && boundary < entry.end)) &&
             (options.mode === "strict" || a.marks === b.marks)
         );

@@ -14,8 +14,9 @@
  *   strict mode (a slot short), and only by a fault, an absorbed failure it reported or an error it threw
  *   away from them. A life another writer ended while the call ran may be left out: its unit stays in
  *   utilization, and in strict mode it holds no slot. So may, in utilization, a life another writer ended before the
- *   call (moved out of the selection) that the call's soft delete did not end: the call took the unit it left. A strict delete of a life reserved before a heal that
- *   lowered the key (an earlier epoch than the one its touch read) holds its slot by design: that heal absorbed
+ *   call (moved out of the selection) that the call's soft delete did not end: the call took the unit it left. A strict
+ *   delete of a life reserved before a heal that lowered the key (an earlier epoch than the one its touch read) holds
+ *   its slot by design: that heal absorbed
  *   or re-derived the unit, and only a later heal gives it back (runtime/shared/strict-ledger.ts); so does a
  *   strict delete of a late put attempt of a life a delete already ended (that delete gave the slot back), and a
  *   strict delete that lost a young life's release right to a concurrent delete of it (strict-ledger.ts).
