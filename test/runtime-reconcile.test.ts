@@ -59,6 +59,38 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         fixture.close();
     });
 
+    it("ends once what its first read found is settled, on a key written between every two of its reads (a busy key)", async () => {
+        // Prepare: one item the stream lost; then, before each of reconcile's reads of the key's items, a client writes
+        // a new one, whose record the consumer has not seen yet.
+        const fixture = await counterFixture(engine());
+        await fixture.client.create("t", "lost");
+        const dynamodb = engine().dynamodb();
+        let written = 0;
+        dynamodb.middlewareStack.add(
+            (next, context) => async (args) => {
+                // The Query of the key's items (a Query of its markers reads under their prefix).
+                const input = args.input as { KeyConditionExpression?: string };
+                if (context.commandName === "QueryCommand" && input.KeyConditionExpression === "#pk = :key") {
+                    await fixture.client.create("t", `busy${written++}`);
+                }
+                return next(args);
+            },
+            { step: "initialize" },
+        );
+
+        // Act
+        const result = await reconcileKey("t", { config: fixture.config, dynamodb, fatal: { park: async () => true } });
+
+        // Assess: two reads (the second finds only the item written before it, the stream's to count); the stream then
+        // counts the rest exactly once. Before, every read found a new item, and it ended incomplete after 20 rounds.
+        assert.deepEqual(result, { key: "t", found: 2, counted: 2, alreadySettled: 0, incomplete: false });
+        assert.equal(written, 2);
+        await fixture.emulator.drain();
+        assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 3, eventual: 3, live: 3, counted: 3, softDeleted: 0 });
+        dynamodb.destroy();
+        fixture.close();
+    });
+
     it("answers incomplete when contention outlasts its time, instead of retrying forever", async () => {
         const fixture = await counterFixture(engine());
         await fixture.client.create("t", "r1");

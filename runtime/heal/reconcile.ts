@@ -348,9 +348,10 @@ const RECONCILE_CHUNK_LIMITS: ChunkLimits = {
 const MAX_ROUNDS = 20;
 
 /**
- * Settles every marker of one counter key against its items. Throws InvalidArgumentError for a bad key,
- * and a DynamoDB error only when it is not one worth retrying (access denied, a missing table); throttling
- * and 5xx are retried until `timeoutMs`, after which the result says `incomplete`.
+ * Settles every marker of one counter key that its first read finds out of step with its item; a later read's findings
+ * are settled too while any of the first read's is left, and the run ends once none is. Throws InvalidArgumentError
+ * for a bad key, and a DynamoDB error only when it is not one worth retrying (access denied, a missing table);
+ * throttling and 5xx are retried until `timeoutMs`, after which the result says `incomplete`.
  */
 export async function reconcileKey(key: string, options: ReconcileOptions): Promise<ReconcileResult> {
     if (typeof key !== "string" || key.length === 0) {
@@ -370,6 +371,7 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
     let found: number | undefined;
     let committed = 0;
     const reported = new Set<string>();
+    let firstFound: Set<string> | undefined;
     for (let round = 0; round < MAX_ROUNDS; round++) {
         let items: Array<Record<string, AttributeValue>>;
         let markers: Array<Array<Record<string, AttributeValue>>>;
@@ -418,7 +420,11 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
             }
         }
         found ??= plan.actions.length;
-        if (plan.actions.length === 0) {
+        firstFound ??= new Set(plan.actions.map((action) => action.id));
+        // Done when nothing the first read found is still to settle. What only a later read shows was written after the
+        // first one: its stream record is on its way, and the consumer counts it (on a key written without pause, some
+        // item always is, and waiting for a read with none would never end: the settler would never heal the key).
+        if (plan.actions.every((action) => !firstFound!.has(action.id))) {
             const unmarkable = plan.unmarkable.length > 0 ? { unmarkable: plan.unmarkable } : {};
             return { key, found, counted: committed, alreadySettled: Math.max(0, found - committed), incomplete: false, ...unmarkable };
         }

@@ -177,7 +177,9 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
         // Settled first: reconcile purges a late put of a removed life that its marker shows (markers.ts), so the heal
         // that follows does not count it as live (counted, it would leave best-effort one above the live items until
         // the heal the purge's mark asks for). A key whose settle failed is not healed in this run, for the same
-        // reason: it stays on the heal index (only a heal's write takes it off), or the audit meets it again.
+        // reason: it stays on the heal index (only a heal's write takes it off), or the audit meets it again. A settle
+        // ends once what its first read found is settled (reconcile.ts): a late put written since has its stream record
+        // on its way, and the consumer's removal of it marks the key, as header (d) of heal.ts describes.
         try {
             const settled = await settleKey(key);
             settleFound += settled.found;
