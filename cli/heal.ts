@@ -1,9 +1,11 @@
 /**
  * `heal [--key K]`: heals best-effort from the table (runtime/heal/heal.ts) for one key, every shard of it (each
  * shard's outcome listed), or runs what the scheduled settler runs (runtime/heal/settle.ts): the keys the heal
- * index lists, then a bounded audit.
+ * index lists, then a bounded audit. A key is settled first, as the settler settles it (reconcile removes a late put
+ * of a removed life, which a heal would count as live), and not healed when its settle comes back incomplete.
  */
 import { healKey, type HealResult } from "../runtime/heal/heal";
+import { reconcileKey } from "../runtime/heal/reconcile";
 import { settle, type SettleReport } from "../runtime/heal/settle";
 import { EXIT, UsageError } from "./context";
 import { table } from "./format";
@@ -46,22 +48,45 @@ export const healCommand: CliCommand = {
                     };
                     const base = { config: (await ctx.countedTarget()).table, dynamodb: ctx.dynamodb(), mode, quietWindowMs };
                     if (flags.key !== undefined) {
+                        const fatal = fatalFor(ctx);
+                        const { key: _key, ...settled } = await reconcileKey(flags.key, {
+                            config: base.config,
+                            dynamodb: base.dynamodb,
+                            fatal,
+                        });
+                        const unparked = fatal.unparked.length > 0 ? { unparked: fatal.unparked } : {};
+                        if (settled.incomplete) {
+                            ctx.result(
+                                { key: flags.key, outcome: "unsettled", settled, ...unparked },
+                                () => `${flags.key}: could not be settled yet (contention or throttling), so not healed: run it again`,
+                            );
+                            return EXIT.failed;
+                        }
                         const result: HealResult = await healKey(flags.key, base);
-                        ctx.result(result, () =>
-                            result.shards === undefined
-                                ? result.outcome === "healed"
-                                    ? `${result.key}: healed, best-effort ${result.before ?? 0} -> ${result.after}`
-                                    : `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}; nothing changed`
-                                : [
-                                      `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}`,
-                                      ...result.shards.map((s) =>
-                                          s.outcome === "healed"
-                                              ? `  shard ${s.shard}: healed, best-effort ${s.before ?? 0} -> ${s.after}`
-                                              : `  shard ${s.shard}: ${s.outcome}${s.reason ? ` (${s.reason})` : ""}; nothing changed`,
-                                      ),
-                                  ].join("\n"),
+                        ctx.result(
+                            { ...result, settled, ...unparked },
+                            () =>
+                                (settled.found > 0
+                                    ? `${result.key}: settled first: ${settled.found} found, ${settled.counted} committed, ` +
+                                      `${settled.alreadySettled} settled meanwhile\n`
+                                    : "") +
+                                fatal.unparked
+                                    .map((m) => `could not count (no --fatal-queue-url to park it): ${m.reason}: ${m.problem}\n`)
+                                    .join("") +
+                                (result.shards === undefined
+                                    ? result.outcome === "healed"
+                                        ? `${result.key}: healed, best-effort ${result.before ?? 0} -> ${result.after}`
+                                        : `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}; nothing changed`
+                                    : [
+                                          `${result.key}: ${result.outcome}${result.reason ? ` (${result.reason})` : ""}`,
+                                          ...result.shards.map((s) =>
+                                              s.outcome === "healed"
+                                                  ? `  shard ${s.shard}: healed, best-effort ${s.before ?? 0} -> ${s.after}`
+                                                  : `  shard ${s.shard}: ${s.outcome}${s.reason ? ` (${s.reason})` : ""}; nothing changed`,
+                                          ),
+                                      ].join("\n")),
                         );
-                        return EXIT.ok;
+                        return fatal.unparked.length > 0 ? EXIT.failed : EXIT.ok;
                     }
                     const report: SettleReport = await settle({
                         ...base,

@@ -24,6 +24,7 @@ import { markerShard } from "../runtime/shards/layout";
 import { buildCli } from "../scripts/bundle-cli";
 import { useEngine } from "./support/engine";
 import { parsedJson, runBin, type Ran } from "./support/cli-bin";
+import { landAgain, recordPuts } from "./support/put-attempts";
 
 let bin = "";
 
@@ -461,6 +462,37 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
         assert.deepEqual(JSON.parse(deleted.stdout), { deleted: left[0]!.id, kind: "malformed-redrive-message" });
         assert.deepEqual(json(await cli(["fatal", "list", ...s.flags])), []);
         assert.deepEqual(json(await cli(["status", "--key", "m", ...s.flags])), exactKey("m", 1));
+    });
+
+    it("heal --key settles the key first: a late put of a removed life is removed, not counted into best-effort", async () => {
+        // Prepare: x created and counted, then deleted and removed; its first put attempt lands again, and the consumer has
+        // not read that record yet. The key's last client write is then older than a 1 s quiet window.
+        const s = await system("heal-settle");
+        const dynamodb = engine().dynamodb();
+        const puts = recordPuts(dynamodb);
+        const client = new HybridCounterClient({ ...DEFAULT_LAYOUT, tableName: s.tableName, countersTableName: s.tableName, dynamodb });
+        await client.create("k", "x");
+        await s.emulator.drain();
+        await client.delete("k", "x");
+        await s.emulator.drain();
+        await landAgain(s.admin, puts[0]!);
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
+
+        // Act
+        const ran = await cli(["heal", "--key", "k", "--mode", "utilization", "--quiet-window-seconds", "1", ...s.flags]);
+        await s.emulator.drain();
+        const status = await cli(["status", "--key", "k", ...s.flags]);
+
+        // Assess: reconcile removed the late item before the heal read the key, so the heal set best-effort to 0 (without
+        // the settle it counted x: best-effort 1 over no live item, in utilization mode).
+        assert.equal(ran.code, 0, ran.stderr);
+        const healed = json(ran) as { outcome: string; before: number; after: number; settled: Record<string, unknown> };
+        assert.deepEqual(
+            [healed.outcome, healed.before, healed.after, healed.settled],
+            ["healed", 0, 0, { found: 1, counted: 1, alreadySettled: 0, incomplete: false }],
+        );
+        assert.deepEqual(json(status), exactKey("k", 0));
+        dynamodb.destroy();
     });
 
     it("status --key on a sharded key shows each shard's client items (what a heal sets) apart from other writers' items", async () => {
