@@ -54,17 +54,16 @@ export const healCommand: CliCommand = {
                             dynamodb: base.dynamodb,
                             fatal,
                         });
-                        const unparked = fatal.unparked.length > 0 ? { unparked: fatal.unparked } : {};
                         if (settled.incomplete) {
                             ctx.result(
-                                { key: flags.key, outcome: "unsettled", settled, ...unparked },
+                                { key: flags.key, outcome: "unsettled", settled, unparked: fatal.unparked },
                                 () => `${flags.key}: could not be settled yet (contention or throttling), so not healed: run it again`,
                             );
                             return EXIT.failed;
                         }
                         const result: HealResult = await healKey(flags.key, base);
                         ctx.result(
-                            { ...result, settled, ...unparked },
+                            { ...result, settled, unparked: fatal.unparked },
                             () =>
                                 (settled.found > 0
                                     ? `${result.key}: settled first: ${settled.found} found, ${settled.counted} committed, ` +

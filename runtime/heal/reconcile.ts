@@ -421,9 +421,10 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         }
         found ??= plan.actions.length;
         firstFound ??= new Set(plan.actions.map((action) => action.id));
-        // Done when nothing the first read found is still to settle. What only a later read shows was written after the
-        // first one: its stream record is on its way, and the consumer counts it (on a key written without pause, some
-        // item always is, and waiting for a read with none would never end: the settler would never heal the key).
+        // Done when nothing the first read found is still to settle. What only a later read shows changed after the first
+        // one: the consumer settles it from its stream record, on its way, or the next reconcile of the key does (on a
+        // key written without pause some item always has changed, and waiting for a read with none would never end: the
+        // settler would never heal the key).
         if (plan.actions.every((action) => !firstFound!.has(action.id))) {
             const unmarkable = plan.unmarkable.length > 0 ? { unmarkable: plan.unmarkable } : {};
             return { key, found, counted: committed, alreadySettled: Math.max(0, found - committed), incomplete: false, ...unmarkable };

@@ -23,10 +23,11 @@
  *     the counters table (sk `${counterPrefix}settler#cursor`), so a full pass takes
  *     ceil(items / (segments * pageSize)) runs per table and never one whole-table scan.
  *   - Order: each key is settled before it is healed, and not healed when its settle fails. Reconcile purges a late put attempt of a removed life that
- *     its marker shows removed (markers.ts), so the heal's read of the partition no longer holds it; healed first,
+ *     its marker shows removed at reconcile's first read of the key (markers.ts), so the heal's read of the partition no longer holds it; healed first,
  *     the heal would count it, and best-effort would stay one above the live items until the heal the purge's
  *     REMOVE record asks for (heal-due.ts). A late put whose removal's record the consumer has not read yet (in
- *     the first DLQ) is not recognisable by anyone: the heal counts it (docs/limits.md).
+ *     the first DLQ), or read only after reconcile's first read, is not recognised by the settle: the heal counts it, and
+ *     the consumer's removal marks the key (docs/limits.md).
  *
  * Cost per run is therefore bounded by keyBudget + segments * pageSize keys (each one heal: 1 consistent
  * GetItem + the partition's Query + the markers' Query + 1 conditional write; plus the settle), and is
@@ -178,8 +179,8 @@ async function settleMetered(options: SettleOptions, meter: Meter): Promise<Sett
         // that follows does not count it as live (counted, it would leave best-effort one above the live items until
         // the heal the purge's mark asks for). A key whose settle failed is not healed in this run, for the same
         // reason: it stays on the heal index (only a heal's write takes it off), or the audit meets it again. A settle
-        // ends once what its first read found is settled (reconcile.ts): a late put written since has its stream record
-        // on its way, and the consumer's removal of it marks the key, as header (d) of heal.ts describes.
+        // ends once what its first read found is settled (reconcile.ts): a late put it could not recognise then is the
+        // consumer's to remove, and the removal marks the key, as header (d) of heal.ts describes.
         try {
             const settled = await settleKey(key);
             settleFound += settled.found;
