@@ -409,6 +409,22 @@ describe("the checker's histories over lowered limits, adoption at the limit, to
         assert.ok(result.stats.busySettles > 0, JSON.stringify(result.stats));
     });
 
+    it("seed 230070 (strict client, 8 shards, 200 events) keeps the contract: a late put another writer re-tokened is a life no slot backs", async () => {
+        // Prepare: a create's first put attempt lands after its life was deleted and removed, and another writer rewrites
+        // the item's token before the consumer removes it; a client delete of the item then gives back a slot another
+        // life holds (docs/limits.md). Before the checker knew this, the history had 89 violations from the rewrite on.
+        const history = generateHistory({ seed: 230070, ops: 200 });
+        assert.deepEqual([history.mode, history.selection, history.counterShards], ["strict", "client", 8]);
+        assert.ok(history.events.some((e) => e.op === "otherRetoken"));
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess
+        assert.deepEqual(result.violations, []);
+        assert.ok(result.stats.latePutsBack > 0, JSON.stringify(result.stats));
+    });
+
     it("a seed's history with every path replays request for request", async () => {
         // Prepare: seed 214 lowers and raises a limit, adopts a key at its limit, rewrites tokens and reuses one id.
         const history = generateHistory({ seed: 214, ops: 40, mode: "strict", selection: "prefix", counterShards: 3 });

@@ -34,7 +34,9 @@
  * reads the key while one is in the table and no one can yet tell it from a live item (its removal's record waits in
  * the first DLQ; any one under an attribute selection) counts it (docs/limits.md), so the upper bounds (utilization's,
  * and strict's `bestEffort <= limit + ...`) allow `healedLate`, the late puts a settler run found so (0 in every
- * history where the consumer read them first).
+ * history where the consumer read them first). One whose token another writer rewrites before the consumer removes it
+ * is a life of the new token that no slot backs, and a client delete of it gives one back (docs/limits.md): strict
+ * mode's sums allow one item for it, in `movedIn`, for good.
  *
  * Sharded counters (runtime/shards/layout.ts): the bound a mode keeps on one best-effort item it keeps per shard,
  * over the client's live items homed there (their token's shard), so each shard is checked as a key of its own:

@@ -62,8 +62,14 @@ export async function retokenWrite(
     return false;
 }
 
-/** A served token rewrite: its key and the new home shard of the item, undefined for any other request. */
-export function retokened(system: FuzzSystem, request: Released): { key: string; to: number } | undefined {
+/**
+ * A served token rewrite: its key, the new home shard of the item, and the token it replaced (`was`) with the new one
+ * (`token`); undefined for any other request.
+ */
+export function retokened(
+    system: FuzzSystem,
+    request: Released,
+): { key: string; to: number; was: string | undefined; token: string } | undefined {
     const input = request.input as {
         TableName?: string;
         Key?: Record<string, AttributeValue>;
@@ -74,5 +80,5 @@ export function retokened(system: FuzzSystem, request: Released): { key: string;
     if (request.command !== "UpdateItemCommand" || !request.served || token === undefined || key === undefined) {
         return undefined;
     }
-    return { key, to: lifeShard(token, shardsOf(system)) };
+    return { key, to: lifeShard(token, shardsOf(system)), was: input.ExpressionAttributeValues?.[":was"]?.S, token };
 }

@@ -377,6 +377,14 @@ async function runOnClock(engine: LocalEngine, history: History, options: RunOpt
             const perShard = movedInShards.get(moved.key) ?? new Array<number>(shards).fill(0);
             perShard[moved.to]!++;
             movedInShards.set(moved.key, perShard);
+            // A late put whose token another writer rewrote before the consumer removed it (checker seed 230070): its new
+            // token names no removed life, so no one can tell it from a client life any more (docs/limits.md). The
+            // consumer counts it, no slot backs it, and a client delete of it gives one back: the key's sums allow one
+            // item for it, for good (only looser; the shard of its new home already allows one for the rewrite).
+            const was = moved.was ?? "";
+            if (lateTokens.get(moved.key)?.delete(was) === true || unpromisedTokens.get(moved.key)?.has(was) === true) {
+                movedIn.set(moved.key, (movedIn.get(moved.key) ?? 0) + 1);
+            }
         }
         if (effect.kind === "best-effort-transaction" && effect.applied) {
             backfilled.set(effect.key, (backfilled.get(effect.key) ?? 0) + effect.delta);
