@@ -66,11 +66,12 @@
  *   (d) The stream consumer, reconcile and the settler change markers and hard-delete soft-deleted items, which
  *       are not live: they change no term of the truth. The one live item they remove is a late put attempt of a
  *       removed life (runtime/stream/markers.ts), which the truth may count while it is in the table (the settler
- *       settles a key first, which purges one its marker shows removed at the settle's first read: settle.ts, "Order"): the consumer
- *       marks the key when it removes one (runtime/stream/heal-due.ts), and a mark between step 1 and the write
- *       makes the condition fail (`hc_marks`); one removed after the write leaves best-effort one above the live
- *       items until the heal that mark asks for (docs/limits.md). Backfill in strict mode adds to best-effort and sets
- *       `hc_be` in one transaction and bumps the version (A5): seen by step 3, or the condition fails.
+ *       settles a key first, which purges one its marker shows removed at the settle's first read: settle.ts,
+ *       "Order"): the consumer marks the key when it removes one (runtime/stream/heal-due.ts), and a mark between
+ *       step 1 and the write makes the condition fail (`hc_marks`); one removed after the write leaves best-effort
+ *       one above the live items until the heal that mark asks for (docs/limits.md). Backfill in strict mode adds to
+ *       best-effort and sets `hc_be` in one transaction and bumps the version (A5): seen by step 3, or the condition
+ *       fails.
  *   Hence at the heal's write, truth equals the count the key would hold had no best-effort write ever been
  *   lost, repeated or abandoned, restricted (utilization) to items whose increment is settled. In strict mode
  *   truth counts every live item, so live <= bestEffort; in utilization mode it counts a subset of the live

@@ -22,12 +22,13 @@
  *     took the key off the index, its removal's record gone with the stream's retention). Its cursor lives in
  *     the counters table (sk `${counterPrefix}settler#cursor`), so a full pass takes
  *     ceil(items / (segments * pageSize)) runs per table and never one whole-table scan.
- *   - Order: each key is settled before it is healed, and not healed when its settle fails. Reconcile purges a late put attempt of a removed life that
- *     its marker shows removed at reconcile's first read of the key (markers.ts), so the heal's read of the partition no longer holds it; healed first,
- *     the heal would count it, and best-effort would stay one above the live items until the heal the purge's
- *     REMOVE record asks for (heal-due.ts). A late put whose removal's record the consumer has not read yet (in
- *     the first DLQ), or read only after reconcile's first read, is not recognised by the settle: the heal counts it, and
- *     the consumer's removal marks the key (docs/limits.md).
+ *   - Order: each key is settled before it is healed, and not healed when its settle fails. Reconcile purges a late
+ *     put attempt of a removed life that its marker shows removed at reconcile's first read of the key (markers.ts),
+ *     so the heal's read of the partition no longer holds it; healed first, the heal would count it, and best-effort
+ *     would stay one above the live items until the heal the purge's REMOVE record asks for (heal-due.ts). A late
+ *     put whose removal's record the consumer has not read yet (in the first DLQ), or read only after reconcile's
+ *     first read, is not recognised by the settle: the heal counts it, and the consumer's removal marks the key
+ *     (docs/limits.md).
  *
  * Cost per run is therefore bounded by keyBudget + segments * pageSize keys (each one heal: 1 consistent
  * GetItem + the partition's Query + the markers' Query + 1 conditional write; plus the settle), and is
