@@ -10,7 +10,7 @@ import { settle, type SettleReport } from "../runtime/heal/settle";
 import { EXIT, UsageError } from "./context";
 import { table } from "./format";
 import { integerFlag, modeFlag } from "./options";
-import { fatalFor } from "./reconcile";
+import { fatalFor, unparkedLines } from "./reconcile";
 import type { CliCommand } from "./command";
 
 interface HealFlags {
@@ -55,9 +55,11 @@ export const healCommand: CliCommand = {
                             fatal,
                         });
                         if (settled.incomplete) {
-                            ctx.result(
-                                { key: flags.key, outcome: "unsettled", settled, unparked: fatal.unparked },
-                                () => `${flags.key}: could not be settled yet (contention or throttling), so not healed: run it again`,
+                            ctx.result({ key: flags.key, outcome: "unsettled", settled, unparked: fatal.unparked }, () =>
+                                [
+                                    ...unparkedLines(fatal.unparked),
+                                    `${flags.key}: could not be settled yet (contention or throttling), so not healed: run it again`,
+                                ].join("\n"),
                             );
                             return EXIT.failed;
                         }
@@ -69,8 +71,8 @@ export const healCommand: CliCommand = {
                                     ? `${result.key}: settled first: ${settled.found} found, ${settled.counted} committed, ` +
                                       `${settled.alreadySettled} settled meanwhile\n`
                                     : "") +
-                                fatal.unparked
-                                    .map((m) => `could not count (no --fatal-queue-url to park it): ${m.reason}: ${m.problem}\n`)
+                                unparkedLines(fatal.unparked)
+                                    .map((line) => `${line}\n`)
                                     .join("") +
                                 (result.shards === undefined
                                     ? result.outcome === "healed"
@@ -87,12 +89,9 @@ export const healCommand: CliCommand = {
                         );
                         return fatal.unparked.length > 0 ? EXIT.failed : EXIT.ok;
                     }
-                    const report: SettleReport = await settle({
-                        ...base,
-                        fatal: fatalFor(ctx),
-                        ...runFlags,
-                    });
-                    ctx.result(report, () =>
+                    const fatal = fatalFor(ctx);
+                    const report: SettleReport = await settle({ ...base, fatal, ...runFlags });
+                    ctx.result({ ...report, unparked: fatal.unparked }, () =>
                         [
                             table(
                                 ["keys (index)", "keys (audit)", "healed", "corrected", "drift closed", "raced", "settled"],
@@ -110,9 +109,10 @@ export const healCommand: CliCommand = {
                             ),
                             `${report.readUnits.toFixed(1)} RCU, ${report.writeUnits.toFixed(1)} WCU`,
                             ...(report.failedKeys.length > 0 ? [`failed keys (run it again): ${report.failedKeys.join(", ")}`] : []),
+                            ...unparkedLines(fatal.unparked),
                         ].join("\n"),
                     );
-                    return report.failedKeys.length > 0 ? EXIT.failed : EXIT.ok;
+                    return report.failedKeys.length > 0 || fatal.unparked.length > 0 ? EXIT.failed : EXIT.ok;
                 }),
             );
     },

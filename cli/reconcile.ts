@@ -29,6 +29,11 @@ export function fatalFor(ctx: CliContext): FatalQueue & { unparked: FatalMessage
     };
 }
 
+/** One line per message that could not be parked (no fatal queue configured): what was not counted, and why. */
+export function unparkedLines(unparked: readonly FatalMessage[]): string[] {
+    return unparked.map((m) => `could not count (no --fatal-queue-url to park it): ${m.reason}: ${m.problem}`);
+}
+
 export const reconcileCommand: CliCommand = {
     name: "reconcile",
     register(program, run) {
@@ -83,9 +88,7 @@ export const reconcileCommand: CliCommand = {
                         for (const r of result.refused ?? []) {
                             lines.push(`refused ${JSON.stringify(r.key)}: [key] ${r.problem}; its items can never be counted`);
                         }
-                        for (const m of fatal.unparked) {
-                            lines.push(`could not count (no --fatal-queue-url to park it): ${m.reason}: ${m.problem}`);
-                        }
+                        lines.push(...unparkedLines(fatal.unparked));
                         return lines.join("\n");
                     });
                     if (result.notStarted.length > 0) {

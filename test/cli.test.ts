@@ -2,7 +2,7 @@
  * The operator CLI, run as a user runs it: the built bin (dist/cli/index.js) as a subprocess, against
  * DynamoDB Local and the local SQS server, with exact JSON output and exit codes.
  */
-import { PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { PutItemCommand, ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { TrimmedDataAccessException, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb-streams";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { InitializeMiddleware } from "@smithy/types";
@@ -64,10 +64,10 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
     });
 
     /** A table, its queues (first DLQ -> fatal after 2 receives, 1 s visibility), and the base flags. */
-    async function system(name: string) {
+    async function system(name: string, options: { healIndex?: boolean } = {}) {
         const tableName = `cli-${name}-${++tables}`;
         const admin = engine().dynamodb();
-        const { streamArn } = await createCounterTable(admin, tableName, DEFAULT_LAYOUT);
+        const { streamArn } = await createCounterTable(admin, tableName, DEFAULT_LAYOUT, "NEW_AND_OLD_IMAGES", options);
         const fatal = await sqsServer.createQueue(`${tableName}-fatal`);
         const first = await sqsServer.createQueue(`${tableName}-first`, {
             VisibilityTimeout: "1",
@@ -493,6 +493,57 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
         );
         assert.deepEqual(json(status), exactKey("k", 0));
         dynamodb.destroy();
+    });
+
+    it("heal without a fatal queue lists what its settle could not count, and fails (nothing dropped unsaid)", async () => {
+        // Prepare: k's item created and counted, then its marker's state broken (what no write of the counting makes),
+        // so the settle before the heal parks the marker; the run has no --fatal-queue-url. k's last client write is
+        // older than the 1 s quiet window.
+        const s = await system("heal-unparked", { healIndex: true });
+        await s.client.create("k", "x");
+        await s.emulator.drain();
+        const scanned = await s.admin.send(new ScanCommand({ TableName: s.tableName, FilterExpression: "attribute_exists(hc_state)" }));
+        assert.equal(scanned.Items?.length, 1);
+        const marker = scanned.Items![0]!;
+        await s.admin.send(
+            new UpdateItemCommand({
+                TableName: s.tableName,
+                Key: { pk: marker.pk!, sk: marker.sk! },
+                UpdateExpression: "SET hc_state = :maybe",
+                ExpressionAttributeValues: { ":maybe": { S: "maybe" } },
+            }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
+        const withoutQueue = s.flags.filter((flag, i) => flag !== "--fatal-queue-url" && s.flags[i - 1] !== "--fatal-queue-url");
+
+        // Act: one settler run, and the key alone, each as JSON and as text.
+        const run = await cli(["heal", "--mode", "utilization", "--quiet-window-seconds", "1", ...withoutQueue]);
+        const text = await cli([
+            "heal",
+            "--mode",
+            "utilization",
+            "--quiet-window-seconds",
+            "1",
+            ...withoutQueue.filter((f) => f !== "--json"),
+        ]);
+        const key = await cli(["heal", "--key", "k", "--mode", "utilization", "--quiet-window-seconds", "1", ...withoutQueue]);
+
+        // Assess: both exit 1 and list the marker they could not count (before, the run exited 0 and dropped it).
+        const problem = 'must be "counted" or "uncounted" on the marker';
+        for (const ran of [run, key]) {
+            assert.equal(ran.code, 1, ran.stderr);
+            const unparked = (JSON.parse(ran.stdout) as { unparked: Array<{ reason: string; problem: string; counterKey: string }> })
+                .unparked;
+            assert.deepEqual(
+                unparked.map((m) => [m.reason, m.problem, m.counterKey]),
+                [["poison-item", `[hc_state] ${problem}`, "k"]],
+            );
+        }
+        assert.equal(text.code, 1, text.stderr);
+        assert.match(
+            text.stdout,
+            new RegExp(`^could not count \\(no --fatal-queue-url to park it\\): poison-item: \\[hc_state\\] ${problem}$`, "m"),
+        );
     });
 
     it("status --key on a sharded key shows each shard's client items (what a heal sets) apart from other writers' items", async () => {
