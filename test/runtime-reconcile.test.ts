@@ -91,6 +91,43 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         fixture.close();
     });
 
+    it("commits only what its first read found: a later item the consumer races does not cancel the first read's", async () => {
+        // Prepare: one item the stream lost. Before each of reconcile's reads of the key's items a client creates a new
+        // one, and before each of its transactions the client deletes the newest, as a racing writer of that item would:
+        // a transaction holding the newest item's correction is cancelled.
+        const fixture = await counterFixture(engine());
+        await fixture.client.create("t", "lost");
+        const dynamodb = engine().dynamodb();
+        let written = 0;
+        dynamodb.middlewareStack.add(
+            (next, context) => async (args) => {
+                const input = args.input as { KeyConditionExpression?: string };
+                if (context.commandName === "QueryCommand" && input.KeyConditionExpression === "#pk = :key") {
+                    await fixture.client.create("t", `busy${written++}`);
+                }
+                if (context.commandName === "TransactWriteItemsCommand") {
+                    await fixture.client.delete("t", `busy${written - 1}`);
+                }
+                return next(args);
+            },
+            { step: "initialize" },
+        );
+
+        // Act
+        const result = await reconcileKey("t", { config: fixture.config, dynamodb, fatal: { park: async () => true } });
+
+        // Assess: the first read found lost and busy0, and its transaction was cancelled by busy0's delete. The second
+        // read's transaction holds those two only (busy1, deleted meanwhile, is the consumer's) and commits; the third
+        // read finds only what the stream has yet to count. Before, every transaction held the newest item and was
+        // cancelled: incomplete after 20 rounds.
+        assert.deepEqual(result, { key: "t", found: 2, counted: 2, alreadySettled: 0, incomplete: false });
+        assert.equal(written, 3);
+        await fixture.emulator.drain();
+        assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 2, eventual: 2, live: 2, counted: 2, softDeleted: 0 });
+        dynamodb.destroy();
+        fixture.close();
+    });
+
     it("answers incomplete when contention outlasts its time, instead of retrying forever", async () => {
         const fixture = await counterFixture(engine());
         await fixture.client.create("t", "r1");

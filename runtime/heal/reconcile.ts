@@ -348,8 +348,9 @@ const RECONCILE_CHUNK_LIMITS: ChunkLimits = {
 const MAX_ROUNDS = 20;
 
 /**
- * Settles every marker of one counter key that its first read finds out of step with its item; a later read's findings
- * are settled too while any of the first read's is left, and the run ends once none is. Throws InvalidArgumentError
+ * Settles every marker of one counter key that its first read finds out of step with its item: each later read
+ * re-plans those ids only, and the run ends once none of them is out of step. What only a later read shows is left to
+ * the consumer (its stream record is on its way) or the next reconcile. Throws InvalidArgumentError
  * for a bad key, and a DynamoDB error only when it is not one worth retrying (access denied, a missing table);
  * throttling and 5xx are retried until `timeoutMs`, after which the result says `incomplete`.
  */
@@ -437,7 +438,10 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
             const markerSizes = new Map(markers[shard]!.map((m) => [markerId(config, m[config.sortKey]?.S ?? ""), itemSize(m)]));
             const sizeOf = (a: ReconcileAction): number =>
                 (markerSizes.get(a.id) ?? MARKER_MAX_BYTES) + MARKER_WRITE_MAX_BYTES + (a.misplaced ? 0 : (sizes.get(a.id) ?? 0));
-            for (const chunk of planChunks(shardPlan.actions, sizeOf, RECONCILE_CHUNK_LIMITS)) {
+            // Only the first read's ids: a later item is the consumer's to count, and a transaction holding it would be
+            // cancelled by that count, taking the first read's corrections with it, round after round on a busy key.
+            const actions = shardPlan.actions.filter((action) => firstFound!.has(action.id));
+            for (const chunk of planChunks(actions, sizeOf, RECONCILE_CHUNK_LIMITS)) {
                 try {
                     await dynamodb.send(
                         new TransactWriteItemsCommand({ TransactItems: reconcileTransaction(config, key, chunk, Date.now(), shard) }),
