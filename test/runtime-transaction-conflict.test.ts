@@ -4,7 +4,8 @@
  * nothing (injected here with the real error shape on the client's best-effort writes only, attempt by attempt; the
  * parity layer raises it for a real transaction: test/runtime-heal-conflict.test.ts). The client must never surface
  * it: every write repeats it, even one sent once (an increment, a release: only a refusal is repeated, so it commits
- * at most once); a write refused on every attempt is absorbed and reported, and the mode's bound holds.
+ * at most once); a write refused on every attempt is absorbed and reported, and the mode's bound holds. Throttling is
+ * such a refusal too (DynamoDB refuses before serving): a write sent once repeats it the same way.
  */
 import { type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
@@ -23,7 +24,7 @@ describe("a TransactionConflict on the client's best-effort write never reaches 
      * A client of `mode` whose best-effort writes meet a TransactionConflictException: `conflicts.next[delta]` of
      * the next writes that add `delta` ("1" an increment or reserve, "0" a touch, "-1" a decrement or release).
      */
-    async function conflicted(mode: "strict" | "utilization", attempts?: number) {
+    async function conflicted(mode: "strict" | "utilization", attempts?: number, kind: "conflict" | "throttle" = "conflict") {
         const fixture: CounterFixture = await counterFixture(engine(), { mode, placement: "separate" });
         const dynamodb = engine().dynamodb();
         const conflicts = { next: {} as Record<string, number>, injected: 0 };
@@ -37,7 +38,7 @@ describe("a TransactionConflict on the client's best-effort write never reaches 
             if (context.commandName === "UpdateItemCommand" && input.Key?.sk?.S === bestEffortKey && (conflicts.next[delta] ?? 0) > 0) {
                 conflicts.next[delta]!--;
                 conflicts.injected++;
-                throw faultError("conflict", "UpdateItemCommand", args.input);
+                throw faultError(kind, "UpdateItemCommand", args.input);
             }
             return next(args);
         };
@@ -120,6 +121,32 @@ describe("a TransactionConflict on the client's best-effort write never reaches 
         assert.deepEqual([afterDelete.bestEffort, afterDelete.clientLive], [0, 0], "the slot is freed once, not held");
         assert.equal(again.created, true);
         fixture.close();
+    });
+
+    it("throttling: an increment and a strict release sent once are repeated, not absorbed (the throttled attempt wrote nothing)", async () => {
+        // Prepare: a client of each mode whose best-effort writes are throttled.
+        const utilization = await conflicted("utilization", undefined, "throttle");
+        const strict = await conflicted("strict", undefined, "throttle");
+        assert.equal((await strict.client.tryCreate("k", "a", 1)).created, true);
+
+        // Act: the utilization create's increment is throttled twice; the strict delete's release once.
+        utilization.conflicts.next = { "1": 2 };
+        const created = await utilization.client.create("k", "a");
+        const afterCreate = await utilization.fixture.observe("k");
+        strict.conflicts.next = { "-1": 1 };
+        const deleted = await strict.client.delete("k", "a");
+        const afterDelete = await strict.fixture.observe("k");
+        const again = await strict.client.tryCreate("k", "b", 1);
+
+        // Assess: before, each was sent once and absorbed (best-effort 0 under a live item; a slot held until a heal).
+        assert.deepEqual([created, deleted], [{ created: true }, { deleted: true }]);
+        assert.deepEqual([utilization.conflicts.injected, strict.conflicts.injected], [2, 1]);
+        assert.deepEqual([...utilization.failures, ...strict.failures], []);
+        assert.deepEqual([afterCreate.bestEffort, afterCreate.clientLive], [1, 1], "the increment was repeated");
+        assert.deepEqual([afterDelete.bestEffort, afterDelete.clientLive], [0, 0], "the slot was freed once");
+        assert.equal(again.created, true);
+        utilization.fixture.close();
+        strict.fixture.close();
     });
 
     it("strict: a release refused on every attempt is absorbed and reported, holding the slot", async () => {

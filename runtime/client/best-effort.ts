@@ -19,8 +19,10 @@
  * "500 after commit" they would overcount or free a slot still in use) is sent exactly once, and its
  * failure is absorbed: it only loosens the bound. Every absorbed failure reaches `onFailure`.
  *
- * "Sent once" means committed at most once: such a write is repeated after a TransactionConflictException only, and
- * only while every earlier attempt was one (a refusal that wrote nothing), so at most its last attempt can commit.
+ * "Sent once" means committed at most once: such a write is repeated only after a refusal that wrote nothing (a
+ * TransactionConflictException, or throttling, which DynamoDB answers before serving the request), and only while
+ * every earlier attempt was one, so at most its last attempt can commit. A throttled attempt is the write not yet sent:
+ * its repeat is the write sent later, within the call's deadline, as the argument below assumes of every write.
  * Why the repeat keeps the heal's argument (runtime/heal/heal.ts): a repeat is sent within the call's deadline like
  * any write of the call (A1). A heal's transaction that includes shard s commits only if no client write landed on s
  * since the heal read it, so:
@@ -49,7 +51,7 @@ import { randomUUID } from "node:crypto";
 import type { ClientConfig } from "./validation";
 import { bestEffortMarkNames, bestEffortMarkValues, bestEffortUpdate, dueMarkInput, inEpochCondition } from "../shared/best-effort-marks";
 import { bestEffortSortKey, COUNTER_ATTRIBUTES, healShard } from "../shared/config";
-import { isRetryable, isTransactionConflict } from "../shared/aws-errors";
+import { isRetryable, isUnwritten } from "../shared/aws-errors";
 import { mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 import { shardPartitionKey } from "../shards/layout";
 import type { Rearm } from "../shards/reservation";
@@ -189,7 +191,7 @@ export class BestEffortCounter {
     }
 
     /**
-     * A write committed at most once: repeated only after a TransactionConflictException (see the header); other
+     * A write committed at most once: repeated only after a refusal that wrote nothing (see the header); other
      * failures (and a deadline that passed) are absorbed and reported. True when it committed. `life`: the token of
      * the life it is for, whose ledger entry moves with the count (the epoch's entry for a unit without a client token). `epoch`:
      * only while the key is still in that heal epoch (a strict delete's release: the epoch its touch read; a heal since
@@ -206,7 +208,7 @@ export class BestEffortCounter {
     ): Promise<boolean> {
         const write = { ...(life === undefined ? {} : { life }), ...(epoch === undefined ? {} : { epoch }) };
         try {
-            await withRetries(() => this.write(key, shard, delta, write), isTransactionConflict, this.attempts, deadline, operation);
+            await withRetries(() => this.write(key, shard, delta, write), isUnwritten, this.attempts, deadline, operation);
             return true;
         } catch (error) {
             this.onFailure({ key, operation, error });

@@ -42,6 +42,19 @@ export function isTransactionConflict(error: unknown): boolean {
     return (error as Error | undefined)?.name === "TransactionConflictException";
 }
 
+/**
+ * A refusal that certainly wrote nothing: meeting a transaction, or throttling (DynamoDB refuses a request over its
+ * table's or partition's throughput before serving it). A write committed at most once may be sent again after one.
+ */
+export function isUnwritten(error: unknown): boolean {
+    return (
+        isTransactionConflict(error) ||
+        ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"].includes(
+            (error as Error | undefined)?.name ?? "",
+        )
+    );
+}
+
 /** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */
 export function isRetryable(error: unknown): boolean {
     if (!(error instanceof Error) || isRefusal(error)) {
