@@ -16,6 +16,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
 import { strict as assert } from "node:assert";
+import { HybridCounterClient } from "../runtime/client/client";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey } from "../runtime/shared/config";
 import { healKey, readForHeal, writeHeal } from "../runtime/heal/heal";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
@@ -54,25 +55,33 @@ describe("who puts a key on the heal index", () => {
     });
 
     it("utilization: an increment the call could not send marks the key when the call ends", async () => {
-        // Prepare: the create's increment is refused once (throttled: certainly not applied).
+        // Prepare: a client of 2 attempts whose increments are all refused (throttled: certainly not applied; a throttled
+        // increment is repeated, so every attempt is).
         const fixture = await counterFixture(engine(), { placement: "separate" });
         let refused = 0;
         const throttleIncrement: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
             const input = args.input as UpdateItemCommandInput;
-            if (context.commandName === "UpdateItemCommand" && input.UpdateExpression?.startsWith("ADD #count") && refused === 0) {
+            if (context.commandName === "UpdateItemCommand" && input.UpdateExpression?.startsWith("ADD #count")) {
                 refused++;
                 throw new ProvisionedThroughputExceededException({ message: "throttled", $metadata: {} });
             }
             return next(args);
         };
         fixture.clientDynamo.middlewareStack.add(throttleIncrement, { step: "initialize", name: "throttleIncrement" });
+        const client = new HybridCounterClient({
+            ...fixture.layout,
+            tableName: fixture.tableName,
+            countersTableName: fixture.countersTableName,
+            dynamodb: fixture.clientDynamo,
+            attempts: 2,
+        });
 
         // Act
-        const answer = await fixture.client.create("k", "a");
+        const answer = await client.create("k", "a");
 
         // Assess: created, best-effort one low (utilization's safe side), and the key due for a heal.
         assert.deepEqual(answer, { created: true });
-        assert.equal(refused, 1);
+        assert.equal(refused, 2);
         assert.deepEqual(await listing(fixture, "k"), { bestEffort: true, listed: true });
         assert.deepEqual(await fixture.client.count("k"), { bestEffort: 0, eventual: 0, value: 0 });
         fixture.close();
