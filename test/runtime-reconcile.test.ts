@@ -3,7 +3,7 @@ import { useEngine } from "./support/engine";
 import { injectFaults, seededRandom } from "../local/engine/faults";
 import { reconcileKey } from "../runtime/heal/reconcile";
 import type { FatalMessage } from "../runtime/stream/fatal";
-import { assertExact, counterFixture } from "./support/counter-fixture";
+import { assertExact, counterFixture, type CounterFixture } from "./support/counter-fixture";
 
 describe("reconciliation from the table, on DynamoDB Local", () => {
     const engine = useEngine();
@@ -59,24 +59,36 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         fixture.close();
     });
 
-    it("ends once what its first read found is settled, on a key written between every two of its reads (a busy key)", async () => {
-        // Prepare: one item the stream lost; then, before each of reconcile's reads of the key's items, a client writes
-        // a new one, whose record the consumer has not seen yet.
-        const fixture = await counterFixture(engine());
-        await fixture.client.create("t", "lost");
+    /**
+     * A client for reconcile on which key "t" is busy: before each Query of its items (a Query of its markers reads under
+     * their prefix) a client creates a new item, busy0, busy1, ...; with `deleteNewestBeforeEachTransaction`, before
+     * each of reconcile's transactions the client deletes the newest, as a racing writer of that item would.
+     */
+    function busyKey(fixture: CounterFixture, options: { deleteNewestBeforeEachTransaction?: boolean } = {}) {
         const dynamodb = engine().dynamodb();
         let written = 0;
         dynamodb.middlewareStack.add(
             (next, context) => async (args) => {
-                // The Query of the key's items (a Query of its markers reads under their prefix).
                 const input = args.input as { KeyConditionExpression?: string };
                 if (context.commandName === "QueryCommand" && input.KeyConditionExpression === "#pk = :key") {
                     await fixture.client.create("t", `busy${written++}`);
+                }
+                if (options.deleteNewestBeforeEachTransaction && context.commandName === "TransactWriteItemsCommand") {
+                    await fixture.client.delete("t", `busy${written - 1}`);
                 }
                 return next(args);
             },
             { step: "initialize" },
         );
+        return { dynamodb, written: () => written };
+    }
+
+    it("ends once what its first read found is settled, on a key written between every two of its reads (a busy key)", async () => {
+        // Prepare: one item the stream lost; then, before each of reconcile's reads of the key's items, a client writes
+        // a new one, whose record the consumer has not seen yet.
+        const fixture = await counterFixture(engine());
+        await fixture.client.create("t", "lost");
+        const { dynamodb, written } = busyKey(fixture);
 
         // Act
         const result = await reconcileKey("t", { config: fixture.config, dynamodb, fatal: { park: async () => true } });
@@ -84,7 +96,7 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         // Assess: two reads (the second finds only the item written before it, the stream's to count); the stream then
         // counts the rest exactly once. Before, every read found a new item, and it ended incomplete after 20 rounds.
         assert.deepEqual(result, { key: "t", found: 2, counted: 2, alreadySettled: 0, incomplete: false });
-        assert.equal(written, 2);
+        assert.equal(written(), 2);
         await fixture.emulator.drain();
         assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 3, eventual: 3, live: 3, counted: 3, softDeleted: 0 });
         dynamodb.destroy();
@@ -97,21 +109,7 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         // a transaction holding the newest item's correction is cancelled.
         const fixture = await counterFixture(engine());
         await fixture.client.create("t", "lost");
-        const dynamodb = engine().dynamodb();
-        let written = 0;
-        dynamodb.middlewareStack.add(
-            (next, context) => async (args) => {
-                const input = args.input as { KeyConditionExpression?: string };
-                if (context.commandName === "QueryCommand" && input.KeyConditionExpression === "#pk = :key") {
-                    await fixture.client.create("t", `busy${written++}`);
-                }
-                if (context.commandName === "TransactWriteItemsCommand") {
-                    await fixture.client.delete("t", `busy${written - 1}`);
-                }
-                return next(args);
-            },
-            { step: "initialize" },
-        );
+        const { dynamodb, written } = busyKey(fixture, { deleteNewestBeforeEachTransaction: true });
 
         // Act
         const result = await reconcileKey("t", { config: fixture.config, dynamodb, fatal: { park: async () => true } });
@@ -121,7 +119,7 @@ describe("reconciliation from the table, on DynamoDB Local", () => {
         // read finds only what the stream has yet to count. Before, every transaction held the newest item and was
         // cancelled: incomplete after 20 rounds.
         assert.deepEqual(result, { key: "t", found: 2, counted: 2, alreadySettled: 0, incomplete: false });
-        assert.equal(written, 3);
+        assert.equal(written(), 3);
         await fixture.emulator.drain();
         assert.deepEqual(await fixture.snapshot("t"), { bestEffort: 2, eventual: 2, live: 2, counted: 2, softDeleted: 0 });
         dynamodb.destroy();
