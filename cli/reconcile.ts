@@ -1,27 +1,40 @@
 /** `reconcile --key K | --all`: settles keys from the table (what the stream can no longer deliver), with progress. */
 import { reconcileAll, reconcileKeys, type ReconcileKeysResult } from "../runtime/ops/reconcile-all";
 import { sqsFatalQueue, type FatalMessage, type FatalQueue } from "../runtime/stream/fatal";
-import { jsonLogger } from "../runtime/shared/telemetry";
 import { EXIT, UsageError, type CliContext } from "./context";
 import { table } from "./format";
 import type { CliCommand } from "./command";
 
-/** The fatal queue when it is configured; otherwise the messages are kept for the output. */
-export function fatalFor(ctx: CliContext): FatalQueue & { unparked: FatalMessage[] } {
+/** A message a command could not park: no fatal queue is configured, or the queue refused it (`queueError`). */
+export interface UnparkedMessage extends FatalMessage {
+    readonly queueError?: string;
+}
+
+/**
+ * The fatal queue when it is configured; otherwise the messages are kept for the output. A message the queue refuses is
+ * kept too, with the queue's error, so that no command drops one unsaid.
+ */
+export function fatalFor(ctx: CliContext): FatalQueue & { unparked: UnparkedMessage[] } {
     const url = ctx.counter().fatalQueueUrl;
-    const unparked: FatalMessage[] = [];
+    const unparked: UnparkedMessage[] = [];
+    let queueError = "";
     const queue = url
-        ? sqsFatalQueue(
-              ctx.sqs(),
-              url,
-              jsonLogger("hybrid-counter-cli", () => undefined),
-          )
+        ? sqsFatalQueue(ctx.sqs(), url, {
+              log(_level, _message, fields) {
+                  queueError = String(fields?.error ?? "");
+              },
+          })
         : undefined;
     return {
         unparked,
         async park(message) {
             if (queue) {
-                return queue.park(message);
+                queueError = "";
+                const parked = await queue.park(message);
+                if (!parked) {
+                    unparked.push({ ...message, queueError: queueError || "not sent" });
+                }
+                return parked;
             }
             unparked.push(message);
             return true;
@@ -29,9 +42,16 @@ export function fatalFor(ctx: CliContext): FatalQueue & { unparked: FatalMessage
     };
 }
 
-/** One line per message that could not be parked (no fatal queue configured): what was not counted, and why. */
-export function unparkedLines(unparked: readonly FatalMessage[]): string[] {
-    return unparked.map((m) => `could not count (no --fatal-queue-url to park it): ${m.reason}: ${m.problem}`);
+/** One line per message no queue holds: what was not counted, where, and why it is not in the fatal queue. */
+export function unparkedLines(unparked: readonly UnparkedMessage[]): string[] {
+    return unparked.map((m) => {
+        const why = m.queueError === undefined ? "no --fatal-queue-url to park it" : `the fatal queue refused it: ${m.queueError}`;
+        const where = [
+            ...(m.counterKey === undefined ? [] : [`key ${JSON.stringify(m.counterKey)}`]),
+            ...(m.id === undefined ? [] : [`id ${JSON.stringify(m.id)}`]),
+        ];
+        return `could not count (${why}): ${m.reason}${where.length > 0 ? ` (${where.join(", ")})` : ""}: ${m.problem}`;
+    });
 }
 
 export const reconcileCommand: CliCommand = {

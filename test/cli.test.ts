@@ -495,7 +495,7 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
         dynamodb.destroy();
     });
 
-    it("heal without a fatal queue lists what its settle could not count, and fails (nothing dropped unsaid)", async () => {
+    it("heal without a fatal queue, or with one that refuses, lists what its settle could not count, and fails (nothing dropped unsaid)", async () => {
         // Prepare: k's item created and counted, then its marker's state broken (what no write of the counting makes),
         // so the settle before the heal parks the marker; the run has no --fatal-queue-url. k's last client write is
         // older than the 1 s quiet window.
@@ -515,34 +515,40 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
         );
         await new Promise((resolve) => setTimeout(resolve, 1_100));
         const withoutQueue = s.flags.filter((flag, i) => flag !== "--fatal-queue-url" && s.flags[i - 1] !== "--fatal-queue-url");
+        const missingQueue = [...withoutQueue, "--fatal-queue-url", `${sqsServer.endpoint}/000000000000/missing`];
+        const heal = ["heal", "--mode", "utilization", "--quiet-window-seconds", "1"];
 
-        // Act: one settler run, and the key alone, each as JSON and as text.
-        const run = await cli(["heal", "--mode", "utilization", "--quiet-window-seconds", "1", ...withoutQueue]);
-        const text = await cli([
-            "heal",
-            "--mode",
-            "utilization",
-            "--quiet-window-seconds",
-            "1",
-            ...withoutQueue.filter((f) => f !== "--json"),
-        ]);
-        const key = await cli(["heal", "--key", "k", "--mode", "utilization", "--quiet-window-seconds", "1", ...withoutQueue]);
+        // Act: one settler run and the key alone, as JSON and as text, without a fatal queue and with one that refuses.
+        const run = await cli([...heal, ...withoutQueue]);
+        const key = await cli([...heal, "--key", "k", ...withoutQueue]);
+        const text = await cli([...heal, ...withoutQueue.filter((f) => f !== "--json")]);
+        const refused = await cli([...heal, ...missingQueue]);
+        const refusedText = await cli([...heal, "--key", "k", ...missingQueue.filter((f) => f !== "--json")]);
 
-        // Assess: both exit 1 and list the marker they could not count (before, the run exited 0 and dropped it).
-        const problem = 'must be "counted" or "uncounted" on the marker';
-        for (const ran of [run, key]) {
+        // Assess: each exits 1 and lists the marker it could not count, with its key and id (before, the settler run
+        // exited 0 and dropped it, and a refused message was dropped by every form).
+        const problem = '[hc_state] must be "counted" or "uncounted" on the marker';
+        for (const [ran, queueError] of [
+            [run, undefined],
+            [key, undefined],
+            [refused, "QueueDoesNotExist"],
+        ] as const) {
             assert.equal(ran.code, 1, ran.stderr);
-            const unparked = (JSON.parse(ran.stdout) as { unparked: Array<{ reason: string; problem: string; counterKey: string }> })
-                .unparked;
+            const unparked = (JSON.parse(ran.stdout) as { unparked: Array<Record<string, string | undefined>> }).unparked;
             assert.deepEqual(
-                unparked.map((m) => [m.reason, m.problem, m.counterKey]),
-                [["poison-item", `[hc_state] ${problem}`, "k"]],
+                unparked.map((m) => [m.reason, m.problem, m.counterKey, m.id, m.queueError?.split(":")[0]]),
+                [["poison-item", problem, "k", "x", queueError]],
             );
         }
-        assert.equal(text.code, 1, text.stderr);
-        assert.match(
-            text.stdout,
-            new RegExp(`^could not count \\(no --fatal-queue-url to park it\\): poison-item: \\[hc_state\\] ${problem}$`, "m"),
+        const tail = `): poison-item (key "k", id "x"): ${problem}`;
+        const lines = [text, refusedText].map((ran) => {
+            assert.equal(ran.code, 1, ran.stderr);
+            return ran.stdout.split("\n").find((l) => l.startsWith("could not count")) ?? "";
+        });
+        assert.equal(lines[0], `could not count (no --fatal-queue-url to park it${tail}`);
+        assert.ok(
+            lines[1]!.startsWith("could not count (the fatal queue refused it: QueueDoesNotExist: ") && lines[1]!.endsWith(tail),
+            lines[1],
         );
     });
 
