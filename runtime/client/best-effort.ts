@@ -16,8 +16,8 @@
  *
  * Each write is retried only in its mode's safe direction. A write whose repetition could break the
  * mode's bound (an increment in utilization mode, a release in strict mode: applied twice after a
- * "500 after commit" they would overcount or free a slot still in use) is sent exactly once, and its
- * failure is absorbed: it only loosens the bound. Every absorbed failure reaches `onFailure`.
+ * "500 after commit" they would overcount or free a slot still in use) is sent once: committed at most once
+ * (below), and its failure is absorbed: it only loosens the bound. Every absorbed failure reaches `onFailure`.
  *
  * "Sent once" means committed at most once: such a write is repeated only after a refusal that wrote nothing (a
  * TransactionConflictException, or throttling, which DynamoDB answers before serving the request), and only while
