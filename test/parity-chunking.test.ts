@@ -4,7 +4,7 @@ import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
 import { counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/counter-fixture";
-import { lambdaContext } from "../local/aws/lambda-context";
+import { untimedContext } from "../local/aws/lambda-context";
 import { snapshotKey } from "../local/harness/observe";
 import {
     COUNTER_CHUNK_LIMITS,
@@ -220,7 +220,7 @@ describe("the consumer and reconciliation chunk by size behind the parity layer"
             },
         };
 
-        const response = await fixture.consumer({ Records: [huge, normal] }, lambdaContext("consumer", 10_000));
+        const response = await fixture.consumer({ Records: [huge, normal] }, untimedContext("consumer"));
         const fatal = fixture.queues.messages(FATAL_QUEUE_URL).map((m) => JSON.parse(m.body) as Record<string, unknown>);
 
         assert.deepEqual(response, { batchItemFailures: [] });

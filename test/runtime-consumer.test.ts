@@ -4,14 +4,14 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { lambdaContext } from "../local/aws/lambda-context";
+import { untimedContext } from "../local/aws/lambda-context";
 import { LocalQueues } from "../local/aws/sqs";
 import { createStreamHandler } from "../runtime/stream/consumer";
 import { createRedriveHandler } from "../runtime/stream/redrive";
 import { assertExact, counterFixture, FATAL_QUEUE_URL } from "./support/counter-fixture";
 import { countTransactions, readStream, emfTotals } from "./support/stream-records";
 
-const ctx = () => lambdaContext("consumer", 10_000);
+const ctx = () => untimedContext("consumer");
 
 describe("the stream consumer on DynamoDB Local", () => {
     const engine = useEngine();
@@ -249,7 +249,7 @@ describe("the stream consumer on DynamoDB Local", () => {
                     ),
                 ],
             },
-            lambdaContext("redrive", 10_000),
+            untimedContext("redrive"),
         );
 
         assert.deepEqual(response, { batchItemFailures: [] });
@@ -282,7 +282,7 @@ describe("the stream consumer on DynamoDB Local", () => {
             },
         });
 
-        const response = await fixture.redrive({ Records: [{ messageId: "m1", body } as never] }, lambdaContext("redrive", 10_000));
+        const response = await fixture.redrive({ Records: [{ messageId: "m1", body } as never] }, untimedContext("redrive"));
 
         assert.deepEqual(response, { batchItemFailures: [{ itemIdentifier: "m1" }] });
         assert.equal((await fixture.snapshot("r")).eventual, 0, "nothing of the short range was counted");

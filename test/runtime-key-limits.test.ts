@@ -8,7 +8,7 @@ import { PutItemCommand, TransactWriteItemsCommand, TransactionCanceledException
 import { DescribeStreamCommand } from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { lambdaContext } from "../local/aws/lambda-context";
+import { untimedContext } from "../local/aws/lambda-context";
 import { backfill } from "../runtime/backfill/backfill";
 import { reconcileKey } from "../runtime/heal/reconcile";
 import type { FatalMessage } from "../runtime/stream/fatal";
@@ -97,7 +97,7 @@ describe("ids at the marker key's size limit", () => {
         const records = await readStream(engine().streams(), fixture.streamArn);
         assert.equal(records.length, 3);
 
-        const response = await fixture.consumer({ Records: records }, lambdaContext("consumer", 10_000));
+        const response = await fixture.consumer({ Records: records }, untimedContext("consumer"));
 
         assert.deepEqual(response, { batchItemFailures: [] });
         const s = await fixture.snapshot("r");
@@ -143,7 +143,7 @@ describe("ids at the marker key's size limit", () => {
             },
         });
 
-        const response = await fixture.redrive({ Records: [{ messageId: "m1", body } as never] }, lambdaContext("redrive", 10_000));
+        const response = await fixture.redrive({ Records: [{ messageId: "m1", body } as never] }, untimedContext("redrive"));
 
         assert.deepEqual(response, { batchItemFailures: [] });
         const s = await fixture.snapshot("d");

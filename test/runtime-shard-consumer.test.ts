@@ -24,7 +24,7 @@ import { DescribeStreamCommand } from "@aws-sdk/client-dynamodb-streams";
 import type { InitializeMiddleware } from "@smithy/types";
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
-import { lambdaContext } from "../local/aws/lambda-context";
+import { untimedContext } from "../local/aws/lambda-context";
 import { COUNTER_ATTRIBUTES as A, bestEffortSortKey, eventualSortKey, healShard, markerId, MARKER_STATE } from "../runtime/shared/config";
 import { markerShard, shardedKeyProblem, shardOfPartitionKey, shardPartitionKey } from "../runtime/shards/layout";
 import { jsonLogger, Metrics } from "../runtime/shared/telemetry";
@@ -36,7 +36,7 @@ import { counterFixture, FATAL_QUEUE_URL, type CounterFixture } from "./support/
 import { useEngine } from "./support/engine";
 import { readStream, emfTotals } from "./support/stream-records";
 
-const ctx = () => lambdaContext("consumer", 10_000);
+const ctx = () => untimedContext("consumer");
 
 /** A client-like token for item `n` (the selection counts items whose token is a string). */
 const token = (n: number): string => `0190a6e4-0000-7000-8000-${String(n).padStart(12, "0")}`;
@@ -678,7 +678,7 @@ describe("the stream consumer counting a sharded key (DynamoDB Local)", () => {
         // Act: twice, as SQS may deliver a message twice.
         const responses = [];
         for (const messageId of ["m1", "m2"]) {
-            responses.push(await fixture.redrive({ Records: [{ messageId, body } as never] }, lambdaContext("redrive", 10_000)));
+            responses.push(await fixture.redrive({ Records: [{ messageId, body } as never] }, untimedContext("redrive")));
         }
 
         // Assess
