@@ -42,17 +42,15 @@ export function isTransactionConflict(error: unknown): boolean {
     return (error as Error | undefined)?.name === "TransactionConflictException";
 }
 
+/** DynamoDB's throttling errors: a request over its table's or partition's throughput, refused before it is served. */
+const THROTTLING_ERRORS = ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"];
+
 /**
- * A refusal that certainly wrote nothing: meeting a transaction, or throttling (DynamoDB refuses a request over its
- * table's or partition's throughput before serving it). A write committed at most once may be sent again after one.
+ * A refusal that certainly wrote nothing: meeting a transaction, or throttling. A write committed at most once may be
+ * sent again after one.
  */
 export function isUnwritten(error: unknown): boolean {
-    return (
-        isTransactionConflict(error) ||
-        ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"].includes(
-            (error as Error | undefined)?.name ?? "",
-        )
-    );
+    return isTransactionConflict(error) || THROTTLING_ERRORS.includes((error as Error | undefined)?.name ?? "");
 }
 
 /** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */
@@ -73,9 +71,7 @@ export function isRetryable(error: unknown): boolean {
             "TransactionConflictException",
             "TransactionCanceledException",
             "TransactionInProgressException",
-            "ProvisionedThroughputExceededException",
-            "ThrottlingException",
-            "RequestLimitExceeded",
+            ...THROTTLING_ERRORS,
             "InternalServerError",
             "ServiceUnavailable",
             "TimeoutError",
