@@ -20,7 +20,7 @@ import {
 } from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { createHash } from "node:crypto";
-import { toLambdaRecord } from "../../runtime/stream/stream-reader";
+import { toLambdaRecord } from "../../runtime/stream/reader";
 import { matchesAny, parsePattern } from "./filter";
 
 export interface MappingSettings {
@@ -36,6 +36,11 @@ export interface MappingSettings {
     /** Filter criteria patterns (JSON strings); empty: every record is delivered. */
     readonly filterPatterns: readonly string[];
     readonly startingPosition: "TRIM_HORIZON" | "LATEST";
+    /**
+     * A tumbling window (1..900 s; 0: none). With one, every event names its shard, window and state, the function must
+     * answer with a `state`, and each window ends with a final invocation of its own.
+     */
+    readonly tumblingWindowInSeconds: number;
 }
 
 /** What Lambda does when a setting is left unset (FACTS: the documented defaults). */
@@ -49,6 +54,7 @@ export const LAMBDA_DEFAULTS: MappingSettings = Object.freeze({
     reportBatchItemFailures: false,
     filterPatterns: [],
     startingPosition: "TRIM_HORIZON",
+    tumblingWindowInSeconds: 0,
 });
 
 /** The record Lambda sends to an SQS on-failure destination: metadata only, never the records. */
@@ -77,7 +83,17 @@ export interface OnFailureRecord {
     };
 }
 
-export type Invoke = (event: DynamoDBStreamEvent) => Promise<unknown>;
+/** The event a mapping delivers: the records, and under a tumbling window the shard, window and state. */
+export type StreamInvokeEvent = DynamoDBStreamEvent & {
+    readonly shardId?: string;
+    readonly eventSourceARN?: string;
+    readonly window?: { readonly start: string; readonly end: string };
+    readonly state?: Record<string, string>;
+    readonly isFinalInvokeForWindow?: boolean;
+    readonly isWindowTerminatedEarly?: boolean;
+};
+
+export type Invoke = (event: StreamInvokeEvent) => Promise<unknown>;
 
 export interface MappingEmulatorOptions {
     readonly streams: DynamoDBStreamsClient;
@@ -151,6 +167,8 @@ interface Lane {
     readonly head: Batch[];
     /** The lane's run while it is invoking: one batch at a time per lane, as Lambda does. */
     running?: Promise<number>;
+    /** Under a tumbling window: the start (epoch ms) of the window this lane last delivered in. */
+    window?: number;
 }
 
 interface ShardState {
@@ -175,6 +193,9 @@ export function validateSettings(settings: MappingSettings): string[] {
     range("parallelizationFactor", settings.parallelizationFactor, 1, 10);
     range("maximumRetryAttempts", settings.maximumRetryAttempts, 0, 10_000, true);
     range("maximumRecordAgeInSeconds", settings.maximumRecordAgeInSeconds, 60, 604_800, true);
+    if (settings.tumblingWindowInSeconds !== 0) {
+        range("tumblingWindowInSeconds", settings.tumblingWindowInSeconds, 1, 900);
+    }
     for (const [i, p] of settings.filterPatterns.entries()) {
         try {
             parsePattern(p);
@@ -514,7 +535,12 @@ export class MappingEmulator {
         let functionError: string | undefined;
         const started = Date.now();
         try {
-            const response = await this.options.invoke({ Records: batch.records.map((p) => p.record) });
+            await this.closeWindow(lane);
+            const response = await this.options.invoke(this.event(lane, batch.records.map((p) => p.record), false));
+            if (s.tumblingWindowInSeconds > 0 && (response === null || typeof response !== "object" || !("state" in response))) {
+                // Under a tumbling window an answer without a state is a failed invocation.
+                throw new Error("the function answered a tumbling-window event without a state");
+            }
             if (s.reportBatchItemFailures) {
                 failedFrom = this.checkpoint(batch, response);
             }
@@ -551,6 +577,51 @@ export class MappingEmulator {
                 { records: batch.records.slice(half), attempts: batch.attempts, invokeCount: batch.invokeCount },
             );
         }
+    }
+
+    /** The event of a delivery: the records, and under a tumbling window the shard, window and state. */
+    private event(lane: Lane, records: DynamoDBRecord[], final: boolean): StreamInvokeEvent {
+        const seconds = this.options.settings.tumblingWindowInSeconds;
+        if (seconds === 0) {
+            return { Records: records };
+        }
+        const start = lane.window ?? Math.floor(this.now() / (seconds * 1000)) * seconds * 1000;
+        lane.window = start;
+        return {
+            Records: records,
+            shardId: lane.shardId,
+            eventSourceARN: this.options.streamArn,
+            window: { start: new Date(start).toISOString(), end: new Date(start + seconds * 1000).toISOString() },
+            state: {},
+            isFinalInvokeForWindow: final,
+            isWindowTerminatedEarly: false,
+        };
+    }
+
+    /**
+     * Under a tumbling window: once the window the lane last delivered in has ended, its final invocation (no records),
+     * repeated until it succeeds, as Lambda holds the shard until then.
+     */
+    private async closeWindow(lane: Lane): Promise<void> {
+        const seconds = this.options.settings.tumblingWindowInSeconds;
+        if (seconds === 0 || lane.window === undefined || this.now() < lane.window + seconds * 1000) {
+            return;
+        }
+        for (let attempt = 0; ; attempt++) {
+            try {
+                this.stats.invocations++;
+                const response = await this.options.invoke(this.event(lane, [], true));
+                if (response !== null && typeof response === "object" && "state" in response) {
+                    break;
+                }
+            } catch {
+                // Held until the final invocation succeeds.
+            }
+            if (attempt >= 100) {
+                throw new Error(`the final invocation of shard ${lane.shardId}'s window kept failing`);
+            }
+        }
+        lane.window = undefined;
     }
 
     /**

@@ -6,7 +6,7 @@
  * DynamoDB documents no rule (the depth of a partition's token bucket), the choice is stated.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { itemSize } from "../../runtime/stream/chunking";
+import { itemSize } from "../../runtime/shared/item-size";
 
 export {
     itemSize,
@@ -14,7 +14,7 @@ export {
     ITEM_MAX_BYTES,
     TRANSACTION_MAX_ACTIONS,
     TRANSACTION_MAX_BYTES,
-} from "../../runtime/stream/chunking";
+} from "../../runtime/shared/item-size";
 
 export type Item = Record<string, AttributeValue>;
 

@@ -6,7 +6,8 @@ import {
     type DynamoDBClient,
     type GlobalSecondaryIndex,
 } from "@aws-sdk/client-dynamodb";
-import { COUNTER_ATTRIBUTES as A, DEFAULT_LAYOUT, HEAL_INDEX_NAME, type CounterTableLayout } from "../../runtime/shared/config";
+import { DEFAULT_LAYOUT, type CounterTableLayout } from "../../runtime/shared/config";
+import { HEAL_DUE, HEAL_INDEX_NAME, HEAL_PARTITION } from "../../runtime/heal/index-marks";
 
 /** Whether the table holds the counter items and so carries the sparse heal index the settler reads. */
 export interface TableOptions {
@@ -23,15 +24,15 @@ export function healIndexParts(options: TableOptions): {
     }
     return {
         AttributeDefinitions: [
-            { AttributeName: A.healShard, AttributeType: "S" },
-            { AttributeName: A.dueAt, AttributeType: "N" },
+            { AttributeName: HEAL_PARTITION, AttributeType: "S" },
+            { AttributeName: HEAL_DUE, AttributeType: "N" },
         ],
         GlobalSecondaryIndexes: [
             {
                 IndexName: HEAL_INDEX_NAME,
                 KeySchema: [
-                    { AttributeName: A.healShard, KeyType: "HASH" },
-                    { AttributeName: A.dueAt, KeyType: "RANGE" },
+                    { AttributeName: HEAL_PARTITION, KeyType: "HASH" },
+                    { AttributeName: HEAL_DUE, KeyType: "RANGE" },
                 ],
                 Projection: { ProjectionType: "KEYS_ONLY" },
             },
@@ -75,7 +76,7 @@ export async function createCounterTable(
 
 /**
  * Creates the counters table the component creates beside the user's (placement "separate"): the same
- * string keys, no stream. (DynamoDB Local ignores TTL, so hc_expires_at is not configured here.)
+ * string keys, no stream. (DynamoDB Local ignores TTL, so hc_expires is not configured here.)
  */
 export async function createCountersTable(
     dynamodb: DynamoDBClient,

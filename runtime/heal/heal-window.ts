@@ -1,44 +1,43 @@
 /**
- * The heal's quiet window and the client deadline it must cover (assumption A4 at the top of heal.ts).
+ * The time bounds the ledger and the tombstones rest on, and the period they impose.
  *
- * Bound kept here: a heal of key k trusts that every write of every call that touched k has landed or
- * will never land once the best-effort item has been left alone for the quiet window Q. A call sends no
- * write later than its deadline D after it began (A1); a sent request takes effect within the request
- * lifetime L = 300 s or never (A2: AWS refuses a SigV4 request more than five minutes after it was signed);
- * the clocks of the API hosts and the settler differ by at most S = 60 s (A3). So the heal is safe when
+ * Assumptions (stated once, relied on by runtime/ledger/ledger.ts, runtime/heal/ and runtime/stream/):
+ * - A1, a client deadline D: no write of an API call is sent more than `deadlineMs` after the call began.
+ * - A2, a request's lifetime L = 300 s: AWS refuses a SigV4-signed request more than five minutes after it was
+ *   signed, so a sent request takes effect within L or never.
+ * - A3, clock skew S = 60 s between any two of the API hosts, the functions and the settler.
+ * So every write of a call takes effect by D + L after the call began, as measured by any clock within S.
  *
- *     Q > D + L + S
- *
- * `quietWindowFloorMs(D)` is the right-hand side. The component refuses a window at or below the floor of
- * the largest deadline its clients may use (`clientDeadlineMs`), the settler refuses to start with such a
- * window when its environment names that deadline, and the client refuses (at construction) a `deadlineMs`
- * the deployed window does not cover (`healQuietWindowSeconds` in the component's clientConfig).
+ * The ledger's period P must exceed D + L + 2S: a create's writes land in its period's entry before any reader whose
+ * clock is up to S ahead sees that period two periods old and removes its entry. `periodFloorMs(D)` is that bound.
+ * The component refuses a `healQuietWindowSeconds` (the period) at or below it for its `clientDeadlineMs`, and the
+ * client refuses a `deadlineMs` the deployed period does not cover.
  */
 
 /** L: the longest a sent request can take to take effect (the SigV4 signature's five minutes). */
 export const REQUEST_LIFETIME_MS = 300_000;
-/** S: the clock skew budget between API hosts and the settler. */
+/** S: the clock skew budget between API hosts, the functions and the settler. */
 export const CLOCK_SKEW_MS = 60_000;
 /** The range of the client's `deadlineMs` option. */
 export const MIN_CLIENT_DEADLINE_MS = 100;
 export const MAX_CLIENT_DEADLINE_MS = 60_000;
 
-/** D + L + S: a quiet window must be strictly longer than this for a client deadline of `deadlineMs`. */
-export function quietWindowFloorMs(deadlineMs: number): number {
+/** D + L + 2S: a period must be strictly longer than this for a client deadline of `deadlineMs`. */
+export function periodFloorMs(deadlineMs: number): number {
+    return deadlineMs + REQUEST_LIFETIME_MS + 2 * CLOCK_SKEW_MS;
+}
+
+/** Whether a period of `periodMs` covers calls with a deadline of `deadlineMs`. */
+export function periodCovers(periodMs: number, deadlineMs: number): boolean {
+    return periodMs > periodFloorMs(deadlineMs);
+}
+
+/** The shortest whole-second period that covers a client deadline of `deadlineMs`. */
+export function smallestPeriodSeconds(deadlineMs: number): number {
+    return Math.floor(periodFloorMs(deadlineMs) / 1000) + 1;
+}
+
+/** D + L + S: after this long no put attempt of a life can land (its tombstone may go), by any clock. */
+export function settledAfterMs(deadlineMs: number): number {
     return deadlineMs + REQUEST_LIFETIME_MS + CLOCK_SKEW_MS;
-}
-
-/** Whether a quiet window of `windowMs` covers calls with a deadline of `deadlineMs`. */
-export function windowCovers(windowMs: number, deadlineMs: number): boolean {
-    return windowMs > quietWindowFloorMs(deadlineMs);
-}
-
-/** The shortest whole-second quiet window that covers a client deadline of `deadlineMs`. */
-export function smallestQuietWindowSeconds(deadlineMs: number): number {
-    return Math.floor(quietWindowFloorMs(deadlineMs) / 1000) + 1;
-}
-
-/** The largest whole-millisecond client deadline a quiet window of `windowMs` covers (may be below the client's minimum). */
-export function largestCoveredDeadlineMs(windowMs: number): number {
-    return windowMs - REQUEST_LIFETIME_MS - CLOCK_SKEW_MS - 1;
 }

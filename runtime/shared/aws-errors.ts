@@ -1,7 +1,7 @@
 /**
  * How this package reads DynamoDB's errors: a request refused as written (never worth repeating), an
  * error worth repeating (throttling, contention, 5xx, a dropped connection), and a short description
- * for logs. The client, the consumer, healing and backfill all decide by these two predicates, so a
+ * for logs. The client, the consumer, healing and backfill all decide by these predicates, so a
  * `ValidationError` is never retried as contention anywhere.
  */
 import type { CancellationReason, DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
@@ -46,11 +46,19 @@ export function isTransactionConflict(error: unknown): boolean {
 const THROTTLING_ERRORS = ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"];
 
 /**
- * A refusal that certainly wrote nothing: meeting a transaction, or throttling. A write committed at most once may be
- * sent again after one.
+ * A write refused on a table with multi-region strong consistency because a concurrent write to the same item won
+ * (a 400 that wrote nothing). The counters table is never such a table (the component refuses it); a user's table
+ * that is one is refused too, but a write the refusal reaches is handled as any other refusal that wrote nothing.
+ */
+export const REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException";
+
+/**
+ * A refusal that certainly wrote nothing: meeting a transaction, throttling, or a replicated write conflict. A write
+ * committed at most once may be sent again after one.
  */
 export function isUnwritten(error: unknown): boolean {
-    return isTransactionConflict(error) || THROTTLING_ERRORS.includes((error as Error | undefined)?.name ?? "");
+    const name = (error as Error | undefined)?.name ?? "";
+    return isTransactionConflict(error) || THROTTLING_ERRORS.includes(name) || name === REPLICATED_WRITE_CONFLICT;
 }
 
 /** Errors worth retrying within the invocation: throttling, conflicts and 5xx after the SDK's own retries. */
@@ -72,6 +80,7 @@ export function isRetryable(error: unknown): boolean {
             "TransactionCanceledException",
             "TransactionInProgressException",
             ...THROTTLING_ERRORS,
+            REPLICATED_WRITE_CONFLICT,
             "InternalServerError",
             "ServiceUnavailable",
             "TimeoutError",

@@ -27,15 +27,11 @@ export function jsonLogger(service: string, sink: LineSink = stdoutSink): Logger
 export const METRIC_NAMES = [
     "RecordsCounted",
     "DuplicatesSkipped",
-    "RecordsIgnored",
-    "GroupsCommitted",
-    "TransactionRetries",
     "PoisonRecords",
     "BatchItemFailures",
-    "BatchesRedriven",
-    "BatchesExpired",
+    "RangesRedriven",
+    "RangesExpired",
     "KeysMarkedDue",
-    "HealDueFailures",
 ] as const;
 
 export type MetricName = (typeof METRIC_NAMES)[number];

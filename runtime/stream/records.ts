@@ -1,173 +1,58 @@
 /**
- * Pure classification of DynamoDB stream records by membership.
+ * Parsing a DynamoDB stream record into what counting needs: its sequence number, key, id, time and images. Pure.
  *
- * A record of a resource item implies whether the item was live before (its OldImage) and after (its
- * NewImage): live = the image exists, is selected and is not soft-deleted (selection.ts). A record
- * that changes membership is a *change* the eventual counter applies; one that does not is ignored,
- * except a soft delete (live before, selected and deleted = true after), which is a change whose
- * application also hard-deletes the item. Counter items (sort key under the reserved prefix) are
- * ignored. A record that cannot be classified, or a change of an id whose marker key cannot fit, is poison:
- * it names the field that is wrong.
- *
- * Sharded counting (runtime/shards/layout.ts): under a shard count above 1, a change of a key that
- * `shardedKeyProblem` refuses (it holds U+0000, the separator of a shard's partition key, or leaves no room for
- * the shard's suffix) is poison too, naming the partition key: its markers would sit under another key's shard,
- * or under a partition key DynamoDB refuses, so it can never be counted. Like an over-long id, only a change is
- * refused (a record that moves no membership needs no marker), and it is parked alone, never its batch.
+ * A record that cannot be read (no sequence number, keys that are not non-empty strings within DynamoDB's limits, a
+ * key the counter cannot hold, a missing image for its event) is poison: it names the field at fault, goes to the
+ * fatal queue in full, and counts as nothing. A record of a counter item (sort key under the reserved prefix) is
+ * ignored.
  */
-import type { AttributeValue as SdkAttributeValue } from "@aws-sdk/client-dynamodb";
 import type { AttributeValue, DynamoDBRecord } from "aws-lambda";
-import { SEQUENCE_DIGITS, type CounterTableConfig, type CounterTableLayout } from "../shared/config";
-import { shardCount, shardedKeyProblem } from "../shards/layout";
-import { isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
+import type { CounterTableLayout } from "../shared/config";
+import type { ItemImage } from "../shared/selection";
+import { keyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/keys";
 
-import { markerKeyProblem, PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES } from "../shared/key-limits";
+/** Stream sequence numbers are decimal strings of up to this many digits; marks pad them to it. */
+export const SEQUENCE_DIGITS = 40;
 
-/** DynamoDB's own key size limits (bytes, UTF-8). A longer key cannot come from a real table. */
-export { PARTITION_KEY_MAX_BYTES, SORT_KEY_MAX_BYTES };
-
-/** A record that changes an item's membership. */
-export interface MembershipChange {
-    /** The counter key: the resource item's partition key value. */
-    readonly counterKey: string;
-    /** The resource id: the item's sort key value. */
-    readonly id: string;
+/** A record counting can use. */
+export interface ParsedRecord {
     readonly sequenceNumber: string;
-    /** Membership the record's OldImage implies. */
-    readonly before: boolean;
-    /** Membership the record's NewImage implies. */
-    readonly after: boolean;
-    /**
-     * A soft delete: the item must also be hard-deleted, if it still holds this token (the NewImage's
-     * token attribute; undefined when the image had none).
-     */
-    readonly softDelete?: { readonly token: SdkAttributeValue | undefined };
-    /** The client token (S) of the image the record leaves the item in, when it has one. */
-    readonly life?: string;
-    /** An INSERT: the record put the item into a table that did not hold it (a put, never an update). */
-    readonly insert?: true;
-    /** Seconds since the epoch, from the stream record, when present. */
-    readonly approximateCreationTime?: number;
+    readonly key: string;
+    readonly id: string;
+    readonly eventName: "INSERT" | "MODIFY" | "REMOVE";
+    readonly oldImage?: ItemImage;
+    readonly newImage?: ItemImage;
+    /** When the record was written (epoch ms; the stream gives seconds). */
+    readonly time: number;
+    /** The record as delivered (what the fatal queue would receive). */
+    readonly raw: DynamoDBRecord;
 }
 
-export type Classified =
-    | { readonly type: "change"; readonly change: MembershipChange }
-    | { readonly type: "ignored"; readonly sequenceNumber: string; readonly reason: string }
-    | {
-          readonly type: "poison";
-          readonly sequenceNumber: string | undefined;
-          readonly field: string;
-          readonly problem: string;
-      };
+export type Parsed =
+    | { readonly kind: "record"; readonly record: ParsedRecord }
+    | { readonly kind: "ignored"; readonly sequenceNumber: string }
+    | { readonly kind: "poison"; readonly sequenceNumber: string | undefined; readonly field: string; readonly problem: string; readonly key?: string };
 
 const SEQUENCE_NUMBER = new RegExp(`^\\d{1,${SEQUENCE_DIGITS}}$`);
 
-/** A layout, with the shard count of a configuration when it has one (absent: unsharded). */
-export type ClassifyingLayout = CounterTableLayout & Partial<Pick<CounterTableConfig, "counterShards" | "regions" | "regionAttribute">>;
-
-export function classifyRecord(record: DynamoDBRecord, layout: ClassifyingLayout): Classified {
-    const poison = (field: string, problem: string, sequenceNumber?: string): Classified => ({
-        type: "poison",
-        sequenceNumber,
-        field,
-        problem,
-    });
-    if (record === null || typeof record !== "object") {
-        return poison("record", "is not an object");
-    }
-    const stream = record.dynamodb;
-    if (stream === null || typeof stream !== "object") {
-        return poison("dynamodb", "is missing");
-    }
-    const sequenceNumber = stream.SequenceNumber;
-    if (typeof sequenceNumber !== "string" || !SEQUENCE_NUMBER.test(sequenceNumber)) {
-        return poison("dynamodb.SequenceNumber", `must be a decimal string of at most ${SEQUENCE_DIGITS} digits`);
-    }
-    const keys = stream.Keys;
-    if (keys === null || typeof keys !== "object") {
-        return poison("dynamodb.Keys", "is missing", sequenceNumber);
-    }
-    const counterKey = stringKey(keys, layout.partitionKey, PARTITION_KEY_MAX_BYTES);
-    if (typeof counterKey !== "string") {
-        return poison(`dynamodb.Keys.${layout.partitionKey}`, counterKey.problem, sequenceNumber);
-    }
-    const id = stringKey(keys, layout.sortKey, SORT_KEY_MAX_BYTES);
-    if (typeof id !== "string") {
-        return poison(`dynamodb.Keys.${layout.sortKey}`, id.problem, sequenceNumber);
-    }
-    if (id.startsWith(layout.counterPrefix)) {
-        return { type: "ignored", sequenceNumber, reason: "counter item" };
-    }
-    const approximateCreationTime = typeof stream.ApproximateCreationDateTime === "number" ? stream.ApproximateCreationDateTime : undefined;
-    const present = (image: unknown): image is ItemImage => image !== null && image !== undefined && typeof image === "object";
-    const next = stream.NewImage;
-    const previous = stream.OldImage;
-
-    let oldImage: ItemImage | undefined;
-    let newImage: ItemImage | undefined;
-    switch (record.eventName) {
-        case "INSERT":
-            if (!present(next)) {
-                return poison("dynamodb.NewImage", "is missing: the stream must carry new and old images", sequenceNumber);
-            }
-            newImage = next;
-            break;
-        case "MODIFY":
-            if (!present(next)) {
-                return poison("dynamodb.NewImage", "is missing: the stream must carry new and old images", sequenceNumber);
-            }
-            if (!present(previous)) {
-                return poison("dynamodb.OldImage", "is missing: the stream must carry new and old images", sequenceNumber);
-            }
-            newImage = next;
-            oldImage = previous;
-            break;
-        case "REMOVE":
-            if (!present(previous)) {
-                return poison("dynamodb.OldImage", "is missing: the stream must carry new and old images", sequenceNumber);
-            }
-            oldImage = previous;
-            break;
-        default:
-            return poison("eventName", `must be INSERT, MODIFY or REMOVE (got ${JSON.stringify(record.eventName)})`, sequenceNumber);
-    }
-    // Regions (runtime/regions/): an image is live here only when this region owns it (selection.ts). A record
-    // neither of whose images this region owns then "stays uncounted" and leaves this region's marker as it is.
-    const before = isLive(oldImage, layout);
-    const after = isLive(newImage, layout);
-    const softDelete = before && newImage !== undefined && isSelected(newImage, layout) && isSoftDeleted(newImage, layout);
-    if (before === after) {
-        return { type: "ignored", sequenceNumber, reason: after ? "stays counted" : "stays uncounted" };
-    }
-    // A change needs its marker: an id whose marker key DynamoDB refuses can never be counted (key-limits.ts).
-    const unmarkable = markerKeyProblem(layout, id);
-    if (unmarkable !== undefined) {
-        return poison(`dynamodb.Keys.${layout.sortKey}`, unmarkable, sequenceNumber);
-    }
-    // A sharded key's markers live under its shards' partition keys: a key that cannot name them is never counted.
-    const unshardable = shardedKeyProblem(counterKey, shardCount(layout));
-    if (unshardable !== undefined) {
-        return poison(`dynamodb.Keys.${layout.partitionKey}`, unshardable, sequenceNumber);
-    }
-    const left = newImage ?? oldImage;
-    const token = left?.[layout.tokenAttribute] as { S?: unknown } | undefined;
-    return {
-        type: "change",
-        change: {
-            counterKey,
-            id,
-            sequenceNumber,
-            before,
-            after,
-            ...(softDelete ? { softDelete: { token: newImage![layout.tokenAttribute] as SdkAttributeValue | undefined } } : {}),
-            ...(typeof token?.S === "string" ? { life: token.S } : {}),
-            ...(record.eventName === "INSERT" ? { insert: true as const } : {}),
-            approximateCreationTime,
-        },
-    };
+/** Left-pads a sequence number so that strings compare as numbers. */
+export function paddedSequence(sequenceNumber: string): string {
+    return sequenceNumber.padStart(SEQUENCE_DIGITS, "0");
 }
 
-function stringKey(keys: { [key: string]: AttributeValue }, name: string, maxBytes: number): string | { problem: string } {
+/** Compares two sequence numbers (decimal strings of any length). */
+export function compareSequences(a: string, b: string): number {
+    const x = BigInt(a);
+    const y = BigInt(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** The sequence number right after `sequenceNumber` (sequence numbers are integers; the next may not exist). */
+export function nextSequence(sequenceNumber: string): string {
+    return (BigInt(sequenceNumber) + 1n).toString();
+}
+
+function stringKey(keys: Record<string, AttributeValue>, name: string, maxBytes: number): string | { problem: string } {
     const value = keys[name];
     if (value === undefined || value === null) {
         return { problem: "is missing" };
@@ -178,25 +63,67 @@ function stringKey(keys: { [key: string]: AttributeValue }, name: string, maxByt
     if (value.S.length === 0) {
         return { problem: "must not be empty" };
     }
-    if (Buffer.byteLength(value.S, "utf8") > maxBytes) {
-        return { problem: `must be at most ${maxBytes} bytes` };
-    }
-    return value.S;
+    return Buffer.byteLength(value.S, "utf8") > maxBytes ? { problem: `must be at most ${maxBytes} bytes` } : value.S;
 }
 
-/** Compares two stream sequence numbers (decimal strings of any length). */
-export function compareSequenceNumbers(a: string, b: string): number {
-    const x = BigInt(a);
-    const y = BigInt(b);
-    return x < y ? -1 : x > y ? 1 : 0;
+function present(image: unknown): image is ItemImage {
+    return image !== null && image !== undefined && typeof image === "object";
 }
 
-export function lowestSequenceNumber(sequenceNumbers: Iterable<string>): string | undefined {
-    let lowest: string | undefined;
-    for (const s of sequenceNumbers) {
-        if (lowest === undefined || compareSequenceNumbers(s, lowest) < 0) {
-            lowest = s;
-        }
+/** Parses one record (see the header). */
+export function parseRecord(record: DynamoDBRecord, layout: Pick<CounterTableLayout, "partitionKey" | "sortKey" | "counterPrefix">): Parsed {
+    if (record === null || typeof record !== "object" || record.dynamodb === null || typeof record.dynamodb !== "object") {
+        return { kind: "poison", sequenceNumber: undefined, field: "dynamodb", problem: "is missing" };
     }
-    return lowest;
+    const stream = record.dynamodb;
+    const sequenceNumber = stream.SequenceNumber;
+    if (typeof sequenceNumber !== "string" || !SEQUENCE_NUMBER.test(sequenceNumber)) {
+        return { kind: "poison", sequenceNumber: undefined, field: "dynamodb.SequenceNumber", problem: `must be a decimal string of at most ${SEQUENCE_DIGITS} digits` };
+    }
+    const poison = (field: string, problem: string, key?: string): Parsed => ({ kind: "poison", sequenceNumber, field, problem, ...(key === undefined ? {} : { key }) });
+    const keys = stream.Keys;
+    if (keys === null || typeof keys !== "object") {
+        return poison("dynamodb.Keys", "is missing");
+    }
+    const key = stringKey(keys, layout.partitionKey, PARTITION_KEY_MAX_BYTES);
+    if (typeof key !== "string") {
+        return poison(`dynamodb.Keys.${layout.partitionKey}`, key.problem);
+    }
+    const id = stringKey(keys, layout.sortKey, SORT_KEY_MAX_BYTES);
+    if (typeof id !== "string") {
+        return poison(`dynamodb.Keys.${layout.sortKey}`, id.problem, key);
+    }
+    if (id.startsWith(layout.counterPrefix)) {
+        return { kind: "ignored", sequenceNumber };
+    }
+    const images = imagesOf(record.eventName, stream.OldImage, stream.NewImage);
+    if ("problem" in images) {
+        return poison(images.field, images.problem, key);
+    }
+    const problem = keyProblem(key);
+    if (problem !== undefined && (images.oldImage !== undefined || images.newImage !== undefined)) {
+        return poison(`dynamodb.Keys.${layout.partitionKey}`, `cannot be a counter key: ${problem}`, key);
+    }
+    const seconds = typeof stream.ApproximateCreationDateTime === "number" ? stream.ApproximateCreationDateTime : Date.now() / 1000;
+    return {
+        kind: "record",
+        record: { sequenceNumber, key, id, eventName: record.eventName as ParsedRecord["eventName"], ...images, time: Math.round(seconds * 1000), raw: record },
+    };
+}
+
+function imagesOf(eventName: unknown, previous: unknown, next: unknown): { oldImage?: ItemImage; newImage?: ItemImage } | { field: string; problem: string } {
+    const missing = (field: string) => ({ field, problem: "is missing: the stream must carry new and old images" });
+    switch (eventName) {
+        case "INSERT":
+            return present(next) ? { newImage: next } : missing("dynamodb.NewImage");
+        case "MODIFY":
+            if (!present(next)) {
+                return missing("dynamodb.NewImage");
+            }
+            return present(previous) ? { oldImage: previous, newImage: next } : missing("dynamodb.OldImage");
+        case "REMOVE":
+            return present(previous) ? { oldImage: previous } : missing("dynamodb.OldImage");
+        default:
+            return { field: "eventName", problem: `must be INSERT, MODIFY or REMOVE (got ${JSON.stringify(eventName)})` };
+    }
 }

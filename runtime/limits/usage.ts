@@ -1,0 +1,144 @@
+/**
+ * Usage history: per key, per UTC day, the creates, the deletes, the peak of the eventual count, and the limit in force.
+ *
+ * Invariant: the history is the stream's, record for record. The consumer applies each record once (runtime/stream/),
+ * and the same write that moves the eventual count adds the record to its day: a +1 is a create, a -1 a delete, the
+ * peak is the highest count after any record of the day (records of one key in stream order). The current day's
+ * tallies ride on the eventual item (`hc_day`: no extra write); the first record of a later day moves them to an item
+ * of their own (`<prefix>usage#<day>`, one write per key per day). A record of a day already moved (a late one) adds
+ * to that day's item. A day's item carries `hc_expires` (the counters table's TTL) at the end of the retention, and
+ * moving a day also deletes the item of the day the retention drops, so the history stays within the retention under
+ * every placement, with TTL or without.
+ */
+import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { CounterConfig } from "../shared/config";
+import { numberOf, prefixOf, stringOf, usagePartitionKey, ITEM_KINDS } from "../shared/keys";
+import { memberRegions } from "../regions/ownership";
+
+/** One day of a key's usage. */
+export interface UsageDay {
+    /** The UTC day, YYYY-MM-DD. */
+    readonly day: string;
+    /** Records that made an item count (creates). */
+    readonly creates: number;
+    /** Records that made an item stop counting (deletes). */
+    readonly deletes: number;
+    /** The highest eventual count after any record of the day (with regions: summed over regions, an upper bound). */
+    readonly peak: number;
+    /** The limit in force when the day's last record was counted (absent: none). */
+    readonly limit?: number;
+}
+
+/** The eventual item's attribute holding the current day's tallies. */
+export const DAY_ATTRIBUTE = "hc_day";
+/** The TTL attribute of a day's item (and of the stream's progress items). */
+export const EXPIRES_ATTRIBUTE = "hc_expires";
+
+/** The UTC day of an epoch-ms time. */
+export function dayOf(ms: number): string {
+    return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** The UTC day `days` before `day`. */
+export function daysBefore(day: string, days: number): string {
+    return dayOf(Date.parse(`${day}T00:00:00Z`) - days * 86_400_000);
+}
+
+/** Reads a day's tallies from the eventual item's map or a day's item. */
+export function usageDayOf(source: Record<string, AttributeValue> | undefined): UsageDay | undefined {
+    const day = stringOf(source, "day");
+    if (source === undefined || day === undefined) {
+        return undefined;
+    }
+    return {
+        day,
+        creates: numberOf(source, "creates"),
+        deletes: numberOf(source, "deletes"),
+        peak: numberOf(source, "peak"),
+        ...(source["limit"]?.N === undefined ? {} : { limit: numberOf(source, "limit") }),
+    };
+}
+
+/** A day's tallies as attribute values (the eventual item's map, or a day item's attributes). */
+export function usageAttributes(usage: UsageDay): Record<string, AttributeValue> {
+    return {
+        day: { S: usage.day },
+        creates: { N: String(usage.creates) },
+        deletes: { N: String(usage.deletes) },
+        peak: { N: String(usage.peak) },
+        ...(usage.limit === undefined ? {} : { limit: { N: String(usage.limit) } }),
+    };
+}
+
+/** Folds a day's records into its tallies: each delta in order from `start`, the count after it checked for the peak. */
+export function addToDay(usage: UsageDay, start: number, deltas: readonly number[], limit: number | undefined): UsageDay {
+    let count = start;
+    let peak = usage.peak;
+    let creates = usage.creates;
+    let deletes = usage.deletes;
+    for (const delta of deltas) {
+        count += delta;
+        creates += delta > 0 ? delta : 0;
+        deletes += delta < 0 ? -delta : 0;
+        peak = Math.max(peak, count);
+    }
+    return { day: usage.day, creates, deletes, peak, ...(limit === undefined ? {} : { limit }) };
+}
+
+/** `key`'s usage from `from` to `to` (inclusive): the days that had any, oldest first. */
+export async function readUsage(dynamodb: DynamoDBClient, config: CounterConfig, key: string, from: string, to: string): Promise<UsageDay[]> {
+    const regions = config.regions === undefined ? [undefined] : memberRegions(config.regions);
+    const perRegion = await Promise.all(regions.map((region) => readRegionUsage(dynamodb, config, key, from, to, region)));
+    const byDay = new Map<string, UsageDay>();
+    for (const days of perRegion) {
+        for (const day of days) {
+            const seen = byDay.get(day.day);
+            byDay.set(day.day, seen === undefined ? day : merge(seen, day));
+        }
+    }
+    return [...byDay.values()].sort((a, b) => (a.day < b.day ? -1 : 1));
+}
+
+function merge(a: UsageDay, b: UsageDay): UsageDay {
+    const limit = a.limit === undefined ? b.limit : b.limit === undefined ? a.limit : Math.max(a.limit, b.limit);
+    return { day: a.day, creates: a.creates + b.creates, deletes: a.deletes + b.deletes, peak: a.peak + b.peak, ...(limit === undefined ? {} : { limit }) };
+}
+
+async function readRegionUsage(dynamodb: DynamoDBClient, config: CounterConfig, key: string, from: string, to: string, region: string | undefined): Promise<UsageDay[]> {
+    const prefix = `${prefixOf(config, region)}${ITEM_KINDS.usage}`;
+    const days: UsageDay[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+        const page = await dynamodb.send(
+            new QueryCommand({
+                TableName: config.countersTableName,
+                KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
+                ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
+                ExpressionAttributeValues: { ":pk": { S: usagePartitionKey(key) }, ":from": { S: `${prefix}${from}` }, ":to": { S: `${prefix}${to}` } },
+                ConsistentRead: true,
+                ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+            }),
+        );
+        days.push(...(page.Items ?? []).map(usageDayOf).filter((d): d is UsageDay => d !== undefined));
+        start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    const current = await readCurrentDay(dynamodb, config, key, region);
+    if (current !== undefined && current.day >= from && current.day <= to && !days.some((d) => d.day === current.day)) {
+        days.push(current);
+    }
+    return days;
+}
+
+async function readCurrentDay(dynamodb: DynamoDBClient, config: CounterConfig, key: string, region: string | undefined): Promise<UsageDay | undefined> {
+    const page = await dynamodb.send(
+        new QueryCommand({
+            TableName: config.countersTableName,
+            KeyConditionExpression: "#pk = :pk AND #sk = :sk",
+            ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
+            ExpressionAttributeValues: { ":pk": { S: key }, ":sk": { S: `${prefixOf(config, region)}${ITEM_KINDS.eventual}` } },
+            ConsistentRead: true,
+        }),
+    );
+    const map = page.Items?.[0]?.[DAY_ATTRIBUTE]?.M;
+    return usageDayOf(map);
+}

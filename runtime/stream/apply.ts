@@ -1,0 +1,290 @@
+/**
+ * Applies a run of one stream shard's records (a batch, or a range re-read from the stream): per key, one conditional
+ * write of its eventual item (plan.ts), and each record's side effects (effects.ts): a flag on an item that should
+ * count, the removal of a settled tombstone. Every write here is exact by its own condition, so applying a run twice,
+ * or a run that overlaps one already applied, changes nothing the first did not.
+ *
+ * What fails is retried within the run's budget; what still fails is reported by the lowest sequence number of the
+ * records it concerns, and every record from there on is applied again later (the marks skip what was applied).
+ */
+import {
+    BatchGetItemCommand,
+    ConditionalCheckFailedException,
+    DeleteItemCommand,
+    GetItemCommand,
+    PutItemCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
+import type { HandlerConfig } from "../shared/config";
+import { defaultLimitKey, eventualKey, limitKey, usageKey } from "../shared/keys";
+import { flaggableCondition } from "../shared/selection";
+import { isRetryable } from "../shared/aws-errors";
+import { backoff } from "../shared/retry";
+import { LIMIT_ATTRIBUTE } from "../limits/limits";
+import { daysBefore, EXPIRES_ATTRIBUTE, usageAttributes } from "../limits/usage";
+import { THRESHOLD_ATTRIBUTE, type ThresholdEvent } from "../limits/thresholds";
+import { effectsOf, type Tombstone } from "./effects";
+import { planKey, type KeyPlan, type Step } from "./plan";
+import { markName } from "./marks";
+import { compareSequences, paddedSequence, type ParsedRecord } from "./records";
+
+/** Sends threshold events (runtime/limits/publish.ts); resolves false when they could not all be sent. */
+export type EventSink = (events: readonly ThresholdEvent[]) => Promise<boolean>;
+
+export interface ApplyContext {
+    readonly config: HandlerConfig;
+    readonly dynamodb: DynamoDBClient;
+    readonly deleteTokenAttribute: string;
+    readonly sendEvents: EventSink;
+    /** Milliseconds left in the invocation. */
+    readonly remainingMs: () => number;
+}
+
+export interface ApplyOutcome {
+    /** Records that moved a count. */
+    readonly counted: number;
+    /** Records already applied (below their key's mark). */
+    readonly duplicates: number;
+    /** Keys listed for a heal. */
+    readonly markedDue: number;
+    /** The lowest sequence number of a record whose work did not finish (undefined: all done). */
+    readonly failedFrom?: string;
+}
+
+/** Time kept back at the end of an invocation to answer Lambda. */
+const SAFETY_MS = 2_000;
+const KEY_CONCURRENCY = 16;
+const ATTEMPTS = 6;
+
+interface KeyWork {
+    readonly key: string;
+    readonly steps: Step[];
+    readonly first: string;
+    due: boolean;
+}
+
+/** Applies one stream shard's records (see the header). */
+export async function applyRecords(records: readonly ParsedRecord[], shardId: string, ctx: ApplyContext): Promise<ApplyOutcome> {
+    const now = Date.now();
+    const keys = new Map<string, KeyWork>();
+    const flags: ParsedRecord[] = [];
+    const removals: Array<{ record: ParsedRecord; tombstone: Tombstone }> = [];
+    for (const record of records) {
+        const effects = effectsOf(record, ctx.config, ctx.deleteTokenAttribute, now);
+        if (effects.delta !== 0 || effects.due) {
+            const work = keys.get(record.key) ?? { key: record.key, steps: [], first: record.sequenceNumber, due: false };
+            keys.set(record.key, work);
+            if (effects.delta !== 0) {
+                work.steps.push({ sequenceNumber: record.sequenceNumber, time: record.time, delta: effects.delta });
+            }
+            work.due ||= effects.due;
+        }
+        if (effects.flag) {
+            flags.push(record);
+        }
+        if (effects.remove !== undefined) {
+            removals.push({ record, tombstone: effects.remove });
+        }
+    }
+    const failed: string[] = [];
+    const results = await inBatches([...keys.values()], KEY_CONCURRENCY, (work) => applyKey(work, shardId, ctx, now).catch(() => undefined));
+    let counted = 0;
+    let duplicates = 0;
+    let markedDue = 0;
+    results.forEach((plan, i) => {
+        const work = [...keys.values()][i]!;
+        if (plan === undefined) {
+            failed.push(work.first);
+            return;
+        }
+        counted += plan.applied.length;
+        duplicates += work.steps.length - plan.applied.length;
+        markedDue += work.due ? 1 : 0;
+    });
+    const effects = await inBatches([...flags.map((r) => ({ kind: "flag" as const, record: r })), ...removals.map((r) => ({ kind: "remove" as const, ...r }))], KEY_CONCURRENCY, (e) =>
+        (e.kind === "flag" ? flag(e.record, ctx) : removeTombstone(e.record, e.tombstone, ctx)).then(
+            () => undefined,
+            () => e.record.sequenceNumber,
+        ),
+    );
+    failed.push(...effects.filter((s): s is string => s !== undefined));
+    const failedFrom = failed.sort(compareSequences)[0];
+    return { counted, duplicates, markedDue, ...(failedFrom === undefined ? {} : { failedFrom }) };
+}
+
+/** One key: read, plan, write (again on a condition that no longer holds), then send its events. */
+async function applyKey(work: KeyWork, shardId: string, ctx: ApplyContext, now: number): Promise<KeyPlan> {
+    let { item, limit } = await readKey(work.key, ctx);
+    for (let attempt = 1; ; attempt++) {
+        const plan = planKey(ctx.config, { key: work.key, shardId, steps: work.steps, due: work.due, item, limit, thresholds: ctx.config.thresholds, now });
+        try {
+            if (plan.write !== undefined) {
+                await writePlan(work.key, shardId, plan, ctx);
+            }
+            await sendPending(work.key, plan, ctx);
+            return plan;
+        } catch (error) {
+            const refused = error instanceof ConditionalCheckFailedException;
+            if (attempt >= ATTEMPTS || ctx.remainingMs() < SAFETY_MS || (!refused && !isRetryable(error))) {
+                throw error;
+            }
+            if (!refused) {
+                await backoff(attempt);
+            }
+            item = await readEventual(work.key, ctx);
+        }
+    }
+}
+
+async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: ApplyContext): Promise<void> {
+    const { config, dynamodb } = ctx;
+    for (const day of plan.archive) {
+        const expires = Math.floor(Date.parse(`${day.day}T00:00:00Z`) / 1000) + (config.usageRetentionDays + 1) * 86_400;
+        await dynamodb.send(new PutItemCommand({ TableName: config.countersTableName, Item: { ...usageKey(config, key, day.day), ...usageAttributes(day), [EXPIRES_ATTRIBUTE]: { N: String(expires) } } }));
+        await dynamodb.send(new DeleteItemCommand({ TableName: config.countersTableName, Key: usageKey(config, key, daysBefore(day.day, config.usageRetentionDays)) }));
+    }
+    for (const late of plan.late) {
+        await dynamodb
+            .send(
+                new UpdateItemCommand({
+                    TableName: config.countersTableName,
+                    Key: usageKey(config, key, late.day),
+                    UpdateExpression: "ADD creates :c, deletes :x SET #m = :m, #d = if_not_exists(#d, :day)",
+                    ConditionExpression: "attribute_not_exists(#m) OR #m < :first",
+                    ExpressionAttributeNames: { "#m": markName(shardId), "#d": "day" },
+                    ExpressionAttributeValues: { ":c": { N: String(late.creates) }, ":x": { N: String(late.deletes) }, ":m": { S: paddedSequence(late.last) }, ":first": { S: paddedSequence(late.first) }, ":day": { S: late.day } },
+                }),
+            )
+            .catch((error: unknown) => {
+                // Already applied by an earlier attempt of this run (its mark is at or past these records).
+                if (!(error instanceof ConditionalCheckFailedException)) {
+                    throw error;
+                }
+            });
+    }
+    const write = plan.write!;
+    await dynamodb.send(
+        new UpdateItemCommand({
+            TableName: config.countersTableName,
+            Key: eventualKey(config, key),
+            UpdateExpression: write.update,
+            ConditionExpression: write.condition,
+            ExpressionAttributeNames: write.names,
+            ...(Object.keys(write.values).length > 0 ? { ExpressionAttributeValues: write.values } : {}),
+        }),
+    );
+}
+
+/** Sends the key's outbox, then clears it on the state it sent from (a later write's events stay). */
+async function sendPending(key: string, plan: KeyPlan, ctx: ApplyContext): Promise<void> {
+    if (plan.events.length === 0 || ctx.config.thresholdTopicArn === undefined) {
+        return;
+    }
+    if (!(await ctx.sendEvents(plan.events))) {
+        return;
+    }
+    const item = await readEventual(key, ctx);
+    const state = item?.[THRESHOLD_ATTRIBUTE];
+    const sent = new Set(plan.events.map((e) => e.id));
+    const pending = (state?.M?.["p"]?.L ?? []).filter((v) => !sent.has((JSON.parse(v.S ?? "{}") as ThresholdEvent).id));
+    await ctx.dynamodb
+        .send(
+            new UpdateItemCommand({
+                TableName: ctx.config.countersTableName,
+                Key: eventualKey(ctx.config, key),
+                UpdateExpression: "SET #th.#p = :rest",
+                ConditionExpression: "#th = :was",
+                ExpressionAttributeNames: { "#th": THRESHOLD_ATTRIBUTE, "#p": "p" },
+                ExpressionAttributeValues: { ":rest": { L: pending }, ":was": state! },
+            }),
+        )
+        .catch(() => undefined);
+}
+
+/** The key's eventual item and the limit in force (its own, else the default), read strongly consistent. */
+async function readKey(key: string, ctx: ApplyContext): Promise<{ item: Record<string, AttributeValue> | undefined; limit: number | undefined }> {
+    const { config } = ctx;
+    const keys = [eventualKey(config, key), limitKey(config, key), defaultLimitKey(config)];
+    const response = await ctx.dynamodb.send(new BatchGetItemCommand({ RequestItems: { [config.countersTableName]: { Keys: keys, ConsistentRead: true } } }));
+    if ((response.UnprocessedKeys?.[config.countersTableName]?.Keys?.length ?? 0) > 0) {
+        throw Object.assign(new Error("the read of the key's counter was throttled"), { name: "ProvisionedThroughputExceededException" });
+    }
+    const items = response.Responses?.[config.countersTableName] ?? [];
+    const find = (wanted: Record<string, AttributeValue>) => items.find((i) => i[config.partitionKey]?.S === wanted[config.partitionKey]?.S && i[config.sortKey]?.S === wanted[config.sortKey]?.S);
+    const limitOf = (item: Record<string, AttributeValue> | undefined) => (item?.[LIMIT_ATTRIBUTE]?.N === undefined ? undefined : Number(item[LIMIT_ATTRIBUTE].N));
+    return { item: find(keys[0]!), limit: limitOf(find(keys[1]!)) ?? limitOf(find(keys[2]!)) };
+}
+
+async function readEventual(key: string, ctx: ApplyContext): Promise<Record<string, AttributeValue> | undefined> {
+    const response = await ctx.dynamodb.send(new GetItemCommand({ TableName: ctx.config.countersTableName, Key: eventualKey(ctx.config, key), ConsistentRead: true }));
+    return response.Item;
+}
+
+/** Flags a live item that should count (its record then counts it); a changed item needs nothing more. */
+async function flag(record: ParsedRecord, ctx: ApplyContext): Promise<void> {
+    const { config } = ctx;
+    const condition = flaggableCondition(config);
+    await ctx.dynamodb
+        .send(
+            new UpdateItemCommand({
+                TableName: config.tableName,
+                Key: { [config.partitionKey]: { S: record.key }, [config.sortKey]: { S: record.id } },
+                UpdateExpression: "SET #selFlag = :selGen",
+                ConditionExpression: condition.expression,
+                ExpressionAttributeNames: condition.names,
+                ExpressionAttributeValues: condition.values,
+            }),
+        )
+        .catch((error: unknown) => {
+            if (!(error instanceof ConditionalCheckFailedException)) {
+                throw error;
+            }
+        });
+}
+
+/** Removes a settled tombstone, if it is still the one the record left. */
+async function removeTombstone(record: ParsedRecord, tombstone: Tombstone, ctx: ApplyContext): Promise<void> {
+    const { config } = ctx;
+    const names: Record<string, string> = { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute, "#deleteToken": ctx.deleteTokenAttribute };
+    const values: Record<string, AttributeValue> = { ":true": { BOOL: true } };
+    const parts = ["#deleted = :true"];
+    parts.push(tombstone.token === null ? "attribute_not_exists(#token)" : "#token = :token");
+    parts.push(tombstone.deleteToken === null ? "attribute_not_exists(#deleteToken)" : "#deleteToken = :deleteToken");
+    if (tombstone.token !== null) {
+        values[":token"] = { S: tombstone.token };
+    }
+    if (tombstone.deleteToken !== null) {
+        values[":deleteToken"] = { S: tombstone.deleteToken };
+    }
+    await ctx.dynamodb
+        .send(
+            new DeleteItemCommand({
+                TableName: config.tableName,
+                Key: { [config.partitionKey]: { S: record.key }, [config.sortKey]: { S: record.id } },
+                ConditionExpression: parts.join(" AND "),
+                ExpressionAttributeNames: names,
+                ExpressionAttributeValues: values,
+            }),
+        )
+        .catch((error: unknown) => {
+            if (!(error instanceof ConditionalCheckFailedException)) {
+                throw error;
+            }
+        });
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time, results in order. */
+async function inBatches<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+    const results: R[] = new Array(items.length);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+        while (next < items.length) {
+            const i = next++;
+            results[i] = await fn(items[i]!);
+        }
+    };
+    await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+    return results;
+}

@@ -1,0 +1,77 @@
+/**
+ * What one stream record asks of the consumer. Pure.
+ *
+ * - `delta`: counted(new image) - counted(old image) (runtime/shared/selection.ts): what the record moves eventual by.
+ * - `flag`: the new image is live but not flagged (another writer's item, one from before the counter): the consumer
+ *   flags it, and the flag's own record counts it once.
+ * - `tombstone`: the record soft-deleted a life. The consumer removes the item now when no put attempt of that life can
+ *   land any more (its token older than a deadline, a request's lifetime and the clock skew; or it has no client token);
+ *   a younger tombstone stays, keeping a late attempt from landing, and the key is listed for the settler, whose heal
+ *   removes it once it is old enough (runtime/heal/heal.ts).
+ * - `due`: best-effort may be off the items by a change the client did not make: a live item that stopped being live
+ *   other than by the client's own soft delete (another writer's delete or rewrite, TTL, a move out of the selection),
+ *   a token another writer rewrote, a soft delete made in another region, or a tombstone left for the settler.
+ */
+import type { CounterTableLayout } from "../shared/config";
+import { isCounted, isLive, isSelected, isSoftDeleted, wantsFlag, type ItemImage, type SelectionScope } from "../shared/selection";
+import { stringOf } from "../shared/keys";
+import { tokenTime } from "../shared/tokens";
+import { FOREIGN_DELETE_ATTRIBUTE } from "../regions/ownership";
+import { MAX_CLIENT_DEADLINE_MS, settledAfterMs } from "../heal/heal-window";
+import type { ParsedRecord } from "./records";
+
+/** After this long no put attempt of a life can land: its tombstone may go. */
+export const TOMBSTONE_SETTLED_MS = settledAfterMs(MAX_CLIENT_DEADLINE_MS);
+
+export interface Tombstone {
+    readonly id: string;
+    readonly token: string | null;
+    readonly deleteToken: string | null;
+}
+
+export interface RecordEffects {
+    readonly delta: -1 | 0 | 1;
+    readonly flag: boolean;
+    /** A tombstone to remove now. */
+    readonly remove?: Tombstone;
+    readonly due: boolean;
+}
+
+/** Whether a life made at `token`'s time may still get a put attempt at `now`. */
+export function lifeMayStillLand(token: string | null, now: number): boolean {
+    const made = tokenTime(token ?? undefined);
+    return made !== undefined && now < made + TOMBSTONE_SETTLED_MS;
+}
+
+/** The effects of one record, at `now` (the consumer's clock). */
+export function effectsOf(record: ParsedRecord, scope: SelectionScope, deleteTokenAttribute: string, now: number): RecordEffects {
+    const { oldImage, newImage } = record;
+    const delta = ((isCounted(newImage, scope) ? 1 : 0) - (isCounted(oldImage, scope) ? 1 : 0)) as -1 | 0 | 1;
+    const softDeleted = newImage !== undefined && isSelected(newImage, scope) && isSoftDeleted(newImage, scope) && oldImage !== undefined && !isSoftDeleted(oldImage, scope);
+    let remove: Tombstone | undefined;
+    let youngTombstone = false;
+    if (softDeleted) {
+        const token = stringOf(newImage, scope.tokenAttribute) ?? null;
+        const tombstone = { id: record.id, token, deleteToken: stringOf(newImage, deleteTokenAttribute) ?? null };
+        youngTombstone = lifeMayStillLand(token, now);
+        remove = youngTombstone ? undefined : tombstone;
+    }
+    return { delta, flag: wantsFlag(newImage, scope), ...(remove === undefined ? {} : { remove }), due: youngTombstone || endedByOthers(oldImage, newImage, scope, deleteTokenAttribute) };
+}
+
+/** A live item that stopped being live (or changed its token) other than by the client's own soft delete. */
+function endedByOthers(oldImage: ItemImage | undefined, newImage: ItemImage | undefined, scope: SelectionScope, deleteTokenAttribute: string): boolean {
+    if (!isLive(oldImage, scope)) {
+        return false;
+    }
+    const token = (image: ItemImage | undefined) => stringOf(image, scope.tokenAttribute);
+    if (isLive(newImage, scope)) {
+        return token(newImage) !== token(oldImage);
+    }
+    return !clientSoftDelete(newImage, scope, deleteTokenAttribute);
+}
+
+/** A soft delete as the client writes it in the owning region: the flag, a delete token, no other region named. */
+function clientSoftDelete(image: ItemImage | undefined, scope: Pick<CounterTableLayout, "deletedAttribute">, deleteTokenAttribute: string): boolean {
+    return image !== undefined && isSoftDeleted(image, scope) && stringOf(image, deleteTokenAttribute) !== undefined && image[FOREIGN_DELETE_ATTRIBUTE] === undefined;
+}

@@ -1,0 +1,157 @@
+/**
+ * One key's write for one batch: the records above the key's mark, applied in one conditional UpdateItem of its
+ * eventual item that moves the count, the mark, the day's usage and the threshold outbox together. Pure.
+ *
+ * The write is conditional on the mark and the count it was planned from, so it applies these records exactly once:
+ * a write that meets another (a redelivery, a redrive, another stream shard's batch of the key) fails its condition
+ * and is planned again from the item as it is then.
+ */
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { numberOf } from "../shared/keys";
+import { healMark } from "../heal/index-marks";
+import type { CounterConfig } from "../shared/config";
+import { aboveMark, markName, markValue, markedSequence, staleMarks } from "./marks";
+import { addToDay, dayOf, DAY_ATTRIBUTE, usageAttributes, usageDayOf, type UsageDay } from "../limits/usage";
+import { advance, readThresholdState, thresholdStateValue, THRESHOLD_ATTRIBUTE, type ThresholdEvent } from "../limits/thresholds";
+
+/** A record that moves the count. */
+export interface Step {
+    readonly sequenceNumber: string;
+    readonly time: number;
+    readonly delta: number;
+}
+
+export interface PlanInput {
+    readonly key: string;
+    readonly shardId: string;
+    /** The key's records in this batch that move the count, in stream order. */
+    readonly steps: readonly Step[];
+    /** Whether a record asks for the key to be listed for a heal. */
+    readonly due: boolean;
+    /** The eventual item as read (undefined: none yet). */
+    readonly item: Record<string, AttributeValue> | undefined;
+    /** The limit in force: the key's stored one, else the default. */
+    readonly limit: number | undefined;
+    readonly thresholds: readonly number[];
+    readonly now: number;
+}
+
+/** Creates and deletes of a day already moved to its own item (a late record), with the marks that make them once. */
+export interface LateDay {
+    readonly day: string;
+    readonly creates: number;
+    readonly deletes: number;
+    readonly first: string;
+    readonly last: string;
+}
+
+export interface Update {
+    readonly update: string;
+    readonly condition: string;
+    readonly names: Record<string, string>;
+    readonly values: Record<string, AttributeValue>;
+}
+
+export interface KeyPlan {
+    /** The records this write applies. */
+    readonly applied: readonly Step[];
+    /** The eventual item's write (undefined: nothing to write). */
+    readonly write?: Update;
+    /** Finished days to store on items of their own before the write. */
+    readonly archive: readonly UsageDay[];
+    readonly late: readonly LateDay[];
+    /** The outbox after the write: events to send. */
+    readonly events: readonly ThresholdEvent[];
+}
+
+/** Plans one key's write (see the header). */
+export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions">, input: PlanInput): KeyPlan {
+    const name = markName(input.shardId);
+    const marked = markedSequence(input.item, name);
+    const applied = input.steps.filter((step) => aboveMark(marked, step.sequenceNumber));
+    const state = readThresholdState(input.item);
+    if (applied.length === 0 && !input.due) {
+        return { applied, archive: [], late: [], events: state?.pending ?? [] };
+    }
+    const start = numberOf(input.item, config.countAttribute);
+    const usage = planUsage(usageDayOf(input.item?.[DAY_ATTRIBUTE]?.M), start, applied, input.limit);
+    const names: Record<string, string> = { "#c": config.countAttribute };
+    const values: Record<string, AttributeValue> = {};
+    const sets: string[] = [];
+    const conditions = [input.item?.[config.countAttribute] === undefined ? "attribute_not_exists(#c)" : "#c = :c0"];
+    if (input.item?.[config.countAttribute] !== undefined) {
+        values[":c0"] = { N: String(start) };
+    }
+    let events = state?.pending ?? [];
+    if (applied.length > 0) {
+        names["#m"] = name;
+        values[":m"] = { S: markValue(applied.at(-1)!.sequenceNumber, input.now) };
+        values[":d"] = { N: String(applied.reduce((sum, s) => sum + s.delta, 0)) };
+        sets.push("#m = :m");
+        conditions.push(marked === undefined ? "attribute_not_exists(#m)" : "#m = :m0");
+        if (marked !== undefined) {
+            values[":m0"] = input.item![name]!;
+        }
+        if (usage.current !== undefined) {
+            names["#day"] = DAY_ATTRIBUTE;
+            values[":day"] = { M: usageAttributes(usage.current) };
+            sets.push("#day = :day");
+        }
+        const next = advance(state, start, applied, input.key, input.limit, input.thresholds, marked ?? "0");
+        if (state === undefined || next.band !== state.band || next.pending.length !== state.pending.length) {
+            names["#th"] = THRESHOLD_ATTRIBUTE;
+            values[":th"] = thresholdStateValue(next);
+            sets.push("#th = :th");
+        }
+        events = next.pending;
+    }
+    if (input.due) {
+        const mark = healMark(config, input.key, input.now);
+        Object.assign(names, mark.names);
+        Object.assign(values, mark.values);
+        sets.push(mark.update);
+    }
+    const stale = staleMarks(input.item, input.now, name);
+    stale.forEach((mark, i) => (names[`#x${i}`] = mark));
+    const update =
+        (applied.length > 0 ? "ADD #c :d " : "") +
+        (sets.length > 0 ? `SET ${sets.join(", ")}` : "") +
+        (stale.length > 0 ? ` REMOVE ${stale.map((_, i) => `#x${i}`).join(", ")}` : "");
+    return {
+        applied,
+        write: { update: update.trim(), condition: conditions.join(" AND "), names, values },
+        archive: usage.archive,
+        late: usage.late,
+        events,
+    };
+}
+
+/** The day's tallies after `steps`, a finished day to archive, and the records of days already archived. */
+export function planUsage(
+    current: UsageDay | undefined,
+    start: number,
+    steps: readonly Step[],
+    limit: number | undefined,
+): { current?: UsageDay; archive: UsageDay[]; late: LateDay[] } {
+    let day = current;
+    const archive: UsageDay[] = [];
+    const late = new Map<string, { creates: number; deletes: number; first: string; last: string }>();
+    let count = start;
+    for (const step of steps) {
+        const stepDay = dayOf(step.time);
+        if (day !== undefined && stepDay < day.day) {
+            const entry = late.get(stepDay) ?? { creates: 0, deletes: 0, first: step.sequenceNumber, last: step.sequenceNumber };
+            late.set(stepDay, { ...entry, creates: entry.creates + Math.max(0, step.delta), deletes: entry.deletes + Math.max(0, -step.delta), last: step.sequenceNumber });
+        } else if (day === undefined || stepDay > day.day) {
+            if (day !== undefined) {
+                archive.push(day);
+            }
+            day = { day: stepDay, creates: 0, deletes: 0, peak: count };
+        }
+        if (day !== undefined && stepDay >= day.day) {
+            day = addToDay(day, count, [step.delta], limit);
+        }
+        count += step.delta;
+    }
+    return { ...(day === undefined ? {} : { current: day }), archive, late: [...late].map(([d, v]) => ({ day: d, ...v })) };
+}
