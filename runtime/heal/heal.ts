@@ -28,7 +28,6 @@
  */
 import {
     ConditionalCheckFailedException,
-    DeleteItemCommand,
     QueryCommand,
     UpdateItemCommand,
     type AttributeValue,
@@ -42,6 +41,7 @@ import { periodOf } from "../ledger/ledger";
 import { homeShard, shardCount } from "../shards/layout";
 import { GEN } from "../client/units";
 import { lifeMayStillLand } from "../stream/effects";
+import { removeTombstone } from "../shared/item-writes";
 import { HEAL_DUE, HEAL_PARTITION, healShard as indexShard } from "./index-marks";
 import { planShardHeal, type LifeView } from "./plan";
 import { MAX_CLIENT_DEADLINE_MS, settledAfterMs } from "./heal-window";
@@ -246,17 +246,7 @@ async function removeTombstones(key: string, items: ReadonlyArray<Record<string,
             continue;
         }
         const deleteToken = stringOf(item, DELETE_TOKEN(config)) ?? null;
-        const names: Record<string, string> = { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute, "#deleteToken": DELETE_TOKEN(config) };
-        const values: Record<string, AttributeValue> = { ":true": { BOOL: true }, ...(token === null ? {} : { ":token": { S: token } }), ...(deleteToken === null ? {} : { ":dt": { S: deleteToken } }) };
-        const condition = ["#deleted = :true", token === null ? "attribute_not_exists(#token)" : "#token = :token", deleteToken === null ? "attribute_not_exists(#deleteToken)" : "#deleteToken = :dt"].join(" AND ");
-        try {
-            await dynamodb.send(new DeleteItemCommand({ TableName: config.tableName, Key: { [config.partitionKey]: { S: key }, [config.sortKey]: item[config.sortKey]! }, ConditionExpression: condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values }));
-            removed++;
-        } catch (error) {
-            if (!(error instanceof ConditionalCheckFailedException)) {
-                throw error;
-            }
-        }
+        removed += (await removeTombstone(dynamodb, config, key, { id: stringOf(item, config.sortKey)!, token, deleteToken })) ? 1 : 0;
     }
     return removed;
 }

@@ -19,13 +19,13 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import type { HandlerConfig } from "../shared/config";
 import { defaultLimitKey, eventualKey, limitKey, usageKey } from "../shared/keys";
-import { flaggableCondition } from "../shared/selection";
+import { flagItem, removeTombstone, type Tombstone } from "../shared/item-writes";
 import { isRetryable } from "../shared/aws-errors";
 import { backoff } from "../shared/retry";
 import { LIMIT_ATTRIBUTE } from "../limits/limits";
 import { daysBefore, EXPIRES_ATTRIBUTE, usageAttributes } from "../limits/usage";
 import { THRESHOLD_ATTRIBUTE, type ThresholdEvent } from "../limits/thresholds";
-import { effectsOf, type Tombstone } from "./effects";
+import { effectsOf } from "./effects";
 import { planKey, type KeyPlan, type Step } from "./plan";
 import { markName } from "./marks";
 import { compareSequences, paddedSequence, type ParsedRecord } from "./records";
@@ -104,7 +104,7 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
         markedDue += work.due ? 1 : 0;
     });
     const effects = await inBatches([...flags.map((r) => ({ kind: "flag" as const, record: r })), ...removals.map((r) => ({ kind: "remove" as const, ...r }))], KEY_CONCURRENCY, (e) =>
-        (e.kind === "flag" ? flag(e.record, ctx) : removeTombstone(e.record, e.tombstone, ctx)).then(
+        (e.kind === "flag" ? flagItem(ctx.dynamodb, ctx.config, e.record.key, e.record.id) : removeTombstone(ctx.dynamodb, ctx.config, e.record.key, e.tombstone)).then(
             () => undefined,
             () => e.record.sequenceNumber,
         ),
@@ -220,59 +220,6 @@ async function readKey(key: string, ctx: ApplyContext): Promise<{ item: Record<s
 async function readEventual(key: string, ctx: ApplyContext): Promise<Record<string, AttributeValue> | undefined> {
     const response = await ctx.dynamodb.send(new GetItemCommand({ TableName: ctx.config.countersTableName, Key: eventualKey(ctx.config, key), ConsistentRead: true }));
     return response.Item;
-}
-
-/** Flags a live item that should count (its record then counts it); a changed item needs nothing more. */
-async function flag(record: ParsedRecord, ctx: ApplyContext): Promise<void> {
-    const { config } = ctx;
-    const condition = flaggableCondition(config);
-    await ctx.dynamodb
-        .send(
-            new UpdateItemCommand({
-                TableName: config.tableName,
-                Key: { [config.partitionKey]: { S: record.key }, [config.sortKey]: { S: record.id } },
-                UpdateExpression: "SET #selFlag = :selGen",
-                ConditionExpression: condition.expression,
-                ExpressionAttributeNames: condition.names,
-                ExpressionAttributeValues: condition.values,
-            }),
-        )
-        .catch((error: unknown) => {
-            if (!(error instanceof ConditionalCheckFailedException)) {
-                throw error;
-            }
-        });
-}
-
-/** Removes a settled tombstone, if it is still the one the record left. */
-async function removeTombstone(record: ParsedRecord, tombstone: Tombstone, ctx: ApplyContext): Promise<void> {
-    const { config } = ctx;
-    const names: Record<string, string> = { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute, "#deleteToken": ctx.deleteTokenAttribute };
-    const values: Record<string, AttributeValue> = { ":true": { BOOL: true } };
-    const parts = ["#deleted = :true"];
-    parts.push(tombstone.token === null ? "attribute_not_exists(#token)" : "#token = :token");
-    parts.push(tombstone.deleteToken === null ? "attribute_not_exists(#deleteToken)" : "#deleteToken = :deleteToken");
-    if (tombstone.token !== null) {
-        values[":token"] = { S: tombstone.token };
-    }
-    if (tombstone.deleteToken !== null) {
-        values[":deleteToken"] = { S: tombstone.deleteToken };
-    }
-    await ctx.dynamodb
-        .send(
-            new DeleteItemCommand({
-                TableName: config.tableName,
-                Key: { [config.partitionKey]: { S: record.key }, [config.sortKey]: { S: record.id } },
-                ConditionExpression: parts.join(" AND "),
-                ExpressionAttributeNames: names,
-                ExpressionAttributeValues: values,
-            }),
-        )
-        .catch((error: unknown) => {
-            if (!(error instanceof ConditionalCheckFailedException)) {
-                throw error;
-            }
-        });
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time, results in order. */

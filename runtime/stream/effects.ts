@@ -19,15 +19,11 @@ import { tokenTime } from "../shared/tokens";
 import { FOREIGN_DELETE_ATTRIBUTE } from "../regions/ownership";
 import { MAX_CLIENT_DEADLINE_MS, settledAfterMs } from "../heal/heal-window";
 import type { ParsedRecord } from "./records";
+import type { Tombstone } from "../shared/item-writes";
 
 /** After this long no put attempt of a life can land: its tombstone may go. */
 export const TOMBSTONE_SETTLED_MS = settledAfterMs(MAX_CLIENT_DEADLINE_MS);
 
-export interface Tombstone {
-    readonly id: string;
-    readonly token: string | null;
-    readonly deleteToken: string | null;
-}
 
 export interface RecordEffects {
     readonly delta: -1 | 0 | 1;
