@@ -51,6 +51,8 @@ export interface HealOptions {
     readonly dynamodb: DynamoDBClient;
     /** Heal attempts before giving up on a key whose reads keep meeting writes. @default 5 */
     readonly attempts?: number;
+    /** Stops between two shards (Ctrl-C); a shard not healed leaves the key listed. */
+    readonly signal?: AbortSignal;
 }
 
 export interface ShardHealResult {
@@ -85,6 +87,10 @@ export async function healKey(key: string, options: HealOptions): Promise<HealRe
     let dueAgainAt: number | undefined;
     let healed = true;
     for (let shard = 0; shard < shardCount(config); shard++) {
+        if (options.signal?.aborted) {
+            healed = false;
+            break;
+        }
         const result = await healShard(key, shard, items.filter((i) => homeShard(stringOf(i, config.sortKey)!, shardCount(config)) === shard), options);
         if (result === undefined) {
             healed = false;

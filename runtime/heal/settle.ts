@@ -25,6 +25,8 @@ export interface SettleOptions {
     readonly auditItems?: number;
     /** Sends threshold events left unsent (a consumer that crashed between its write and its send). */
     readonly sendEvents?: (events: readonly ThresholdEvent[]) => Promise<boolean>;
+    /** Stops the run between keys (Ctrl-C); the keys not healed stay listed. */
+    readonly signal?: AbortSignal;
 }
 
 export const SETTLER_DEFAULTS = Object.freeze({ keyBudget: 200, auditItems: 100 });
@@ -54,7 +56,7 @@ export async function settle(options: SettleOptions): Promise<SettleReport> {
     const keys = await dueKeys(options, budget);
     const results: HealResult[] = [];
     const failedKeys: string[] = [];
-    for (let i = 0; i < keys.length; i += 4) {
+    for (let i = 0; i < keys.length && !options.signal?.aborted; i += 4) {
         await Promise.all(
             keys.slice(i, i + 4).map((key) =>
                 healKey(key, options).then(
@@ -64,7 +66,7 @@ export async function settle(options: SettleOptions): Promise<SettleReport> {
             ),
         );
     }
-    const audit = await auditPage(options);
+    const audit = options.signal?.aborted ? { audited: 0, listed: 0 } : await auditPage(options);
     return {
         due: keys.length,
         healed: results.filter((r) => r.healed).length,

@@ -441,3 +441,40 @@ function readCounterConfig(env: Env, problems: string[]): CounterConfig {
         ...(regionAttribute === undefined ? {} : { regionAttribute }),
     };
 }
+
+/** The fields of the component's `clientConfig` output, which the client's options take as they are. */
+export interface ClientConfigFields extends CounterTableLayout {
+    readonly tableName: string;
+    readonly countersTableName: string;
+    readonly counterMode: CounterMode;
+    readonly healQuietWindowSeconds: number;
+    readonly counterShards?: number;
+    readonly regions?: RegionsConfig;
+    readonly regionAttribute?: string;
+}
+
+/** The `clientConfig` fields of a counter (what the component outputs). */
+export function clientConfigOf(config: CounterConfig): ClientConfigFields {
+    return {
+        ...layoutWithDefaults(config),
+        tableName: config.tableName,
+        countersTableName: config.countersTableName,
+        counterMode: config.mode,
+        healQuietWindowSeconds: Math.round(config.periodMs / 1000),
+        ...(config.counterShards === undefined || config.counterShards === 1 ? {} : { counterShards: config.counterShards }),
+        ...(config.regions === undefined ? {} : { regions: config.regions }),
+        ...(config.regionAttribute === undefined ? {} : { regionAttribute: config.regionAttribute }),
+    };
+}
+
+/** The environment an API's function is given (the component's `apiEnvironment` output): the counter's. */
+export const clientEnvironment = counterEnvironment;
+
+/**
+ * Reads the environment set from the component's `apiEnvironment` output back into client options:
+ * `new HybridCounterClient({ ...clientConfigFromEnv(process.env), dynamodb })`. Throws ConfigurationError naming each
+ * missing or bad variable.
+ */
+export function clientConfigFromEnv(env: Readonly<Record<string, string | undefined>>): ClientConfigFields {
+    return clientConfigOf(counterConfigFromEnv(env));
+}
