@@ -3,10 +3,10 @@
  *
  * Invariant (marks.ts): for every key and stream shard, eventual has applied exactly the key's records up to its mark.
  * Why each party's write keeps it:
- * - this handler opens the batch's range before applying anything, applies first every range Lambda gave up on below
- *   it (progress.ts), then each key's records above its mark in one conditional write (plan.ts), and closes what it
- *   applied: no mark passes a record that is not applied, and no record is applied twice;
- * - the redrive applies a range from the first DLQ the same way, lowest open range first (redrive.ts);
+ * - this handler applies, with its batch, every record of the shard after its frontier that Lambda gave up on (read
+ *   again from the stream), each key's records above its mark in one conditional write (plan.ts), and only then moves
+ *   the frontier (progress.ts): no mark passes a record that is not applied, and no record is applied twice;
+ * - the redrive applies a first-DLQ message's records the same way, from the frontier (redrive.ts);
  * - nothing else writes a mark or an eventual count (a reconcile corrects a key's count only with its marks held: ops/).
  *
  * Failure contract:
@@ -27,8 +27,8 @@ import { ConfigurationError } from "../shared/errors";
 import { jsonLogger, Metrics, stdoutSink, type LineSink, type Logger } from "../shared/telemetry";
 import { applyRecords, type ApplyContext, type EventSink } from "./apply";
 import { compareSequences, parseRecord, type ParsedRecord } from "./records";
-import { doneOf, rangeAt, ShardProgress, type Range } from "./progress";
-import { readRange } from "./reader";
+import { advanceFrontier, readFrontier } from "./progress";
+import { readSpan, type Span } from "./reader";
 import type { FatalQueue } from "./fatal";
 
 /** A stream event as Lambda delivers it under a tumbling window: the records, and the shard they come from. */
@@ -66,7 +66,7 @@ export function remainingTime(context: Pick<Context, "getRemainingTimeInMillis">
     return () => deadline - Date.now();
 }
 
-/** What applying a batch (or a re-read range) needs: the shard's progress, and where poison and events go. */
+/** What applying a batch (or a span re-read from the stream) needs, and where poison and events go. */
 export interface ShardRun {
     readonly deps: StreamHandlerDeps;
     readonly shardId: string;
@@ -74,24 +74,42 @@ export interface ShardRun {
     readonly logger: Logger;
     readonly metrics: Metrics;
     readonly remainingMs: () => number;
+    readonly frontiers: Frontiers;
 }
 
-/** The progress of each shard this process has handled (one instance usually handles one shard's batches in turn). */
-const progressByShard = new Map<string, ShardProgress>();
+/** How long this process trusts the frontier it last wrote or read for a shard, instead of reading it again. */
+const FRONTIER_TRUSTED_MS = 60_000;
 
-export function shardProgress(deps: StreamHandlerDeps, shardId: string): ShardProgress {
-    const key = `${deps.config.countersTableName}\u0000${shardId}`;
-    let progress = progressByShard.get(key);
-    if (progress === undefined) {
-        progress = new ShardProgress(deps.config, deps.dynamodb, shardId);
-        progressByShard.set(key, progress);
+/**
+ * The frontier of each shard this process last handled. A frontier it knows is a lower bound (no one moves one back),
+ * so a stale one is safe: it only makes the next batch re-read records it then finds applied. It is trusted for a
+ * minute, so that a batch never re-reads hours of a shard another process has handled since.
+ */
+export class Frontiers {
+    private readonly known = new Map<string, { sequence: string | undefined; at: number }>();
+
+    constructor(private readonly deps: Pick<StreamHandlerDeps, "config" | "dynamodb">) {}
+
+    async get(shardId: string): Promise<string | undefined> {
+        const known = this.known.get(shardId);
+        if (known !== undefined && Date.now() - known.at < FRONTIER_TRUSTED_MS) {
+            return known.sequence;
+        }
+        const sequence = await readFrontier(this.deps.config, this.deps.dynamodb, shardId);
+        this.known.set(shardId, { sequence, at: Date.now() });
+        return sequence;
     }
-    return progress;
+
+    async advance(shardId: string, to: string): Promise<void> {
+        await advanceFrontier(this.deps.config, this.deps.dynamodb, shardId, to);
+        this.known.set(shardId, { sequence: to, at: Date.now() });
+    }
 }
 
 export function createStreamHandler(deps: StreamHandlerDeps): (event: StreamEvent, context?: Context) => Promise<StreamResponse> {
     const sink = deps.sink ?? stdoutSink;
     const logger = jsonLogger("hybrid-counter-consumer", sink);
+    const frontiers = new Frontiers(deps);
     return async (event, context) => {
         const metrics = new Metrics(deps.config.metricsNamespace, "hybrid-counter-consumer", sink);
         try {
@@ -102,7 +120,7 @@ export function createStreamHandler(deps: StreamHandlerDeps): (event: StreamEven
             if (typeof event.shardId !== "string" || event.shardId.length === 0) {
                 throw new ConfigurationError(["[shardId] the stream event names no shard: the event source mapping needs a tumbling window (TumblingWindowInSeconds)"]);
             }
-            const run: ShardRun = { deps, shardId: event.shardId, streamArn: event.eventSourceARN ?? records[0]!.eventSourceARN ?? "", logger, metrics, remainingMs: remainingTime(context) };
+            const run: ShardRun = { deps, shardId: event.shardId, streamArn: event.eventSourceARN ?? records[0]!.eventSourceARN ?? "", logger, metrics, remainingMs: remainingTime(context), frontiers };
             const failedFrom = await countBatch(records, run);
             if (failedFrom !== undefined) {
                 metrics.add("BatchItemFailures");
@@ -114,34 +132,96 @@ export function createStreamHandler(deps: StreamHandlerDeps): (event: StreamEven
     };
 }
 
-/** Counts one batch; returns the first record to deliver again (undefined: all done). */
+/**
+ * Counts one batch with every record Lambda gave up on before it (progress.ts); returns the first record to deliver
+ * again (undefined: all done).
+ */
 async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Promise<string | undefined> {
     const sequences = records.map((r) => r?.dynamodb?.SequenceNumber).filter((s): s is string => typeof s === "string" && /^\d+$/.test(s));
     if (sequences.length === 0) {
         await parseAll(records, run);
         return undefined;
     }
-    const range = rangeAt(sequences[0]!, sequences.at(-1)!);
-    const progress = shardProgress(run.deps, run.shardId);
-    let skipped: Range[];
+    const first = sequences[0]!;
+    let frontier: string | undefined;
     try {
-        skipped = await progress.open(range);
+        frontier = await run.frontiers.get(run.shardId);
     } catch (error) {
-        run.logger.log("warn", "could not open the batch's range", { shardId: run.shardId, error: String(error) });
-        return range.from;
+        run.logger.log("warn", "could not read the shard's frontier", { shardId: run.shardId, error: String(error) });
+        return first;
     }
-    for (const gap of skipped) {
-        if (!(await applyRange(gap, run, progress))) {
-            return range.from;
+    if (frontier !== undefined && compareSequences(frontier, sequences.at(-1)!) >= 0) {
+        run.metrics.add("DuplicatesSkipped", records.length);
+        return undefined;
+    }
+    const follows = frontier !== undefined && compareSequences(frontier, first) >= 0;
+    const skipped = follows ? [] : await readSkipped({ after: frontier, until: first, inclusive: false }, run);
+    if (skipped === undefined) {
+        return first;
+    }
+    run.metrics.add("RangesRedriven", skipped.length > 0 ? 1 : 0);
+    const failedFrom = await applyAfter(frontier, [...skipped, ...records], run);
+    if (failedFrom === undefined) {
+        return undefined;
+    }
+    return compareSequences(failedFrom, first) < 0 ? first : failedFrom;
+}
+
+/**
+ * Reads the records of `span` again from the stream. Records gone from it (older than 24 hours) go to the fatal queue
+ * as a records-expired message: the keys they touched need a reconcile. Undefined when the read failed (or the fatal
+ * queue refused): the caller tries again later.
+ */
+export async function readSkipped(span: Span, run: ShardRun): Promise<DynamoDBRecord[] | undefined> {
+    let read;
+    try {
+        read = await readSpan(run.deps.streams, run.streamArn, run.shardId, span);
+    } catch (error) {
+        run.logger.log("warn", "could not read the records after the frontier", { shardId: run.shardId, after: span.after, until: span.until, error: String(error) });
+        return undefined;
+    }
+    if (read.trimmed) {
+        const parked = await run.deps.fatal.park({
+            reason: "records-expired",
+            problem: `records of stream shard ${run.shardId} after ${span.after} are gone from the stream (older than 24 hours) and may not all be counted: reconcile the keys they touched`,
+            detail: { shardId: run.shardId, streamArn: run.streamArn, startSequenceNumber: span.after, endSequenceNumber: span.until },
+        });
+        if (!parked) {
+            return undefined;
         }
+        run.metrics.add("RangesExpired");
     }
+    return read.records;
+}
+
+/**
+ * Applies `records` (every record of the shard after `frontier` up to the last of them) and moves the frontier to the
+ * last record before the first that failed; returns that first failed record (undefined: all applied).
+ */
+export async function applyAfter(frontier: string | undefined, records: readonly DynamoDBRecord[], run: ShardRun): Promise<string | undefined> {
     const { parsed, unparked } = await parseAll(records, run);
     const outcome = await applyRecords(parsed, run.shardId, applyContext(run));
     run.metrics.add("RecordsCounted", outcome.counted);
     run.metrics.add("DuplicatesSkipped", outcome.duplicates);
     run.metrics.add("KeysMarkedDue", outcome.markedDue);
     const failedFrom = lowest(outcome.failedFrom, unparked);
-    progress.close(doneOf(range, failedFrom));
+    if (parsed.length === 0) {
+        // Only counter items' records (the same-table placement) or poison: nothing to move the frontier for, and no
+        // write, so the consumer's own writes never feed it batches without end.
+        return failedFrom;
+    }
+    const applied = records
+        .map((r) => r?.dynamodb?.SequenceNumber)
+        .filter((s): s is string => typeof s === "string" && /^\d+$/.test(s) && (failedFrom === undefined || compareSequences(s, failedFrom) < 0))
+        .reduce<string | undefined>((top, s) => (top === undefined || compareSequences(s, top) > 0 ? s : top), undefined);
+    if (applied !== undefined && (frontier === undefined || compareSequences(applied, frontier) > 0)) {
+        try {
+            await run.frontiers.advance(run.shardId, applied);
+        } catch (error) {
+            // Every record up to `applied` is applied all the same: the next batch re-reads them and finds them applied.
+            run.logger.log("warn", "could not move the shard's frontier", { shardId: run.shardId, to: applied, error: String(error) });
+        }
+    }
     return failedFrom;
 }
 
@@ -155,42 +235,6 @@ function lowest(a: string | undefined, b: string | undefined): string | undefine
         return a ?? b;
     }
     return compareSequences(a, b) <= 0 ? a : b;
-}
-
-/**
- * Applies a range Lambda gave up on, read again from the stream, and closes it. Records the stream no longer holds
- * go to the fatal queue as a records-expired message (their keys need a reconcile), and the range is closed.
- */
-export async function applyRange(range: Range, run: ShardRun, progress: ShardProgress): Promise<boolean> {
-    let records: DynamoDBRecord[];
-    try {
-        records = await readRange(run.deps.streams, run.streamArn, run.shardId, range);
-    } catch (error) {
-        if ((error as Error).name !== "TrimmedDataAccessException" && (error as Error).name !== "ResourceNotFoundException") {
-            run.logger.log("warn", "could not re-read a range", { shardId: run.shardId, from: range.from, to: range.to, error: String(error) });
-            return false;
-        }
-        const parked = await run.deps.fatal.park({
-            reason: "records-expired",
-            problem: `records ${range.from} to ${range.to} of stream shard ${run.shardId} are gone from the stream (older than 24 hours): reconcile the keys they touched`,
-            detail: { shardId: run.shardId, streamArn: run.streamArn, startSequenceNumber: range.from, endSequenceNumber: range.to },
-        });
-        if (!parked) {
-            return false;
-        }
-        run.metrics.add("RangesExpired");
-        progress.close({ from: range.from, to: range.to, rest: range.to, restAfter: true });
-        return true;
-    }
-    const { parsed, unparked } = await parseAll(records, run);
-    const outcome = await applyRecords(parsed, run.shardId, applyContext(run));
-    run.metrics.add("RecordsCounted", outcome.counted);
-    run.metrics.add("RangesRedriven");
-    if (outcome.failedFrom !== undefined || unparked !== undefined) {
-        return false;
-    }
-    progress.close({ from: range.from, to: range.to, rest: records.at(-1)?.dynamodb?.SequenceNumber ?? range.anchor, restAfter: records.length > 0 || range.after });
-    return true;
 }
 
 /**

@@ -4,8 +4,8 @@
  * Invariant: for every key k and stream shard S, the records of k in S that eventual(k) has applied are exactly those
  * at or below its mark `hc_s_<S>`. A stream shard delivers a key's records in order; the consumer applies a key's
  * records above the mark in one conditional write that moves the mark to the last of them (runtime/stream/apply.ts),
- * and never past a record of the key it has not applied: a batch is applied only once every earlier record of its
- * stream shard is applied or known to be in an earlier batch still open (runtime/stream/progress.ts).
+ * and never past a record of the key it has not applied: records are applied only together with every record of their
+ * stream shard after its frontier, below which all are applied (runtime/stream/progress.ts).
  *
  * A mark holds the padded sequence number and the UTC day (days since the epoch) it was last written. A mark not written
  * for two days is removed: every record it covers was applied over a day ago, and the stream keeps records 24 hours,

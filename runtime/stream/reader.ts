@@ -1,7 +1,7 @@
 /**
  * Reads DynamoDB stream records through the Streams API and turns them into the records a Lambda stream event carries.
- * Used to re-read a range Lambda gave up on (the consumer's skipped ranges, the redrive) and by the local mapping
- * emulator.
+ * Used to re-read the records Lambda gave up on (the consumer's span after the frontier, the redrive's) and by the local
+ * mapping emulator.
  */
 import {
     GetRecordsCommand,
@@ -12,7 +12,6 @@ import {
 } from "@aws-sdk/client-dynamodb-streams";
 import type { AttributeValue, DynamoDBRecord } from "aws-lambda";
 import { compareSequences } from "./records";
-import type { Range } from "./progress";
 
 /** Converts an SDK attribute value (binary as bytes) to the JSON form Lambda delivers (binary as base64). */
 export function toLambdaAttribute(value: StreamAttributeValue): AttributeValue {
@@ -61,57 +60,90 @@ export function toLambdaRecord(record: StreamsRecord, streamArn: string): Dynamo
     };
 }
 
-/** Empty GetRecords answers tolerated on an open shard before a range is declared unreachable. */
+/** Empty GetRecords answers tolerated on an open shard before a read is declared incomplete. */
 const MAX_EMPTY_READS = 20;
 
+/** What to read of a shard: the records after `after` (undefined: from the oldest it holds), up to `until`. */
+export interface Span {
+    readonly after?: string;
+    readonly until: string;
+    /** Whether `until` itself is read (the redrive: a message's last record), or the read stops before it (the consumer: its batch's first). */
+    readonly inclusive: boolean;
+}
+
+/** The records of a span, and whether `after` was gone from the stream (older than 24 hours) so the read began at the oldest record kept. */
+export interface SpanRead {
+    readonly records: DynamoDBRecord[];
+    readonly trimmed: boolean;
+}
+
 /**
- * Reads every record of shard `shardId` in `range`. Stops at the first record past its end, or at the shard's end.
- * Throws the Streams API's own error when the records are gone (TrimmedDataAccessException after the 24-hour
- * retention, ResourceNotFoundException when the stream was deleted), and IncompleteRangeError when an open shard did
- * not reach the range's end.
+ * Reads the records of shard `shardId` in `span`. The first page asks for one record: when the span is empty (a batch
+ * that follows the frontier directly), that is the whole read. Stops at `until`, or at the shard's end. Throws the
+ * Streams API's own error when the stream is gone (ResourceNotFoundException), and IncompleteReadError when an open
+ * shard did not reach `until`.
  */
-export async function readRange(streams: DynamoDBStreamsClient, streamArn: string, shardId: string, range: Range): Promise<DynamoDBRecord[]> {
-    const iterator = await streams.send(
-        new GetShardIteratorCommand({
-            StreamArn: streamArn,
-            ShardId: shardId,
-            ShardIteratorType: range.after ? "AFTER_SEQUENCE_NUMBER" : "AT_SEQUENCE_NUMBER",
-            SequenceNumber: range.anchor,
-        }),
-    );
+export async function readSpan(streams: DynamoDBStreamsClient, streamArn: string, shardId: string, span: Span): Promise<SpanRead> {
+    let trimmed = false;
+    let next: string | undefined;
+    try {
+        next = await iteratorAfter(streams, streamArn, shardId, span.after);
+    } catch (error) {
+        if ((error as Error).name !== "TrimmedDataAccessException" || span.after === undefined) {
+            throw error;
+        }
+        trimmed = true;
+        next = await iteratorAfter(streams, streamArn, shardId, undefined);
+    }
     const out: DynamoDBRecord[] = [];
-    let next = iterator.ShardIterator;
     let empty = 0;
+    let limit = 1;
     while (next) {
-        const page = await streams.send(new GetRecordsCommand({ ShardIterator: next, Limit: 1000 }));
+        const page = await streams.send(new GetRecordsCommand({ ShardIterator: next, Limit: limit }));
+        limit = 1000;
         const records = page.Records ?? [];
         for (const record of records) {
             const sequenceNumber = record.dynamodb?.SequenceNumber;
-            if (sequenceNumber === undefined || compareSequences(sequenceNumber, range.from) < 0) {
+            if (sequenceNumber === undefined) {
                 continue;
             }
-            if (compareSequences(sequenceNumber, range.to) > 0) {
-                return out;
+            const order = compareSequences(sequenceNumber, span.until);
+            if (order > 0 || (order === 0 && !span.inclusive)) {
+                return { records: out, trimmed };
             }
             out.push(toLambdaRecord(record, streamArn));
+            if (order === 0) {
+                return { records: out, trimmed };
+            }
         }
         if (records.length === 0 && ++empty >= MAX_EMPTY_READS) {
-            throw new IncompleteRangeError(shardId, range, out.length);
+            throw new IncompleteReadError(shardId, span, out.length);
         }
         next = page.NextShardIterator;
     }
     // The shard ended (it was split or rolled over): every record it held is read.
-    return out;
+    return { records: out, trimmed };
 }
 
-/** An open shard did not yield records up to the range's end. */
-export class IncompleteRangeError extends Error {
+async function iteratorAfter(streams: DynamoDBStreamsClient, streamArn: string, shardId: string, after: string | undefined): Promise<string | undefined> {
+    const response = await streams.send(
+        new GetShardIteratorCommand(
+            after === undefined
+                ? { StreamArn: streamArn, ShardId: shardId, ShardIteratorType: "TRIM_HORIZON" }
+                : { StreamArn: streamArn, ShardId: shardId, ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: after },
+        ),
+    );
+    return response.ShardIterator;
+}
+
+/** An open shard did not yield records up to the span's end. */
+export class IncompleteReadError extends Error {
     constructor(
         readonly shardId: string,
-        readonly range: Range,
+        readonly span: Span,
         readonly read: number,
     ) {
-        super(`read ${read} records of shard ${shardId} without reaching sequence number ${range.to}`);
-        this.name = "IncompleteRangeError";
+        super(`read ${read} records of shard ${shardId} without reaching sequence number ${span.until}`);
+        this.name = "IncompleteReadError";
     }
 }

@@ -2,11 +2,11 @@
  * The redrive Lambda handler: drains the first dead-letter queue.
  *
  * Lambda's on-failure destination receives metadata only (the stream shard and the sequence range of a batch that
- * exhausted its retries). The consumer applies such a range itself when its shard's next batch arrives (progress.ts);
- * the redrive does it when no next batch comes. For the message's shard it applies every range still open up to the
- * message's end, lowest first, re-reading the records from the stream, exactly as the consumer does (consumer.ts): so
- * no key's mark passes a record left unapplied, whichever of the two gets there first, and a range applied twice
- * changes nothing the first did not.
+ * exhausted its retries). The consumer applies such records itself when its shard's next batch arrives (progress.ts);
+ * the redrive does it when no next batch comes. It applies every record of the message's shard from the shard's
+ * frontier to the message's end, re-read from the stream, exactly as the consumer does (consumer.ts): so no key's
+ * mark passes a record left unapplied, whichever of the two gets there first, and records applied twice change
+ * nothing the first did not.
  *
  * Failure contract, per message:
  * - Applied (or found applied): the message is deleted.
@@ -22,7 +22,8 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 import type { HandlerConfig } from "../shared/config";
 import { MalformedRedriveMessageError } from "../shared/errors";
 import { jsonLogger, Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
-import { applyRange, remainingTime, shardProgress, type ShardRun, type StreamHandlerDeps } from "./consumer";
+import { applyAfter, Frontiers, readSkipped, remainingTime, type ShardRun, type StreamHandlerDeps } from "./consumer";
+import { readFrontier } from "./progress";
 import { compareSequences } from "./records";
 import type { EventSink } from "./apply";
 import type { FatalQueue } from "./fatal";
@@ -76,27 +77,32 @@ export function parseBatchInfo(body: string, tableName: string): BatchInfo {
     };
 }
 
-/** Applies every open range of `info`'s shard up to its end, lowest first; false when one could not be applied yet. */
+/** Applies every record of `info`'s shard from its frontier to the message's end; false when that could not be done yet. */
 export async function redriveRange(info: BatchInfo, run: ShardRun): Promise<boolean> {
-    const progress = shardProgress(run.deps, info.shardId);
-    const open = await progress.read();
-    for (const range of open) {
-        if (compareSequences(range.from, info.endSequenceNumber) > 0) {
-            break;
-        }
-        const upTo = compareSequences(range.to, info.endSequenceNumber) > 0 ? { ...range, to: info.endSequenceNumber } : range;
-        if (!(await applyRange(upTo, run, progress))) {
-            await progress.flush();
-            return false;
-        }
+    const { config, dynamodb } = run.deps;
+    const frontier = await readFrontier(config, dynamodb, info.shardId);
+    if (frontier !== undefined && compareSequences(frontier, info.endSequenceNumber) >= 0) {
+        return true;
     }
-    await progress.flush();
+    const records = await readSkipped({ after: frontier, until: info.endSequenceNumber, inclusive: true }, run);
+    if (records === undefined) {
+        return false;
+    }
+    const failedFrom = await applyAfter(frontier, records, run);
+    if (failedFrom !== undefined) {
+        return false;
+    }
+    // Every record up to the message's end is applied (those the stream no longer held went to the fatal queue).
+    if (records.length === 0 || compareSequences(records.at(-1)!.dynamodb!.SequenceNumber!, info.endSequenceNumber) < 0) {
+        await run.frontiers.advance(info.shardId, info.endSequenceNumber);
+    }
     return true;
 }
 
 export function createRedriveHandler(deps: RedriveHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
     const sink = deps.sink ?? stdoutSink;
     const logger = jsonLogger("hybrid-counter-redrive", sink);
+    const frontiers = new Frontiers(deps);
     const redriveOne = async (message: SQSRecord, metrics: Metrics, remainingMs: () => number): Promise<boolean> => {
         let info: BatchInfo;
         try {
@@ -106,7 +112,7 @@ export function createRedriveHandler(deps: RedriveHandlerDeps): (event: SQSEvent
             logger.log("error", "redrive message is not a batch of this table's stream", { messageId: message.messageId, problem });
             return deps.fatal.park({ reason: "malformed-redrive-message", problem, detail: { messageId: message.messageId, body: message.body } });
         }
-        const run: ShardRun = { deps: deps as StreamHandlerDeps, shardId: info.shardId, streamArn: info.streamArn, logger, metrics, remainingMs };
+        const run: ShardRun = { deps: deps as StreamHandlerDeps, shardId: info.shardId, streamArn: info.streamArn, logger, metrics, remainingMs, frontiers };
         try {
             return await redriveRange(info, run);
         } catch (error) {
