@@ -2,7 +2,9 @@
  * A backfill run's checkpoints: one item per Scan segment, holding where the segment's Scan stands and what it did,
  * in one attribute (`hc_bf`). Written after every page, conditional on the page count it follows, so two runners of
  * one run never both carry a segment on. Removed, every segment's, when the run completes: a finished run leaves
- * nothing behind, and running it again scans again and flags nothing new.
+ * nothing behind, and running it again scans again and flags nothing new. A run abandoned unfinished goes with
+ * `hc_expires`, 30 days after its last page (the counters table's TTL, and the settler's audit without one): resumed
+ * after that, it starts over, which flags nothing twice.
  */
 import {
     ConditionalCheckFailedException,
@@ -14,6 +16,10 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { backfillCheckpointKey, backfillRunPrefix } from "../shared/keys";
+import { EXPIRES_ATTRIBUTE } from "../limits/usage";
+
+/** How long an unfinished run's checkpoints outlive its last page. */
+const CHECKPOINT_TTL_SECONDS = 30 * 86_400;
 
 /** The checkpoint item's one attribute. */
 export const CHECKPOINT_ATTRIBUTE = "hc_bf";
@@ -101,10 +107,10 @@ export class CheckpointStore {
                 new UpdateItemCommand({
                     TableName: this.config.countersTableName,
                     Key: key,
-                    UpdateExpression: "SET #bf = :bf",
+                    UpdateExpression: "SET #bf = :bf, #exp = :exp",
                     ConditionExpression: checkpoint.pages === 1 ? "attribute_not_exists(#bf) OR #bf.#pages < :pages" : "#bf.#pages < :pages",
-                    ExpressionAttributeNames: { "#bf": CHECKPOINT_ATTRIBUTE, "#pages": "pages" },
-                    ExpressionAttributeValues: { ":bf": toItem(checkpoint), ":pages": { N: String(checkpoint.pages) } },
+                    ExpressionAttributeNames: { "#bf": CHECKPOINT_ATTRIBUTE, "#pages": "pages", "#exp": EXPIRES_ATTRIBUTE },
+                    ExpressionAttributeValues: { ":bf": toItem(checkpoint), ":pages": { N: String(checkpoint.pages) }, ":exp": { N: String(Math.floor(Date.now() / 1000) + CHECKPOINT_TTL_SECONDS) } },
                     ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                 }),
             );

@@ -71,7 +71,7 @@ export async function deleteUtilization(call: Call, id: string, state: ItemState
         call.drifted((await parts.units.end(call.key, call.shardOf(id), call.periodOf(state.token), undefined, "decrement", deadline)) !== "done");
         const outcome = await parts.puts.remove(call.key, id, state.token, undefined, deadline);
         call.drifted(outcome !== "mine");
-        return { deleted: outcome !== "taken" };
+        return { deleted: outcome === "mine" };
     }
     if (claimed !== "mine") {
         return { deleted: false };
@@ -90,7 +90,7 @@ export async function deleteUtilization(call: Call, id: string, state: ItemState
     }
     // "taken": the claim was taken over (this call outlived its deadline); its -1 only undercounts.
     call.drifted(outcome !== "mine");
-    return { deleted: outcome !== "taken" };
+    return { deleted: outcome === "mine" };
 }
 
 export async function deleteStrict(call: Call, id: string, state: ItemState): Promise<DeleteResult> {
@@ -100,7 +100,7 @@ export async function deleteStrict(call: Call, id: string, state: ItemState): Pr
         // Another writer's item, or a life another region owns: its unit (if a heal gave it one) waits for a heal.
         const outcome = await endLife(call, id, state, undefined, deadline);
         call.drifted(outcome === "mine");
-        return { deleted: outcome !== "taken" };
+        return { deleted: outcome === "mine" };
     }
     const shard = call.shardOf(id);
     const period = call.periodOf(state.token)!;
@@ -115,5 +115,5 @@ export async function deleteStrict(call: Call, id: string, state: ItemState): Pr
         // or another delete): never release; a slot not given back is only held.
         call.drifted(outcome === "gone");
     }
-    return { deleted: outcome !== "taken" };
+    return { deleted: outcome === "mine" };
 }

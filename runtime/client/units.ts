@@ -105,10 +105,24 @@ export class BestEffortWriter {
     }
 
     /**
-     * A delete's -1 for a life of `period` (undefined: a life without a token): into its entry while it exists, else
-     * into the count alone, then conditional on the heal generation `gen` when one is given (strict).
+     * A delete's -1 for a life of `period` (undefined: a life without a token).
+     * - Without a generation (a utilization decrement, a strict release of a put that wrote nothing): into its
+     *   period's entry, created if absent. A decrement can land before its life's +1 (the delete of a life whose
+     *   create is still repeating its increment), and the two must meet in one entry, or a heal would keep the +1 as
+     *   a young unit and drop the -1 with the base. An entry of an old period recreated this way is stale at once, and
+     *   the next heal or client write removes it.
+     * - With the generation `gen` (a strict release of a delete): into its entry while it exists, else into the count
+     *   alone, conditional on `gen` (runtime/heal/heal.ts says why).
      */
     async end(key: string, shard: number, period: number | undefined, gen: number | undefined, operation: "decrement" | "release", deadline: CallDeadline): Promise<EndOutcome> {
+        if (gen === undefined && period !== undefined) {
+            const sent = await this.sendWithRepeats(key, shard, this.withLedger(key, shard, period, -1), operation === "decrement", deadline);
+            if (sent.kind === "error") {
+                this.onFailure({ key, operation, error: sent.error });
+                return "failed";
+            }
+            return "done";
+        }
         const now = periodOf(Date.now(), this.config.periodMs);
         let young = period !== undefined && period >= now - 1;
         for (let tries = 0; tries < 3; tries++) {

@@ -3,8 +3,8 @@
  * should hold (plan.ts), while the API writes the key, with no quiet window and no transaction.
  *
  * Each shard's heal is one read of the shard (R), one read of the key's items (T), and one conditional UpdateItem (W)
- * that adds the difference and removes the stale entries, conditional on the heal generation (`hc_g`, which every
- * heal bumps: no two heals add the same difference) and on each stale entry's value. Client writes to young entries
+ * that adds the difference and removes the stale entries, conditional on the heal generation (`hc_g`, which W bumps:
+ * no two heals add the same difference, and no repeat of one W adds it twice) and on each stale entry's value. Client writes to young entries
  * commute with W. What else could land between the reads and W, and why the bound holds (runtime/heal/heal-window.ts
  * gives the time bounds):
  *
@@ -80,8 +80,8 @@ const DELETE_TOKEN = (config: CounterConfig) => `${config.tokenAttribute}_delete
 export async function healKey(key: string, options: HealOptions): Promise<HealResult> {
     const { config } = options;
     const due = await readDue(key, options);
-    const items = await readItems(key, options);
     const now = Date.now();
+    const items = await readItems(key, options);
     const removed = await removeTombstones(key, items, now, options);
     const shards: ShardHealResult[] = [];
     let dueAgainAt: number | undefined;
@@ -91,7 +91,7 @@ export async function healKey(key: string, options: HealOptions): Promise<HealRe
             healed = false;
             break;
         }
-        const result = await healShard(key, shard, items.filter((i) => homeShard(stringOf(i, config.sortKey)!, shardCount(config)) === shard), options);
+        const result = await healShard(key, shard, { items: items.filter((i) => homeShard(stringOf(i, config.sortKey)!, shardCount(config)) === shard), at: now }, options);
         if (result === undefined) {
             healed = false;
             continue;
@@ -107,21 +107,30 @@ export async function healKey(key: string, options: HealOptions): Promise<HealRe
     return { key, shards, drift: shards.reduce((s, r) => s + Math.abs(r.after - r.before), 0), removed, ...(dueAgainAt === undefined ? {} : { dueAgainAt }), healed };
 }
 
-async function healShard(key: string, shard: number, items: ReadonlyArray<Record<string, AttributeValue>>, options: HealOptions): Promise<{ shard: ShardHealResult; dueAgainAt?: number } | undefined> {
+/**
+ * Heals one shard. `first`: the items the heal read first, and the time just before it read them.
+ *
+ * The plan judges which lives are young by the clock just before the attempt's first read (strict: the items, T;
+ * utilization: the shard, R), never later: a life created after that read is young then, so its units are taken from
+ * its entry, however long the heal stalls between its reads (a paused process, a long retry).
+ */
+async function healShard(key: string, shard: number, first: { items: ReadonlyArray<Record<string, AttributeValue>>; at: number }, options: HealOptions): Promise<{ shard: ShardHealResult; dueAgainAt?: number } | undefined> {
     const { config } = options;
     const homed = (all: ReadonlyArray<Record<string, AttributeValue>>) => all.filter((i) => homeShard(stringOf(i, config.sortKey)!, shardCount(config)) === shard);
     for (let attempt = 0; attempt < (options.attempts ?? 5); attempt++) {
         // Utilization reads best-effort before the items; strict after them, bumping the generation (see the header).
         let read: { item?: Record<string, AttributeValue>; gen: number };
         let fresh: ReadonlyArray<Record<string, AttributeValue>>;
+        let now: number;
         if (config.mode === "strict") {
-            fresh = attempt === 0 ? items : homed(await readItems(key, options));
+            now = attempt === 0 ? first.at : Date.now();
+            fresh = attempt === 0 ? first.items : homed(await readItems(key, options));
             read = await bumpGeneration(key, shard, options);
         } else {
+            now = Date.now();
             read = await readShard(key, shard, options);
             fresh = homed(await readItems(key, options));
         }
-        const now = Date.now();
         const plan = planShardHeal(config.mode, config.countAttribute, read.item, fresh.map((item) => lifeOf(item, config, now)), periodOf(now, config.periodMs));
         const before = numberOf(read.item, config.countAttribute);
         const done = plan.correction === 0 && plan.stale.length === 0 ? true : await writeShard(key, shard, read.gen, plan, options);
@@ -192,17 +201,16 @@ async function writeShard(key: string, shard: number, gen: number, plan: ReturnT
         values[`:s${i}`] = entry.value;
         conditions.push(`#s${i} = :s${i}`);
     });
-    const bump = config.mode === "utilization" ? ", #g :one" : "";
-    if (bump) {
-        values[":one"] = { N: "1" };
-    }
+    // W moves the generation too: a repeat of a W whose answer was lost (a 500 after it committed, which the SDK
+    // retries) then fails its condition instead of adding the correction twice.
+    values[":one"] = { N: "1" };
     const remove = plan.stale.length > 0 ? ` REMOVE ${plan.stale.map((_, i) => `#s${i}`).join(", ")}` : "";
     try {
         await dynamodb.send(
             new UpdateItemCommand({
                 TableName: config.countersTableName,
                 Key: bestEffortKey(config, key, shard),
-                UpdateExpression: `ADD #c :corr${bump}${remove}`,
+                UpdateExpression: `ADD #c :corr, #g :one${remove}`,
                 ConditionExpression: conditions.join(" AND "),
                 ExpressionAttributeNames: names,
                 ExpressionAttributeValues: values,

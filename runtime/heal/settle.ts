@@ -1,18 +1,19 @@
 /**
- * One settler run: heal the keys the heal index lists as due, oldest first, up to a budget; then audit a few keys of
- * the counters table that nobody listed (a client that crashed between two writes, a threshold event a crashed
- * consumer never sent), and clear what no TTL removes in the same-table placement.
+ * One settler run: heal the keys the heal index lists as due, oldest first, up to a budget; then audit a page of the
+ * counters table: heal the keys nobody listed that look off (a call whose best-effort write and whose mark were both
+ * lost, stale ledger entries), send threshold events a crashed consumer never sent, and delete stale stream progress.
  *
  * Liveness: a key listed stays listed until a heal finds nothing left for later (heal.ts); a heal that meets writes on
- * every attempt leaves it listed. Once writes stop, every listed key is healed within ceil(listed / budget) runs after
- * its young lives turn old (two periods), and every key is audited within one pass of the audit's cursor.
+ * every attempt leaves it listed. Once writes stop and the stream has drained, two periods later (every life old),
+ * every listed key is healed within ceil(listed / budget) runs, and every other key within one pass of the audit.
  */
 import { DeleteItemCommand, QueryCommand, ScanCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
-import { eventualKey, numberOf, settlerCursorKey, streamPartitionKey, stringOf } from "../shared/keys";
+import { backfillPartitionKey, eventualKey, numberOf, settlerCursorKey, streamPartitionKey, stringOf } from "../shared/keys";
 import { readKeyCounters, parseCounterSortKey } from "../client/read";
 import { healKey, type HealResult } from "./heal";
-import { HEAL_DUE, HEAL_INDEX_NAME, HEAL_PARTITION, HEAL_SHARDS, healMark, healShardValue } from "./index-marks";
+import { HEAL_DUE, HEAL_INDEX_NAME, HEAL_PARTITION, HEAL_SHARDS, healShardValue } from "./index-marks";
+import { entriesOf, periodOf, stalePeriods } from "../ledger/ledger";
 import { readThresholdState, THRESHOLD_ATTRIBUTE, type ThresholdEvent } from "../limits/thresholds";
 import { regionalCounterPrefix } from "../regions/config";
 
@@ -43,9 +44,9 @@ export interface SettleReport {
     readonly raced: number;
     /** Tombstones removed. */
     readonly removed: number;
-    /** Keys the audit looked at, and listed. */
+    /** Keys the audit looked at, and healed (they looked off and nobody had listed them). */
     readonly audited: number;
-    readonly listed: number;
+    readonly auditHealed: number;
     /** Keys whose heal failed with an error (they stay listed). */
     readonly failedKeys: readonly string[];
 }
@@ -54,6 +55,24 @@ export interface SettleReport {
 export async function settle(options: SettleOptions): Promise<SettleReport> {
     const budget = options.keyBudget ?? SETTLER_DEFAULTS.keyBudget;
     const keys = await dueKeys(options, budget);
+    const due = await healAll(keys, options);
+    const audit = options.signal?.aborted ? { audited: 0, results: [], failedKeys: [] } : await auditPage(options);
+    const results = [...due.results, ...audit.results];
+    return {
+        due: keys.length,
+        healed: results.filter((r) => r.healed).length,
+        corrected: results.filter((r) => r.drift > 0).length,
+        drift: results.reduce((s, r) => s + r.drift, 0),
+        raced: results.filter((r) => !r.healed).length,
+        removed: results.reduce((s, r) => s + r.removed, 0),
+        audited: audit.audited,
+        auditHealed: audit.results.length,
+        failedKeys: [...due.failedKeys, ...audit.failedKeys],
+    };
+}
+
+/** Heals `keys`, four at a time, until the signal stops it. */
+async function healAll(keys: readonly string[], options: SettleOptions): Promise<{ results: HealResult[]; failedKeys: string[] }> {
     const results: HealResult[] = [];
     const failedKeys: string[] = [];
     for (let i = 0; i < keys.length && !options.signal?.aborted; i += 4) {
@@ -66,18 +85,7 @@ export async function settle(options: SettleOptions): Promise<SettleReport> {
             ),
         );
     }
-    const audit = options.signal?.aborted ? { audited: 0, listed: 0 } : await auditPage(options);
-    return {
-        due: keys.length,
-        healed: results.filter((r) => r.healed).length,
-        corrected: results.filter((r) => r.drift > 0).length,
-        drift: results.reduce((s, r) => s + r.drift, 0),
-        raced: results.filter((r) => !r.healed).length,
-        removed: results.reduce((s, r) => s + r.removed, 0),
-        audited: audit.audited,
-        listed: audit.listed,
-        failedKeys,
-    };
+    return { results, failedKeys };
 }
 
 /** The keys listed due by now, oldest first, at most `budget`. */
@@ -116,7 +124,7 @@ export async function dueKeys(options: SettleOptions, budget: number): Promise<s
 }
 
 /** Audits a page of the counters table from the cursor (see the header). */
-async function auditPage(options: SettleOptions): Promise<{ audited: number; listed: number }> {
+async function auditPage(options: SettleOptions): Promise<{ audited: number; results: HealResult[]; failedKeys: string[] }> {
     const { config, dynamodb } = options;
     const cursorKey = settlerCursorKey(config);
     const cursor = await dynamodb.send(new QueryCommand({ TableName: config.countersTableName, KeyConditionExpression: "#pk = :pk AND #sk = :sk", ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey }, ExpressionAttributeValues: { ":pk": cursorKey[config.partitionKey]!, ":sk": cursorKey[config.sortKey]! } }));
@@ -125,12 +133,12 @@ async function auditPage(options: SettleOptions): Promise<{ audited: number; lis
         new ScanCommand({ TableName: config.countersTableName, Limit: options.auditItems ?? SETTLER_DEFAULTS.auditItems, ...(saved === undefined ? {} : { ExclusiveStartKey: JSON.parse(saved) as Record<string, AttributeValue> }) }),
     );
     let audited = 0;
-    let listed = 0;
+    const off: string[] = [];
     for (const item of page.Items ?? []) {
         const sortKey = stringOf(item, config.sortKey) ?? "";
         const partition = stringOf(item, config.partitionKey) ?? "";
-        if (partition === streamPartitionKey(config)) {
-            await dropStaleProgress(item, options);
+        if (partition === streamPartitionKey(config) || partition === backfillPartitionKey(config)) {
+            await dropExpired(item, options);
             continue;
         }
         if (!sortKey.startsWith(regionalCounterPrefix(config)) || parseCounterSortKey(config.counterPrefix, sortKey)?.kind !== "eventual") {
@@ -138,28 +146,30 @@ async function auditPage(options: SettleOptions): Promise<{ audited: number; lis
         }
         audited++;
         await sendUnsent(partition, item, options);
-        listed += (await listIfOff(partition, options)) ? 1 : 0;
+        if (item[HEAL_DUE] === undefined && (await looksOff(partition, options))) {
+            off.push(partition);
+        }
     }
+    const healed = await healAll(off, options);
     const next = page.LastEvaluatedKey === undefined ? undefined : JSON.stringify(page.LastEvaluatedKey);
     await dynamodb.send(
         new UpdateItemCommand({ TableName: config.countersTableName, Key: cursorKey, ...(next === undefined ? { UpdateExpression: "REMOVE hc_cursor" } : { UpdateExpression: "SET hc_cursor = :c", ExpressionAttributeValues: { ":c": { S: next } } }) }),
     );
-    return { audited, listed };
+    return { audited, ...healed };
 }
 
-/** Lists a key whose best-effort is off its eventual count in a way only a heal mends. */
-async function listIfOff(key: string, options: SettleOptions): Promise<boolean> {
+/**
+ * Whether a key nobody listed may need a heal: its best-effort differs from its eventual count, or a best-effort shard
+ * holds ledger entries no longer young (the key was written since its last heal). The first covers a call whose
+ * best-effort write and whose mark were both lost; with items other writers put (a selection by prefix or attribute,
+ * utilization), best-effort is below eventual by design, and such a key is healed once per pass of the audit.
+ */
+async function looksOff(key: string, options: SettleOptions): Promise<boolean> {
     const { config, dynamodb } = options;
     const read = await readKeyCounters(dynamodb, config, key);
-    const off = config.mode === "strict" || config.selection.kind === "client" ? read.bestEffort !== read.eventual : read.bestEffort > read.eventual;
-    if (!off) {
-        return false;
-    }
-    const mark = healMark(config, key, Date.now());
-    await dynamodb
-        .send(new UpdateItemCommand({ TableName: config.countersTableName, Key: eventualKey(config, key), UpdateExpression: `SET ${mark.update}`, ConditionExpression: "attribute_not_exists(#hd)", ExpressionAttributeNames: mark.names, ExpressionAttributeValues: mark.values }))
-        .catch(() => undefined);
-    return true;
+    const nowPeriod = periodOf(Date.now(), config.periodMs);
+    const stale = read.shards.some((item) => stalePeriods(entriesOf(item), nowPeriod).length > 0);
+    return stale || read.bestEffort !== read.eventual;
 }
 
 /** Sends the threshold events a consumer recorded and never sent, then clears them (on the state it read). */
@@ -182,8 +192,11 @@ async function sendUnsent(key: string, item: Record<string, AttributeValue>, opt
         .catch(() => undefined);
 }
 
-/** Deletes a stream shard's progress item not written for two days (no record of it can be delivered any more). */
-async function dropStaleProgress(item: Record<string, AttributeValue>, options: SettleOptions): Promise<void> {
+/**
+ * Deletes an item past its `hc_expires` that no TTL removed (the same-table placement): a stream shard's progress not
+ * written for two days (no record of it can be delivered any more), an abandoned backfill run's checkpoint.
+ */
+async function dropExpired(item: Record<string, AttributeValue>, options: SettleOptions): Promise<void> {
     const expires = numberOf(item, "hc_expires");
     if (expires === 0 || expires * 1000 > Date.now()) {
         return;

@@ -24,7 +24,7 @@ export function settlerMetrics(report: SettleReport): Record<string, number> {
         HealsRaced: report.raced,
         TombstonesRemoved: report.removed,
         KeysAudited: report.audited,
-        KeysListed: report.listed,
+        KeysAuditHealed: report.auditHealed,
         HealFailures: report.failedKeys.length,
     };
 }

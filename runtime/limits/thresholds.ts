@@ -78,7 +78,17 @@ export function thresholdStateValue(state: ThresholdState): AttributeValue {
     return { M: { b: { N: String(state.band) }, p: { L: state.pending.map((e) => ({ S: JSON.stringify(e) })) } } };
 }
 
-/** Applies a key's records (their deltas in order) to its state; returns the new state (events appended to pending). */
+/**
+ * The most events a key's outbox holds: while the topic refuses them (an outage), the oldest beyond this are dropped,
+ * and the key's band stays exact, so the next crossing is announced as it should be (docs/limits.md).
+ */
+export const OUTBOX_MAX = 50;
+
+/**
+ * Applies a key's records (their deltas in order) to its state; returns the new state, with the crossings appended
+ * to the outbox when `announce` (a topic is configured), else only the band. Under no limit the band stays as it was:
+ * a limit set again later announces the band the key is in then.
+ */
 export function advance(
     state: ThresholdState | undefined,
     start: number,
@@ -87,11 +97,15 @@ export function advance(
     limit: number | undefined,
     thresholds: readonly number[],
     markRead: string,
+    announce: boolean,
 ): ThresholdState {
     let current = state?.band ?? band(start, limit, thresholds);
     const pending = [...(state?.pending ?? [])];
+    if (limit === undefined) {
+        return { band: current, pending };
+    }
     const startBand = band(start, limit, thresholds);
-    if (limit !== undefined && startBand !== current) {
+    if (startBand !== current) {
         // The limit moved under the key since its last record: announce the band it is in now.
         pending.push(...crossings(current, startBand, { key, count: start, limit, time: steps[0]?.time ?? Date.now(), cause: `limit@${markRead}` }, thresholds));
         current = startBand;
@@ -100,10 +114,10 @@ export function advance(
     for (const step of steps) {
         count += step.delta;
         const next = band(count, limit, thresholds);
-        if (limit !== undefined && next !== current) {
+        if (next !== current) {
             pending.push(...crossings(current, next, { key, count, limit, time: step.time, cause: step.sequenceNumber }, thresholds));
         }
         current = next;
     }
-    return { band: current, pending };
+    return { band: current, pending: announce ? pending.slice(-OUTBOX_MAX) : [] };
 }

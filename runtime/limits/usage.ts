@@ -7,10 +7,10 @@
  * tallies ride on the eventual item (`hc_day`: no extra write); the first record of a later day moves them to an item
  * of their own (`<prefix>usage#<day>`, one write per key per day). A record of a day already moved (a late one) adds
  * to that day's item. A day's item carries `hc_expires` (the counters table's TTL) at the end of the retention, and
- * moving a day also deletes the item of the day the retention drops, so the history stays within the retention under
- * every placement, with TTL or without.
+ * moving a day also deletes the key's days the retention has dropped (`dropDaysBefore`), so the history stays within
+ * the retention under every placement, with TTL or without.
  */
-import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { numberOf, prefixOf, stringOf, usagePartitionKey, ITEM_KINDS } from "../shared/keys";
 import { memberRegions } from "../regions/ownership";
@@ -141,4 +141,25 @@ async function readCurrentDay(dynamodb: DynamoDBClient, config: CounterConfig, k
     );
     const map = page.Items?.[0]?.[DAY_ATTRIBUTE]?.M;
     return usageDayOf(map);
+}
+
+/** The most day items one move of a day deletes: days dropped beyond them go with the next move, or by TTL. */
+const DROP_PAGE = 25;
+
+/** Deletes `key`'s day items (this process's region) older than `day`: days the retention has dropped. */
+export async function dropDaysBefore(dynamodb: DynamoDBClient, config: CounterConfig, key: string, day: string): Promise<void> {
+    const prefix = `${prefixOf(config)}${ITEM_KINDS.usage}`;
+    const page = await dynamodb.send(
+        new QueryCommand({
+            TableName: config.countersTableName,
+            KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
+            ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
+            ExpressionAttributeValues: { ":pk": { S: usagePartitionKey(key) }, ":from": { S: prefix }, ":to": { S: `${prefix}${daysBefore(day, 1)}` } },
+            ProjectionExpression: "#pk, #sk",
+            Limit: DROP_PAGE,
+        }),
+    );
+    for (const item of page.Items ?? []) {
+        await dynamodb.send(new DeleteItemCommand({ TableName: config.countersTableName, Key: { [config.partitionKey]: item[config.partitionKey]!, [config.sortKey]: item[config.sortKey]! } }));
+    }
 }

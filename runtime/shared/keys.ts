@@ -121,9 +121,14 @@ export function settlerCursorKey(config: Scope): ItemKey {
     return itemKey(config, `${config.counterPrefix}settler`, `${regionalCounterPrefix(config)}cursor`);
 }
 
+/** The partition of the backfill runs' checkpoints. */
+export function backfillPartitionKey(config: Pick<Scope, "counterPrefix">): string {
+    return `${config.counterPrefix}backfill`;
+}
+
 /** A backfill run's checkpoint of one segment, in this process's region. */
 export function backfillCheckpointKey(config: Scope, run: string, segment: number): ItemKey {
-    return itemKey(config, `${config.counterPrefix}backfill`, `${regionalCounterPrefix(config)}run#${run}#${segment}`);
+    return itemKey(config, backfillPartitionKey(config), `${regionalCounterPrefix(config)}run#${run}#${segment}`);
 }
 
 /** The sort-key prefix of every checkpoint of backfill run `run`. */

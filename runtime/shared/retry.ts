@@ -78,13 +78,15 @@ export async function sendOnce(
             throw new SingleAttemptError(error);
         }
     };
-    command.middlewareStack.addRelativeTo(single, {
+    // A command of its own per attempt: a command sent twice would carry the middleware twice.
+    const attempt = new (command.constructor as new (input: unknown) => PutItemCommand | UpdateItemCommand)(command.input);
+    attempt.middlewareStack.addRelativeTo(single, {
         relation: "after",
         toMiddleware: "retryMiddleware",
         name: "hybridCounterSingleAttempt",
     });
     try {
-        return await dynamodb.send(command as UpdateItemCommand);
+        return await dynamodb.send(attempt as UpdateItemCommand);
     } catch (error) {
         throw error instanceof SingleAttemptError ? error.original : error;
     }

@@ -10,7 +10,6 @@
 import {
     BatchGetItemCommand,
     ConditionalCheckFailedException,
-    DeleteItemCommand,
     GetItemCommand,
     PutItemCommand,
     UpdateItemCommand,
@@ -23,7 +22,7 @@ import { flagItem, removeTombstone, type Tombstone } from "../shared/item-writes
 import { isRetryable } from "../shared/aws-errors";
 import { backoff } from "../shared/retry";
 import { LIMIT_ATTRIBUTE } from "../limits/limits";
-import { daysBefore, EXPIRES_ATTRIBUTE, usageAttributes } from "../limits/usage";
+import { dayOf, daysBefore, dropDaysBefore, EXPIRES_ATTRIBUTE, usageAttributes } from "../limits/usage";
 import { THRESHOLD_ATTRIBUTE, type ThresholdEvent } from "../limits/thresholds";
 import { effectsOf } from "./effects";
 import { planKey, type KeyPlan, type Step } from "./plan";
@@ -118,7 +117,7 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
 async function applyKey(work: KeyWork, shardId: string, ctx: ApplyContext, now: number): Promise<KeyPlan> {
     let { item, limit } = await readKey(work.key, ctx);
     for (let attempt = 1; ; attempt++) {
-        const plan = planKey(ctx.config, { key: work.key, shardId, steps: work.steps, due: work.due, item, limit, thresholds: ctx.config.thresholds, now });
+        const plan = planKey(ctx.config, { key: work.key, shardId, steps: work.steps, due: work.due, item, limit, thresholds: ctx.config.thresholds, announce: ctx.config.thresholdTopicArn !== undefined, now });
         try {
             if (plan.write !== undefined) {
                 await writePlan(work.key, shardId, plan, ctx);
@@ -140,12 +139,16 @@ async function applyKey(work: KeyWork, shardId: string, ctx: ApplyContext, now: 
 
 async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: ApplyContext): Promise<void> {
     const { config, dynamodb } = ctx;
-    for (const day of plan.archive) {
+    // The retention keeps the current day and the `usageRetentionDays - 1` days before it.
+    const kept = daysBefore(plan.today ?? dayOf(Date.now()), config.usageRetentionDays - 1);
+    for (const day of plan.archive.filter((d) => d.day >= kept)) {
         const expires = Math.floor(Date.parse(`${day.day}T00:00:00Z`) / 1000) + (config.usageRetentionDays + 1) * 86_400;
         await dynamodb.send(new PutItemCommand({ TableName: config.countersTableName, Item: { ...usageKey(config, key, day.day), ...usageAttributes(day), [EXPIRES_ATTRIBUTE]: { N: String(expires) } } }));
-        await dynamodb.send(new DeleteItemCommand({ TableName: config.countersTableName, Key: usageKey(config, key, daysBefore(day.day, config.usageRetentionDays)) }));
     }
-    for (const late of plan.late) {
+    if (plan.archive.length > 0) {
+        await dropDaysBefore(dynamodb, config, key, kept);
+    }
+    for (const late of plan.late.filter((d) => d.day >= kept)) {
         await dynamodb
             .send(
                 new UpdateItemCommand({

@@ -33,6 +33,8 @@ export interface PlanInput {
     /** The limit in force: the key's stored one, else the default. */
     readonly limit: number | undefined;
     readonly thresholds: readonly number[];
+    /** Whether crossings are announced (a topic is configured): else only the band is kept. */
+    readonly announce: boolean;
     readonly now: number;
 }
 
@@ -59,6 +61,8 @@ export interface KeyPlan {
     readonly write?: Update;
     /** Finished days to store on items of their own before the write. */
     readonly archive: readonly UsageDay[];
+    /** The key's current day after the write (the day of its last record), when a record moved the count. */
+    readonly today?: string;
     readonly late: readonly LateDay[];
     /** The outbox after the write: events to send. */
     readonly events: readonly ThresholdEvent[];
@@ -97,8 +101,8 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
             values[":day"] = { M: usageAttributes(usage.current) };
             sets.push("#day = :day");
         }
-        const next = advance(state, start, applied, input.key, input.limit, input.thresholds, marked ?? "0");
-        if (state === undefined || next.band !== state.band || next.pending.length !== state.pending.length) {
+        const next = advance(state, start, applied, input.key, input.limit, input.thresholds, marked ?? "0", input.announce);
+        if (state === undefined || next.band !== state.band || next.pending.map((e) => e.id).join() !== state.pending.map((e) => e.id).join()) {
             names["#th"] = THRESHOLD_ATTRIBUTE;
             values[":th"] = thresholdStateValue(next);
             sets.push("#th = :th");
@@ -121,6 +125,7 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
         applied,
         write: { update: update.trim(), condition: conditions.join(" AND "), names, values },
         archive: usage.archive,
+        ...(usage.current === undefined ? {} : { today: usage.current.day }),
         late: usage.late,
         events,
     };
