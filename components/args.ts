@@ -136,10 +136,11 @@ export interface CounterRegionsArgs {
 /** The component's backfill args (part of HybridCounterComponentArgs). */
 export interface BackfillArgs {
     /**
-     * Run a backfill once when the component is deployed: every live item the selection counts that the
-     * consumer never saw (because it was written before the counter was attached) is counted into the
-     * eventual counter, and in strict mode into best-effort too. Creates the backfill function, its role
-     * and log group, and an invocation that starts it. It resumes from its checkpoints across invocations.
+     * Run a backfill once when the component is deployed: every live item the selection counts that does not
+     * carry this counter's counted flag (because it was written before the counter was attached, or by another
+     * writer) is flagged, so that the stream counts it once, and its key is listed for a heal, which counts it
+     * into best-effort. Creates the backfill function, its role and log group, and an invocation that starts it.
+     * It resumes from its checkpoints across invocations.
      * @default false
      */
     readonly backfillOnDeploy?: pulumi.Input<boolean>;
@@ -149,8 +150,6 @@ export interface BackfillArgs {
      * @default 1
      */
     readonly backfillRun?: pulumi.Input<number>;
-    /** The API uses strict mode: the backfill also counts the items into best-effort (marking them hc_be). @default false */
-    readonly backfillStrict?: pulumi.Input<boolean>;
     /** Segments of the parallel Scan, 1..1000 (fixed for a run once it started). @default 4 */
     readonly backfillSegments?: pulumi.Input<number>;
     /**
@@ -160,8 +159,8 @@ export interface BackfillArgs {
      */
     readonly backfillReadUnitsPerSecond?: pulumi.Input<number>;
     /**
-     * Write units per second the backfill may use on the counters table.
-     * @default 500 on an on-demand counters table
+     * Write units per second the backfill may use (its flags on the user's items, its heal marks and checkpoints).
+     * @default 500 on an on-demand table
      */
     readonly backfillWriteUnitsPerSecond?: pulumi.Input<number>;
     /** Share (0..1] of a provisioned table's capacity the backfill may use. @default 0.5 */
@@ -181,8 +180,11 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      * A table this program already manages, or one it reads by name with `aws.dynamodb.Table.get`, to attach
      * the counter to instead of creating one. It must have streams enabled with `streamViewType:
      * "NEW_AND_OLD_IMAGES"` and string hash and range keys; its keys become `partitionKey` and `sortKey`
-     * unless those are given (then they must match). A mismatch rejects `ready()` with an error naming
-     * `[table]`, which fails the deployment, and leaves the stream mapping disabled.
+     * unless those are given (then they must match). With `counterPlacement: "same-table"` it must also have
+     * the heal index: a global secondary index "heal-index" with hash key `hc_heal` (S) and range key `hc_due`
+     * (N). A table whose replicas use multi-region strong consistency is refused: such a table refuses
+     * transactions, and conditional writes made in two regions conflict. A mismatch rejects `ready()` with an
+     * error naming `[table]`, which fails the deployment, and leaves the stream mapping disabled.
      *
      * Excludes `tableArn`, and `tableName`, `billingMode`, `readCapacity`, `writeCapacity`, `tableKmsKeyArn`
      * and `deletionProtection`, which only describe a table the component creates.
@@ -199,17 +201,19 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
     /**
      * Where the counter items live. "separate": a table `${name}-counters` the component creates beside the
      * user's table (also when it creates the user's table), so the user's queries and stream never see them.
-     * "same-table": in the user's table, under `counterPrefix` (counter items then show in its queries).
+     * "same-table": in the user's table, under `counterPrefix` (counter items then show in its queries). The
+     * counter items need the heal index (a GSI on `hc_heal` and `hc_due`) and TTL on `hc_expires`: the component
+     * gives a table it creates both; a table attached in this placement must already have the index (see `table`).
      * @default "separate"
      */
     readonly counterPlacement?: CounterPlacement;
     /**
-     * How many partitions of the counters table each key's counting spreads over, 1..16: a key's best-effort
-     * item, eventual counter and markers are split over that many partition keys, so a key hotter than one
-     * partition's throughput is spread over several. Above 1 only with `counterPlacement: "separate"` (a shard's
-     * partition key must not be the user's). Every function and the API's client take it (`clientConfig`,
-     * `apiEnvironment`); reading a key's counters reads every shard (one Query, 1 RCU, per shard). Set it at or
-     * above `parallelizationFactor` so that concurrent batches of one key rarely meet on one shard.
+     * How many partitions of the counters table each key's best-effort spreads over, 1..16: a key's best-effort
+     * is one item per shard, each under a partition key of its own, so the client writes of a key hotter than one
+     * partition's throughput are spread over several (the eventual counter stays one item per key, written once
+     * per key per batch). Above 1 only with `counterPlacement: "separate"` (a shard's partition key must not be the
+     * user's). Every function and the API's client take it (`clientConfig`, `apiEnvironment`); reading a key's
+     * counters reads every shard (one Query, 1 RCU, per shard).
      * @default 1 (each key's counters are one best-effort and one eventual item, under the key itself)
      */
     readonly counterShards?: number;
@@ -335,9 +339,9 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
     /** Seconds to gather records before invoking, 0..300. @default 0 */
     readonly maximumBatchingWindowInSeconds?: number;
     /**
-     * Concurrent batches per stream shard, 1..10. Order is then kept per item, which is all the counter needs.
-     * Batches of one key that run at once conflict when they hold ids of the same counter shard (retried as
-     * contention: slower, never wrong), so raise it only together with `counterShards` (at least this factor).
+     * Concurrent batches per stream shard: only 1 is accepted. The consumer keeps its progress (the marks on each
+     * key's eventual item, and the open ranges of each stream shard) per stream shard, which needs the batches of
+     * one shard applied one at a time, in order (docs/design/core.md).
      * @default 1
      */
     readonly parallelizationFactor?: number;
@@ -377,7 +381,7 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      * @default false
      */
     readonly createAlarmTopic?: boolean;
-    /** Alarms not to create. @default [] (all six) */
+    /** Alarms not to create. @default [] (all seven) */
     readonly disabledAlarms?: AlarmName[];
     /**
      * Consumer IteratorAge (ms, maximum over 5 minutes) above which the lag alarm fires. Must be below
@@ -410,8 +414,9 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
     // ---------------------------------------------------------------- settler (healing and settling)
 
     /**
-     * Deploy the settler: a scheduled function that heals the best-effort counters (a held strict slot
-     * comes back, a utilization drift closes) and settles items the stream can no longer count.
+     * Deploy the settler: a scheduled function that heals the keys listed in the heal index (their best-effort
+     * is recounted from the table, the ledger's old entries go), audits a page of keys nobody listed, removes
+     * the tombstones no put can reach any more, and sends threshold events the consumer could not send.
      * @default true
      */
     readonly settlerEnabled?: boolean;
@@ -421,25 +426,57 @@ export interface HybridCounterComponentArgs extends BackfillArgs {
      */
     readonly settlerSchedule?: string;
     /**
-     * Seconds a best-effort counter must have been left alone by every client before it is healed, 361..86400.
-     * Must exceed `clientDeadlineMs` + a request's lifetime (a SigV4 signature is valid for 5 minutes) + 60 s
-     * of clock skew between API hosts and the settler: 371 s at least for the default 10 s deadline. The
-     * component's `clientConfig` carries it, and a client whose `deadlineMs` it does not cover is refused.
+     * The ledger period (s), 421..86400. Every best-effort write of a client call is also recorded in the ledger
+     * entry of its item's period (the period of the item's creation), so a life's best-effort is taken from the
+     * ledger for one to two periods, then counted from the table by a heal (docs/design/core.md, "Best-effort:
+     * the young ledger"). It must exceed `clientDeadlineMs` + a request's lifetime (a SigV4 signature is valid
+     * for 5 minutes) + twice 60 s of clock skew between API hosts and the functions: 431 s at least for the
+     * default 10 s deadline. Every function gets it, and `clientConfig` always carries it: a client whose
+     * `deadlineMs` it does not cover is refused.
      * @default 600 (covers every client deadline up to the client's maximum of 60 s)
      */
     readonly healQuietWindowSeconds?: number;
     /**
      * The largest `deadlineMs` (ms, 100..60000) the API's clients use: the floor of `healQuietWindowSeconds` is
-     * derived from it, and the settler refuses to run with a window that does not cover it.
+     * derived from it.
      * @default 10000 (the client's own default)
      */
     readonly clientDeadlineMs?: number;
-    /** The mode every `HybridCounterClient` of this table uses; healing counts differently in each. @default "utilization" */
+    /**
+     * The mode of the counter: "utilization" (best-effort never above the live items) or "strict" (best-effort
+     * never below them, and a create never past a key's limit). Every function and the API's client get it
+     * (`clientConfig.counterMode`, `apiEnvironment`); a client built with another mode is refused.
+     * @default "utilization"
+     */
     readonly counterMode?: CounterModeArg;
-    /** Keys the settler heals from its index per run, 1..10000: bounds a run's cost. @default 200 */
+    /** Keys the settler heals from the heal index per run, 1..10000: bounds a run's cost. @default 200 */
     readonly settlerKeyBudget?: number;
     /** Timeout (s) of the settler, 1..900. @default 300 */
     readonly settlerTimeout?: number;
+
+    // ---------------------------------------------------------------- limits: threshold events and usage history
+
+    /**
+     * Fractions of a key's limit, each above 0 and at most 1, none twice: when a key's count crosses one (up or
+     * down), the consumer records a threshold event, sent to the threshold topic when there is one.
+     * @default [0.8, 1]
+     */
+    readonly thresholds?: number[];
+    /**
+     * Create an SNS topic `${name}-thresholds` (encrypted with the AWS managed SNS key) for the threshold events;
+     * the consumer, the redrive and the settler may publish to it (`thresholdTopicArn` output). Excludes
+     * `thresholdTopicArn`.
+     * @default false
+     */
+    readonly createThresholdTopic?: boolean;
+    /**
+     * ARN of an existing SNS topic for the threshold events; the consumer, the redrive and the settler get
+     * `sns:Publish` on it. Excludes `createThresholdTopic`.
+     * @default undefined (no topic: crossings are recorded on the eventual items, and not sent)
+     */
+    readonly thresholdTopicArn?: pulumi.Input<string>;
+    /** Days of each key's usage history (one item per key and UTC day) the consumer keeps, 1..3650. @default 90 */
+    readonly usageRetentionDays?: number;
 
     // ---------------------------------------------------------------- everything
 

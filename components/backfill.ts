@@ -1,14 +1,14 @@
 /**
- * The backfill on deploy: a function that counts the items the table held before the counter was
- * attached, its role (least privilege), its log group, and one `aws.lambda.Invocation` that starts it
- * once. The invocation only starts the run (the function continues itself asynchronously from its
+ * The backfill on deploy: a function that flags the items the table held before the counter was attached (so that
+ * the stream counts each once) and lists their keys for a heal (runtime/backfill/), its role (least privilege), its
+ * log group, and one `aws.lambda.Invocation` that starts it once. The invocation only starts the run (the function continues itself asynchronously from its
  * checkpoints), so a deployment does not wait for the backfill, and Lambda's 15-minute limit never
  * stops it. Raising `backfillRun` starts a new run from the beginning.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { backfillEnvironment } from "../runtime/backfill/env";
-import { ENV, clientEnvironment, type CounterTableLayout } from "../runtime/shared/config";
+import type { CounterConfig } from "../runtime/shared/config";
 import type { BackfillArgs } from "./args";
 import { FIXED } from "./defaults";
 import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
@@ -48,11 +48,9 @@ export function backfillArgsProblems(args: BackfillArgs): string[] {
             problems.push("[backfillCapacityShare] must be a number in (0, 1]");
         }
     }
-    for (const key of ["backfillOnDeploy", "backfillStrict"] as const) {
-        const value = a[key];
-        if (value !== undefined && !pulumi.Output.isInstance(value) && !(value instanceof Promise) && typeof value !== "boolean") {
-            problems.push(`[${key}] must be a boolean`);
-        }
+    const onDeploy = a.backfillOnDeploy;
+    if (onDeploy !== undefined && !pulumi.Output.isInstance(onDeploy) && !(onDeploy instanceof Promise) && typeof onDeploy !== "boolean") {
+        problems.push("[backfillOnDeploy] must be a boolean");
     }
     return problems;
 }
@@ -66,18 +64,23 @@ export interface BackfillPolicyInputs {
 }
 
 /**
- * Inline policy of the backfill role. The Scan and DescribeTable (capacity, approximate size) on the
- * user table; on the counters table the marker reads (BatchGetItem), the checkpoint reads (Query) and
- * the transactions' Update actions and checkpoint writes (UpdateItem: DynamoDB has no TransactWriteItems
- * action, see iam.ts); and invoking itself to continue the run.
+ * Inline policy of the backfill role, each action a call of runtime/backfill/: on the user table the Scan,
+ * DescribeTable (capacity, approximate size) and the counted flag on the items it finds (UpdateItem); on the
+ * counters table the checkpoints (Query, UpdateItem, and DeleteItem once a run completes) and the heal marks of the
+ * keys it flagged (UpdateItem); and invoking itself to continue the run.
  */
 export function backfillPolicy(p: BackfillPolicyInputs): PolicyDocument {
     const statements: PolicyStatement[] = [
-        { Sid: "ScanUserTable", Effect: "Allow", Action: ["dynamodb:Scan", "dynamodb:DescribeTable"], Resource: p.tableArn },
         {
-            Sid: "CountInCountersTable",
+            Sid: "ScanAndFlagItems",
             Effect: "Allow",
-            Action: ["dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DescribeTable"],
+            Action: ["dynamodb:Scan", "dynamodb:DescribeTable", "dynamodb:UpdateItem"],
+            Resource: p.tableArn,
+        },
+        {
+            Sid: "CheckpointAndMarkKeys",
+            Effect: "Allow",
+            Action: ["dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
             Resource: p.countersTableArn,
         },
         { Sid: "ContinueItself", Effect: "Allow", Action: ["lambda:InvokeFunction"], Resource: p.functionArn },
@@ -91,12 +94,11 @@ export function backfillPolicy(p: BackfillPolicyInputs): PolicyDocument {
 
 export interface BackfillResourcesInputs {
     readonly args: BackfillArgs;
-    readonly layout: pulumi.Input<CounterTableLayout>;
-    /** The shard count of every key's counting, when above 1 (the component's `counterShards`). */
-    readonly counterShards?: number;
-    readonly table: { readonly name: pulumi.Input<string>; readonly arn: pulumi.Input<string> };
+    /** The counter's configuration, as every function reads it from its environment. */
+    readonly config: pulumi.Input<CounterConfig>;
+    readonly table: { readonly arn: pulumi.Input<string> };
     /** The table the counter items live in (the user table when they share it). */
-    readonly countersTable: { readonly name: pulumi.Input<string>; readonly arn: pulumi.Input<string> };
+    readonly countersTable: { readonly arn: pulumi.Input<string> };
     readonly bundle: string;
     readonly lambdaRuntime: string;
     readonly architecture: string;
@@ -104,8 +106,7 @@ export interface BackfillResourcesInputs {
     readonly logRetentionInDays: number;
     readonly tags?: pulumi.Input<Record<string, pulumi.Input<string>>>;
     /** False when an attached table's settings are wrong: the invocation then sends "skip". @default true */
-    readonly tableUsable?: pulumi.Input<boolean>; /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
-    readonly regionEnvironment?: Readonly<Record<string, string>>;
+    readonly tableUsable?: pulumi.Input<boolean>;
 }
 
 export interface BackfillResources {
@@ -126,37 +127,15 @@ export function createBackfillResources(name: string, parent: pulumi.Resource, i
     const { logs, role } = createFunctionLogsAndRole({ ...fnRole, logRetentionInDays: i.logRetentionInDays, tags: i.tags });
     const variables = pulumi
         .all([
-            i.layout,
-            i.table.name,
-            i.countersTable.name,
-            i.args.backfillStrict ?? false,
+            i.config,
             i.args.backfillSegments ?? BACKFILL_DEFAULTS.backfillSegments,
             i.args.backfillReadUnitsPerSecond,
             i.args.backfillWriteUnitsPerSecond,
             i.args.backfillCapacityShare,
         ])
-        .apply(([layout, tableName, countersTableName, strict, segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare]) => {
-            const config = {
-                ...(layout as CounterTableLayout),
-                ...(i.counterShards === undefined ? {} : { counterShards: i.counterShards }),
-                tableName,
-                countersTableName,
-            };
-            // The shard count travels in the variable every function reads it from, set as the others are set
-            // (absent for one shard).
-            const shards = clientEnvironment(config)[ENV.counterShards];
-            return {
-                ...backfillEnvironment(config, {
-                    mode: strict ? "strict" : "utilization",
-                    segments,
-                    readUnitsPerSecond,
-                    writeUnitsPerSecond,
-                    capacityShare,
-                }),
-                ...(shards === undefined ? {} : { [ENV.counterShards]: shards }),
-                ...(i.regionEnvironment ?? {}),
-            };
-        });
+        .apply(([config, segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare]) =>
+            backfillEnvironment(config as CounterConfig, { segments, readUnitsPerSecond, writeUnitsPerSecond, capacityShare }),
+        );
     const fn = new aws.lambda.Function(
         `${name}-backfill`,
         {

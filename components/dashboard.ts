@@ -3,6 +3,8 @@
 export interface DashboardInputs {
     readonly region: string;
     readonly tableName: string;
+    /** The table the counter items live in: the user's table again in the same-table placement. */
+    readonly countersTableName: string;
     readonly consumerFunctionName: string;
     readonly redriveFunctionName: string;
     readonly firstDlqName: string;
@@ -29,13 +31,21 @@ function widget(title: string, x: number, y: number, region: string, metrics: Me
 export const EMF_SERVICES = Object.freeze({ consumer: "hybrid-counter-consumer", redrive: "hybrid-counter-redrive" });
 
 /**
- * Four rows: the stream path, the failure path, the table, and the handlers' own counting metrics (EMF).
- * A widget for heals joins the last row once the handlers emit a heal metric.
+ * Four rows: the stream path, the failure path and the tables, then the handlers' own metrics (EMF: runtime/shared/
+ * telemetry.ts METRIC_NAMES), which both the consumer and the redrive emit, the redrive for the ranges it applies.
  */
 export function dashboardBody(d: DashboardInputs): string {
     const fn = (name: string, metric: string, label: string): Metric => ["AWS/Lambda", metric, "FunctionName", name, { label }];
     const queue = (name: string, label: string): Metric => ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", name, { label }];
     const table = (metric: string, label: string): Metric => ["AWS/DynamoDB", metric, "TableName", d.tableName, { label }];
+    const counters = (metric: string, label: string): Metric => ["AWS/DynamoDB", metric, "TableName", d.countersTableName, { label }];
+    const countersTable =
+        d.countersTableName === d.tableName
+            ? [table("ConditionalCheckFailedRequests", "conditions refused")]
+            : [
+                  counters("ConsumedWriteCapacityUnits", "consumed WCU (counters)"),
+                  counters("ConditionalCheckFailedRequests", "conditions refused (counters)"),
+              ];
     const emf = (service: string, metric: string, label: string): Metric => [d.metricsNamespace, metric, "service", service, { label }];
     const both = (metric: string, what: string): Metric[] => [
         emf(EMF_SERVICES.consumer, metric, `${what} (consumer)`),
@@ -62,20 +72,20 @@ export function dashboardBody(d: DashboardInputs): string {
                 fn(d.redriveFunctionName, "Invocations", "invocations"),
                 fn(d.redriveFunctionName, "Errors", "errors"),
             ]),
-            widget("Table writes and conflicts", 16, 6, d.region, [
+            widget("Table writes", 16, 6, d.region, [
                 table("ConsumedWriteCapacityUnits", "consumed WCU"),
-                table("TransactionConflict", "transaction conflicts"),
                 table("WriteThrottleEvents", "write throttles"),
+                ...countersTable,
             ]),
             widget("Records counted", 0, 12, d.region, both("RecordsCounted", "counted")),
-            widget("Duplicates skipped", 8, 12, d.region, both("DuplicatesSkipped", "already counted")),
-            widget("Transaction retries", 16, 12, d.region, both("TransactionRetries", "retries")),
-            widget("Poison records (to the fatal DLQ)", 0, 18, d.region, [
+            widget("Duplicates skipped", 8, 12, d.region, both("DuplicatesSkipped", "already applied")),
+            widget("Keys listed for a heal", 16, 12, d.region, both("KeysMarkedDue", "listed")),
+            widget("Poison records and expired ranges (to the fatal DLQ)", 0, 18, d.region, [
                 ...both("PoisonRecords", "poison"),
-                emf(EMF_SERVICES.redrive, "BatchesExpired", "batches expired (redrive)"),
+                ...both("RangesExpired", "ranges expired"),
             ]),
-            widget("Batches redriven", 8, 18, d.region, [emf(EMF_SERVICES.redrive, "BatchesRedriven", "redriven")]),
-            // Heals: a widget on the heal metric goes at x 16, y 18 once healing emits one.
+            widget("Ranges Lambda gave up on, applied", 8, 18, d.region, both("RangesRedriven", "applied")),
+            widget("Batch item failures", 16, 18, d.region, both("BatchItemFailures", "batches to retry")),
             {
                 type: "text",
                 x: 0,

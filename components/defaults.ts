@@ -8,10 +8,17 @@
  * - An SQS on-failure destination receives only the batch's metadata (shard and sequence range), so the
  *   redrive must re-read the records from the stream while they still exist.
  */
-import { DEFAULT_DEADLINE_MS } from "../runtime/client/validation";
-import { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE, type CounterTableLayout } from "../runtime/shared/config";
-import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, smallestQuietWindowSeconds } from "../runtime/heal/heal-window";
-import { AlarmName, type Architecture, type BillingMode, type HybridCounterComponentArgs } from "./args";
+import { DEFAULT_DEADLINE_MS } from "../runtime/client/options";
+import {
+    DEFAULT_LAYOUT,
+    DEFAULT_METRICS_NAMESPACE,
+    DEFAULT_PERIOD_SECONDS,
+    DEFAULT_THRESHOLDS,
+    DEFAULT_USAGE_RETENTION_DAYS,
+    type CounterTableLayout,
+} from "../runtime/shared/config";
+import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, smallestPeriodSeconds } from "../runtime/heal/heal-window";
+import { AlarmName, type Architecture, type BillingMode } from "./args";
 
 export { DEFAULT_LAYOUT, DEFAULT_METRICS_NAMESPACE };
 
@@ -49,6 +56,7 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     // Stream event source mapping
     batchSize: 100,
     maximumBatchingWindowInSeconds: 0,
+    /** The only factor accepted: the consumer's marks need the batches of one stream shard applied one at a time. */
     parallelizationFactor: 1,
     /**
      * Retries of a failing batch before Lambda gives up on it and sends its metadata to the first DLQ.
@@ -83,24 +91,25 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     redriveErrorsAlarmThreshold: 1,
     createAlarmTopic: false,
 
-    // Settler (healing and settling, runtime/heal/heal.ts and runtime/heal/settle.ts)
+    // Settler (runtime/heal/settle.ts) and the ledger period (runtime/ledger/ledger.ts)
     settlerEnabled: true,
-    /** Every 5 minutes: a held slot or a drift is healed within about a quiet window plus one period. */
+    /** Every 5 minutes: a key listed for a heal is healed within minutes of its listing. */
     settlerSchedule: "rate(5 minutes)",
     /**
-     * 600 s. A heal must not start until every write of the calls it counts has landed or been abandoned:
-     * the window must exceed the client deadline (10 s by default) + a request's lifetime (AWS rejects a
-     * SigV4-signed request that arrives more than 5 minutes after it was signed) + the clock skew between
-     * API hosts and the settler (a minute of budget). 10 + 300 + 60 = 370 s, rounded up to 10 minutes.
+     * 600 s, the ledger period. A create's writes must all land in its period's ledger entry before any reader
+     * sees that period two periods old and removes the entry: the period must exceed the client deadline (10 s by
+     * default) + a request's lifetime (AWS rejects a SigV4-signed request that arrives more than 5 minutes after
+     * it was signed) + twice the clock skew between any two hosts (a minute of budget each):
+     * 10 + 300 + 120 = 430 s, rounded up to 10 minutes, which covers the client's largest deadline (60 s) too.
      */
-    healQuietWindowSeconds: 600,
+    healQuietWindowSeconds: DEFAULT_PERIOD_SECONDS,
     /**
-     * The largest `deadlineMs` the API's clients use: the client's own default, 10 s. The quiet window must
-     * exceed it + 300 s + 60 s (runtime/heal/heal-window.ts); a client with a longer deadline than the deployed
-     * window covers is refused at construction (the window travels in clientConfig).
+     * The largest `deadlineMs` the API's clients use: the client's own default, 10 s. The period must exceed
+     * it + 300 s + 120 s (runtime/heal/heal-window.ts); a client with a longer deadline than the deployed period
+     * covers is refused at construction (the period travels in clientConfig).
      */
     clientDeadlineMs: DEFAULT_DEADLINE_MS,
-    /** The mode the API's clients use (the client's own default); healing counts differently in each. */
+    /** The counter's mode, in every function and in clientConfig. */
     counterMode: "utilization" as "strict" | "utilization",
     /** Keys healed from the heal index per run: bounds a run's cost. */
     settlerKeyBudget: 200,
@@ -108,16 +117,14 @@ export const HYBRID_COUNTER_DEFAULTS = Object.freeze({
     /** A run with the default budget takes seconds; five minutes leaves room for throttling. */
     settlerTimeout: 300,
     settlerErrorsAlarmThreshold: 1,
-});
 
-/**
- * The shard count the args describe, as a CounterTableConfig carries it: absent for 1, so that one shard is
- * today's configuration, environment and outputs exactly (runtime/shards/layout.ts).
- */
-export function shardsFromArgs(args: Pick<HybridCounterComponentArgs, "counterShards">): { readonly counterShards?: number } {
-    const counterShards = args.counterShards ?? HYBRID_COUNTER_DEFAULTS.counterShards;
-    return counterShards === 1 ? {} : { counterShards };
-}
+    // Limits: threshold events and usage history (runtime/limits/)
+    /** The fractions of a key's limit whose crossings are announced. */
+    thresholds: DEFAULT_THRESHOLDS,
+    createThresholdTopic: false,
+    /** Days of usage history kept per key. */
+    usageRetentionDays: DEFAULT_USAGE_RETENTION_DAYS,
+});
 
 /** Fixed settings (not args) with the reason for each. */
 export const FIXED = Object.freeze({
@@ -127,6 +134,12 @@ export const FIXED = Object.freeze({
     startingPosition: "TRIM_HORIZON",
     /** Split a failing batch to isolate the failing record. */
     bisectBatchOnFunctionError: true,
+    /**
+     * A tumbling window of 900 s (the most Lambda takes), kept for one effect: with a window, the event names its
+     * stream shard (`shardId`), which the consumer's marks and open ranges are keyed by. The consumer keeps no state
+     * across a window: it answers every invocation with an empty state.
+     */
+    tumblingWindowInSeconds: 900,
     /** The handlers return `batchItemFailures`, so only the failed part of a batch is retried. */
     functionResponseTypes: ["ReportBatchItemFailures"],
     /** 14 days, the SQS maximum: operators get the longest time to look at a failed batch. */
@@ -154,7 +167,6 @@ export const LOG_RETENTION_DAYS: readonly number[] = Object.freeze([
 export const LIMITS = Object.freeze({
     batchSize: [1, 10_000],
     maximumBatchingWindowInSeconds: [0, 300],
-    parallelizationFactor: [1, 10],
     maximumRetryAttempts: [0, 10_000],
     maximumRecordAgeInSeconds: [60, 604_800],
     memorySize: [128, 10_240],
@@ -165,17 +177,19 @@ export const LIMITS = Object.freeze({
     reservedConcurrency: [0, 1000],
     capacity: [1, 40_000],
     /**
-     * Above the shortest client deadline (100 ms) + 300 s SigV4 validity + 60 s skew (runtime/heal/heal-window.ts;
-     * the floor for the deadline actually used, [clientDeadlineMs], is checked beside it); at most a day (a
-     * heal due for longer than that would leave a held slot for a day).
+     * The ledger period: above the shortest client deadline (100 ms) + 300 s SigV4 validity + 2 x 60 s skew
+     * (runtime/heal/heal-window.ts; the floor for the deadline actually used, [clientDeadlineMs], is checked beside
+     * it); at most a day (a young life's best-effort is held in the ledger for up to two periods).
      */
-    healQuietWindowSeconds: [smallestQuietWindowSeconds(MIN_CLIENT_DEADLINE_MS), 86_400],
+    healQuietWindowSeconds: [smallestPeriodSeconds(MIN_CLIENT_DEADLINE_MS), 86_400],
     /** The client's own range for `deadlineMs`. */
     clientDeadlineMs: [MIN_CLIENT_DEADLINE_MS, MAX_CLIENT_DEADLINE_MS],
     /** A settler run at least every minute (EventBridge's finest rate) and at most every day. */
     settlerScheduleMinutes: [1, 1_440],
     settlerKeyBudget: [1, 10_000],
     settlerTimeout: [1, 900],
+    /** Days of usage history: a day at least, ten years at most. */
+    usageRetentionDays: [1, 3_650],
     /** Oldest Node.js runtime the bundles target (esbuild target node22). */
     minimumNodeMajor: 22,
 } as const);

@@ -1,77 +1,51 @@
 /**
- * The settler: a function the schedule invokes to heal best-effort counters and settle what the stream can
- * no longer count (runtime/heal/settle.ts), with its own least-privilege role, log group, errors alarm and
- * dashboard widgets. Created by HybridCounterComponent unless `settlerEnabled` is false.
+ * The settler: a function the schedule invokes to heal the keys listed in the heal index, audit a page of keys nobody
+ * listed, remove the tombstones no put can reach any more and send the threshold events the consumer could not send
+ * (runtime/heal/settle.ts), with its own least-privilege role, log group, errors alarm and dashboard widgets. Created
+ * by HybridCounterComponent unless `settlerEnabled` is false.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { HEAL_INDEX_NAME, handlerEnvironment, type CounterTableLayout } from "../runtime/shared/config";
+import { HEAL_INDEX_NAME } from "../runtime/heal/index-marks";
+import { SETTLER_DEFAULTS } from "../runtime/heal/settle";
 import { settlerEnvironment } from "../runtime/heal/settler-config";
-import type { HybridCounterComponentArgs } from "./args";
-import { FIXED, HYBRID_COUNTER_DEFAULTS as D, shardsFromArgs } from "./defaults";
+import type { CounterConfig } from "../runtime/shared/config";
+import { FIXED, HYBRID_COUNTER_DEFAULTS as D } from "./defaults";
 import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
-import { logStatement, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
+import { logStatement, publishStatements, tracingStatement, type PolicyDocument, type PolicyStatement } from "./iam";
+import type { Context, TableRef } from "./pipeline";
 
 export interface SettlerPolicyInputs {
     /** The table the resource items live in. */
     readonly tableArn: string;
     /** The table the counter items live in (with the heal index). */
     readonly countersTableArn: string;
-    readonly fatalDlqArn: string;
     readonly logGroupArn: string;
-    readonly queueKmsKeyArn?: string;
+    /** The threshold topic, when there is one: the settler sends the events the consumer could not. */
+    readonly thresholdTopicArn?: string;
     readonly tracing: boolean;
 }
 
 /**
- * Inline policy of the settler's role. It reads the heal index (Query), reads and writes counter items
- * (GetItem, Query, PutItem for its cursor, UpdateItem for heals and counts, DeleteItem, Scan for the audit), reads
- * the user table (Query per key, Scan for the audit) and settles items with reconcile's transactions (UpdateItem,
- * DeleteItem, and ConditionCheckItem for the check that an item is still as read; DynamoDB has no
- * TransactWriteItems action, see iam.ts), and parks what it cannot count.
+ * Inline policy of the settler's role, each action a call of runtime/heal/: it queries the heal index for the keys
+ * listed; on the counters table it reads a key's counter items and its cursor (Query), walks a page for the audit
+ * (Scan), heals best-effort, lists and unlists keys, moves its cursor and clears sent threshold events (UpdateItem),
+ * and drops stale stream progress (DeleteItem); on the user's table it reads a key's items (Query) and removes the
+ * tombstones no put can reach any more (DeleteItem).
  */
 export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
-    const counterActions = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"];
     const statements: PolicyStatement[] = [
         { Sid: "QueryHealIndex", Effect: "Allow", Action: ["dynamodb:Query"], Resource: `${p.countersTableArn}/index/${HEAL_INDEX_NAME}` },
         {
-            Sid: "HealAndSettle",
+            Sid: "HealAndAudit",
             Effect: "Allow",
-            // Scan: the audit walks the counters table too, for keys whose counters outlived their items.
-            Action:
-                p.tableArn === p.countersTableArn
-                    ? [...counterActions, "dynamodb:Scan", "dynamodb:ConditionCheckItem"]
-                    : [...counterActions, "dynamodb:Scan"],
+            Action: ["dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
             Resource: p.countersTableArn,
         },
-        ...(p.tableArn === p.countersTableArn
-            ? []
-            : [
-                  {
-                      Sid: "ReadAndSettleItems",
-                      Effect: "Allow" as const,
-                      Action: [
-                          "dynamodb:GetItem",
-                          "dynamodb:Query",
-                          "dynamodb:Scan",
-                          "dynamodb:UpdateItem",
-                          "dynamodb:DeleteItem",
-                          "dynamodb:ConditionCheckItem",
-                      ],
-                      Resource: p.tableArn,
-                  },
-              ]),
-        { Sid: "SendUncountableItemsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: p.fatalDlqArn },
+        { Sid: "ReadItemsAndRemoveTombstones", Effect: "Allow", Action: ["dynamodb:Query", "dynamodb:DeleteItem"], Resource: p.tableArn },
+        ...publishStatements(p.thresholdTopicArn),
         logStatement(p.logGroupArn),
     ];
-    if (p.queueKmsKeyArn !== undefined) {
-        statements.push({
-            Sid: "UseQueueKey",
-            Effect: "Allow",
-            Action: ["kms:GenerateDataKey", "kms:Decrypt"],
-            Resource: p.queueKmsKeyArn,
-        });
-    }
     if (p.tracing) {
         statements.push(tracingStatement());
     }
@@ -79,21 +53,13 @@ export function settlerPolicy(p: SettlerPolicyInputs): PolicyDocument {
 }
 
 export interface SettlerInputs {
-    readonly name: string;
-    readonly parent: pulumi.Resource;
-    readonly args: HybridCounterComponentArgs;
-    readonly layout: pulumi.Input<CounterTableLayout>;
-    readonly bundle: string;
-    readonly table: { readonly name: pulumi.Output<string>; readonly arn: pulumi.Output<string> };
+    readonly table: TableRef;
     /** Where the counter items live; the table itself in the same-table placement. */
-    readonly countersTable: { readonly name: pulumi.Output<string>; readonly arn: pulumi.Output<string> };
-    readonly fatalDlq: { readonly url: pulumi.Output<string>; readonly arn: pulumi.Output<string> };
-    readonly queueKmsKeyArn: pulumi.Output<string | undefined>;
-    readonly metricsNamespace: string;
-    readonly alarmActions: pulumi.Output<
-        string[]
-    >; /** The multi-region setting's variables (components/regions/settings.ts); none for one region. @default {} */
-    readonly regionEnvironment?: Readonly<Record<string, string>>;
+    readonly countersTable: TableRef;
+    /** The counter's configuration, as every function reads it from its environment. */
+    readonly config: pulumi.Output<CounterConfig>;
+    readonly thresholdTopicArn: pulumi.Output<string | undefined>;
+    readonly alarmActions: pulumi.Output<string[]>;
 }
 
 export interface Settler {
@@ -103,70 +69,59 @@ export interface Settler {
 }
 
 /** Creates the settler's children, each named `${name}-settler-*` and parented to the component. */
-export function createSettler(s: SettlerInputs): Settler {
-    const { name, args } = s;
-    const parent = { parent: s.parent };
-    const tags = args.tags;
-    const tracing = args.tracing ?? D.tracing;
-    const fnRole = { name, fn: "settler", parent: s.parent };
-    const { logs, role } = createFunctionLogsAndRole({
-        ...fnRole,
-        logRetentionInDays: args.logRetentionInDays ?? D.logRetentionInDays,
-        tags,
-    });
+export function createSettler(ctx: Context, s: SettlerInputs): Settler {
+    const { name, args, resolved: r } = ctx;
+    const fnRole = { name, fn: "settler", parent: ctx.parent };
+    const { logs, role } = createFunctionLogsAndRole({ ...fnRole, logRetentionInDays: r.logRetentionInDays, tags: r.tags });
     const rolePolicy = createFunctionRolePolicy(
         fnRole,
         role,
         pulumi
-            .all([s.table.arn, s.countersTable.arn, s.fatalDlq.arn, logs.arn, s.queueKmsKeyArn])
-            .apply(([tableArn, countersTableArn, fatalDlqArn, logGroupArn, queueKmsKeyArn]) =>
-                settlerPolicy({ tableArn, countersTableArn, fatalDlqArn, logGroupArn, queueKmsKeyArn, tracing }),
+            .all([s.table.arn, s.countersTable.arn, logs.arn, s.thresholdTopicArn])
+            .apply(([tableArn, countersTableArn, logGroupArn, thresholdTopicArn]) =>
+                settlerPolicy({ tableArn, countersTableArn, logGroupArn, thresholdTopicArn, tracing: r.tracing }),
             ),
+    );
+    const variables = pulumi.all([s.config, s.thresholdTopicArn]).apply(([config, thresholdTopicArn]) =>
+        settlerEnvironment({
+            ...config,
+            keyBudget: args.settlerKeyBudget ?? D.settlerKeyBudget,
+            auditItems: SETTLER_DEFAULTS.auditItems,
+            metricsNamespace: r.metricsNamespace,
+            ...(thresholdTopicArn === undefined ? {} : { thresholdTopicArn }),
+        }),
     );
     const fn = new aws.lambda.Function(
         `${name}-settler`,
         {
-            code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(s.bundle) }),
+            code: new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.FileAsset(ctx.bundles.settler) }),
             handler: FIXED.handler,
-            runtime: args.lambdaRuntime ?? D.lambdaRuntime,
-            architectures: [args.architecture ?? D.architecture],
+            runtime: r.lambdaRuntime,
+            architectures: [r.architecture],
             role: role.arn,
             memorySize: D.settlerMemorySize,
             timeout: args.settlerTimeout ?? D.settlerTimeout,
-            environment: {
-                variables: pulumi
-                    .all([s.layout, s.table.name, s.countersTable.name, s.fatalDlq.url])
-                    .apply(([layout, tableName, countersTableName, fatalQueueUrl]) => ({
-                        ...handlerEnvironment({
-                            ...(layout as CounterTableLayout),
-                            ...shardsFromArgs(args),
-                            tableName,
-                            countersTableName,
-                            fatalQueueUrl,
-                            metricsNamespace: s.metricsNamespace,
-                        }),
-                        ...settlerEnvironment({
-                            countersTableName: countersTableName === tableName ? undefined : countersTableName,
-                            mode: args.counterMode ?? D.counterMode,
-                            quietWindowMs: (args.healQuietWindowSeconds ?? D.healQuietWindowSeconds) * 1000,
-                            keyBudget: args.settlerKeyBudget ?? D.settlerKeyBudget,
-                            clientDeadlineMs: args.clientDeadlineMs ?? D.clientDeadlineMs,
-                        }),
-                        ...(s.regionEnvironment ?? {}),
-                    })),
-            },
+            environment: { variables },
             loggingConfig: { logFormat: FIXED.logFormat, logGroup: logs.name },
-            tracingConfig: { mode: tracing ? "Active" : "PassThrough" },
-            tags,
+            tracingConfig: { mode: r.tracing ? "Active" : "PassThrough" },
+            tags: r.tags,
         },
-        { parent: s.parent, dependsOn: [logs, rolePolicy] },
+        { parent: ctx.parent, dependsOn: [logs, rolePolicy] },
     );
+    const rule = scheduleSettler(ctx, fn);
+    return { function: fn, rule, errorsAlarm: settlerErrorsAlarm(ctx, fn, s.alarmActions) };
+}
+
+/** The schedule's rule, its target, and the permission for that rule only. */
+function scheduleSettler(ctx: Context, fn: aws.lambda.Function): aws.cloudwatch.EventRule {
+    const { name } = ctx;
+    const parent = { parent: ctx.parent };
     const rule = new aws.cloudwatch.EventRule(
         `${name}-settler-schedule`,
         {
-            description: "Runs the hybrid counter's settler: heals best-effort counters and settles stranded items.",
-            scheduleExpression: args.settlerSchedule ?? D.settlerSchedule,
-            tags,
+            description: "Runs the hybrid counter's settler: heals the keys listed for a heal, audits a page of the others.",
+            scheduleExpression: ctx.args.settlerSchedule ?? D.settlerSchedule,
+            tags: ctx.resolved.tags,
         },
         parent,
     );
@@ -178,14 +133,18 @@ export function createSettler(s: SettlerInputs): Settler {
     new aws.cloudwatch.EventTarget(
         `${name}-settler-target`,
         { rule: rule.name, arn: fn.arn },
-        { parent: s.parent, dependsOn: [permission] },
+        { parent: ctx.parent, dependsOn: [permission] },
     );
-    const errorsAlarm = new aws.cloudwatch.MetricAlarm(
-        `${name}-settler-errors`,
+    return rule;
+}
+
+function settlerErrorsAlarm(ctx: Context, fn: aws.lambda.Function, actions: pulumi.Output<string[]>): aws.cloudwatch.MetricAlarm {
+    return new aws.cloudwatch.MetricAlarm(
+        `${ctx.name}-settler-errors`,
         {
             alarmDescription:
-                "The settler failed a run: best-effort counters are not being healed and stranded items not settled. " +
-                "Read the settler's log group; a run that keeps failing on one key names it in failedKeys.",
+                "The settler failed a run: listed keys are not being healed. Read the settler's log group; " +
+                "a run that keeps failing on one key names it in failedKeys.",
             namespace: "AWS/Lambda",
             metricName: "Errors",
             dimensions: { FunctionName: fn.name },
@@ -195,21 +154,20 @@ export function createSettler(s: SettlerInputs): Settler {
             comparisonOperator: "GreaterThanOrEqualToThreshold",
             threshold: D.settlerErrorsAlarmThreshold,
             treatMissingData: "notBreaching",
-            alarmActions: s.alarmActions,
-            okActions: s.alarmActions,
-            tags,
+            alarmActions: actions,
+            okActions: actions,
+            tags: ctx.resolved.tags,
         },
-        parent,
+        { parent: ctx.parent },
     );
-    return { function: fn, rule, errorsAlarm };
 }
 
-/** Dashboard widgets of the settler (a row under the pipeline's), for dashboardBody. */
+/** Dashboard widgets of the settler (a row under the pipeline's), for dashboardBody: its runs and its metrics (settlerMetrics). */
 export function settlerWidgets(region: string, functionName: string, metricsNamespace: string): object[] {
     const widget = (title: string, x: number, metrics: unknown[][], stat: string) => ({
         type: "metric",
         x,
-        y: 14,
+        y: 26,
         width: 8,
         height: 6,
         properties: { title, region, view: "timeSeries", stacked: false, period: 300, stat, metrics },
@@ -222,15 +180,30 @@ export function settlerWidgets(region: string, functionName: string, metricsName
             [
                 ["AWS/Lambda", "Invocations", "FunctionName", functionName, { label: "runs" }],
                 ["AWS/Lambda", "Errors", "FunctionName", functionName, { label: "errors" }],
+                own("HealFailures", "keys that failed"),
             ],
             "Sum",
         ),
         widget(
             "Heals",
             8,
-            [own("KeysHealed", "keys healed"), own("KeysCorrected", "keys corrected"), own("HealDrift", "drift closed")],
+            [
+                own("KeysHealed", "keys healed"),
+                own("KeysCorrected", "keys corrected"),
+                own("HealDrift", "drift closed"),
+                own("HealsRaced", "heals raced"),
+            ],
             "Sum",
         ),
-        widget("Settler cost", 16, [own("SettlerReadUnits", "RCU"), own("SettlerWriteUnits", "WCU")], "Sum"),
+        widget(
+            "Audit and tombstones",
+            16,
+            [
+                own("KeysAudited", "keys audited"),
+                own("KeysListed", "keys listed by the audit"),
+                own("TombstonesRemoved", "tombstones removed"),
+            ],
+            "Sum",
+        ),
     ];
 }

@@ -1,22 +1,24 @@
 /**
- * Validation of HybridCounterComponent's args: pure, run before any resource is created.
+ * Validation of HybridCounterComponent's args: pure, run before any resource is created. Every problem names its
+ * arg as `[argName]`; they are collected and thrown once (HybridCounterArgsError).
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import {
+    COUNTER_MODES,
     SELECTION_KINDS,
     counterShardsProblems,
     layoutProblems,
     layoutWithDefaults,
     selectionFromFlat,
+    thresholdsProblems,
     type CounterTableLayout,
 } from "../runtime/shared/config";
-import { removedFieldProblems } from "../runtime/shared/removed-fields";
-import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, smallestQuietWindowSeconds, windowCovers } from "../runtime/heal/heal-window";
+import { CLOCK_SKEW_MS, REQUEST_LIFETIME_MS, periodCovers, smallestPeriodSeconds } from "../runtime/heal/heal-window";
 import { Architecture, BillingMode, CounterPlacement, type HybridCounterComponentArgs } from "./args";
 import { COUNTER_PLACEMENTS } from "./counters-table";
 import { backfillArgsProblems } from "./backfill";
-import { regionsProblems, replicatedTableProblems, type RegionsSetting } from "./regions";
+import { regionsProblems } from "./regions";
 import {
     ALARM_NAMES,
     HYBRID_COUNTER_DEFAULTS as D,
@@ -25,6 +27,8 @@ import {
     scheduleMinutes,
     type HybridCounterAlarmName,
 } from "./defaults";
+
+export { attachedTableProblems, type AttachedTableSettings } from "./attached-table";
 
 /** Thrown once with every problem found in the args, each naming its arg as `[argName]`. */
 export class HybridCounterArgsError extends pulumi.RunError {
@@ -37,8 +41,19 @@ export class HybridCounterArgsError extends pulumi.RunError {
 /** The args the table-creating path uses; none may be combined with `table`. */
 const CREATE_TABLE_ARGS = ["tableName", "billingMode", "readCapacity", "writeCapacity", "tableKmsKeyArn", "deletionProtection"] as const;
 
+/**
+ * Args the component no longer has. A program that still sets one is refused by name rather than ignored, since
+ * whoever set it expects it to matter.
+ */
+const REMOVED_ARGS: Readonly<Record<string, string>> = Object.freeze({
+    processedAttribute: "nothing reads or writes it (the consumer keeps its progress in marks on each key's eventual item)",
+    backfillStrict: "the backfill follows [counterMode], which every function reads",
+});
+
 const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
+const KMS_KEY = "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)";
 const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
+const SNS_TOPIC = "an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<topic>)";
 const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 const TABLE_ARN = /^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table\/[A-Za-z0-9_.-]{3,255}$/;
 const DASHBOARD_NAME = /^[A-Za-z0-9_-]{1,255}$/;
@@ -66,7 +81,7 @@ export function layoutFromArgs(
 
 /**
  * Checks every arg and throws one HybridCounterArgsError listing all problems. Values that are Outputs
- * or promises are checked only for what is knowable now (presence); an attached table's stream settings
+ * or promises are checked only for what is knowable now (presence); an attached table's settings
  * are checked when they resolve (see {@link attachedTableProblems}).
  */
 export function validateHybridCounterArgs(args: HybridCounterComponentArgs): void {
@@ -78,49 +93,85 @@ export function validateHybridCounterArgs(args: HybridCounterComponentArgs): voi
 
 /** Every problem in the args, in a stable order; empty if the args are valid. */
 export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): string[] {
-    // An arg the component no longer has, from a program written against an older version.
-    const problems: string[] = removedFieldProblems(args);
-    const a = args as Record<string, unknown>;
+    const check = new ArgsChecker(args);
+    for (const [field, why] of Object.entries(REMOVED_ARGS)) {
+        if (check.raw[field] !== undefined) {
+            check.problems.push(`[${field}] was removed: ${why}; drop it`);
+        }
+    }
+    tableProblems(check);
+    layoutArgProblems(check);
+    functionProblems(check);
+    mappingProblems(check);
+    alarmProblems(check);
+    check.problems.push(...backfillArgsProblems(args));
+    settlerProblems(check);
+    limitsProblems(check);
+    return check.problems;
+}
 
-    const integerBetween = (key: keyof HybridCounterComponentArgs, [min, max]: readonly [number, number]) => {
-        const value = a[key];
+/** Collects problems of one set of args, with the checks every section uses. */
+class ArgsChecker {
+    readonly problems: string[] = [];
+    readonly raw: Record<string, unknown>;
+
+    constructor(readonly args: HybridCounterComponentArgs) {
+        this.raw = args as Record<string, unknown>;
+    }
+
+    integerBetween(key: keyof HybridCounterComponentArgs, [min, max]: readonly [number, number]): void {
+        const value = this.raw[key];
         if (value === undefined) {
             return;
         }
         if (typeof value !== "number" || !Number.isInteger(value)) {
-            problems.push(`[${key}] must be an integer`);
+            this.problems.push(`[${key}] must be an integer`);
         } else if (value < min || value > max) {
-            problems.push(`[${key}] must be between ${min} and ${max}`);
+            this.problems.push(`[${key}] must be between ${min} and ${max}`);
         }
-    };
-    const integerAtLeast = (key: keyof HybridCounterComponentArgs, min: number) => {
-        const value = a[key];
+    }
+
+    integerAtLeast(key: keyof HybridCounterComponentArgs, min: number): void {
+        const value = this.raw[key];
         if (value === undefined) {
             return;
         }
         if (typeof value !== "number" || !Number.isInteger(value)) {
-            problems.push(`[${key}] must be an integer`);
+            this.problems.push(`[${key}] must be an integer`);
         } else if (value < min) {
-            problems.push(`[${key}] must be at least ${min}`);
+            this.problems.push(`[${key}] must be at least ${min}`);
         }
-    };
-    const oneOf = (key: keyof HybridCounterComponentArgs, allowed: readonly string[]) => {
-        const value = a[key];
+    }
+
+    oneOf(key: keyof HybridCounterComponentArgs, allowed: readonly string[]): void {
+        const value = this.raw[key];
         if (value !== undefined && !allowed.includes(value as string)) {
-            problems.push(`[${key}] must be ${allowed.map((v) => `"${v}"`).join(" or ")}`);
+            this.problems.push(`[${key}] must be ${allowed.map((v) => `"${v}"`).join(" or ")}`);
         }
-    };
-    const plainMatches = (key: keyof HybridCounterComponentArgs, pattern: RegExp, what: string) => {
-        const value = a[key];
+    }
+
+    boolean(key: keyof HybridCounterComponentArgs): void {
+        const value = this.raw[key];
+        if (value !== undefined && typeof value !== "boolean") {
+            this.problems.push(`[${key}] must be true or false`);
+        }
+    }
+
+    /** A plain string value must match `pattern`; an Output or a promise is checked by AWS when it resolves. */
+    plainMatches(key: keyof HybridCounterComponentArgs, pattern: RegExp, what: string): void {
+        const value = this.raw[key];
         if (value === undefined || pulumi.Output.isInstance(value) || value instanceof Promise) {
             return;
         }
         if (typeof value !== "string" || !pattern.test(value)) {
-            problems.push(`[${key}] must be ${what}`);
+            this.problems.push(`[${key}] must be ${what}`);
         }
-    };
+    }
+}
 
-    // Table: attach (a resource or an ARN) or create, never two of them.
+/** The table: attach (a resource or an ARN) or create, never two of them; the placement and the shards. */
+function tableProblems(check: ArgsChecker): void {
+    const { args, problems } = check;
     if (args.table !== undefined && !aws.dynamodb.Table.isInstance(args.table)) {
         problems.push(
             `[table] must be an aws.dynamodb.Table resource of this program (got ${typeof args.table === "string" ? `the string "${args.table}"` : typeof args.table}); attach a table by ARN with [tableArn], or by name with aws.dynamodb.Table.get(name, tableName)`,
@@ -132,19 +183,19 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     for (const attach of ["table", "tableArn"] as const) {
         if (args[attach] !== undefined) {
             for (const key of CREATE_TABLE_ARGS) {
-                if (a[key] !== undefined) {
+                if (check.raw[key] !== undefined) {
                     problems.push(`[${key}] must not be set together with [${attach}]`);
                 }
             }
         }
     }
-    plainMatches("tableArn", TABLE_ARN, "a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)");
+    check.plainMatches("tableArn", TABLE_ARN, "a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)");
     // How the regions of a replicated table count, and what that setting needs of the other args (components/regions/).
     problems.push(...regionsProblems(args, layoutFromArgs(args)));
-    oneOf("counterPlacement", COUNTER_PLACEMENTS);
+    check.oneOf("counterPlacement", COUNTER_PLACEMENTS);
     // The runtime's own range (every handler reads the count back with the same check); the placement is the
     // component's to name: in the same-table placement a shard's partition key would be the user's.
-    const shardProblems = counterShardsProblems(a.counterShards);
+    const shardProblems = counterShardsProblems(check.raw.counterShards);
     problems.push(...shardProblems);
     if (shardProblems.length === 0 && (args.counterShards ?? D.counterShards) > 1 && args.counterPlacement === CounterPlacement.SameTable) {
         problems.push(
@@ -152,11 +203,11 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
                 "a key's shards are partition keys of the counters table, which in the same-table placement are the user's",
         );
     }
-    oneOf("countedItems", SELECTION_KINDS);
-    plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
-    oneOf("billingMode", Object.values(BillingMode));
-    integerBetween("readCapacity", LIMITS.capacity);
-    integerBetween("writeCapacity", LIMITS.capacity);
+    check.oneOf("countedItems", SELECTION_KINDS);
+    check.plainMatches("tableName", TABLE_NAME, "3 to 255 characters of letters, digits, '_', '-' and '.'");
+    check.oneOf("billingMode", Object.values(BillingMode));
+    check.integerBetween("readCapacity", LIMITS.capacity);
+    check.integerBetween("writeCapacity", LIMITS.capacity);
     if (args.table === undefined && args.tableArn === undefined) {
         const provisioned = args.billingMode === "PROVISIONED";
         for (const key of ["readCapacity", "writeCapacity"] as const) {
@@ -167,34 +218,41 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
             }
         }
     }
-    plainMatches("tableKmsKeyArn", KMS_KEY_ARN, "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)");
+    check.plainMatches("tableKmsKeyArn", KMS_KEY_ARN, KMS_KEY);
+}
 
-    // Layout (the runtime's own rules, so component and handlers agree). An unknown kind is reported above.
+/** The layout (the runtime's own rules, so component and handlers agree) and the metrics namespace. */
+function layoutArgProblems(check: ArgsChecker): void {
+    const { args, problems } = check;
+    // An unknown selection kind is reported with the table's args.
     if (args.countedItems === undefined || SELECTION_KINDS.includes(args.countedItems)) {
         problems.push(...layoutProblems(layoutFromArgs(args)));
     } else {
         problems.push(...layoutProblems({ ...layoutFromArgs(args), selection: { kind: "client" } }));
     }
-    plainMatches("metricsNamespace", METRICS_NAMESPACE, "1 to 255 characters of letters, digits and . - _ / # :");
+    check.plainMatches("metricsNamespace", METRICS_NAMESPACE, "1 to 255 characters of letters, digits and . - _ / # :");
     if (typeof args.metricsNamespace === "string" && args.metricsNamespace.startsWith("AWS/")) {
         problems.push(`[metricsNamespace] must not start with "AWS/"`);
     }
+}
 
-    // Functions.
+/** The functions: runtime, architecture, memory, timeouts, concurrency, logs. */
+function functionProblems(check: ArgsChecker): void {
+    const { args, problems } = check;
     if (args.lambdaRuntime !== undefined) {
         const match = NODE_RUNTIME.exec(String(args.lambdaRuntime));
         if (!match || Number(match[1]) < LIMITS.minimumNodeMajor) {
             problems.push(`[lambdaRuntime] must be nodejs${LIMITS.minimumNodeMajor}.x or a newer nodejs<major>.x runtime`);
         }
     }
-    oneOf("architecture", Object.values(Architecture));
-    integerBetween("consumerMemorySize", LIMITS.memorySize);
-    integerBetween("consumerTimeout", LIMITS.consumerTimeout);
-    integerAtLeast("consumerReservedConcurrency", 1);
-    integerBetween("redriveMemorySize", LIMITS.memorySize);
-    integerBetween("redriveTimeout", LIMITS.redriveTimeout);
+    check.oneOf("architecture", Object.values(Architecture));
+    check.integerBetween("consumerMemorySize", LIMITS.memorySize);
+    check.integerBetween("consumerTimeout", LIMITS.consumerTimeout);
+    check.integerAtLeast("consumerReservedConcurrency", 1);
+    check.integerBetween("redriveMemorySize", LIMITS.memorySize);
+    check.integerBetween("redriveTimeout", LIMITS.redriveTimeout);
     // An Output or a promise is checked by AWS when it resolves; a plain value is checked now.
-    const redriveConcurrency = a.redriveReservedConcurrency;
+    const redriveConcurrency = check.raw.redriveReservedConcurrency;
     if (redriveConcurrency !== undefined && !pulumi.Output.isInstance(redriveConcurrency) && !(redriveConcurrency instanceof Promise)) {
         const [, maxConcurrency] = LIMITS.reservedConcurrency;
         if (typeof redriveConcurrency !== "number" || !Number.isInteger(redriveConcurrency)) {
@@ -206,43 +264,52 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
     if (args.logRetentionInDays !== undefined && !LOG_RETENTION_DAYS.includes(args.logRetentionInDays)) {
         problems.push(`[logRetentionInDays] must be one of ${LOG_RETENTION_DAYS.join(", ")}`);
     }
+}
 
-    // Stream event source mapping.
-    integerBetween("batchSize", LIMITS.batchSize);
-    integerBetween("maximumBatchingWindowInSeconds", LIMITS.maximumBatchingWindowInSeconds);
-    integerBetween("parallelizationFactor", LIMITS.parallelizationFactor);
+/** The stream event source mapping and the queues. */
+function mappingProblems(check: ArgsChecker): void {
+    const { args, problems } = check;
+    check.integerBetween("batchSize", LIMITS.batchSize);
+    check.integerBetween("maximumBatchingWindowInSeconds", LIMITS.maximumBatchingWindowInSeconds);
+    if (args.parallelizationFactor !== undefined && args.parallelizationFactor !== D.parallelizationFactor) {
+        problems.push(
+            `[parallelizationFactor] must be 1 (got ${JSON.stringify(args.parallelizationFactor)}): the consumer's marks need ` +
+                "the batches of one stream shard applied one at a time",
+        );
+    }
     if (args.maximumRetryAttempts === -1) {
         problems.push("[maximumRetryAttempts] must be between 0 and 10000: -1 (retry forever) would block a shard for up to 24 hours");
     } else {
-        integerBetween("maximumRetryAttempts", LIMITS.maximumRetryAttempts);
+        check.integerBetween("maximumRetryAttempts", LIMITS.maximumRetryAttempts);
     }
     if (args.maximumRecordAgeInSeconds === -1) {
         problems.push("[maximumRecordAgeInSeconds] must be between 60 and 604800: -1 (no limit) would block a shard for up to 24 hours");
     } else {
-        integerBetween("maximumRecordAgeInSeconds", LIMITS.maximumRecordAgeInSeconds);
+        check.integerBetween("maximumRecordAgeInSeconds", LIMITS.maximumRecordAgeInSeconds);
     }
+    check.integerBetween("redriveMaxReceiveCount", LIMITS.redriveMaxReceiveCount);
+    check.plainMatches("queueKmsKeyArn", KMS_KEY_ARN, KMS_KEY);
+}
 
-    // Queues.
-    integerBetween("redriveMaxReceiveCount", LIMITS.redriveMaxReceiveCount);
-    plainMatches("queueKmsKeyArn", KMS_KEY_ARN, "a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>)");
-
-    // Alarms.
+/** The alarms, their topic and thresholds, and the dashboard's name. */
+function alarmProblems(check: ArgsChecker): void {
+    const { args, problems } = check;
     if (args.alarmTopicArn !== undefined && args.createAlarmTopic === true) {
         problems.push("[alarmTopicArn] must not be set together with [createAlarmTopic]");
     }
-    plainMatches("alarmTopicArn", SNS_TOPIC_ARN, "an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<topic>)");
+    check.plainMatches("alarmTopicArn", SNS_TOPIC_ARN, SNS_TOPIC);
     for (const alarm of args.disabledAlarms ?? []) {
         if (!ALARM_NAMES.includes(alarm as HybridCounterAlarmName)) {
             problems.push(`[disabledAlarms] must contain only ${ALARM_NAMES.map((n) => `"${n}"`).join(", ")} (found "${alarm}")`);
         }
     }
-    integerAtLeast("iteratorAgeAlarmThresholdMs", 1);
-    integerAtLeast("consumerErrorsAlarmThreshold", 1);
-    integerAtLeast("consumerThrottlesAlarmThreshold", 1);
-    integerAtLeast("firstDlqAlarmThreshold", 0);
-    integerAtLeast("fatalDlqAlarmThreshold", 0);
-    integerAtLeast("firstDlqAgeAlarmThresholdSeconds", 60);
-    integerAtLeast("redriveErrorsAlarmThreshold", 1);
+    check.integerAtLeast("iteratorAgeAlarmThresholdMs", 1);
+    check.integerAtLeast("consumerErrorsAlarmThreshold", 1);
+    check.integerAtLeast("consumerThrottlesAlarmThreshold", 1);
+    check.integerAtLeast("firstDlqAlarmThreshold", 0);
+    check.integerAtLeast("fatalDlqAlarmThreshold", 0);
+    check.integerAtLeast("firstDlqAgeAlarmThresholdSeconds", 60);
+    check.integerAtLeast("redriveErrorsAlarmThreshold", 1);
     const iteratorAge = args.iteratorAgeAlarmThresholdMs ?? D.iteratorAgeAlarmThresholdMs;
     const recordAge = args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds;
     const [minAge, maxAge] = LIMITS.maximumRecordAgeInSeconds;
@@ -262,13 +329,13 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
                 "a batch that waits that long in the first DLQ may have left the stream's 24-hour retention before the alarm fires",
         );
     }
-    plainMatches("dashboardName", DASHBOARD_NAME, "1 to 255 characters of letters, digits, '-' and '_'");
-    problems.push(...backfillArgsProblems(args));
+    check.plainMatches("dashboardName", DASHBOARD_NAME, "1 to 255 characters of letters, digits, '-' and '_'");
+}
 
-    // Settler.
-    if (args.settlerEnabled !== undefined && typeof args.settlerEnabled !== "boolean") {
-        problems.push("[settlerEnabled] must be true or false");
-    }
+/** The settler, the mode and the ledger period. */
+function settlerProblems(check: ArgsChecker): void {
+    const { args, problems } = check;
+    check.boolean("settlerEnabled");
     if (args.settlerSchedule !== undefined) {
         const minutes = typeof args.settlerSchedule === "string" ? scheduleMinutes(args.settlerSchedule) : undefined;
         const [min, max] = LIMITS.settlerScheduleMinutes;
@@ -278,76 +345,39 @@ export function hybridCounterArgsProblems(args: HybridCounterComponentArgs): str
             );
         }
     }
-    integerBetween("healQuietWindowSeconds", LIMITS.healQuietWindowSeconds);
-    integerBetween("clientDeadlineMs", LIMITS.clientDeadlineMs);
-    // Heal assumption A4 (runtime/heal/heal.ts): the window must outlast the last write of the slowest client call.
-    const window = args.healQuietWindowSeconds ?? D.healQuietWindowSeconds;
+    check.integerBetween("healQuietWindowSeconds", LIMITS.healQuietWindowSeconds);
+    check.integerBetween("clientDeadlineMs", LIMITS.clientDeadlineMs);
+    // The ledger's period must outlast every write of the slowest client call, as seen by any clock
+    // (runtime/heal/heal-window.ts).
+    const period = args.healQuietWindowSeconds ?? D.healQuietWindowSeconds;
     const deadline = args.clientDeadlineMs ?? D.clientDeadlineMs;
     const inRange = (value: unknown, [min, max]: readonly [number, number]) =>
         typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
     if (
-        inRange(window, LIMITS.healQuietWindowSeconds) &&
+        inRange(period, LIMITS.healQuietWindowSeconds) &&
         inRange(deadline, LIMITS.clientDeadlineMs) &&
-        !windowCovers(window * 1000, deadline)
+        !periodCovers(period * 1000, deadline)
     ) {
         problems.push(
             `[healQuietWindowSeconds] must be above [clientDeadlineMs] (${deadline} ms) + ${REQUEST_LIFETIME_MS / 1000} s request lifetime + ` +
-                `${CLOCK_SKEW_MS / 1000} s clock skew: at least ${smallestQuietWindowSeconds(deadline)} (got ${window})`,
+                `2 x ${CLOCK_SKEW_MS / 1000} s clock skew: at least ${smallestPeriodSeconds(deadline)} (got ${period})`,
         );
     }
-    oneOf("counterMode", ["strict", "utilization"]);
-    integerBetween("settlerKeyBudget", LIMITS.settlerKeyBudget);
-    integerBetween("settlerTimeout", LIMITS.settlerTimeout);
-
-    return problems;
+    check.oneOf("counterMode", COUNTER_MODES);
+    check.integerBetween("settlerKeyBudget", LIMITS.settlerKeyBudget);
+    check.integerBetween("settlerTimeout", LIMITS.settlerTimeout);
 }
 
-/** The stream and key settings of a table the user attaches, as resolved from its outputs. */
-export interface AttachedTableSettings {
-    readonly streamEnabled: boolean | undefined;
-    readonly streamViewType: string | undefined;
-    readonly hashKey: string | undefined;
-    readonly rangeKey: string | undefined;
-    /** The table's attribute definitions, when known (the keys' types are checked). */
-    readonly attributes?: ReadonlyArray<{ readonly name: string; readonly type: string }>;
-    /** The regions of the table's replicas (`replicas[].regionName`), when known: a table with any is refused. */
-    readonly replicaRegions?: readonly string[];
-}
-
-/**
- * Problems with an attached table, checked when its outputs resolve (at preview for a table declared with
- * literal settings in the same program): its stream, its keys, and its replicas (a global table is refused without
- * `regions`, and with it must have replicas in exactly the member regions: components/regions/). The keys are compared only with the ones the args give: otherwise
- * the table's own keys become the layout's.
- */
-export function attachedTableProblems(
-    table: AttachedTableSettings,
-    given: { partitionKey?: string; sortKey?: string },
-    regions?: RegionsSetting,
-): string[] {
-    const problems: string[] = [];
-    if (table.streamEnabled !== true || table.streamViewType !== D.streamViewType) {
-        problems.push(
-            `[table] must have streamEnabled: true and streamViewType: "${D.streamViewType}" ` +
-                `(found streamEnabled: ${String(table.streamEnabled ?? false)}, streamViewType: ${JSON.stringify(table.streamViewType ?? "")})`,
-        );
+/** The limits' threshold events (their fractions and topic) and the usage history. */
+function limitsProblems(check: ArgsChecker): void {
+    const { args, problems } = check;
+    if (args.thresholds !== undefined) {
+        problems.push(...thresholdsProblems(args.thresholds));
     }
-    if (!table.hashKey) {
-        problems.push("[table] must have a hash key");
-    } else if (given.partitionKey !== undefined && table.hashKey !== given.partitionKey) {
-        problems.push(`[table] must have hashKey "${given.partitionKey}" ([partitionKey]); found ${JSON.stringify(table.hashKey)}`);
+    check.boolean("createThresholdTopic");
+    if (args.thresholdTopicArn !== undefined && args.createThresholdTopic === true) {
+        problems.push("[thresholdTopicArn] must not be set together with [createThresholdTopic]");
     }
-    if (!table.rangeKey) {
-        problems.push("[table] must have a range key: a resource's id is its sort key; found none");
-    } else if (given.sortKey !== undefined && table.rangeKey !== given.sortKey) {
-        problems.push(`[table] must have rangeKey "${given.sortKey}" ([sortKey]); found ${JSON.stringify(table.rangeKey)}`);
-    }
-    for (const key of [table.hashKey, table.rangeKey]) {
-        const type = table.attributes?.find((attribute) => attribute.name === key)?.type;
-        if (key && type !== undefined && type !== "S") {
-            problems.push(`[table] must have a string (S) key "${key}"; found type ${type}`);
-        }
-    }
-    problems.push(...replicatedTableProblems(table.replicaRegions, regions));
-    return problems;
+    check.plainMatches("thresholdTopicArn", SNS_TOPIC_ARN, SNS_TOPIC);
+    check.integerBetween("usageRetentionDays", LIMITS.usageRetentionDays);
 }

@@ -5,8 +5,8 @@ import { ExemptionConfig, stackPolicy } from "./config";
 import { consumerFunctions, dependenciesOf, TYPES } from "./graph";
 import { isUnknown, read } from "./unknowns";
 
-/** A policy document found on a consumer role, with where it came from. */
-interface Document {
+/** A policy document found on a role, with where it came from. */
+export interface Document {
     /** The resource that carries the document (reported as the violating resource). */
     readonly holder: PolicyResource;
     /** The property, e.g. `policy` or `inlinePolicies[0].policy`. */
@@ -15,7 +15,7 @@ interface Document {
 }
 
 /** Parses a policy document (JSON text or object); undefined when it is not one. */
-function parseDocument(text: unknown): Record<string, unknown> | undefined {
+export function parseDocument(text: unknown): Record<string, unknown> | undefined {
     if (typeof text === "string") {
         try {
             const parsed: unknown = JSON.parse(text);
@@ -27,7 +27,7 @@ function parseDocument(text: unknown): Record<string, unknown> | undefined {
     return typeof text === "object" && text !== null ? (text as Record<string, unknown>) : undefined;
 }
 
-function asList(value: unknown): unknown[] {
+export function asList(value: unknown): unknown[] {
     return value === undefined ? [] : Array.isArray(value) ? [...value] : [value];
 }
 
@@ -66,7 +66,7 @@ export function wildcardGrants(document: Record<string, unknown>, services: read
 }
 
 /** Every policy document attached to `role`, through whichever resource attaches it. */
-function documentsOf(
+export function documentsOf(
     role: PolicyResource,
     resources: readonly PolicyResource[],
 ): { documents: Document[]; managedArns: { holder: PolicyResource; property: string; arn: string }[] } {
@@ -120,8 +120,7 @@ export const consumerIamNoWildcardActions = stackPolicy<ConsumerIamConfig>({
     description:
         "IAM policies attached to the roles of the stream consumer and the redrive grant no wildcard actions on dynamodb or sqs. " +
         "Without this, a wildcard lets a bug or a compromised function delete the table, rewrite the counters or purge the failure queues.",
-    remediationSteps:
-        "List the exact actions (e.g. dynamodb:TransactWriteItems, dynamodb:GetRecords, sqs:SendMessage) in the role's policies.",
+    remediationSteps: "List the exact actions (e.g. dynamodb:UpdateItem, dynamodb:GetRecords, sqs:SendMessage) in the role's policies.",
     enforcementLevel: "mandatory",
     config: {
         services: {

@@ -1,5 +1,6 @@
 /**
- * hybrid-counter's CrossGuard policies: stream and retry safety for DynamoDB stream consumers.
+ * hybrid-counter's CrossGuard policies: stream and retry safety for DynamoDB stream consumers, and what a hybrid
+ * counter's own consumer needs of its mapping, its table's regions and its threshold topic.
  *
  * This module only defines and exports the policies; it never constructs a `PolicyPack` (which
  * starts a gRPC server and exits the process on misuse). The pack itself lives in `pack.ts`.
@@ -35,8 +36,9 @@ import { failureQueueEncryption, failureQueueRetention } from "./queue";
 import { dynamodbStreamViewType, dynamodbTableEncryption, dynamodbTablePointInTimeRecovery } from "./table";
 import { PolicyConfigError, PolicySetting } from "./config";
 import { scheduledFunctionGuarded } from "./schedule";
-import { streamMappingCounterParallelization } from "./parallelization";
+import { streamMappingCounterParallelization, streamMappingCounterTumblingWindow } from "./parallelization";
 import { counterTableReplicas } from "./regions";
+import { counterThresholdTopic } from "./thresholds";
 
 export { ENFORCEMENT_LEVELS, PolicyConfigError, resourceClassOf } from "./config";
 export type { ExemptionConfig, PolicyFactory, PolicySetting } from "./config";
@@ -62,7 +64,7 @@ export type { ConsumerIamConfig } from "./iam";
 export { wildcardGrants } from "./iam";
 export type { ScheduledFunctionConfig } from "./schedule";
 export { SCHEDULE_TYPES, rateMinutes } from "./schedule";
-export type { CounterParallelizationConfig } from "./parallelization";
+export type { CounterParallelizationConfig, CounterTumblingWindowConfig } from "./parallelization";
 export {
     COUNTER_CONSUMER_VARIABLE,
     COUNTER_SHARDS_MAX,
@@ -73,6 +75,7 @@ export {
 export type { ConsumerShards } from "./parallelization";
 export type { CounterTableReplicasConfig } from "./regions";
 export { COUNTER_REGIONS_VARIABLE, isRegionsSetting } from "./regions";
+export type { CounterThresholdTopicConfig } from "./thresholds";
 
 /** Every policy factory, by policy name, in the order the pack lists them. */
 export const policyFactories = {
@@ -86,7 +89,9 @@ export const policyFactories = {
     "stream-mapping-on-failure-destination": streamMappingOnFailureDestination,
     "stream-mapping-trim-horizon": streamMappingTrimHorizon,
     "stream-mapping-counter-parallelization": streamMappingCounterParallelization,
+    "stream-mapping-counter-tumbling-window": streamMappingCounterTumblingWindow,
     "counter-table-replicas": counterTableReplicas,
+    "counter-threshold-topic": counterThresholdTopic,
     "failure-queue-encryption": failureQueueEncryption,
     "failure-queue-retention": failureQueueRetention,
     "stream-consumer-alarms": streamConsumerAlarms,
@@ -144,6 +149,7 @@ export function hybridCounterPolicies(args: HybridCounterPolicyArgs = {}): Polic
 export {
     consumerIamNoWildcardActions,
     counterTableReplicas,
+    counterThresholdTopic,
     dynamodbStreamViewType,
     dynamodbTableEncryption,
     dynamodbTablePointInTimeRecovery,
@@ -154,6 +160,7 @@ export {
     streamMappingBoundedRecordAge,
     streamMappingBoundedRetries,
     streamMappingCounterParallelization,
+    streamMappingCounterTumblingWindow,
     streamMappingOnFailureDestination,
     streamMappingReportBatchItemFailures,
     streamMappingTrimHorizon,

@@ -10,7 +10,7 @@ import { hybridCounterPolicies, POLICY_PACK_NAME } from "./index";
 
 new PolicyPack(POLICY_PACK_NAME, {
     description:
-        "Stream and retry safety for DynamoDB stream consumers: stream settings, bounded retries, failure queues, alarms and least-privilege IAM.",
+        "Stream and retry safety for DynamoDB stream consumers: stream settings, bounded retries, failure queues, alarms and least-privilege IAM; a hybrid counter's mapping, regions and threshold topic.",
     displayName: "hybrid-counter stream safety",
     provider: "aws",
     tags: ["dynamodb", "lambda", "sqs", "reliability"],

@@ -1,27 +1,20 @@
 /**
- * Stack policy: a hybrid counter's consumer runs several batches of one stream shard at once only when each
- * key's counting is spread over at least as many counter shards.
+ * Stack policies on the event source mapping of a hybrid counter's consumer: the stream shard's batches one at a
+ * time (`parallelizationFactor` 1), and the event naming its stream shard (a tumbling window).
  *
- * Why (docs/design/sharded-counters.md, "The consumer and the eventual counter"): the consumer counts a batch in
- * transactions grouped by key and counter shard, and each transaction updates that shard's eventual partial (one
- * item per key and shard; runtime/shards/layout.ts). With `parallelizationFactor` F above 1, Lambda runs F
- * batches of one stream shard at once (order is then kept per item, not per partition), so batches holding
- * records of one key commit transactions at the same moment, and two that update the same shard's partial
- * conflict: DynamoDB cancels one with a TransactionConflict reason and the consumer retries it as contention.
- * The count stays exact either way; the factor costs retries and lag, never correctness, hence advisory.
+ * Why (docs/design/core.md, "Eventual: one conditional write per key per batch"): the consumer keeps, on each key's
+ * eventual item, a mark per stream shard (the last record of that shard it applied to the key), and on each stream
+ * shard's progress item the ranges its batches opened. It applies a key's records above the mark and moves the mark
+ * to the last of them; a batch that begins above an open range takes that range as one Lambda gave up on and re-reads
+ * it from the stream. Both rest on Lambda delivering a shard's batches one after another:
+ * - with `parallelizationFactor` F above 1, Lambda runs F batches of one stream shard at once, ordered per item only:
+ *   a later batch can move a key's mark past records of the key an earlier batch still holds, which then count as
+ *   applied and never are. The count is wrong, not slow: mandatory;
+ * - the marks and the ranges are keyed by the stream shard the event names (`shardId`), which Lambda sets only when
+ *   the mapping has a tumbling window (`tumblingWindowInSeconds` 1..900); without one the consumer refuses every
+ *   batch, and nothing is counted: mandatory.
  *
- * - Counter shards N = 1 (the default): every transaction of a key updates the key's one eventual item, so any
- *   two concurrent batches of one key conflict. Reported.
- * - N >= F: the F concurrent batches have as many partials as batches to spread over; a conflict is the
- *   exception (two batches on one shard at one moment), retried like any other. Passes: this is what sharding
- *   a key is for, and what the design asks of a factor above 1.
- * - 1 < N < F: more batches run at once than a key has partials, so some always share one (pigeonhole): fewer
- *   conflicts than with one shard, but not the exception. Reported, at the policy's one level (advisory by
- *   default; a stack policy reports every violation at its own level), with both fixes: N up to F, or F down to N.
- *
- * The shard count is read where the consumer reads it: its `HYBRID_COUNTER_COUNTER_SHARDS` environment variable
- * (absent or empty means 1, as runtime/shared/config.ts reads it). A value the runtime would refuse (not an
- * integer from 1 to 16) spreads nothing, so it counts as 1 and the message shows it.
+ * A consumer is a function whose environment names the counter's table (`HYBRID_COUNTER_TABLE_NAME`).
  */
 
 import type { PolicyResource } from "@pulumi/policy";
@@ -91,8 +84,6 @@ export function counterShardsOf(fn: PolicyResource): Maybe<ConsumerShards> {
     return { value, counterShards: Number.isInteger(count) && count >= 1 && count <= COUNTER_SHARDS_MAX ? count : undefined };
 }
 
-export type CounterParallelizationConfig = ExemptionConfig;
-
 /**
  * Every event source mapping of the stack with the functions it invokes that may be a hybrid counter's consumer (not
  * certainly another function); the policy is not applicable when none is.
@@ -111,66 +102,73 @@ export function countedStreams(args: {
     return counted;
 }
 
+export type CounterParallelizationConfig = ExemptionConfig;
+
+/** The largest tumbling window Lambda takes (s). */
+export const LAMBDA_MAX_TUMBLING_WINDOW_SECONDS = 900;
+
+/** Runs `check` on every stream mapping that invokes a function known to be a counter's consumer. */
+function eachCounterMapping(
+    args: Parameters<typeof countedStreams>[0],
+    check: (stream: StreamMapping, consumer: PolicyResource) => void,
+): void {
+    for (const { stream, consumers } of countedStreams(args)) {
+        // A consumer whose environment is unknown during preview is checked during the update.
+        const known = consumers.find((c) => isCounterConsumer(c) === true);
+        if (known !== undefined) {
+            check(stream, known);
+        }
+    }
+}
+
 export const streamMappingCounterParallelization = stackPolicy<CounterParallelizationConfig>({
     name: "stream-mapping-counter-parallelization",
     description:
-        "An event source mapping that invokes a hybrid counter's consumer keeps parallelizationFactor at or below the consumer's counter shards " +
-        `(${COUNTER_SHARDS_VARIABLE}, the component's counterShards; 1 when unset). ` +
-        "Without it, Lambda runs more batches of one stream shard at once than a key has eventual counter items, and batches holding the same key " +
-        "commit transactions on one of them: they conflict and are retried as contention, which is slower and never wrong.",
-    remediationSteps:
-        'Raise the counter shards to at least the factor (the component\'s counterShards, 1..16; it needs counterPlacement "separate"), ' +
-        "or lower parallelizationFactor to the counter shards (1, Lambda's default and the component's, when the counters are not sharded).",
-    enforcementLevel: "advisory",
+        "An event source mapping that invokes a hybrid counter's consumer keeps parallelizationFactor at 1 (Lambda's default): the consumer marks, " +
+        "on each key, the last record of each stream shard it applied, which needs the batches of one stream shard applied one at a time. " +
+        "Without it, a later batch moves a key's mark past records an earlier batch still holds, and they are never counted.",
+    remediationSteps: "Set parallelizationFactor to 1 (or leave it unset) on the event source mapping; the component always does.",
+    enforcementLevel: "mandatory",
     config: {},
-    check: (args, _config, reportViolation) => {
-        const counted = countedStreams(args);
-        for (const { stream, consumers } of counted) {
-            const factor = read(() => stream.mapping.props.parallelizationFactor as unknown);
-            if (isUnknown(factor)) {
-                continue;
+    check: (args, _config, reportViolation) =>
+        eachCounterMapping(args, ({ mapping }, fn) => {
+            const factor = read(() => mapping.props.parallelizationFactor as unknown);
+            if (isUnknown(factor) || (factor ?? LAMBDA_DEFAULT_PARALLELIZATION_FACTOR) === 1) {
+                return;
             }
-            const value = factor ?? LAMBDA_DEFAULT_PARALLELIZATION_FACTOR;
-            if (typeof value === "number" && value <= 1) {
-                continue;
-            }
-            // A consumer whose environment is unknown during preview is checked during the update.
-            for (const fn of consumers.filter((c) => isCounterConsumer(c) === true)) {
-                const shards = counterShardsOf(fn);
-                if (isUnknown(shards)) {
-                    continue;
-                }
-                // A value the consumer refuses spreads nothing: it counts as one shard.
-                const counterShards = shards.counterShards ?? 1;
-                if (typeof value === "number" && counterShards >= value) {
-                    continue;
-                }
-                reportViolation(
-                    `event source mapping '${stream.mapping.name}' (DynamoDB stream) invokes the counter's consumer '${fn.name}' with ` +
-                        `[parallelizationFactor] ${show(value)}; ${spreadOf(shards)}, so concurrent batches of one key ` +
-                        `conflict on ${counterShards === 1 ? "it" : "one of them"} and are retried as contention (slower, never wrong): ` +
-                        fixFor(value, counterShards),
-                    stream.mapping.urn,
-                );
-            }
-        }
-    },
+            reportViolation(
+                `event source mapping '${mapping.name}' (DynamoDB stream) invokes the counter's consumer '${fn.name}' with ` +
+                    `[parallelizationFactor] ${show(factor)}; the consumer's marks need the batches of one stream shard applied one at a time: set it to 1`,
+                mapping.urn,
+            );
+        }),
 });
 
-/** What the consumer's environment makes of each key's eventual counter, for a message. */
-function spreadOf({ value, counterShards }: ConsumerShards): string {
-    const variable = `[${COUNTER_SHARDS_VARIABLE}] ${show(value)}`;
-    if (counterShards === undefined) {
-        return `each key's eventual counter is one item (${variable} is not a shard count, an integer from 1 to ${COUNTER_SHARDS_MAX})`;
-    }
-    return counterShards === 1
-        ? `each key's eventual counter is one item (${variable})`
-        : `each key's eventual counter is ${counterShards} items (${variable}), fewer than the batches that run at once`;
-}
+export type CounterTumblingWindowConfig = ExemptionConfig;
 
-/** Both ways out: shards up to the factor, or the factor down to the shards. */
-function fixFor(factor: unknown, counterShards: number): string {
-    return typeof factor === "number"
-        ? `raise the counter shards to ${factor}, or set the factor to ${counterShards}`
-        : `set the factor to ${counterShards}`;
-}
+export const streamMappingCounterTumblingWindow = stackPolicy<CounterTumblingWindowConfig>({
+    name: "stream-mapping-counter-tumbling-window",
+    description:
+        "An event source mapping that invokes a hybrid counter's consumer sets tumblingWindowInSeconds (1 to 900), so that each event names " +
+        "its stream shard (shardId), by which the consumer keys its marks and its open ranges. Without it the consumer refuses every batch, " +
+        "and nothing is counted.",
+    remediationSteps: "Set tumblingWindowInSeconds between 1 and 900 on the event source mapping (the component sets 900).",
+    enforcementLevel: "mandatory",
+    config: {},
+    check: (args, _config, reportViolation) =>
+        eachCounterMapping(args, ({ mapping }, fn) => {
+            const window = read(() => mapping.props.tumblingWindowInSeconds as unknown);
+            if (isUnknown(window)) {
+                return;
+            }
+            if (typeof window === "number" && Number.isInteger(window) && window >= 1 && window <= LAMBDA_MAX_TUMBLING_WINDOW_SECONDS) {
+                return;
+            }
+            reportViolation(
+                `event source mapping '${mapping.name}' (DynamoDB stream) invokes the counter's consumer '${fn.name}' with ` +
+                    `[tumblingWindowInSeconds] ${show(window)}; the event names its stream shard, which the consumer's marks are keyed by, ` +
+                    `only with a tumbling window: set it between 1 and ${LAMBDA_MAX_TUMBLING_WINDOW_SECONDS}`,
+                mapping.urn,
+            );
+        }),
+});

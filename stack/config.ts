@@ -14,7 +14,7 @@ export const CONFIG_NAMESPACE = "hybrid-counter";
 /** The component's logical name unless `hybrid-counter:name` is set. */
 export const DEFAULT_COMPONENT_NAME = "counter";
 
-type Kind = "integer" | "boolean" | "string" | "tags" | "architecture" | "billingMode";
+type Kind = "integer" | "boolean" | "string" | "tags" | "architecture" | "billingMode" | "counterMode" | "fractions";
 
 /** Every key the program reads, with the type of its value. Any other key in the namespace is an error. */
 export const CONFIG_KEYS = Object.freeze({
@@ -28,11 +28,17 @@ export const CONFIG_KEYS = Object.freeze({
     maximumBatchingWindowInSeconds: "integer",
     parallelizationFactor: "integer",
     counterShards: "integer",
+    counterMode: "counterMode",
+    healQuietWindowSeconds: "integer",
     maximumRetryAttempts: "integer",
     maximumRecordAgeInSeconds: "integer",
     redriveMaxReceiveCount: "integer",
     createAlarmTopic: "boolean",
     alarmTopicArn: "string",
+    thresholds: "fractions",
+    createThresholdTopic: "boolean",
+    thresholdTopicArn: "string",
+    usageRetentionDays: "integer",
     logRetentionInDays: "integer",
     tracing: "boolean",
     architecture: "architecture",
@@ -108,6 +114,12 @@ function parseValue(kind: Kind, raw: string): { ok: true; value: unknown } | { o
             return raw === "PAY_PER_REQUEST" || raw === "PROVISIONED"
                 ? { ok: true, value: raw }
                 : { ok: false, problem: "must be PAY_PER_REQUEST or PROVISIONED" };
+        case "counterMode":
+            return raw === "utilization" || raw === "strict"
+                ? { ok: true, value: raw }
+                : { ok: false, problem: "must be utilization or strict" };
+        case "fractions":
+            return parseNumbers(raw);
         case "tags": {
             let value: unknown;
             try {
@@ -122,4 +134,17 @@ function parseValue(kind: Kind, raw: string): { ok: true; value: unknown } | { o
             return { ok: true, value };
         }
     }
+}
+
+/** A JSON list of numbers (`[0.8, 1]`); their ranges are the component's to check. */
+function parseNumbers(raw: string): { ok: true; value: number[] } | { ok: false; problem: string } {
+    let value: unknown;
+    try {
+        value = JSON.parse(raw);
+    } catch {
+        return { ok: false, problem: "must be a JSON list of numbers" };
+    }
+    return Array.isArray(value) && value.every((v) => typeof v === "number")
+        ? { ok: true, value: value as number[] }
+        : { ok: false, problem: "must be a JSON list of numbers" };
 }

@@ -5,6 +5,7 @@
  *     pulumi config set aws:region eu-west-1
  *     pulumi config set hybrid-counter:batchSize 200
  *     pulumi config set hybrid-counter:createAlarmTopic true
+ *     pulumi config set hybrid-counter:counterMode strict
  *     pulumi up
  */
 import * as pulumi from "@pulumi/pulumi";
@@ -29,6 +30,7 @@ export const fatalDlqUrl = counter.fatalDlqUrl;
 export const fatalDlqArn = counter.fatalDlqArn;
 export const alarmArns = counter.alarmArns;
 export const alarmTopicArn = counter.alarmTopicArn;
+export const thresholdTopicArn = counter.thresholdTopicArn;
 export const dashboardName = counter.dashboardName;
 export const clientConfig = counter.clientConfig;
 export const apiEnvironment = counter.apiEnvironment;

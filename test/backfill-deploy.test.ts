@@ -1,18 +1,21 @@
 /**
- * The backfill on deploy: the handler continues a run across invocations on DynamoDB Local, and the
- * component creates the function, its least-privilege role and the one invocation that starts it.
+ * The backfill on deploy: the handler continues a run across invocations on DynamoDB Local, flagging every live item
+ * the selection counts and listing its key for a heal, and the component creates the function, its least-privilege
+ * role and the one invocation that starts it.
  */
 import { strict as assert } from "node:assert";
+import { GetItemCommand, ScanCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { HybridCounterArgsError, HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { backfillPolicy } from "../components/backfill";
 import { lambdaContext } from "../local/aws/lambda-context";
-import { readCounterItems } from "../local/harness/markers";
 import { findResource, outputValue, resourcesOfType, runProgramWithResult } from "../local/deployment/pulumi-mocks";
 import { SEEDED_SELECTION, createCountersTable, seedItems, writeItems } from "../local/harness/seed";
 import { createCounterTable } from "../local/engine/table";
 import { BACKFILL_ENV, backfillEnvironment, backfillFromEnv } from "../runtime/backfill/env";
 import { createBackfillHandler, type BackfillEvent, type BackfillHandlerResult } from "../runtime/backfill/handler";
-import { DEFAULT_LAYOUT } from "../runtime/shared/config";
+import { COUNTED_ATTRIBUTE, DEFAULT_LAYOUT, countingGeneration, type CounterConfig } from "../runtime/shared/config";
+import { eventualKey } from "../runtime/shared/keys";
+import { HEAL_DUE, HEAL_PARTITION } from "../runtime/heal/index-marks";
 import { useEngine } from "./support/engine";
 
 const ACCOUNT = "123456789012";
@@ -25,12 +28,19 @@ describe("backfill Lambda handler on DynamoDB Local", function () {
     it("runs within each invocation's budget and continues itself with the run id until the run is complete", async () => {
         // Prepare
         const dynamodb = engine().dynamodb();
-        const config = { ...DEFAULT_LAYOUT, selection: SEEDED_SELECTION, tableName: "lambda-user", countersTableName: "lambda-counters" };
+        const config: CounterConfig = {
+            ...DEFAULT_LAYOUT,
+            selection: SEEDED_SELECTION,
+            tableName: "lambda-user",
+            countersTableName: "lambda-counters",
+            mode: "utilization",
+            periodMs: 600_000,
+        };
         await createCounterTable(dynamodb, config.tableName);
-        await createCountersTable(dynamodb, config.countersTableName);
+        await createCountersTable(dynamodb, config.countersTableName, DEFAULT_LAYOUT, { healIndex: true });
         const seed = seedItems({ items: 1_500, keys: 5, seed: 21 });
         await writeItems(dynamodb, config.tableName, seed.items);
-        const env = backfillEnvironment(config, { mode: "utilization", segments: 2, writeUnitsPerSecond: 1_500 });
+        const env = backfillEnvironment(config, { segments: 2, writeUnitsPerSecond: 1_500 });
         const queued: Array<{ arn: string; event: BackfillEvent }> = [];
         const handler = createBackfillHandler({
             ...backfillFromEnv(env),
@@ -62,25 +72,54 @@ describe("backfill Lambda handler on DynamoDB Local", function () {
             ran.map((r) => [r.report.status, r.continued]),
             ran.map((_, i) => (i === ran.length - 1 ? ["complete", false] : ["deadline", true])),
         );
-        for (const [key, live] of seed.expectedLive) {
-            const c = await readCounterItems(dynamodb, config.countersTableName, config, key);
-            assert.deepEqual([c.eventual, c.countedMarkers], [live, live], key);
+        // Every live item of the selection carries the counter's flag (its record counts it once), no other item does,
+        // and every key that had one is listed for a heal (which counts it into best-effort).
+        const flagged = new Map<string, number>();
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+            const page = await dynamodb.send(
+                new ScanCommand({ TableName: config.tableName, ...(start === undefined ? {} : { ExclusiveStartKey: start }) }),
+            );
+            for (const item of page.Items ?? []) {
+                if (item[COUNTED_ATTRIBUTE] !== undefined) {
+                    assert.deepEqual(item[COUNTED_ATTRIBUTE], { S: countingGeneration(config) });
+                    flagged.set(item.pk!.S!, (flagged.get(item.pk!.S!) ?? 0) + 1);
+                }
+            }
+            start = page.LastEvaluatedKey;
+        } while (start !== undefined);
+        assert.deepEqual(flagged, seed.expectedLive);
+        assert.equal(
+            ran.reduce((sum, r) => sum + r.report.thisCall.counted, 0),
+            [...seed.expectedLive.values()].reduce((a, b) => a + b, 0),
+        );
+        for (const key of seed.expectedLive.keys()) {
+            const eventual = await dynamodb.send(
+                new GetItemCommand({ TableName: config.countersTableName, Key: eventualKey(config, key), ConsistentRead: true }),
+            );
+            assert.deepEqual([typeof eventual.Item?.[HEAL_PARTITION]?.S, typeof eventual.Item?.[HEAL_DUE]?.N], ["string", "string"], key);
         }
         dynamodb.destroy();
     });
 
     it("reads its settings back from the environment the component sets", () => {
         // Prepare
-        const config = { ...DEFAULT_LAYOUT, selection: SEEDED_SELECTION, tableName: "orders", countersTableName: "orders-counters" };
+        const config: CounterConfig = {
+            ...DEFAULT_LAYOUT,
+            selection: SEEDED_SELECTION,
+            tableName: "orders",
+            countersTableName: "orders-counters",
+            mode: "strict",
+            periodMs: 900_000,
+        };
 
         // Act
-        const env = backfillEnvironment(config, { mode: "strict", segments: 8, readUnitsPerSecond: 100 });
+        const env = backfillEnvironment(config, { segments: 8, readUnitsPerSecond: 100 });
         const read = backfillFromEnv(env);
 
         // Assess
-        assert.equal(env[BACKFILL_ENV.selection], '{"kind":"sortKeyPrefix","prefix":"order#"}');
+        assert.equal(env[BACKFILL_ENV.segments], "8");
         assert.deepEqual(read.settings, {
-            mode: "strict",
             segments: 8,
             readUnitsPerSecond: 100,
             writeUnitsPerSecond: undefined,
@@ -88,6 +127,7 @@ describe("backfill Lambda handler on DynamoDB Local", function () {
         });
         assert.equal(read.config.countersTableName, "orders-counters");
         assert.deepEqual(read.config.selection, SEEDED_SELECTION);
+        assert.deepEqual([read.config.mode, read.config.periodMs], ["strict", 900_000]);
     });
 });
 
@@ -107,7 +147,7 @@ describe("backfill on deploy (component under Pulumi mocks)", () => {
 
     it("creates the function, its log group and role, a least-privilege policy and one invocation that starts run deploy-N", async () => {
         // Act
-        const { resources } = await run({ backfillOnDeploy: true, backfillRun: 3, backfillStrict: true, backfillSegments: 8 });
+        const { resources } = await run({ backfillOnDeploy: true, backfillRun: 3, counterMode: "strict", backfillSegments: 8 });
 
         // Assess
         assert.deepEqual(
@@ -128,15 +168,16 @@ describe("backfill on deploy (component under Pulumi mocks)", () => {
         assert.equal(fn.inputs.timeout, 900);
         assert.deepEqual(fn.inputs.environment.variables, {
             HYBRID_COUNTER_TABLE_NAME: "orders-table",
+            HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
             HYBRID_COUNTER_PARTITION_KEY: "pk",
             HYBRID_COUNTER_SORT_KEY: "sk",
             HYBRID_COUNTER_DELETED_ATTRIBUTE: "deleted",
             HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
             HYBRID_COUNTER_PREFIX: "#counter#",
             HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
-            HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
-            HYBRID_COUNTER_SELECTION: '{"kind":"client"}',
-            HYBRID_COUNTER_BACKFILL_MODE: "strict",
+            HYBRID_COUNTER_COUNTED_ITEMS: "client",
+            HYBRID_COUNTER_MODE: "strict",
+            HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS: "600",
             HYBRID_COUNTER_BACKFILL_SEGMENTS: "8",
         });
         const policy = findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-backfill-policy");
@@ -164,11 +205,16 @@ describe("backfill on deploy (component under Pulumi mocks)", () => {
 
         // Assess
         assert.deepEqual(document.Statement, [
-            { Sid: "ScanUserTable", Effect: "Allow", Action: ["dynamodb:Scan", "dynamodb:DescribeTable"], Resource: "T" },
             {
-                Sid: "CountInCountersTable",
+                Sid: "ScanAndFlagItems",
                 Effect: "Allow",
-                Action: ["dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DescribeTable"],
+                Action: ["dynamodb:Scan", "dynamodb:DescribeTable", "dynamodb:UpdateItem"],
+                Resource: "T",
+            },
+            {
+                Sid: "CheckpointAndMarkKeys",
+                Effect: "Allow",
+                Action: ["dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
                 Resource: "C",
             },
             { Sid: "ContinueItself", Effect: "Allow", Action: ["lambda:InvokeFunction"], Resource: "F" },

@@ -1,5 +1,5 @@
 import * as assert from "node:assert/strict";
-import { HYBRID_COUNTER_DEFAULTS as D, HybridCounterComponent } from "../index";
+import { HYBRID_COUNTER_DEFAULTS as D, HybridCounterComponent, hybridCounterArgsProblems } from "../index";
 import { findResource, resourcesOfType, runProgram, type RecordedResource } from "../local/deployment/pulumi-mocks";
 
 /** Each default, proven on its own against a default instance (and pinned to its documented value). */
@@ -13,6 +13,15 @@ describe("HybridCounterComponent defaults", () => {
     const settler = (key: string) => input("aws:lambda/function:Function", "orders-settler", key);
     const settlerEnv = (name: string) => settler("environment").variables[name];
     const alarm = (name: string) => input("aws:cloudwatch/metricAlarm:MetricAlarm", `orders-${name}`, "threshold");
+    const consumerEnv = (name: string) => consumer("environment").variables[name];
+    /** The shortest ledger period the default args accept. */
+    const smallestAcceptedPeriod = () => {
+        let period = 1;
+        while (hybridCounterArgsProblems({ healQuietWindowSeconds: period }).length > 0) {
+            period++;
+        }
+        return period;
+    };
 
     before(async () => {
         resources = await runProgram(() => new HybridCounterComponent("orders", {}));
@@ -104,18 +113,27 @@ describe("HybridCounterComponent defaults", () => {
             "rate(5 minutes)",
         ],
         [
-            "a key is healed once clients have left it alone for 600 s",
-            () => Number(settlerEnv("HYBRID_COUNTER_HEAL_QUIET_WINDOW_MS")) / 1000,
+            "the ledger period is 600 s, in every function",
+            () =>
+                [consumerEnv, settlerEnv].every((env) => env("HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS") === "600")
+                    ? Number(consumerEnv("HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS"))
+                    : "differs",
             D.healQuietWindowSeconds,
             600,
         ],
         [
-            "the quiet window is checked against a client deadline of 10 s, the client's own default, and the settler is told it",
-            () => Number(settlerEnv("HYBRID_COUNTER_CLIENT_DEADLINE_MS")),
+            // The floor is deadline + 300 s + 2 x 60 s, and the smallest period above it is accepted: 431 s for 10 s.
+            "the period is checked against a client deadline of 10 s, the client's own default",
+            () => (smallestAcceptedPeriod() - 1) * 1000 - 420_000,
             D.clientDeadlineMs,
             10_000,
         ],
-        ["healing counts as utilization-mode clients do", () => settlerEnv("HYBRID_COUNTER_MODE"), D.counterMode, "utilization"],
+        [
+            "the counter runs in utilization mode, in every function",
+            () => ([consumerEnv, settlerEnv].every((env) => env("HYBRID_COUNTER_MODE") === "utilization") ? "utilization" : "differs"),
+            D.counterMode,
+            "utilization",
+        ],
         [
             "the settler heals at most 200 keys a run",
             () => Number(settlerEnv("HYBRID_COUNTER_SETTLER_KEY_BUDGET")),
@@ -125,12 +143,29 @@ describe("HybridCounterComponent defaults", () => {
         ["the settler has 256 MB", () => settler("memorySize"), D.settlerMemorySize, 256],
         ["the settler times out after 300 s", () => settler("timeout"), D.settlerTimeout, 300],
         ["the settler errors alarm fires at 1", () => alarm("settler-errors"), D.settlerErrorsAlarmThreshold, 1],
+        [
+            "threshold events are recorded at 80% and 100% of a key's limit",
+            () => consumerEnv("HYBRID_COUNTER_THRESHOLDS").split(",").map(Number),
+            D.thresholds,
+            [0.8, 1],
+        ],
+        [
+            "no threshold topic is created, and no function is told one",
+            () =>
+                resourcesOfType(resources, "aws:sns/topic:Topic").length > 0 ||
+                resourcesOfType(resources, "aws:lambda/function:Function").some(
+                    (f) => "HYBRID_COUNTER_THRESHOLD_TOPIC_ARN" in f.inputs.environment.variables,
+                ),
+            D.createThresholdTopic,
+            false,
+        ],
+        ["90 days of usage history are kept", () => Number(consumerEnv("HYBRID_COUNTER_USAGE_RETENTION_DAYS")), D.usageRetentionDays, 90],
     ];
 
     for (const [title, actual, defaultValue, documented] of cases) {
         it(title, () => {
             // Assess
-            assert.equal(defaultValue, documented);
+            assert.deepEqual(defaultValue, documented);
             assert.deepEqual(actual(), documented);
         });
     }

@@ -5,8 +5,6 @@ import { findResource, resourcesOfType, runProgram, type RecordedResource } from
 const ACCOUNT = "123456789012";
 const TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-table`;
 const COUNTERS_TABLE_ARN = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/orders-counters`;
-const FATAL_DLQ_ARN = `arn:aws:sqs:us-east-1:${ACCOUNT}:orders-fatal-dlq`;
-const FATAL_DLQ_URL = `https://sqs.us-east-1.amazonaws.com/${ACCOUNT}/orders-fatal-dlq`;
 const SETTLER_ARN = `arn:aws:lambda:us-east-1:${ACCOUNT}:function:orders-settler`;
 const RULE_ARN = `arn:aws:events:us-east-1:${ACCOUNT}:rule/orders-settler-schedule`;
 
@@ -20,7 +18,7 @@ describe("HybridCounterComponent settler", () => {
         resources = await run();
     });
 
-    it("grants the settler exactly the heal index, its table, the fatal DLQ and its log group", () => {
+    it("grants the settler exactly its calls: the heal index, the counters table, the user's table and its log group", () => {
         // Assess
         const policy = JSON.parse(get("aws:iam/rolePolicy:RolePolicy", "orders-settler-policy").inputs.policy as string);
         assert.deepEqual(policy, {
@@ -28,32 +26,17 @@ describe("HybridCounterComponent settler", () => {
             Statement: [
                 { Sid: "QueryHealIndex", Effect: "Allow", Action: ["dynamodb:Query"], Resource: `${COUNTERS_TABLE_ARN}/index/heal-index` },
                 {
-                    Sid: "HealAndSettle",
+                    Sid: "HealAndAudit",
                     Effect: "Allow",
-                    Action: [
-                        "dynamodb:GetItem",
-                        "dynamodb:Query",
-                        "dynamodb:PutItem",
-                        "dynamodb:UpdateItem",
-                        "dynamodb:DeleteItem",
-                        "dynamodb:Scan",
-                    ],
+                    Action: ["dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
                     Resource: COUNTERS_TABLE_ARN,
                 },
                 {
-                    Sid: "ReadAndSettleItems",
+                    Sid: "ReadItemsAndRemoveTombstones",
                     Effect: "Allow",
-                    Action: [
-                        "dynamodb:GetItem",
-                        "dynamodb:Query",
-                        "dynamodb:Scan",
-                        "dynamodb:UpdateItem",
-                        "dynamodb:DeleteItem",
-                        "dynamodb:ConditionCheckItem",
-                    ],
+                    Action: ["dynamodb:Query", "dynamodb:DeleteItem"],
                     Resource: TABLE_ARN,
                 },
-                { Sid: "SendUncountableItemsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FATAL_DLQ_ARN },
                 {
                     Sid: "WriteOwnLogs",
                     Effect: "Allow",
@@ -66,7 +49,7 @@ describe("HybridCounterComponent settler", () => {
         assert.deepEqual(JSON.parse(role.inputs.assumeRolePolicy as string).Statement[0].Principal, { Service: "lambda.amazonaws.com" });
     });
 
-    it("deploys the settler bundle with the layout, the mode, the quiet window and the key budget in its environment", () => {
+    it("deploys the settler bundle with the counter's configuration, the key budget and the audit page in its environment", () => {
         // Assess
         const fn = get("aws:lambda/function:Function", "orders-settler");
         assert.equal(fn.inputs.handler, "index.handler");
@@ -84,23 +67,15 @@ describe("HybridCounterComponent settler", () => {
             HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
             HYBRID_COUNTER_PREFIX: "#counter#",
             HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
-            HYBRID_COUNTER_FATAL_QUEUE_URL: FATAL_DLQ_URL,
             HYBRID_COUNTER_METRICS_NAMESPACE: "HybridCounter",
             HYBRID_COUNTER_MODE: "utilization",
-            HYBRID_COUNTER_HEAL_QUIET_WINDOW_MS: "600000",
+            HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS: "600",
             HYBRID_COUNTER_SETTLER_KEY_BUDGET: "200",
-            HYBRID_COUNTER_CLIENT_DEADLINE_MS: "10000",
+            HYBRID_COUNTER_SETTLER_AUDIT_ITEMS: "100",
         });
         const order = fn.dependencies.map((urn) => urn.split("::").at(-1)).sort();
-        // Explicit dependsOn (log group, policy) plus input dependencies (role, table, fatal DLQ).
-        assert.deepEqual(order, [
-            "orders-counters",
-            "orders-fatal-dlq",
-            "orders-settler-logs",
-            "orders-settler-policy",
-            "orders-settler-role",
-            "orders-table",
-        ]);
+        // Explicit dependsOn (log group, policy) plus input dependencies (role, both tables).
+        assert.deepEqual(order, ["orders-counters", "orders-settler-logs", "orders-settler-policy", "orders-settler-role", "orders-table"]);
     });
 
     it("invokes the settler on its schedule: a rule, a target, and a permission for that rule only", () => {
@@ -126,7 +101,7 @@ describe("HybridCounterComponent settler", () => {
         assert.equal(alarm.inputs.comparisonOperator, "GreaterThanOrEqualToThreshold");
     });
 
-    it("passes the schedule, quiet window, mode, budget and timeout through", async () => {
+    it("passes the schedule, ledger period, mode, budget and timeout through", async () => {
         // Act
         const custom = await run({
             settlerSchedule: "rate(1 hour)",
@@ -145,8 +120,32 @@ describe("HybridCounterComponent settler", () => {
         assert.equal(fn.inputs.timeout, 60);
         const env = fn.inputs.environment.variables;
         assert.deepEqual(
-            [env.HYBRID_COUNTER_MODE, env.HYBRID_COUNTER_HEAL_QUIET_WINDOW_MS, env.HYBRID_COUNTER_SETTLER_KEY_BUDGET],
-            ["strict", "900000", "50"],
+            [env.HYBRID_COUNTER_MODE, env.HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS, env.HYBRID_COUNTER_SETTLER_KEY_BUDGET],
+            ["strict", "900", "50"],
+        );
+    });
+
+    it("lets the settler publish the events the consumer could not send to the threshold topic, and names it", async () => {
+        // Act
+        const topicArn = `arn:aws:sns:us-east-1:${ACCOUNT}:limits`;
+        const custom = await run({ thresholdTopicArn: topicArn });
+
+        // Assess
+        const policy = JSON.parse(findResource(custom, "aws:iam/rolePolicy:RolePolicy", "orders-settler-policy").inputs.policy as string);
+        assert.deepEqual(
+            policy.Statement.map((st: { Sid: string }) => st.Sid),
+            ["QueryHealIndex", "HealAndAudit", "ReadItemsAndRemoveTombstones", "PublishThresholdEvents", "WriteOwnLogs"],
+        );
+        assert.deepEqual(policy.Statement[3], {
+            Sid: "PublishThresholdEvents",
+            Effect: "Allow",
+            Action: ["sns:Publish"],
+            Resource: topicArn,
+        });
+        assert.equal(
+            findResource(custom, "aws:lambda/function:Function", "orders-settler").inputs.environment.variables
+                .HYBRID_COUNTER_THRESHOLD_TOPIC_ARN,
+            topicArn,
         );
     });
 
@@ -161,7 +160,7 @@ describe("HybridCounterComponent settler", () => {
         );
         assert.equal(off.length, 25);
         const body = JSON.parse(findResource(off, "aws:cloudwatch/dashboard:Dashboard", "orders-dashboard").inputs.dashboardBody as string);
-        assert.equal(body.widgets.length, 12);
+        assert.equal(body.widgets.length, 13);
         assert.equal(resourcesOfType(off, "aws:cloudwatch/metricAlarm:MetricAlarm").length, 7);
     });
 });

@@ -6,13 +6,13 @@ import * as assert from "node:assert/strict";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { HybridCounterClient } from "../runtime/client/client";
-import { resolveClientOptions } from "../runtime/client/validation";
+import { resolveClientOptions } from "../runtime/client/options";
 import { ENV, clientConfigFromEnv, layoutWithDefaults } from "../runtime/shared/config";
 import { findResource, outputValue, runProgramWithResult, type RecordedResource } from "../local/deployment/pulumi-mocks";
 
 const FATAL_DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-fatal-dlq";
 
-/** What every function and the API share: the tables and the layout. */
+/** What every function and the API share: the tables, the layout, the mode and the ledger period. */
 const CLIENT_ENVIRONMENT = {
     HYBRID_COUNTER_TABLE_NAME: "orders-table",
     HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
@@ -23,30 +23,24 @@ const CLIENT_ENVIRONMENT = {
     HYBRID_COUNTER_PREFIX: "#counter#",
     HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
     HYBRID_COUNTER_COUNTED_ITEMS: "client",
+    HYBRID_COUNTER_MODE: "utilization",
+    HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS: "600",
 };
 const HANDLER_ENVIRONMENT = {
     ...CLIENT_ENVIRONMENT,
     HYBRID_COUNTER_FATAL_QUEUE_URL: FATAL_DLQ_URL,
     HYBRID_COUNTER_METRICS_NAMESPACE: "HybridCounter",
+    HYBRID_COUNTER_THRESHOLDS: "0.8,1",
+    HYBRID_COUNTER_USAGE_RETENTION_DAYS: "90",
 };
 const SETTLER_ENVIRONMENT = {
-    ...HANDLER_ENVIRONMENT,
-    HYBRID_COUNTER_MODE: "utilization",
-    HYBRID_COUNTER_HEAL_QUIET_WINDOW_MS: "600000",
+    ...CLIENT_ENVIRONMENT,
+    HYBRID_COUNTER_METRICS_NAMESPACE: "HybridCounter",
     HYBRID_COUNTER_SETTLER_KEY_BUDGET: "200",
-    HYBRID_COUNTER_CLIENT_DEADLINE_MS: "10000",
+    HYBRID_COUNTER_SETTLER_AUDIT_ITEMS: "100",
 };
 const BACKFILL_ENVIRONMENT = {
-    HYBRID_COUNTER_TABLE_NAME: "orders-table",
-    HYBRID_COUNTER_PARTITION_KEY: "pk",
-    HYBRID_COUNTER_SORT_KEY: "sk",
-    HYBRID_COUNTER_DELETED_ATTRIBUTE: "deleted",
-    HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
-    HYBRID_COUNTER_PREFIX: "#counter#",
-    HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
-    HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
-    HYBRID_COUNTER_SELECTION: '{"kind":"client"}',
-    HYBRID_COUNTER_BACKFILL_MODE: "utilization",
+    ...CLIENT_ENVIRONMENT,
     HYBRID_COUNTER_BACKFILL_SEGMENTS: "4",
 };
 const CLIENT_CONFIG = {
@@ -59,6 +53,7 @@ const CLIENT_CONFIG = {
     counterPrefix: "#counter#",
     countAttribute: "count",
     countedItems: "client",
+    counterMode: "utilization",
     healQuietWindowSeconds: 600,
 };
 
@@ -106,17 +101,14 @@ describe("HybridCounterComponent counterShards", () => {
 
     it("gives the API counterShards 4 in apiEnvironment and clientConfig, which read back alike", () => {
         // Assess
-        assert.deepEqual(four.apiEnvironment, {
-            ...CLIENT_ENVIRONMENT,
-            HYBRID_COUNTER_COUNTER_SHARDS: "4",
-            HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS: "600",
-        });
+        assert.deepEqual(four.apiEnvironment, { ...CLIENT_ENVIRONMENT, HYBRID_COUNTER_COUNTER_SHARDS: "4" });
         assert.deepEqual(four.clientConfig, { ...CLIENT_CONFIG, counterShards: 4 });
         // An API that builds its client from either output gets the same configuration.
         assert.deepEqual(clientConfigFromEnv(four.apiEnvironment), {
             ...layoutWithDefaults(four.clientConfig),
             tableName: "orders-table",
             countersTableName: "orders-counters",
+            counterMode: "utilization",
             healQuietWindowSeconds: 600,
             counterShards: 4,
         });
@@ -160,7 +152,7 @@ describe("HybridCounterComponent counterShards", () => {
         assert.deepEqual(one.environment("orders-redrive"), HANDLER_ENVIRONMENT);
         assert.deepEqual(one.environment("orders-settler"), SETTLER_ENVIRONMENT);
         assert.deepEqual(one.environment("orders-backfill"), BACKFILL_ENVIRONMENT);
-        assert.deepEqual(one.apiEnvironment, { ...CLIENT_ENVIRONMENT, HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS: "600" });
+        assert.deepEqual(one.apiEnvironment, CLIENT_ENVIRONMENT);
         assert.deepEqual(one.clientConfig, CLIENT_CONFIG);
         assert.deepEqual(withoutEnvironments(given.resources), withoutEnvironments(one.resources));
         for (const fn of FUNCTIONS) {
@@ -179,8 +171,7 @@ describe("HybridCounterComponent counterShards", () => {
             assert.equal(three.environment(fn).HYBRID_COUNTER_COUNTER_SHARDS, "3", fn);
         }
         assert.deepEqual([three.apiEnvironment.HYBRID_COUNTER_COUNTER_SHARDS, three.clientConfig.counterShards], ["3", 3]);
-        const { healQuietWindowSeconds: _window, ...withoutSettler } = CLIENT_CONFIG;
-        assert.deepEqual(sixteen.clientConfig, { ...withoutSettler, counterShards: 16 });
+        assert.deepEqual(sixteen.clientConfig, { ...CLIENT_CONFIG, counterShards: 16 });
         assert.equal(sixteen.apiEnvironment.HYBRID_COUNTER_COUNTER_SHARDS, "16");
     });
 });

@@ -31,8 +31,16 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     ["batchSize above range", { batchSize: 10_001 }, ["[batchSize] must be between 1 and 10000"]],
     ["batchSize not an integer", { batchSize: 1.5 }, ["[batchSize] must be an integer"]],
     ["batching window", { maximumBatchingWindowInSeconds: 301 }, ["[maximumBatchingWindowInSeconds] must be between 0 and 300"]],
-    ["parallelization factor", { parallelizationFactor: 11 }, ["[parallelizationFactor] must be between 1 and 10"]],
-    ["parallelization factor not an integer", { parallelizationFactor: 2.5 }, ["[parallelizationFactor] must be an integer"]],
+    [
+        "a parallelization factor of 2",
+        { parallelizationFactor: 2 },
+        ["[parallelizationFactor] must be 1 (got 2): the consumer's marks need the batches of one stream shard applied one at a time"],
+    ],
+    [
+        "a parallelization factor of 10, Lambda's most",
+        { parallelizationFactor: 10 },
+        ["[parallelizationFactor] must be 1 (got 10): the consumer's marks need the batches of one stream shard applied one at a time"],
+    ],
     [
         "infinite retries",
         { maximumRetryAttempts: -1 },
@@ -42,7 +50,14 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     [
         "the removed processedAttribute (a program written against an older version)",
         { processedAttribute: "counter_processed" } as HybridCounterComponentArgs,
-        ["[processedAttribute] was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers); drop it"],
+        [
+            "[processedAttribute] was removed: nothing reads or writes it (the consumer keeps its progress in marks on each key's eventual item); drop it",
+        ],
+    ],
+    [
+        "the removed backfillStrict (a program written against an older version)",
+        { backfillStrict: true } as HybridCounterComponentArgs,
+        ["[backfillStrict] was removed: the backfill follows [counterMode], which every function reads; drop it"],
     ],
     [
         "infinite record age",
@@ -100,22 +115,27 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
     [
         "prefix selection without a prefix",
         { countedItems: "sortKeyPrefix" },
-        ['[countedSortKeyPrefix] must be a non-empty string when [countedItems] is "sortKeyPrefix"'],
+        ['[countedSortKeyPrefix] must be a non-empty string of at most 1024 bytes when [countedItems] is "sortKeyPrefix"'],
     ],
     [
         "prefix selection under the counter prefix",
         { countedItems: "sortKeyPrefix", countedSortKeyPrefix: "#counter#x" },
-        ['[countedSortKeyPrefix] must not start with [counterPrefix] "#counter#": counter items never count'],
+        ['[countedSortKeyPrefix] must not overlap [counterPrefix] "#counter#": counter items never count'],
     ],
     [
         "attribute selection without its attribute",
         { countedItems: "attribute", countedAttributeValue: "order" },
-        ['[countedAttributeName] must be a non-empty string when [countedItems] is "attribute"'],
+        ['[countedAttributeName] must be an attribute name of 1 to 255 bytes when [countedItems] is "attribute"'],
     ],
     [
         "attribute selection on the deleted flag",
         { countedItems: "attribute", countedAttributeName: "deleted", countedAttributeValue: "no" },
-        ['[countedAttributeName] must not be a key, [deletedAttribute] or [tokenAttribute] (got "deleted")'],
+        ['[countedAttributeName] must not be a key or one of the counter\'s own attributes (got "deleted")'],
+    ],
+    [
+        "attribute selection on the counted flag",
+        { countedItems: "attribute", countedAttributeName: "hc_counted", countedAttributeValue: "yes" },
+        ['[countedAttributeName] must not be a key or one of the counter\'s own attributes (got "hc_counted")'],
     ],
     [
         "table ARN",
@@ -182,23 +202,24 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
         ],
     ],
     [
-        "quiet window shorter than a request can live",
-        { healQuietWindowSeconds: 300 },
-        ["[healQuietWindowSeconds] must be between 361 and 86400"],
+        // Below the floor of the shortest deadline: 100 ms + 300 s lifetime + 2 x 60 s skew = 420.1 s.
+        "a ledger period shorter than a request can live",
+        { healQuietWindowSeconds: 420 },
+        ["[healQuietWindowSeconds] must be between 421 and 86400"],
     ],
     [
-        // The issue's figures: 320 s does not cover the default 10 s deadline + 300 s lifetime + 60 s skew = 370 s.
-        "quiet window that does not cover the default client deadline",
-        { healQuietWindowSeconds: 370 },
+        // The default 10 s deadline + 300 s lifetime + 2 x 60 s skew = 430 s: the period must be longer.
+        "a ledger period that does not cover the default client deadline",
+        { healQuietWindowSeconds: 430 },
         [
-            "[healQuietWindowSeconds] must be above [clientDeadlineMs] (10000 ms) + 300 s request lifetime + 60 s clock skew: at least 371 (got 370)",
+            "[healQuietWindowSeconds] must be above [clientDeadlineMs] (10000 ms) + 300 s request lifetime + 2 x 60 s clock skew: at least 431 (got 430)",
         ],
     ],
     [
-        "quiet window that does not cover the clients' largest deadline",
-        { healQuietWindowSeconds: 420, clientDeadlineMs: 60_000 },
+        "a ledger period that does not cover the clients' largest deadline",
+        { healQuietWindowSeconds: 480, clientDeadlineMs: 60_000 },
         [
-            "[healQuietWindowSeconds] must be above [clientDeadlineMs] (60000 ms) + 300 s request lifetime + 60 s clock skew: at least 421 (got 420)",
+            "[healQuietWindowSeconds] must be above [clientDeadlineMs] (60000 ms) + 300 s request lifetime + 2 x 60 s clock skew: at least 481 (got 480)",
         ],
     ],
     ["client deadline above the client's range", { clientDeadlineMs: 60_001 }, ["[clientDeadlineMs] must be between 100 and 60000"]],
@@ -217,10 +238,35 @@ const CASES: Array<[string, HybridCounterComponentArgs, string[]]> = [
         { settlerSchedule: "rate(5 minute)" },
         ['[settlerSchedule] must be rate(<n> <minute(s)|hour(s)|day(s)>) between 1 minute and 1 day (got "rate(5 minute)")'],
     ],
-    ["counter mode", { counterMode: "exact" as never }, ['[counterMode] must be "strict" or "utilization"']],
+    ["counter mode", { counterMode: "exact" as never }, ['[counterMode] must be "utilization" or "strict"']],
     ["settler key budget", { settlerKeyBudget: 0 }, ["[settlerKeyBudget] must be between 1 and 10000"]],
     ["settler timeout", { settlerTimeout: 901 }, ["[settlerTimeout] must be between 1 and 900"]],
     ["settler switch", { settlerEnabled: "yes" as never }, ["[settlerEnabled] must be true or false"]],
+    [
+        "a threshold above the limit",
+        { thresholds: [0.5, 1.5] },
+        ["[thresholds] must be fractions of the limit, each above 0 and at most 1 (got [0.5,1.5])"],
+    ],
+    ["a threshold of 0", { thresholds: [0] }, ["[thresholds] must be fractions of the limit, each above 0 and at most 1 (got [0])"]],
+    ["a threshold named twice", { thresholds: [0.8, 0.8, 1] }, ["[thresholds] must not name a fraction twice"]],
+    [
+        "a threshold topic passed and created",
+        { thresholdTopicArn: "arn:aws:sns:us-east-1:123456789012:limits", createThresholdTopic: true },
+        ["[thresholdTopicArn] must not be set together with [createThresholdTopic]"],
+    ],
+    [
+        "a threshold topic that is not an ARN",
+        { thresholdTopicArn: "limits" },
+        ["[thresholdTopicArn] must be an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<topic>)"],
+    ],
+    [
+        "a threshold topic switch that is not a boolean",
+        { createThresholdTopic: "yes" as never },
+        ["[createThresholdTopic] must be true or false"],
+    ],
+    ["no day of usage history", { usageRetentionDays: 0 }, ["[usageRetentionDays] must be between 1 and 3650"]],
+    ["more than ten years of usage history", { usageRetentionDays: 3_651 }, ["[usageRetentionDays] must be between 1 and 3650"]],
+    ["a fraction of a day of usage history", { usageRetentionDays: 1.5 }, ["[usageRetentionDays] must be an integer"]],
     // A multi-region setting: its shape is checked in full (what it needs of the other args: test/regions-component.test.ts).
     [
         "a multi-region setting without the user's table",
@@ -331,7 +377,7 @@ describe("HybridCounterComponent validation", () => {
             () => validateHybridCounterArgs(args),
             expectArgsError([
                 "[batchSize] must be between 1 and 10000",
-                "[parallelizationFactor] must be between 1 and 10",
+                "[parallelizationFactor] must be 1 (got 0): the consumer's marks need the batches of one stream shard applied one at a time",
                 "[maximumRetryAttempts] must be between 0 and 10000: -1 (retry forever) would block a shard for up to 24 hours",
             ]),
         );
@@ -353,16 +399,19 @@ describe("HybridCounterComponent validation", () => {
             redriveMaxReceiveCount: 1,
             redriveReservedConcurrency: 1,
             firstDlqAgeAlarmThresholdSeconds: 60,
-            healQuietWindowSeconds: 361,
+            healQuietWindowSeconds: 421,
             clientDeadlineMs: 100,
             settlerSchedule: "rate(1 minute)",
             settlerKeyBudget: 1,
             settlerTimeout: 1,
+            thresholds: [Number.MIN_VALUE],
+            usageRetentionDays: 1,
+            createThresholdTopic: false,
         };
         const high: HybridCounterComponentArgs = {
             batchSize: 10_000,
             maximumBatchingWindowInSeconds: 300,
-            parallelizationFactor: 10,
+            parallelizationFactor: 1,
             counterShards: 16,
             maximumRetryAttempts: 10_000,
             maximumRecordAgeInSeconds: 604_800,
@@ -379,6 +428,9 @@ describe("HybridCounterComponent validation", () => {
             settlerTimeout: 900,
             counterMode: "strict",
             settlerEnabled: false,
+            thresholds: [0.25, 0.5, 0.75, 1],
+            usageRetentionDays: 3_650,
+            createThresholdTopic: true,
         };
 
         // Act / Assess
@@ -495,6 +547,78 @@ describe("HybridCounterComponent validation", () => {
         assert.deepEqual(oneMore, [
             "[regions.members] must list every region of [table]'s replicas: \"ap-south-1\" would be counted by no region's consumer of its own",
         ]);
+    });
+
+    it("refuses a table whose replicas use multi-region strong consistency, with [regions] too, naming [table]", () => {
+        // Prepare: the happy-path table of the three-region setting below, then its replicas in strong consistency.
+        const table = {
+            streamEnabled: true,
+            streamViewType: "NEW_AND_OLD_IMAGES",
+            hashKey: "pk",
+            rangeKey: "sk",
+            replicaRegions: ["eu-west-1", "us-west-2"],
+        };
+        const setting = {
+            current: "us-east-1",
+            members: [
+                { region: "us-east-1", role: "home" as const },
+                { region: "eu-west-1", role: "member" as const },
+                { region: "us-west-2", role: "member" as const },
+            ],
+        };
+
+        // Act
+        const eventual = attachedTableProblems({ ...table, strongReplicaRegions: [] }, {}, setting);
+        const strong = attachedTableProblems({ ...table, strongReplicaRegions: ["eu-west-1", "us-west-2"] }, {}, setting);
+
+        // Assess
+        assert.deepEqual(eventual, []);
+        assert.deepEqual(strong, [
+            '[table] must not use multi-region strong consistency (replicas with consistencyMode "STRONG" in "eu-west-1", "us-west-2"): ' +
+                "such a table refuses transactions, and conditional writes made in two regions at once conflict; use multi-region " +
+                "eventual consistency with [regions] (see docs/design/global-tables.md)",
+        ]);
+    });
+
+    it("in the same-table placement, takes a table with the heal index (either key spelling) and refuses one without it", () => {
+        // Prepare
+        const table = { streamEnabled: true, streamViewType: "NEW_AND_OLD_IMAGES", hashKey: "pk", rangeKey: "sk" };
+        const attributes = [
+            { name: "pk", type: "S" },
+            { name: "sk", type: "S" },
+            { name: "hc_heal", type: "S" },
+            { name: "hc_due", type: "N" },
+        ];
+        const byKeys = { name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_due" };
+        const bySchemas = {
+            name: "heal-index",
+            keySchemas: [
+                { attributeName: "hc_heal", keyType: "HASH" },
+                { attributeName: "hc_due", keyType: "RANGE" },
+            ],
+        };
+        const refusal = (found: string) =>
+            '[table] must have the heal index in the same-table placement: a global secondary index "heal-index" with hash key "hc_heal" (S) ' +
+            `and range key "hc_due" (N), where the settler finds the keys listed for a heal (found ${found}); add it to the table, ` +
+            'or use [counterPlacement] "separate"';
+
+        // Act
+        const problems = (indexes: object[], attrs = attributes, sameTable = true) =>
+            attachedTableProblems({ ...table, attributes: attrs, globalSecondaryIndexes: indexes }, { sameTable });
+
+        // Assess
+        assert.deepEqual(problems([byKeys]), []);
+        assert.deepEqual(problems([bySchemas]), []);
+        assert.deepEqual(problems([], attributes, false), [], "a separate counters table carries the index");
+        assert.deepEqual(problems([]), [refusal("no index")]);
+        assert.deepEqual(problems([{ ...byKeys, rangeKey: "due" }]), [refusal('the indexes "heal-index"')]);
+        assert.deepEqual(
+            problems(
+                [byKeys],
+                attributes.map((a) => (a.name === "hc_due" ? { name: "hc_due", type: "S" } : a)),
+            ),
+            [refusal('the indexes "heal-index"')],
+        );
     });
 
     it("tells the user to build when a bundle is missing", () => {

@@ -1,10 +1,11 @@
 import * as assert from "node:assert/strict";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { HybridCounterArgsError, HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
+import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { HybridCounterClient } from "../runtime/client/client";
 import { clientConfigFromEnv, layoutWithDefaults } from "../runtime/shared/config";
+import { METRIC_NAMES } from "../runtime/shared/telemetry";
 import { ConfigurationError } from "../runtime/shared/errors";
 import { findResource, outputValue, resourcesOfType, runProgramWithResult, type RecordedResource } from "../local/deployment/pulumi-mocks";
 
@@ -62,7 +63,18 @@ function policyOf(resource: RecordedResource): { Statement: Array<{ Sid: string;
     return JSON.parse(resource.inputs.policy as string);
 }
 
-function consumerStatements(extra: object[] = []) {
+/** The counting statements both stream functions share: their exact calls on each table (components/iam.ts). */
+const COUNTING = [
+    {
+        Sid: "CountInCountersTable",
+        Effect: "Allow",
+        Action: ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+        Resource: COUNTERS_TABLE_ARN,
+    },
+    { Sid: "FlagAndRemoveItems", Effect: "Allow", Action: ["dynamodb:UpdateItem", "dynamodb:DeleteItem"], Resource: TABLE_ARN },
+];
+
+function consumerStatements(extra: object[] = [], publish: object[] = []) {
     return [
         {
             Sid: "ReadOwnStream",
@@ -71,15 +83,10 @@ function consumerStatements(extra: object[] = []) {
             Resource: STREAM_ARN,
         },
         { Sid: "ListStreams", Effect: "Allow", Action: ["dynamodb:ListStreams"], Resource: "*" },
-        {
-            Sid: "CountInCountersTable",
-            Effect: "Allow",
-            Action: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
-            Resource: COUNTERS_TABLE_ARN,
-        },
-        { Sid: "RemoveSoftDeletedItems", Effect: "Allow", Action: ["dynamodb:DeleteItem"], Resource: TABLE_ARN },
+        ...COUNTING,
         { Sid: "SendFailedBatchesToFirstDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FIRST_DLQ_ARN },
         { Sid: "SendPoisonRecordsToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FATAL_DLQ_ARN },
+        ...publish,
         {
             Sid: "WriteOwnLogs",
             Effect: "Allow",
@@ -90,28 +97,18 @@ function consumerStatements(extra: object[] = []) {
     ];
 }
 
-function redriveStatements(extra: object[] = []) {
+function redriveStatements(extra: object[] = [], publish: object[] = []) {
     return [
-        {
-            Sid: "ReadOwnStream",
-            Effect: "Allow",
-            Action: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
-            Resource: STREAM_ARN,
-        },
-        {
-            Sid: "CountInCountersTable",
-            Effect: "Allow",
-            Action: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
-            Resource: COUNTERS_TABLE_ARN,
-        },
-        { Sid: "RemoveSoftDeletedItems", Effect: "Allow", Action: ["dynamodb:DeleteItem"], Resource: TABLE_ARN },
+        { Sid: "ReadOwnStream", Effect: "Allow", Action: ["dynamodb:GetShardIterator", "dynamodb:GetRecords"], Resource: STREAM_ARN },
+        ...COUNTING,
         {
             Sid: "ConsumeFirstDlq",
             Effect: "Allow",
             Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
             Resource: FIRST_DLQ_ARN,
         },
-        { Sid: "SendExpiredBatchesToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FATAL_DLQ_ARN },
+        { Sid: "SendExpiredRangesToFatalDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: FATAL_DLQ_ARN },
+        ...publish,
         {
             Sid: "WriteOwnLogs",
             Effect: "Allow",
@@ -121,6 +118,42 @@ function redriveStatements(extra: object[] = []) {
         ...extra,
     ];
 }
+
+/** The environment every function reads the counter's configuration from, for the default args. */
+const COUNTER_ENVIRONMENT = {
+    HYBRID_COUNTER_TABLE_NAME: "orders-table",
+    HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
+    HYBRID_COUNTER_PARTITION_KEY: "pk",
+    HYBRID_COUNTER_SORT_KEY: "sk",
+    HYBRID_COUNTER_DELETED_ATTRIBUTE: "deleted",
+    HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
+    HYBRID_COUNTER_PREFIX: "#counter#",
+    HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
+    HYBRID_COUNTER_COUNTED_ITEMS: "client",
+    HYBRID_COUNTER_MODE: "utilization",
+    HYBRID_COUNTER_HEAL_QUIET_WINDOW_SECONDS: "600",
+};
+
+/** The consumer's and the redrive's environment for the default args. */
+const HANDLER_ENVIRONMENT = {
+    ...COUNTER_ENVIRONMENT,
+    HYBRID_COUNTER_FATAL_QUEUE_URL: FATAL_DLQ_URL,
+    HYBRID_COUNTER_METRICS_NAMESPACE: "HybridCounter",
+    HYBRID_COUNTER_THRESHOLDS: "0.8,1",
+    HYBRID_COUNTER_USAGE_RETENTION_DAYS: "90",
+};
+
+/** The settler's metrics (runtime/lambda/settler.ts settlerMetrics). */
+const SETTLER_METRICS = [
+    "KeysHealed",
+    "KeysCorrected",
+    "HealDrift",
+    "HealsRaced",
+    "TombstonesRemoved",
+    "KeysAudited",
+    "KeysListed",
+    "HealFailures",
+];
 
 const TLS_ONLY = (arn: string) => ({
     Version: "2012-10-17",
@@ -154,22 +187,22 @@ describe("HybridCounterComponent", () => {
             assert.equal(resources.length, 33);
         });
 
-        it("creates the counters table beside it: same string keys, on-demand, PITR, SSE, TTL on the tombstones, no stream", () => {
+        it("creates the counters table beside it: same string keys, the heal index, TTL on hc_expires, on-demand, PITR, SSE, no stream", () => {
             // Assess
             assert.deepEqual(get("aws:dynamodb/table:Table", "orders-counters").inputs, {
                 attributes: [
                     { name: "pk", type: "S" },
                     { name: "sk", type: "S" },
                     { name: "hc_heal", type: "S" },
-                    { name: "hc_due_at", type: "N" },
+                    { name: "hc_due", type: "N" },
                 ],
                 hashKey: "pk",
                 rangeKey: "sk",
-                globalSecondaryIndexes: [{ name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_due_at", projectionType: "KEYS_ONLY" }],
+                globalSecondaryIndexes: [{ name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_due", projectionType: "KEYS_ONLY" }],
                 billingMode: "PAY_PER_REQUEST",
                 pointInTimeRecovery: { enabled: true },
                 serverSideEncryption: { enabled: true },
-                ttl: { attributeName: "hc_expires_at", enabled: true },
+                ttl: { attributeName: "hc_expires", enabled: true },
                 deletionProtectionEnabled: false,
             });
         });
@@ -182,45 +215,86 @@ describe("HybridCounterComponent", () => {
                     {
                         Sid: "WriteResourceItems",
                         Effect: "Allow",
-                        Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                        Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
                         Resource: TABLE_ARN,
                     },
                     {
                         Sid: "ReadAndWriteCounters",
                         Effect: "Allow",
-                        Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                        Action: [
+                            "dynamodb:GetItem",
+                            "dynamodb:BatchGetItem",
+                            "dynamodb:Query",
+                            "dynamodb:PutItem",
+                            "dynamodb:UpdateItem",
+                            "dynamodb:DeleteItem",
+                            "dynamodb:ConditionCheckItem",
+                        ],
                         Resource: COUNTERS_TABLE_ARN,
                     },
                 ],
             });
-            // The environment reads back as the clientConfig output describes it (the selection flat there).
+        });
+
+        it("gives the API the counter's environment, which reads back as the clientConfig output describes it", async () => {
+            // Act
+            const environment = await outputValue(component.apiEnvironment);
             const fromOutput = await outputValue(component.clientConfig);
-            assert.deepEqual(clientConfigFromEnv(await outputValue(component.apiEnvironment)), {
+
+            // Assess: the selection is flat in clientConfig, an object once read back.
+            assert.deepEqual(environment, COUNTER_ENVIRONMENT);
+            assert.deepEqual(clientConfigFromEnv(environment), {
                 ...layoutWithDefaults(fromOutput),
                 tableName: fromOutput.tableName,
                 countersTableName: fromOutput.countersTableName,
-                healQuietWindowSeconds: fromOutput.healQuietWindowSeconds,
+                counterMode: "utilization",
+                healQuietWindowSeconds: 600,
             });
         });
 
-        it("gives clients the deployed quiet window, so a client whose deadline it does not cover is refused at construction", async () => {
+        it("builds a client from clientConfig alone, with the deployed mode, and refuses one told another mode", async () => {
             // Act
-            const { result } = await runProgramWithResult(() => new HybridCounterComponent("orders", { healQuietWindowSeconds: 400 }));
-            const { result: without } = await runProgramWithResult(() => new HybridCounterComponent("orders", { settlerEnabled: false }));
+            const { result } = await run({ counterMode: "strict" });
+            const config = await outputValue(result.clientConfig);
+            const dynamodb = new DynamoDBClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9" });
+
+            // Assess
+            assert.equal(config.counterMode, "strict");
+            assert.equal(clientConfigFromEnv(await outputValue(result.apiEnvironment)).counterMode, "strict");
+            assert.equal(new HybridCounterClient({ ...config, dynamodb }).mode, "strict");
+            assert.throws(
+                () => new HybridCounterClient({ ...config, dynamodb, mode: "utilization" }),
+                (e: unknown) =>
+                    e instanceof ConfigurationError &&
+                    e.problems.length === 1 &&
+                    e.problems[0]!.startsWith(
+                        '[mode] must be the counter\'s own mode, "strict" (clientConfig.counterMode), not "utilization"',
+                    ),
+            );
+            dynamodb.destroy();
+        });
+
+        it("gives clients the deployed ledger period, with or without a settler, so a client whose deadline it does not cover is refused", async () => {
+            // Act: 450 s covers a deadline below 450 - 300 - 120 = 30 s.
+            const { result } = await run({ healQuietWindowSeconds: 450 });
+            const { result: without } = await run({ settlerEnabled: false });
 
             // Assess
             const config = await outputValue(result.clientConfig);
-            assert.equal(config.healQuietWindowSeconds, 400);
-            assert.equal(clientConfigFromEnv(await outputValue(result.apiEnvironment)).healQuietWindowSeconds, 400);
+            assert.equal(config.healQuietWindowSeconds, 450);
+            assert.equal(clientConfigFromEnv(await outputValue(result.apiEnvironment)).healQuietWindowSeconds, 450);
             const dynamodb = new DynamoDBClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9" });
             assert.throws(
-                () => new HybridCounterClient({ ...config, dynamodb, deadlineMs: 40_000 }),
+                () => new HybridCounterClient({ ...config, dynamodb, deadlineMs: 30_000 }),
                 (e: unknown) =>
-                    e instanceof ConfigurationError && e.problems.length === 1 && e.problems[0]!.startsWith("[deadlineMs] must be below"),
+                    e instanceof ConfigurationError &&
+                    e.problems.length === 1 &&
+                    e.problems[0] ===
+                        "[deadlineMs] 30000 needs [healQuietWindowSeconds] of at least 451 s (deadline + 300 s request lifetime + twice the 60 s clock skew); the counter's is 450 s",
             );
-            new HybridCounterClient({ ...config, dynamodb, deadlineMs: 39_999 });
-            // No settler, no heal: nothing for a deadline to cover.
-            assert.equal("healQuietWindowSeconds" in (await outputValue(without.clientConfig)), false);
+            assert.equal(new HybridCounterClient({ ...config, dynamodb, deadlineMs: 29_999 }).mode, "utilization");
+            // The period is the ledger's, not the settler's: it travels without one.
+            assert.equal((await outputValue(without.clientConfig)).healQuietWindowSeconds, 600);
             dynamodb.destroy();
         });
 
@@ -277,8 +351,8 @@ describe("HybridCounterComponent", () => {
             });
         });
 
-        it("maps the stream with bounded retries, bisection, partial failures, filters and the first DLQ", () => {
-            // Assess
+        it("maps the stream one batch per shard at a time, with a tumbling window, bounded retries, bisection, partial failures, filters and the first DLQ", () => {
+            // Assess: the tumbling window makes every event name its stream shard, which the consumer's marks are keyed by.
             assert.deepEqual(get("aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs, {
                 functionName: `arn:aws:lambda:us-east-1:${ACCOUNT}:function:orders-consumer`,
                 eventSourceArn: STREAM_ARN,
@@ -286,6 +360,7 @@ describe("HybridCounterComponent", () => {
                 batchSize: 100,
                 maximumBatchingWindowInSeconds: 0,
                 parallelizationFactor: 1,
+                tumblingWindowInSeconds: 900,
                 bisectBatchOnFunctionError: true,
                 maximumRetryAttempts: 10,
                 maximumRecordAgeInSeconds: 21_600,
@@ -378,9 +453,9 @@ describe("HybridCounterComponent", () => {
             ];
             const allows = documents.flatMap((d) => d.Statement).filter((s: { Effect: string }) => s.Effect === "Allow");
 
-            // Assess
+            // Assess: three roles' trust statements, and the consumer's 7, the redrive's 6 and the settler's 4 grants.
             assert.equal(documents.length, 8);
-            assert.equal(allows.length, 21);
+            assert.equal(allows.length, 20);
             for (const statement of allows) {
                 for (const action of statement.Action as string[]) {
                     assert.equal(action.includes("*"), false, `${statement.Sid}: ${action}`);
@@ -392,26 +467,13 @@ describe("HybridCounterComponent", () => {
             );
         });
 
-        it("deploys both bundles on arm64 nodejs22.x with their log groups and the handler environment", async () => {
+        it("deploys both bundles on arm64 nodejs22.x with their log groups and the handler environment (mode, period, thresholds, retention)", async () => {
             // Prepare
-            const environment = {
-                HYBRID_COUNTER_TABLE_NAME: "orders-table",
-                HYBRID_COUNTER_COUNTERS_TABLE_NAME: "orders-counters",
-                HYBRID_COUNTER_PARTITION_KEY: "pk",
-                HYBRID_COUNTER_SORT_KEY: "sk",
-                HYBRID_COUNTER_DELETED_ATTRIBUTE: "deleted",
-                HYBRID_COUNTER_TOKEN_ATTRIBUTE: "counter_token",
-                HYBRID_COUNTER_PREFIX: "#counter#",
-                HYBRID_COUNTER_COUNT_ATTRIBUTE: "count",
-                HYBRID_COUNTER_COUNTED_ITEMS: "client",
-                HYBRID_COUNTER_FATAL_QUEUE_URL: FATAL_DLQ_URL,
-                HYBRID_COUNTER_METRICS_NAMESPACE: "HybridCounter",
-            };
             const expected = (role: string, memorySize: number, timeout: number) => ({
                 handler: "index.handler",
                 runtime: "nodejs22.x",
                 architectures: ["arm64"],
-                environment: { variables: environment },
+                environment: { variables: HANDLER_ENVIRONMENT },
                 loggingConfig: { logFormat: "Text", logGroup: `orders-${role}-logs` },
                 tracingConfig: { mode: "PassThrough" },
                 role: `arn:aws:iam::${ACCOUNT}:role/orders-${role}-role`,
@@ -552,16 +614,17 @@ describe("HybridCounterComponent", () => {
                     "Consumer duration (ms)",
                     "Dead-letter queues (visible messages)",
                     "Redrive invocations",
-                    "Table writes and conflicts",
+                    "Table writes",
                     "Records counted",
                     "Duplicates skipped",
-                    "Transaction retries",
-                    "Poison records (to the fatal DLQ)",
-                    "Batches redriven",
+                    "Keys listed for a heal",
+                    "Poison records and expired ranges (to the fatal DLQ)",
+                    "Ranges Lambda gave up on, applied",
+                    "Batch item failures",
                     "text",
                     "Settler runs",
                     "Heals",
-                    "Settler cost",
+                    "Audit and tombstones",
                 ],
             );
             assert.deepEqual(
@@ -579,26 +642,38 @@ describe("HybridCounterComponent", () => {
                 "AWS/Lambda Invocations FunctionName orders-redrive",
                 "AWS/Lambda Errors FunctionName orders-redrive",
                 "AWS/DynamoDB ConsumedWriteCapacityUnits TableName orders-table",
-                "AWS/DynamoDB TransactionConflict TableName orders-table",
                 "AWS/DynamoDB WriteThrottleEvents TableName orders-table",
+                "AWS/DynamoDB ConsumedWriteCapacityUnits TableName orders-counters",
+                "AWS/DynamoDB ConditionalCheckFailedRequests TableName orders-counters",
                 "HybridCounter RecordsCounted service hybrid-counter-consumer",
                 "HybridCounter RecordsCounted service hybrid-counter-redrive",
                 "HybridCounter DuplicatesSkipped service hybrid-counter-consumer",
                 "HybridCounter DuplicatesSkipped service hybrid-counter-redrive",
-                "HybridCounter TransactionRetries service hybrid-counter-consumer",
-                "HybridCounter TransactionRetries service hybrid-counter-redrive",
+                "HybridCounter KeysMarkedDue service hybrid-counter-consumer",
+                "HybridCounter KeysMarkedDue service hybrid-counter-redrive",
                 "HybridCounter PoisonRecords service hybrid-counter-consumer",
                 "HybridCounter PoisonRecords service hybrid-counter-redrive",
-                "HybridCounter BatchesExpired service hybrid-counter-redrive",
-                "HybridCounter BatchesRedriven service hybrid-counter-redrive",
+                "HybridCounter RangesExpired service hybrid-counter-consumer",
+                "HybridCounter RangesExpired service hybrid-counter-redrive",
+                "HybridCounter RangesRedriven service hybrid-counter-consumer",
+                "HybridCounter RangesRedriven service hybrid-counter-redrive",
+                "HybridCounter BatchItemFailures service hybrid-counter-consumer",
+                "HybridCounter BatchItemFailures service hybrid-counter-redrive",
                 "AWS/Lambda Invocations FunctionName orders-settler",
                 "AWS/Lambda Errors FunctionName orders-settler",
+                "HybridCounter HealFailures service hybrid-counter-settler",
                 "HybridCounter KeysHealed service hybrid-counter-settler",
                 "HybridCounter KeysCorrected service hybrid-counter-settler",
                 "HybridCounter HealDrift service hybrid-counter-settler",
-                "HybridCounter SettlerReadUnits service hybrid-counter-settler",
-                "HybridCounter SettlerWriteUnits service hybrid-counter-settler",
+                "HybridCounter HealsRaced service hybrid-counter-settler",
+                "HybridCounter KeysAudited service hybrid-counter-settler",
+                "HybridCounter KeysListed service hybrid-counter-settler",
+                "HybridCounter TombstonesRemoved service hybrid-counter-settler",
             ]);
+            // Every metric the consumer and the redrive emit (METRIC_NAMES), and every one the settler emits
+            // (runtime/lambda/settler.ts settlerMetrics; that module reads its environment when loaded), has its line.
+            const emitted = metrics.filter((m) => m.startsWith("HybridCounter ")).map((m) => m.split(" ")[1]);
+            assert.deepEqual(new Set(emitted), new Set([...METRIC_NAMES, ...SETTLER_METRICS]));
         });
 
         it("exposes every output, including the client configuration", async () => {
@@ -617,6 +692,7 @@ describe("HybridCounterComponent", () => {
                 fatalDlqArn: await outputValue(component.fatalDlqArn),
                 alarmArns: await outputValue(component.alarmArns),
                 alarmTopicArn: await outputValue(component.alarmTopicArn),
+                thresholdTopicArn: await outputValue(component.thresholdTopicArn),
                 dashboardName: await outputValue(component.dashboardName),
                 clientConfig: await outputValue(component.clientConfig),
                 countersTableName: await outputValue(component.countersTableName),
@@ -647,6 +723,7 @@ describe("HybridCounterComponent", () => {
                     redriveErrors: alarm("redrive-errors"),
                 },
                 alarmTopicArn: undefined,
+                thresholdTopicArn: undefined,
                 dashboardName: "hybrid-counter-hybrid-counter-test-test-orders",
                 clientConfig: {
                     tableName: "orders-table",
@@ -658,6 +735,7 @@ describe("HybridCounterComponent", () => {
                     counterPrefix: "#counter#",
                     countAttribute: "count",
                     countedItems: "client",
+                    counterMode: "utilization",
                     healQuietWindowSeconds: 600,
                 },
                 countersTableName: "orders-counters",
@@ -822,15 +900,15 @@ describe("HybridCounterComponent", () => {
                 { name: "PK", type: "S" },
                 { name: "SK", type: "S" },
                 { name: "hc_heal", type: "S" },
-                { name: "hc_due_at", type: "N" },
+                { name: "hc_due", type: "N" },
             ],
             hashKey: "PK",
             rangeKey: "SK",
-            globalSecondaryIndexes: [{ name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_due_at", projectionType: "KEYS_ONLY" }],
+            globalSecondaryIndexes: [{ name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_due", projectionType: "KEYS_ONLY" }],
             billingMode: "PAY_PER_REQUEST",
             pointInTimeRecovery: { enabled: true },
             serverSideEncryption: { enabled: true, kmsKeyArn: `arn:aws:kms:us-east-1:${ACCOUNT}:key/table-key` },
-            ttl: { attributeName: "hc_expires_at", enabled: true },
+            ttl: { attributeName: "hc_expires", enabled: true },
             deletionProtectionEnabled: true,
         });
         const variables = findResource(resources, "aws:lambda/function:Function", "orders-consumer").inputs.environment.variables;
@@ -840,7 +918,7 @@ describe("HybridCounterComponent", () => {
         );
     });
 
-    it("keeps the counter items in the user's table in the same-table placement", async () => {
+    it("keeps the counter items in the user's table in the same-table placement, giving it the heal index and TTL on hc_expires", async () => {
         // Act
         const { resources, result } = await run({ counterPlacement: "same-table" });
 
@@ -849,21 +927,49 @@ describe("HybridCounterComponent", () => {
             resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
             ["orders-table"],
         );
+        assert.deepEqual(findResource(resources, "aws:dynamodb/table:Table", "orders-table").inputs, {
+            attributes: [
+                { name: "pk", type: "S" },
+                { name: "sk", type: "S" },
+                { name: "hc_heal", type: "S" },
+                { name: "hc_due", type: "N" },
+            ],
+            hashKey: "pk",
+            rangeKey: "sk",
+            globalSecondaryIndexes: [{ name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_due", projectionType: "KEYS_ONLY" }],
+            billingMode: "PAY_PER_REQUEST",
+            streamEnabled: true,
+            streamViewType: "NEW_AND_OLD_IMAGES",
+            pointInTimeRecovery: { enabled: true },
+            serverSideEncryption: { enabled: true },
+            ttl: { attributeName: "hc_expires", enabled: true },
+            deletionProtectionEnabled: false,
+        });
         assert.equal(resources.length, 32);
         assert.equal(await outputValue(result.countersTableName), "orders-table");
         const statements = policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement;
         assert.deepEqual(
-            statements.filter((st) => st.Sid === "CountInCountersTable" || st.Sid === "RemoveSoftDeletedItems").map((st) => st.Resource),
+            statements.filter((st) => st.Sid === "CountInCountersTable" || st.Sid === "FlagAndRemoveItems").map((st) => st.Resource),
             [TABLE_ARN, TABLE_ARN],
         );
     });
 
-    it("passes every mapping and function setting through", async () => {
+    it("gives the same-table heal index the created table's provisioned capacity", async () => {
+        // Act
+        const { resources } = await run({ counterPlacement: "same-table", billingMode: "PROVISIONED", readCapacity: 5, writeCapacity: 7 });
+
+        // Assess
+        assert.deepEqual(findResource(resources, "aws:dynamodb/table:Table", "orders-table").inputs.globalSecondaryIndexes, [
+            { name: "heal-index", hashKey: "hc_heal", rangeKey: "hc_due", projectionType: "KEYS_ONLY", readCapacity: 5, writeCapacity: 7 },
+        ]);
+    });
+
+    it("passes every mapping and function setting through, keeping one batch per shard at a time and the tumbling window", async () => {
         // Act
         const { resources } = await run({
             batchSize: 500,
             maximumBatchingWindowInSeconds: 5,
-            parallelizationFactor: 4,
+            parallelizationFactor: 1,
             maximumRetryAttempts: 3,
             maximumRecordAgeInSeconds: 3600,
             consumerMemorySize: 512,
@@ -887,10 +993,11 @@ describe("HybridCounterComponent", () => {
                 mapping.batchSize,
                 mapping.maximumBatchingWindowInSeconds,
                 mapping.parallelizationFactor,
+                mapping.tumblingWindowInSeconds,
                 mapping.maximumRetryAttempts,
                 mapping.maximumRecordAgeInSeconds,
             ],
-            [500, 5, 4, 3, 3600],
+            [500, 5, 1, 900, 3, 3600],
         );
         const consumer = findResource(resources, "aws:lambda/function:Function", "orders-consumer").inputs;
         const redrive = findResource(resources, "aws:lambda/function:Function", "orders-redrive").inputs;
@@ -965,360 +1072,5 @@ describe("HybridCounterComponent", () => {
         const root = findResource(resources, "hybrid-counter:index:HybridCounterComponent", "orders");
         assert.ok(root.dependencies.includes(before.urn));
         assert.equal(resources.length, 34);
-    });
-
-    describe("attached to a table the program manages", () => {
-        const tableArgs = (overrides: Partial<aws.dynamodb.TableArgs> = {}): aws.dynamodb.TableArgs => ({
-            name: "app-table",
-            hashKey: "pk",
-            rangeKey: "sk",
-            attributes: [
-                { name: "pk", type: "S" },
-                { name: "sk", type: "S" },
-            ],
-            billingMode: "PAY_PER_REQUEST",
-            streamEnabled: true,
-            streamViewType: "NEW_AND_OLD_IMAGES",
-            ...overrides,
-        });
-
-        /** What getTable (or Table.get) answers for `legacy-orders`: pk/sk string keys, its stream on, with `overrides`. */
-        const legacyOrders = (overrides: Record<string, unknown> = {}): Record<string, unknown> => {
-            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
-            return {
-                name: "legacy-orders",
-                arn,
-                hashKey: "pk",
-                rangeKey: "sk",
-                attributes: [
-                    { name: "pk", type: "S" },
-                    { name: "sk", type: "S" },
-                ],
-                streamEnabled: true,
-                streamViewType: "NEW_AND_OLD_IMAGES",
-                streamArn: `${arn}/stream/2020`,
-                ...overrides,
-            };
-        };
-        /** The refusal of a table with replicas in `regions` (components/regions/validation.ts). */
-        const replicatedProblem = (regions: string): string =>
-            `[table] must not have replicas (found ${regions}) unless [regions] says how regions count: it is a global table, whose ` +
-            "stream in each region carries every region's writes, so a consumer per region would count each write once per region, " +
-            "and two regions' updates of one counter item would lose one to last-writer-wins. Set [regions] in every region's " +
-            "component; see docs/design/global-tables.md";
-        /** ready()'s outcome, handled at once as a unit test would: "resolved", or the error it rejected with. */
-        const outcomeOf = (component: HybridCounterComponent): Promise<unknown> =>
-            component.ready().then(
-                () => "resolved",
-                (error: unknown) => error,
-            );
-
-        it("creates no user table, takes the table's keys, and points the mapping, roles and outputs at the user's table", async () => {
-            // Act
-            const { resources, result } = await runProgramWithResult(() => {
-                const table = new aws.dynamodb.Table(
-                    "app",
-                    tableArgs({
-                        hashKey: "tenantId",
-                        rangeKey: "orderId",
-                        attributes: [
-                            { name: "tenantId", type: "S" },
-                            { name: "orderId", type: "S" },
-                        ],
-                    }),
-                );
-                return new HybridCounterComponent("orders", { table });
-            });
-
-            // Assess
-            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/app-table`;
-            const stream = `${arn}/stream/2024-01-01T00:00:00.000`;
-            assert.deepEqual(
-                resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
-                ["app", "orders-counters"],
-            );
-            const counters = findResource(resources, "aws:dynamodb/table:Table", "orders-counters").inputs;
-            assert.deepEqual([counters.hashKey, counters.rangeKey], ["tenantId", "orderId"]);
-            assert.equal(resources.length, 33);
-            const mapping = findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs;
-            assert.deepEqual([mapping.eventSourceArn, mapping.enabled], [stream, true]);
-            assert.equal(await result.ready(), undefined);
-            const statements = policyOf(findResource(resources, "aws:iam/rolePolicy:RolePolicy", "orders-consumer-policy")).Statement;
-            assert.deepEqual(
-                statements
-                    .filter((s) => ["ReadOwnStream", "CountInCountersTable", "RemoveSoftDeletedItems"].includes(s.Sid))
-                    .map((s) => s.Resource),
-                [stream, COUNTERS_TABLE_ARN, arn],
-            );
-            assert.deepEqual(await outputValue(result.clientConfig), {
-                tableName: "app-table",
-                countersTableName: "orders-counters",
-                partitionKey: "tenantId",
-                sortKey: "orderId",
-                deletedAttribute: "deleted",
-                tokenAttribute: "counter_token",
-                counterPrefix: "#counter#",
-                countAttribute: "count",
-                countedItems: "client",
-                healQuietWindowSeconds: 600,
-            });
-        });
-
-        it("attaches a table the program does not manage by ARN, reading its settings with getTable", async () => {
-            // Act
-            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
-            const { resources, result, invokes } = await runProgramWithResult(
-                () => new HybridCounterComponent("orders", { tableArn: arn }),
-                {
-                    invokes: { "aws:dynamodb/getTable:getTable": (inputs) => ({ ...legacyOrders(), name: inputs.name }) },
-                },
-            );
-
-            // Assess
-            assert.deepEqual(
-                invokes.map((i) => [i.token, i.inputs.name]),
-                [["aws:dynamodb/getTable:getTable", "legacy-orders"]],
-            );
-            assert.deepEqual(
-                resourcesOfType(resources, "aws:dynamodb/table:Table").map((t) => t.name),
-                ["orders-counters"],
-            );
-            assert.equal(
-                findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.eventSourceArn,
-                `${arn}/stream/2020`,
-            );
-            assert.equal(await outputValue(result.tableName), "legacy-orders");
-        });
-
-        it("attaches a table by name, read with aws.dynamodb.Table.get, taking its keys", async () => {
-            // Act
-            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
-            const { resources, result } = await runProgramWithResult(
-                () => new HybridCounterComponent("orders", { table: aws.dynamodb.Table.get("legacy", "legacy-orders") }),
-                {
-                    reads: {
-                        "aws:dynamodb/table:Table": (id) =>
-                            legacyOrders({
-                                name: id,
-                                hashKey: "tenantId",
-                                rangeKey: "orderId",
-                                attributes: [
-                                    { name: "tenantId", type: "S" },
-                                    { name: "orderId", type: "S" },
-                                ],
-                                streamArn: `${arn}/stream/2021`,
-                            }),
-                    },
-                },
-            );
-
-            // Assess
-            assert.equal(await result.ready(), undefined);
-            const mapping = findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs;
-            assert.deepEqual([mapping.eventSourceArn, mapping.enabled], [`${arn}/stream/2021`, true]);
-            const config = await outputValue(result.clientConfig);
-            assert.deepEqual([config.tableName, config.partitionKey, config.sortKey], ["legacy-orders", "tenantId", "orderId"]);
-        });
-
-        it("refuses a table attached by ARN whose stream is off, through ready(), with no unhandled rejection", async () => {
-            // Act
-            const arn = `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders`;
-            let outcome: Promise<unknown> = Promise.resolve("not attached");
-            const { resources, errors } = await runProgramWithResult(
-                () => {
-                    const component = new HybridCounterComponent("orders", { tableArn: arn });
-                    outcome = outcomeOf(component);
-                    return component;
-                },
-                {
-                    captureErrors: true,
-                    invokes: {
-                        "aws:dynamodb/getTable:getTable": (inputs) => ({
-                            ...legacyOrders({ streamEnabled: false, streamViewType: undefined, streamArn: "" }),
-                            name: inputs.name,
-                        }),
-                    },
-                },
-            );
-            const error = await outcome;
-
-            // Assess
-            assert.deepEqual(errors, []);
-            assert.ok(error instanceof HybridCounterArgsError);
-            assert.deepEqual(error.problems, [
-                '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: false, streamViewType: "")',
-            ]);
-            assert.equal(
-                findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.enabled,
-                false,
-            );
-        });
-
-        for (const [title, attach] of [
-            ["by ARN, read with getTable", { tableArn: `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/legacy-orders` }],
-            ["by name, read with aws.dynamodb.Table.get", "Table.get"],
-        ] as Array<[string, HybridCounterComponentArgs | "Table.get"]>) {
-            it(`refuses a table attached ${title} whose description shows replicas, through ready(), with the mapping disabled`, async () => {
-                // Prepare: the happy-path table's description, with one property changed: two replicas.
-                const described = (name: string) =>
-                    legacyOrders({
-                        name,
-                        replicas: [
-                            { regionName: "eu-west-1", kmsKeyArn: "" },
-                            { regionName: "ap-south-1", kmsKeyArn: "" },
-                        ],
-                    });
-
-                // Act
-                let outcome: Promise<unknown> = Promise.resolve("not attached");
-                const { resources, errors } = await runProgramWithResult(
-                    () => {
-                        const component = new HybridCounterComponent("orders", {
-                            backfillOnDeploy: true,
-                            ...(attach === "Table.get" ? { table: aws.dynamodb.Table.get("legacy", "legacy-orders") } : attach),
-                        });
-                        outcome = outcomeOf(component);
-                        return component;
-                    },
-                    {
-                        captureErrors: true,
-                        invokes: { "aws:dynamodb/getTable:getTable": (inputs) => described(inputs.name as string) },
-                        reads: { "aws:dynamodb/table:Table": (id) => described(id) },
-                    },
-                );
-                const error = await outcome;
-
-                // Assess
-                assert.deepEqual(errors, []);
-                assert.ok(error instanceof HybridCounterArgsError);
-                assert.deepEqual(error.problems, [replicatedProblem('"eu-west-1", "ap-south-1"')]);
-                assert.equal(
-                    findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.enabled,
-                    false,
-                );
-                assert.deepEqual(
-                    JSON.parse(findResource(resources, "aws:lambda/invocation:Invocation", "orders-backfill-start").inputs.input as string),
-                    { action: "skip", runId: "deploy-1" },
-                );
-            });
-        }
-
-        it("refuses a table that is not a Table resource before creating anything", async () => {
-            // Act
-            const { resources, errors } = await runProgramWithResult(
-                () => {
-                    assert.throws(
-                        () =>
-                            new HybridCounterComponent("orders", {
-                                table: "orders" as unknown as aws.dynamodb.Table,
-                                tableName: "x-table",
-                            }),
-                        (e: unknown) =>
-                            e instanceof HybridCounterArgsError &&
-                            e.problems.join(" | ") ===
-                                '[table] must be an aws.dynamodb.Table resource of this program (got the string "orders"); attach a table by ARN with [tableArn], or by name with aws.dynamodb.Table.get(name, tableName) | [tableName] must not be set together with [table]',
-                    );
-                },
-                { captureErrors: true },
-            );
-
-            // Assess
-            assert.deepEqual(resources, []);
-            assert.deepEqual(errors, []);
-        });
-
-        for (const [title, overrides, problems, given] of [
-            [
-                "without a stream",
-                { streamEnabled: false, streamViewType: undefined },
-                [
-                    '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: false, streamViewType: "")',
-                ],
-                {},
-            ],
-            [
-                "with a KEYS_ONLY stream",
-                { streamViewType: "KEYS_ONLY" },
-                [
-                    '[table] must have streamEnabled: true and streamViewType: "NEW_AND_OLD_IMAGES" (found streamEnabled: true, streamViewType: "KEYS_ONLY")',
-                ],
-                {},
-            ],
-            [
-                "with other keys than the ones given",
-                { hashKey: "id", rangeKey: "sk" },
-                ['[table] must have hashKey "pk" ([partitionKey]); found "id"'],
-                { partitionKey: "pk" },
-            ],
-            [
-                "with a number key",
-                {
-                    attributes: [
-                        { name: "pk", type: "S" },
-                        { name: "sk", type: "N" },
-                    ],
-                },
-                ['[table] must have a string (S) key "sk"; found type N'],
-                {},
-            ],
-            [
-                "without a sort key",
-                { rangeKey: undefined, attributes: [{ name: "pk", type: "S" }] },
-                ["[table] must have a range key: a resource's id is its sort key; found none"],
-                {},
-            ],
-            [
-                "with replicas (a global table)",
-                { replicas: [{ regionName: "us-west-2" }, { regionName: "eu-west-1" }] },
-                [replicatedProblem('"us-west-2", "eu-west-1"')],
-                {},
-            ],
-        ] as Array<[string, Partial<aws.dynamodb.TableArgs>, string[], HybridCounterComponentArgs]>) {
-            it(`ready() rejects naming [table] for a table ${title}, with no unhandled rejection, and the mapping registered disabled`, async () => {
-                // Act: a unit test of the user's program awaits ready() beside the component.
-                let outcome: Promise<unknown> = Promise.resolve("not attached");
-                const { resources, errors } = await runProgramWithResult(
-                    () => {
-                        const component = new HybridCounterComponent("orders", {
-                            ...given,
-                            backfillOnDeploy: true,
-                            table: new aws.dynamodb.Table("app", tableArgs(overrides)),
-                        });
-                        outcome = outcomeOf(component);
-                        return component;
-                    },
-                    { captureErrors: true },
-                );
-                const error = await outcome;
-
-                // Assess
-                assert.deepEqual(errors, []);
-                assert.ok(error instanceof HybridCounterArgsError);
-                assert.ok(pulumi.RunError.isInstance(error), "a RunError: Pulumi reports it without a stack trace");
-                assert.deepEqual(error.problems, problems);
-                assert.equal(error.message, `invalid HybridCounterComponent args:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
-                assert.equal(
-                    findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping").inputs.enabled,
-                    false,
-                );
-                assert.deepEqual(
-                    JSON.parse(findResource(resources, "aws:lambda/invocation:Invocation", "orders-backfill-start").inputs.input as string),
-                    { action: "skip", runId: "deploy-1" },
-                );
-            });
-
-            it(`fails the program naming [table] for a table ${title} when ready() is not awaited, and only once`, async () => {
-                // Act
-                const { errors } = await runProgramWithResult(
-                    () => new HybridCounterComponent("orders", { ...given, table: new aws.dynamodb.Table("app", tableArgs(overrides)) }),
-                    { captureErrors: true },
-                );
-
-                // Assess: the one rejection Pulumi's program host turns into a failed update.
-                assert.equal(errors.length, 1);
-                assert.ok(errors[0] instanceof HybridCounterArgsError);
-                assert.deepEqual(errors[0].problems, problems);
-            });
-        }
     });
 });

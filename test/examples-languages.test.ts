@@ -171,15 +171,18 @@ describe("examples/yaml-program against the schema", () => {
             "maximumRetryAttempts",
             "createAlarmTopic",
             "disabledAlarms",
+            "thresholds",
+            "createThresholdTopic",
             "tags",
         ]);
         assert.deepEqual(properties.table, { ref: "orders", type: "aws:dynamodb:Table" });
+        assert.deepEqual([properties.thresholds, properties.createThresholdTopic], [[0.5, 0.9, 1], true]);
     });
 
     it("reads only outputs the schema has", () => {
         // Assess
         const read = Object.values(program.outputs).map((o) => /^\$\{ordersCounter\.([A-Za-z]+)\}$/.exec(o)?.[1]);
-        assert.deepEqual(read, ["clientConfig", "dashboardName", "alarmTopicArn"]);
+        assert.deepEqual(read, ["clientConfig", "dashboardName", "alarmTopicArn", "thresholdTopicArn"]);
         for (const output of read) {
             assert.ok(component.properties[output!], `${output} is an output`);
         }
@@ -301,15 +304,18 @@ describe("examples/python-program against the schema", () => {
             "maximumRetryAttempts",
             "createAlarmTopic",
             "disabledAlarms",
+            "thresholds",
+            "createThresholdTopic",
             "tags",
         ]);
         assert.deepEqual(properties.architecture, { enum: "Architecture", member: "ARM64" });
+        assert.deepEqual([properties.thresholds, properties.createThresholdTopic], [[0.5, 0.9, 1], true]);
         assert.equal((keywords.architecture as { module?: string }).module, "pulumi_hybrid_counter");
     });
 
     it("reads only outputs the schema has", () => {
         // Assess
-        assert.deepEqual(read.reads, ["alarm_topic_arn", "client_config", "dashboard_name"]);
+        assert.deepEqual(read.reads, ["alarm_topic_arn", "client_config", "dashboard_name", "threshold_topic_arn"]);
         for (const attribute of read.reads) {
             assert.ok(component.properties[camel(attribute)], `${attribute} is an output`);
         }

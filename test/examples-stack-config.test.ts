@@ -11,7 +11,7 @@ describe("root program: stackSettingsFromConfig", () => {
         assert.equal(DEFAULT_COMPONENT_NAME, "counter");
     });
 
-    it("parses integers, booleans, strings, enums and the tags object, and ignores other namespaces", () => {
+    it("parses integers, booleans, strings, enums, the thresholds list and the tags object, and ignores other namespaces", () => {
         // Prepare
         const config = {
             "aws:region": "eu-west-1",
@@ -24,13 +24,19 @@ describe("root program: stackSettingsFromConfig", () => {
             "hybrid-counter:writeCapacity": "10",
             "hybrid-counter:batchSize": "250",
             "hybrid-counter:maximumBatchingWindowInSeconds": "0",
-            "hybrid-counter:parallelizationFactor": "4",
+            "hybrid-counter:parallelizationFactor": "1",
             "hybrid-counter:counterShards": "4",
+            "hybrid-counter:counterMode": "strict",
+            "hybrid-counter:healQuietWindowSeconds": "900",
             "hybrid-counter:maximumRetryAttempts": "3",
             "hybrid-counter:maximumRecordAgeInSeconds": "3600",
             "hybrid-counter:redriveMaxReceiveCount": "7",
             "hybrid-counter:createAlarmTopic": "false",
             "hybrid-counter:alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops",
+            "hybrid-counter:thresholds": "[0.5, 0.75, 1]",
+            "hybrid-counter:createThresholdTopic": "true",
+            "hybrid-counter:thresholdTopicArn": "arn:aws:sns:eu-west-1:123456789012:limits",
+            "hybrid-counter:usageRetentionDays": "30",
             "hybrid-counter:logRetentionInDays": "90",
             "hybrid-counter:tracing": "true",
             "hybrid-counter:architecture": "x86_64",
@@ -50,13 +56,19 @@ describe("root program: stackSettingsFromConfig", () => {
                 writeCapacity: 10,
                 batchSize: 250,
                 maximumBatchingWindowInSeconds: 0,
-                parallelizationFactor: 4,
+                parallelizationFactor: 1,
                 counterShards: 4,
+                counterMode: "strict",
+                healQuietWindowSeconds: 900,
                 maximumRetryAttempts: 3,
                 maximumRecordAgeInSeconds: 3600,
                 redriveMaxReceiveCount: 7,
                 createAlarmTopic: false,
                 alarmTopicArn: "arn:aws:sns:eu-west-1:123456789012:ops",
+                thresholds: [0.5, 0.75, 1],
+                createThresholdTopic: true,
+                thresholdTopicArn: "arn:aws:sns:eu-west-1:123456789012:limits",
+                usageRetentionDays: 30,
                 logRetentionInDays: 90,
                 tracing: true,
                 architecture: "x86_64",
@@ -92,6 +104,8 @@ describe("root program: stackSettingsFromConfig", () => {
             "hybrid-counter:billingMode": "ON_DEMAND",
             "hybrid-counter:tags": '{"team":1}',
             "hybrid-counter:tableName": "",
+            "hybrid-counter:counterMode": "exact",
+            "hybrid-counter:thresholds": '["0.8"]',
         };
         // Act
         const attempt = () => stackSettingsFromConfig(config);
@@ -103,10 +117,12 @@ describe("root program: stackSettingsFromConfig", () => {
                 '[hybrid-counter:batchSize] must be an integer; found "ten"',
                 `[hybrid-counter:batchsize] is not a setting of this program (known: ${Object.keys(CONFIG_KEYS).join(", ")})`,
                 '[hybrid-counter:billingMode] must be PAY_PER_REQUEST or PROVISIONED; found "ON_DEMAND"',
+                '[hybrid-counter:counterMode] must be utilization or strict; found "exact"',
                 '[hybrid-counter:createAlarmTopic] must be true or false; found "yes"',
                 '[hybrid-counter:maximumRetryAttempts] must be an integer; found "1.5"',
                 '[hybrid-counter:tableName] must not be empty; found ""',
                 '[hybrid-counter:tags] must be an object of tag names to strings; found "{\\"team\\":1}"',
+                '[hybrid-counter:thresholds] must be a JSON list of numbers; found "[\\"0.8\\"]"',
             ]);
             return true;
         });

@@ -9,10 +9,11 @@ import * as os from "node:os";
 import Module from "node:module";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { API_ENV } from "../examples/limits-api/app/settings";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { HybridCounterClient } from "../runtime/client/client";
 import { ROUTES } from "../examples/limits-api/app/handler";
 import type { HybridCounterClientConfig } from "../components/component";
-import { ENV, clientEnvironment, layoutWithDefaults } from "../runtime/shared/config";
+import { ENV, clientConfigFromEnv, layoutWithDefaults } from "../runtime/shared/config";
 import { linkPackageInto } from "./support/example-link";
 import {
     findResource,
@@ -193,7 +194,7 @@ describe("examples and the root program", () => {
             for (const role of ["consumer", "redrive"]) {
                 const resources = policyResources(findResource(run.resources, ROLE_POLICY, `orders-counter-${role}-policy`));
                 assert.equal(resources[0], streamArn, `${role}: ReadOwnStream`);
-                assert.ok(resources.includes(tableArn), `${role}: RemoveSoftDeletedItems`);
+                assert.ok(resources.includes(tableArn), `${role}: FlagAndRemoveItems`);
                 assert.ok(resources.includes(countersArn), `${role}: CountInCountersTable`);
                 assert.ok(
                     resources.every(
@@ -209,10 +210,14 @@ describe("examples and the root program", () => {
             }
         });
 
-        it("exports the clientConfig with the table's own key names", async () => {
+        it("exports the clientConfig with the table's own key names, the mode and the period: a client is built from it alone", async () => {
             // Act
-            const clientConfig = await outputValue(run.result.counterClientConfig as pulumi.Output<unknown>);
+            const clientConfig = await outputValue(run.result.counterClientConfig as pulumi.Output<HybridCounterClientConfig>);
+            const dynamodb = new DynamoDBClient({ region: "us-east-1", endpoint: "http://127.0.0.1:9" });
+            const client = new HybridCounterClient({ ...clientConfig, dynamodb });
+            dynamodb.destroy();
             // Assess
+            assert.equal(client.mode, "utilization");
             assert.deepEqual(clientConfig, {
                 tableName: "orders",
                 countersTableName: "orders-counter-counters",
@@ -223,6 +228,7 @@ describe("examples and the root program", () => {
                 counterPrefix: "#counter#",
                 countAttribute: "count",
                 countedItems: "client",
+                counterMode: "utilization",
                 healQuietWindowSeconds: 600,
             });
         });
@@ -237,7 +243,7 @@ describe("examples and the root program", () => {
             });
         });
 
-        it("composes the counter, one API function and an HTTP API with the three routes", () => {
+        it("composes the strict counter, one API function, an HTTP API with the four routes and the invocation that stores the limits", () => {
             // Assess
             assert.deepEqual(ownResources(run.resources), [
                 "aws:apigatewayv2/api:Api api",
@@ -245,14 +251,17 @@ describe("examples and the root program", () => {
                 "aws:apigatewayv2/route:Route api-count",
                 "aws:apigatewayv2/route:Route api-create",
                 "aws:apigatewayv2/route:Route api-delete",
+                "aws:apigatewayv2/route:Route api-setLimit",
                 "aws:apigatewayv2/stage:Stage api-stage",
                 "aws:cloudwatch/logGroup:LogGroup api-logs",
                 "aws:iam/role:Role api-role",
                 "aws:iam/rolePolicy:RolePolicy api-policy",
                 "aws:lambda/function:Function api",
+                "aws:lambda/invocation:Invocation api-limits",
                 "aws:lambda/permission:Permission api-invoke",
                 `${COMPONENT} items`,
             ]);
+            assert.equal(run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length, 46);
             assert.deepEqual(names(run.resources, TABLE), ["items-table", "items-counters"]);
             assert.deepEqual(
                 Object.keys(ROUTES).map((route) => {
@@ -263,6 +272,7 @@ describe("examples and the root program", () => {
                     ["POST /tenants/{tenant}/items", "integrations/api-integration-id"],
                     ["DELETE /tenants/{tenant}/items/{id}", "integrations/api-integration-id"],
                     ["GET /tenants/{tenant}/count", "integrations/api-integration-id"],
+                    ["PUT /tenants/{tenant}/limit", "integrations/api-integration-id"],
                 ],
             );
             const integration = findResource(run.resources, "aws:apigatewayv2/integration:Integration", "api-integration");
@@ -276,28 +286,42 @@ describe("examples and the root program", () => {
             );
         });
 
-        it("passes the component's apiEnvironment and the limits into the function's environment", async () => {
+        it("gives the function the component's apiEnvironment alone: the strict counter's client is built from it", async () => {
             // Prepare
-            const component = findResource(run.resources, COMPONENT, "items");
             const clientConfig = await outputValue(run.result.clientConfig as pulumi.Output<HybridCounterClientConfig>);
-            const counterEnvironment = clientEnvironment({
-                ...layoutWithDefaults(clientConfig),
-                tableName: clientConfig.tableName,
-                countersTableName: clientConfig.countersTableName,
-            });
             // Act
             const variables = findResource(run.resources, FUNCTION, "api").inputs.environment.variables as Record<string, string>;
             // Assess
-            assert.equal(counterEnvironment[ENV.tableName], "items-table");
-            assert.equal(counterEnvironment[ENV.countersTableName], "items-counters");
-            assert.equal(component.type, COMPONENT);
-            assert.deepEqual(variables, {
-                ...counterEnvironment,
-                [ENV.healQuietWindowSeconds]: String(clientConfig.healQuietWindowSeconds),
-                [API_ENV.mode]: "strict",
-                [API_ENV.defaultLimit]: "25",
-                [API_ENV.tenantLimits]: JSON.stringify({ "big-tenant": 1000 }),
+            assert.deepEqual(
+                [variables[ENV.tableName], variables[ENV.countersTableName], variables[ENV.counterMode]],
+                ["items-table", "items-counters", "strict"],
+            );
+            assert.equal(clientConfig.counterMode, "strict");
+            assert.deepEqual(clientConfigFromEnv(variables), {
+                ...layoutWithDefaults(clientConfig),
+                tableName: clientConfig.tableName,
+                countersTableName: clientConfig.countersTableName,
+                counterMode: "strict",
+                healQuietWindowSeconds: clientConfig.healQuietWindowSeconds,
             });
+            // No variable of the API's own: the limits are stored with the counter.
+            assert.deepEqual(
+                Object.keys(variables).filter((name) => !name.startsWith("HYBRID_COUNTER_")),
+                [],
+            );
+        });
+
+        it("stores the configured limits with the counter through one invocation of the function, after the counter exists", () => {
+            // Assess
+            const invocation = findResource(run.resources, "aws:lambda/invocation:Invocation", "api-limits");
+            assert.equal(invocation.inputs.functionName, "api");
+            assert.deepEqual(JSON.parse(invocation.inputs.input as string), {
+                action: "storeLimits",
+                defaultLimit: 25,
+                tenantLimits: { "big-tenant": 1000 },
+            });
+            // dependsOn the component waits for its children: the counters table the limits are stored in among them.
+            assert.ok(invocation.dependencies.includes(findResource(run.resources, TABLE, "items-counters").urn));
         });
 
         it("deploys the bundled handler and grants it exactly the client's table actions", () => {
@@ -312,13 +336,21 @@ describe("examples and the root program", () => {
                 {
                     Sid: "WriteResourceItems",
                     Effect: "Allow",
-                    Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                    Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
                     Resource: `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/items-table`,
                 },
                 {
                     Sid: "ReadAndWriteCounters",
                     Effect: "Allow",
-                    Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                    Action: [
+                        "dynamodb:GetItem",
+                        "dynamodb:BatchGetItem",
+                        "dynamodb:Query",
+                        "dynamodb:PutItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:DeleteItem",
+                        "dynamodb:ConditionCheckItem",
+                    ],
                     Resource: `arn:aws:dynamodb:us-east-1:${ACCOUNT}:table/items-counters`,
                 },
                 {
@@ -371,6 +403,7 @@ describe("examples and the root program", () => {
                 "tableArn",
                 "tableName",
                 "tableStreamArn",
+                "thresholdTopicArn",
             ]);
             assert.equal(await outputValue(run.result.tableName as pulumi.Output<string>), "counter-table");
         });
@@ -385,6 +418,10 @@ describe("examples and the root program", () => {
                 "hybrid-counter:createAlarmTopic": "true",
                 "hybrid-counter:deletionProtection": "true",
                 "hybrid-counter:tags": JSON.stringify({ team: "payments" }),
+                "hybrid-counter:counterMode": "strict",
+                "hybrid-counter:thresholds": "[0.5, 1]",
+                "hybrid-counter:createThresholdTopic": "true",
+                "hybrid-counter:usageRetentionDays": "30",
             });
             // Assess
             const table = findResource(run.resources, TABLE, "orders-table");
@@ -394,6 +431,21 @@ describe("examples and the root program", () => {
             assert.deepEqual([mapping.inputs.batchSize, mapping.inputs.maximumRetryAttempts], [250, 3]);
             const topic = findResource(run.resources, "aws:sns/topic:Topic", "orders-alarm-topic");
             assert.equal(await outputValue(run.result.alarmTopicArn as pulumi.Output<string>), topic.state.arn);
+            const thresholds = findResource(run.resources, "aws:sns/topic:Topic", "orders-thresholds");
+            assert.equal(await outputValue(run.result.thresholdTopicArn as pulumi.Output<string>), thresholds.state.arn);
+            const variables = findResource(run.resources, FUNCTION, "orders-consumer").inputs.environment.variables as Record<
+                string,
+                string
+            >;
+            assert.deepEqual(
+                [
+                    variables[ENV.counterMode],
+                    variables[ENV.thresholds],
+                    variables[ENV.usageRetentionDays],
+                    variables[ENV.thresholdTopicArn],
+                ],
+                ["strict", "0.5,1", "30", thresholds.state.arn],
+            );
         });
 
         it("fails with the component's own message for an out-of-range setting", async () => {

@@ -1,6 +1,6 @@
 /**
- * The component passes its own pack: HybridCounterComponent with defaults, run under Pulumi mocks,
- * then every recorded resource and the stack fed to every policy of the pack.
+ * The component passes its own pack: HybridCounterComponent (with a threshold topic, so that every policy applies),
+ * run under Pulumi mocks, then every recorded resource and the stack fed to every policy of the pack.
  *
  * Under mocks `newResource` receives no per-property dependencies (FACTS.md), so they are rebuilt
  * here: an input depends on another resource when one of its values is that resource's mocked
@@ -8,7 +8,7 @@
  */
 import * as assert from "node:assert/strict";
 import * as aws from "@pulumi/aws";
-import { HybridCounterComponent, type HybridCounterComponentArgs } from "../index";
+import { HybridCounterComponent } from "../index";
 import { hybridCounterPolicies, POLICY_NAMES } from "../policy/index";
 import { RecordedResource as PolicyRecord, runPolicies } from "./support/policy-harness";
 import { runProgram, type RecordedResource as MockRecord } from "../local/deployment/pulumi-mocks";
@@ -88,7 +88,7 @@ describe("policy pack: the component passes its own pack", () => {
     let stack: PolicyRecord[];
 
     before(async () => {
-        const recorded = await runProgram(() => new HybridCounterComponent("orders", {}));
+        const recorded = await runProgram(() => new HybridCounterComponent("orders", { createThresholdTopic: true }));
         stack = withRebuiltDependencies(recorded);
     });
 
@@ -104,6 +104,7 @@ describe("policy pack: the component passes its own pack", () => {
         assert.deepEqual(deps("orders-consumer-policy", "role"), ["orders-consumer-role"]);
         assert.deepEqual(deps("orders-consumer-iterator-age", "dimensions"), ["orders-consumer"]);
         assert.deepEqual(deps("orders-first-dlq-depth", "dimensions"), ["orders-first-dlq"]);
+        assert.ok(deps("orders-consumer", "environment")?.includes("orders-thresholds"));
     });
 
     it("reports zero violations, and every policy of the pack applies to it", async () => {
@@ -114,7 +115,7 @@ describe("policy pack: the component passes its own pack", () => {
         assert.deepEqual(run.violations, []);
         assert.deepEqual(run.unknownValueErrors, []);
         assert.deepEqual(run.notApplicable, []);
-        assert.equal(POLICY_NAMES.length, 16);
+        assert.equal(POLICY_NAMES.length, 18);
     });
 
     it("would catch a change to the component's mapping (the check is not vacuous)", async () => {
@@ -133,59 +134,51 @@ describe("policy pack: the component passes its own pack", () => {
         );
     });
 
-    /** The policies' run over the component's recorded graph for these args. */
-    const componentRun = async (args: HybridCounterComponentArgs) =>
-        runPolicies(hybridCounterPolicies(), withRebuiltDependencies(await runProgram(() => new HybridCounterComponent("orders", args))));
+    /** The recorded graph with one property of one resource changed. */
+    const changed = (name: string, change: (inputs: Record<string, any>) => Record<string, any>) =>
+        stack.map((r) => (r.name === name ? { ...r, inputs: change(r.inputs as Record<string, any>) } : r));
+    const mandatory = async (graph: PolicyRecord[]) =>
+        (await runPolicies(hybridCounterPolicies(), graph)).violations.map((v) => [v.policy, v.resource, v.level]);
 
-    it("advises against a parallelizationFactor of 4 on the component while its eventual counters are one item per key", async () => {
+    it("would catch the component's mapping running two batches of a shard at once, or losing its tumbling window", async () => {
         // Act
-        const run = await componentRun({ parallelizationFactor: 4 });
+        const parallel = await mandatory(changed("orders-stream-mapping", (i) => ({ ...i, parallelizationFactor: 2 })));
+        const windowless = await mandatory(changed("orders-stream-mapping", ({ tumblingWindowInSeconds: _window, ...i }) => i));
 
         // Assess
-        assert.deepEqual(run.violations, [
-            {
-                policy: "stream-mapping-counter-parallelization",
-                resource: "orders-stream-mapping",
-                level: "advisory",
-                message:
-                    "event source mapping 'orders-stream-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 4; " +
-                    "each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] unset), so concurrent batches of one key conflict on it " +
-                    "and are retried as contention (slower, never wrong): raise the counter shards to 4, or set the factor to 1",
-            },
-        ]);
-        assert.deepEqual([run.notApplicable, run.unknownValueErrors], [[], []]);
+        assert.deepEqual(parallel, [["stream-mapping-counter-parallelization", "orders-stream-mapping", "mandatory"]]);
+        assert.deepEqual(windowless, [["stream-mapping-counter-tumbling-window", "orders-stream-mapping", "mandatory"]]);
     });
 
-    it("passes a parallelizationFactor of 4 on the component with counterShards 4, and of 3 with 3", async () => {
+    it("would catch an unencrypted threshold topic, and a settler role that may not publish to it", async () => {
         // Act
-        const four = await componentRun({ parallelizationFactor: 4, counterShards: 4 });
-        const three = await componentRun({ parallelizationFactor: 3, counterShards: 3 });
-
-        // Assess
-        for (const run of [four, three]) {
-            assert.deepEqual([run.violations, run.notApplicable, run.unknownValueErrors], [[], [], []]);
-        }
-    });
-
-    it("advises against a parallelizationFactor of 4 on the component with counterShards 2", async () => {
-        // Act
-        const run = await componentRun({ parallelizationFactor: 4, counterShards: 2 });
-
-        // Assess
-        assert.deepEqual(
-            run.violations.map((v) => [v.policy, v.resource, v.level, v.message]),
-            [
-                [
-                    "stream-mapping-counter-parallelization",
-                    "orders-stream-mapping",
-                    "advisory",
-                    "event source mapping 'orders-stream-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 4; " +
-                        'each key\'s eventual counter is 2 items ([HYBRID_COUNTER_COUNTER_SHARDS] "2"), fewer than the batches that run at once, ' +
-                        "so concurrent batches of one key conflict on one of them and are retried as contention (slower, never wrong): " +
-                        "raise the counter shards to 4, or set the factor to 2",
-                ],
-            ],
+        const plain = await mandatory(changed("orders-thresholds", ({ kmsMasterKeyId: _key, ...i }) => i));
+        const mute = await mandatory(
+            changed("orders-settler-policy", (i) => {
+                const doc = JSON.parse(i.policy as string) as { Statement: Array<{ Sid: string }> };
+                return {
+                    ...i,
+                    policy: JSON.stringify({ ...doc, Statement: doc.Statement.filter((st) => st.Sid !== "PublishThresholdEvents") }),
+                };
+            }),
         );
+
+        // Assess
+        assert.deepEqual(plain, [["counter-threshold-topic", "orders-thresholds", "mandatory"]]);
+        assert.deepEqual(mute, [["counter-threshold-topic", "orders-settler", "mandatory"]]);
+    });
+
+    it("passes a component sending its threshold events to a topic of another stack", async () => {
+        // Act
+        const graph = withRebuiltDependencies(
+            await runProgram(
+                () => new HybridCounterComponent("orders", { thresholdTopicArn: "arn:aws:sns:us-east-1:123456789012:limits" }),
+            ),
+        );
+        const run = await runPolicies(hybridCounterPolicies({ all: "mandatory" }), graph);
+
+        // Assess
+        assert.deepEqual([run.violations, run.notApplicable, run.unknownValueErrors], [[], [], []]);
     });
 
     it("reports a TableReplica of the component's attached table, which the component itself cannot see", async () => {
@@ -323,6 +316,59 @@ describe("policy pack: the component passes its own pack", () => {
         assert.deepEqual(
             stripped.violations.map((v) => [v.policy, v.resource]),
             [["counter-table-replicas", "orders-eu-west-1"]],
+        );
+    });
+
+    it("reports a region of the multi-region example whose members leave out a replica of its table", async () => {
+        // Prepare: the recorded graph, with the home region's consumer counting for two of the three regions.
+        const restore = resolvePackageToSource();
+        let recorded: MockRecord[];
+        try {
+            recorded = (await runMultiRegionExample()).resources;
+        } finally {
+            restore();
+        }
+        const twoRegions = JSON.stringify({
+            current: "us-east-1",
+            members: [
+                { region: "us-east-1", role: "home" },
+                { region: "eu-west-1", role: "member" },
+            ],
+        });
+        const graph = withRebuiltDependencies(recorded).map((r) =>
+            r.name === "orders-counter-us-east-1-consumer"
+                ? {
+                      ...r,
+                      inputs: {
+                          ...r.inputs,
+                          environment: {
+                              variables: {
+                                  ...(r.inputs.environment as { variables: Record<string, string> }).variables,
+                                  HYBRID_COUNTER_REGIONS: twoRegions,
+                              },
+                          },
+                      },
+                  }
+                : r,
+        );
+
+        // Act
+        const run = await runPolicies(hybridCounterPolicies(), graph);
+
+        // Assess
+        assert.deepEqual(
+            run.violations.map((v) => [v.policy, v.resource, v.level, v.message]),
+            [
+                [
+                    "counter-table-replicas",
+                    "orders",
+                    "mandatory",
+                    "table 'orders' is in us-east-1, eu-west-1, ap-southeast-2 (its own region and its replicas'), but its consumer " +
+                        "'orders-counter-us-east-1-consumer' counts for [HYBRID_COUNTER_REGIONS] members us-east-1, eu-west-1 (event source " +
+                        "mapping 'orders-counter-us-east-1-stream-mapping'): ap-southeast-2 is no member, so writes made there would be counted " +
+                        "by no region of their own; the members must be exactly the table's regions",
+                ],
+            ],
         );
     });
 });

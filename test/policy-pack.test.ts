@@ -159,7 +159,6 @@ describe("policy pack: loaded the way `pulumi preview --policy-pack ./policy` lo
                 "dynamodb-table-point-in-time-recovery",
                 "dynamodb-table-encryption",
                 "stream-mapping-bisect-on-error",
-                "stream-mapping-counter-parallelization",
                 "stream-consumer-alarms",
                 "scheduled-function-guarded",
             ],

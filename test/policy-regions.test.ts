@@ -1,6 +1,7 @@
 /**
  * counter-table-replicas against hand-written stacks: a counter's table, its consumer and mapping, then one change per
- * case (replicas on the table, a TableReplica resource that replicates it, the consumer's multi-region setting).
+ * case (replicas on the table, a TableReplica resource that replicates it, the consumer's multi-region setting), and
+ * the table's regions compared with the setting's members.
  */
 import * as assert from "node:assert/strict";
 import type * as aws from "@pulumi/aws";
@@ -175,14 +176,120 @@ describe("policy pack: counter-table-replicas", () => {
         assert.deepEqual((await violationsOf(stack)).violations, []);
     });
 
-    it("passes a replicated table whose consumer carries a multi-region setting", async () => {
-        // Prepare
-        let stack = withChange(happyStack(), "orders-table", (i) => (i.replicas = [{ regionName: "us-west-2" }]));
-        stack = withChange(stack, "orders-consumer", (i) => (i.environment.variables[COUNTER_REGIONS_VARIABLE] = SETTING));
-        stack = [...stack, tableReplica("orders-west", TABLE_ARN, ["orders-table"])];
+    it("passes a replicated table whose consumer's multi-region setting lists exactly its regions, by replicas or by TableReplica", async () => {
+        // Prepare: the table is in us-east-1 (its stream ARN's region); the setting's members are us-east-1 and us-west-2.
+        const counted = withChange(happyStack(), "orders-consumer", (i) => (i.environment.variables[COUNTER_REGIONS_VARIABLE] = SETTING));
+        const byReplicas = withChange(counted, "orders-table", (i) => (i.replicas = [{ regionName: "us-west-2" }]));
+        const byResource = [...counted, tableReplica("orders-west", TABLE_ARN, ["orders-table"], "us-west-2")];
+        const byProvider = [
+            ...counted,
+            {
+                ...tableReplica("orders-west", TABLE_ARN, ["orders-table"]),
+                provider: { type: "pulumi:providers:aws", name: "west", props: { region: "us-west-2" } },
+            },
+        ];
 
         // Act / Assess
-        assert.deepEqual((await violationsOf(stack)).violations, []);
+        for (const stack of [byReplicas, byResource, byProvider]) {
+            const { violations, run } = await violationsOf(stack);
+            assert.deepEqual([violations, run.notApplicable], [[], []]);
+        }
+    });
+
+    /** The happy stack whose consumer counts for `members` (us-east-1, the table's region, current and home). */
+    const countingFor = (...others: string[]) =>
+        withChange(happyStack(), "orders-consumer", (i) => {
+            const members = [{ region: "us-east-1", role: "home" }, ...others.map((region) => ({ region, role: "member" }))];
+            i.environment.variables[COUNTER_REGIONS_VARIABLE] = JSON.stringify({ current: "us-east-1", members });
+        });
+    const mismatch = (regions: string, members: string, why: string) => ({
+        name: "orders-table",
+        message:
+            `table 'orders-table' is in ${regions} (its own region and its replicas'), but its consumer 'orders-consumer' counts for ` +
+            `[HYBRID_COUNTER_REGIONS] members ${members} (event source mapping 'orders-consumer-mapping'): ${why}; ` +
+            "the members must be exactly the table's regions",
+        level: "mandatory",
+    });
+
+    it("reports members where the table has no replica: that region's consumer would count nothing", async () => {
+        // Prepare
+        const withoutReplicas = countingFor("us-west-2");
+        const oneOfTwo = withChange(
+            countingFor("us-west-2", "eu-west-1"),
+            "orders-table",
+            (i) => (i.replicas = [{ regionName: "us-west-2" }]),
+        );
+
+        // Act
+        const none = await violationsOf(withoutReplicas);
+        const one = await violationsOf(oneOfTwo);
+
+        // Assess
+        assert.deepEqual(none.violations, [
+            mismatch("us-east-1", "us-east-1, us-west-2", "us-west-2 has no replica of it, so that region's consumer would count nothing"),
+        ]);
+        assert.deepEqual(one.violations, [
+            mismatch(
+                "us-east-1, us-west-2",
+                "us-east-1, us-west-2, eu-west-1",
+                "eu-west-1 has no replica of it, so that region's consumer would count nothing",
+            ),
+        ]);
+    });
+
+    it("reports replicas outside the members, by replicas and by a TableReplica without a known region", async () => {
+        // Prepare
+        const listed = withChange(
+            countingFor("us-west-2"),
+            "orders-table",
+            (i) => (i.replicas = [{ regionName: "us-west-2" }, { regionName: "ap-south-1" }]),
+        );
+        const unplaced = [
+            ...withChange(countingFor("us-west-2"), "orders-table", (i) => (i.replicas = [{ regionName: "us-west-2" }])),
+            tableReplica("orders-somewhere", TABLE_ARN, ["orders-table"]),
+        ];
+
+        // Act
+        const outside = await violationsOf(listed);
+        const unknownRegion = await violationsOf(unplaced);
+
+        // Assess
+        assert.deepEqual(outside.violations, [
+            mismatch(
+                "us-east-1, us-west-2, ap-south-1",
+                "us-east-1, us-west-2",
+                "ap-south-1 is no member, so writes made there would be counted by no region of their own",
+            ),
+        ]);
+        assert.deepEqual(unknownRegion.violations, [
+            mismatch(
+                "us-east-1, us-west-2, (a region unknown)",
+                "us-east-1, us-west-2",
+                "(a region unknown) is no member, so writes made there would be counted by no region of their own",
+            ),
+        ]);
+    });
+
+    it("takes the table's own region from its stream ARN, and names both differences at once", async () => {
+        // Prepare: the same table in eu-central-1 (its stream ARN says so), counted for us-east-1 and us-west-2.
+        const stack = withChange(
+            withChange(countingFor("us-west-2"), "orders-table", (i) => (i.replicas = [{ regionName: "us-west-2" }])),
+            "orders-consumer-mapping",
+            (i) => (i.eventSourceArn = STREAM_ARN.replace("us-east-1", "eu-central-1")),
+        );
+
+        // Act
+        const { violations } = await violationsOf(stack);
+
+        // Assess
+        assert.deepEqual(violations, [
+            mismatch(
+                "eu-central-1, us-west-2",
+                "us-east-1, us-west-2",
+                "us-east-1 has no replica of it, so that region's consumer would count nothing; " +
+                    "eu-central-1 is no member, so writes made there would be counted by no region of their own",
+            ),
+        ]);
     });
 
     it("reports a setting that does not say how regions count, showing it", async () => {
@@ -256,9 +363,15 @@ describe("policy pack: counter-table-replicas", () => {
         const replicated = withChange(happyStack(), "orders-table", (i) => (i.replicas = [{ regionName: "us-west-2" }]));
         const environmentUnknown = withChange(replicated, "orders-consumer", (i) => (i.environment = unknownValue.object));
         const replicasUnknown = withChange(happyStack(), "orders-table", (i) => (i.replicas = unknownValue.array));
+        const countedReplicasUnknown = withChange(
+            withChange(happyStack(), "orders-consumer", (i) => (i.environment.variables[COUNTER_REGIONS_VARIABLE] = SETTING)),
+            "orders-table",
+            (i) => (i.replicas = unknownValue.array),
+        );
 
         // Act / Assess
         assert.deepEqual((await violationsOf(environmentUnknown)).violations, []);
         assert.deepEqual((await violationsOf(replicasUnknown)).violations, []);
+        assert.deepEqual((await violationsOf(countedReplicasUnknown)).violations, []);
     });
 });

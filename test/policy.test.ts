@@ -17,14 +17,11 @@ import {
     PolicyConfigError,
     policyFactories,
     streamMappingBoundedRetries,
-    streamMappingCounterParallelization,
-    COUNTER_SHARDS_MAX,
-    COUNTER_SHARDS_VARIABLE,
     TYPES,
     wildcardGrants,
 } from "../policy/index";
 import { RecordedResource, runPolicies, unknownValue, withChange, without } from "./support/policy-harness";
-import { COUNTER_SHARDS_MAX as RUNTIME_COUNTER_SHARDS_MAX, ENV } from "../runtime/shared/config";
+import { ENV } from "../runtime/shared/config";
 
 const ACCOUNT = "123456789012";
 const REGION = "eu-west-1";
@@ -32,6 +29,9 @@ const TABLE_ARN = `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/orders`;
 const STREAM_ARN = `${TABLE_ARN}/stream/2026-01-01T00:00:00.000`;
 const DLQ_ARN = `arn:aws:sqs:${REGION}:${ACCOUNT}:orders-dlq`;
 const FATAL_ARN = `arn:aws:sqs:${REGION}:${ACCOUNT}:orders-fatal-dlq`;
+const TOPIC_ARN = `arn:aws:sns:${REGION}:${ACCOUNT}:orders-thresholds`;
+/** The variable a counter's function reads its threshold topic from (runtime/shared/config.ts). */
+const TOPIC_VARIABLE = ENV.thresholdTopicArn;
 const fnArn = (name: string) => `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${name}`;
 const roleArn = (name: string) => `arn:aws:iam::${ACCOUNT}:role/${name}`;
 
@@ -52,8 +52,9 @@ function document(...statements: object[]): string {
 
 /**
  * A stream consumer written by hand, the way the policies want it: table with stream, PITR and SSE;
- * a consumer function whose mapping is bounded and reports item failures; a first DLQ (on-failure
- * destination) redriven into a fatal DLQ; a redrive function reading the first DLQ; alarms; exact IAM.
+ * a consumer function whose mapping is bounded, reports item failures, runs one batch per stream shard at a time
+ * and has a tumbling window; a first DLQ (on-failure destination) redriven into a fatal DLQ; a redrive function
+ * reading the first DLQ; an encrypted threshold topic the consumer may publish to; alarms; exact IAM.
  */
 function happyStack(): RecordedResource[] {
     return [
@@ -103,14 +104,16 @@ function happyStack(): RecordedResource[] {
                     { Effect: "Allow", Action: "dynamodb:ListStreams", Resource: "*" },
                     {
                         Effect: "Allow",
-                        Action: ["dynamodb:TransactWriteItems", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem"],
+                        Action: ["dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:BatchGetItem"],
                         Resource: TABLE_ARN,
                     },
                     { Effect: "Allow", Action: "sqs:SendMessage", Resource: [DLQ_ARN, FATAL_ARN] },
+                    { Effect: "Allow", Action: "sns:Publish", Resource: TOPIC_ARN },
                 ),
             },
-            { role: ["orders-consumer-role"], policy: ["orders-table", "orders-dlq", "orders-fatal-dlq"] },
+            { role: ["orders-consumer-role"], policy: ["orders-table", "orders-dlq", "orders-fatal-dlq", "orders-thresholds"] },
         ),
+        resource<aws.sns.TopicArgs>(TYPES.topic, "orders-thresholds", { name: "orders-thresholds", kmsMasterKeyId: "alias/aws/sns" }),
         // The counter's consumer (the runtime's stream handler), configured by its environment.
         resource<aws.lambda.FunctionArgs>(
             TYPES.function,
@@ -121,9 +124,9 @@ function happyStack(): RecordedResource[] {
                 runtime: "nodejs22.x",
                 handler: "index.handler",
                 timeout: 60,
-                environment: { variables: { [COUNTER_CONSUMER_VARIABLE]: "orders" } },
+                environment: { variables: { [COUNTER_CONSUMER_VARIABLE]: "orders", [TOPIC_VARIABLE]: TOPIC_ARN } },
             },
-            { role: ["orders-consumer-role"] },
+            { role: ["orders-consumer-role"], environment: ["orders-thresholds"] },
         ),
         resource<aws.lambda.EventSourceMappingArgs>(
             TYPES.eventSourceMapping,
@@ -133,6 +136,7 @@ function happyStack(): RecordedResource[] {
                 functionName: fnArn("orders-consumer"),
                 startingPosition: "TRIM_HORIZON",
                 batchSize: 100,
+                tumblingWindowInSeconds: 900,
                 maximumRetryAttempts: 10,
                 maximumRecordAgeInSeconds: 21_600,
                 bisectBatchOnFunctionError: true,
@@ -474,7 +478,7 @@ const FAILING_CASES: FailingCase[] = [
         },
     },
     {
-        title: "batches of one shard run in parallel while each key's eventual counter is one item",
+        title: "two batches of one stream shard run at once",
         resource: "orders-consumer-mapping",
         change: (i) => (i.parallelizationFactor = 2),
         expected: {
@@ -482,8 +486,47 @@ const FAILING_CASES: FailingCase[] = [
             resource: "orders-consumer-mapping",
             message:
                 "event source mapping 'orders-consumer-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 2; " +
-                "each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] unset), so concurrent batches of one key conflict on it " +
-                "and are retried as contention (slower, never wrong): raise the counter shards to 2, or set the factor to 1",
+                "the consumer's marks need the batches of one stream shard applied one at a time: set it to 1",
+        },
+    },
+    {
+        title: "a counter's mapping without a tumbling window",
+        resource: "orders-consumer-mapping",
+        change: (i) => delete i.tumblingWindowInSeconds,
+        expected: {
+            policy: "stream-mapping-counter-tumbling-window",
+            resource: "orders-consumer-mapping",
+            message:
+                "event source mapping 'orders-consumer-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with " +
+                "[tumblingWindowInSeconds] unset; the event names its stream shard, which the consumer's marks are keyed by, only with a " +
+                "tumbling window: set it between 1 and 900",
+        },
+    },
+    {
+        title: "an unencrypted threshold topic",
+        resource: "orders-thresholds",
+        change: (i) => delete i.kmsMasterKeyId,
+        expected: {
+            policy: "counter-threshold-topic",
+            resource: "orders-thresholds",
+            message:
+                "topic 'orders-thresholds' receives the threshold events of function 'orders-consumer' ([HYBRID_COUNTER_THRESHOLD_TOPIC_ARN]) " +
+                "but has [kmsMasterKeyId] unset: the events name the keys; encrypt the topic",
+        },
+    },
+    {
+        title: "a consumer whose role may not publish to its threshold topic",
+        resource: "orders-consumer-policy",
+        change: (i) => {
+            const doc = JSON.parse(i.policy as string) as { Statement: Array<{ Action: unknown }> };
+            i.policy = JSON.stringify({ ...doc, Statement: doc.Statement.filter((st) => st.Action !== "sns:Publish") });
+        },
+        expected: {
+            policy: "counter-threshold-topic",
+            resource: "orders-consumer",
+            message:
+                `function 'orders-consumer' sends threshold events to ${TOPIC_ARN} ([HYBRID_COUNTER_THRESHOLD_TOPIC_ARN]), but no policy of its role ` +
+                "allows sns:Publish there: the events would never be sent",
         },
     },
     {
@@ -572,7 +615,11 @@ const FAILING_CASES: FailingCase[] = [
     {
         title: "a dynamodb wildcard in the consumer's role policy",
         resource: "orders-consumer-policy",
-        change: (i) => (i.policy = document({ Effect: "Allow", Action: ["dynamodb:*"], Resource: TABLE_ARN })),
+        change: (i) =>
+            (i.policy = document(
+                { Effect: "Allow", Action: ["dynamodb:*"], Resource: TABLE_ARN },
+                { Effect: "Allow", Action: "sns:Publish", Resource: TOPIC_ARN },
+            )),
         expected: {
             policy: "consumer-iam-no-wildcard-actions",
             resource: "orders-consumer-policy",
@@ -829,9 +876,14 @@ describe("policy pack: a hand-written table and mapping that break several polic
                 reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
             },
             {
+                policy: "stream-mapping-counter-tumbling-window",
+                reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
+            },
+            {
                 policy: "counter-table-replicas",
                 reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
             },
+            { policy: "counter-threshold-topic", reason: "no hybrid counter's function in this stack names a threshold topic" },
             { policy: "failure-queue-encryption", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
             { policy: "failure-queue-retention", reason: "no queue in this stack is an on-failure destination or a dead-letter target" },
             { policy: "scheduled-function-guarded", reason: "no EventBridge schedule in this stack invokes a Lambda function" },
@@ -1053,8 +1105,10 @@ describe("policy pack: metadata", () => {
                 ["stream-mapping-report-batch-item-failures", "mandatory"],
                 ["stream-mapping-on-failure-destination", "mandatory"],
                 ["stream-mapping-trim-horizon", "mandatory"],
-                ["stream-mapping-counter-parallelization", "advisory"],
+                ["stream-mapping-counter-parallelization", "mandatory"],
+                ["stream-mapping-counter-tumbling-window", "mandatory"],
                 ["counter-table-replicas", "mandatory"],
+                ["counter-threshold-topic", "mandatory"],
                 ["failure-queue-encryption", "mandatory"],
                 ["failure-queue-retention", "mandatory"],
                 ["stream-consumer-alarms", "advisory"],
@@ -1078,7 +1132,9 @@ describe("policy pack: metadata", () => {
             "stream-mapping-on-failure-destination": { allowedDestinationServices: ["sqs", "sns", "s3"], exemptResources: [] },
             "stream-mapping-trim-horizon": { allowedStartingPositions: ["TRIM_HORIZON"], exemptResources: [] },
             "stream-mapping-counter-parallelization": { exemptResources: [] },
+            "stream-mapping-counter-tumbling-window": { exemptResources: [] },
             "counter-table-replicas": { exemptResources: [] },
+            "counter-threshold-topic": { exemptResources: [] },
             "failure-queue-encryption": { exemptResources: [] },
             "failure-queue-retention": { minimumRetentionSeconds: 1_209_600, exemptResources: [] },
             "stream-consumer-alarms": {
@@ -1122,161 +1178,6 @@ describe("policy pack: metadata", () => {
         const retries: StackValidationPolicy = streamMappingBoundedRetries();
         assert.equal(typeof retries.validateStack, "function");
         assert.equal(typeof consumerIamNoWildcardActions().validateStack, "function");
-    });
-});
-
-describe("policy pack: a counter's consumer and its parallelization", () => {
-    const consumerRun = (stack: RecordedResource[]) => runPolicies([streamMappingCounterParallelization()], stack);
-
-    it("passes Lambda's default and an explicit factor of 1", async () => {
-        // Prepare
-        const explicit = withChange(happyStack(), "orders-consumer-mapping", (i) => (i.parallelizationFactor = 1));
-
-        // Act
-        const byDefault = await consumerRun(happyStack());
-        const one = await consumerRun(explicit);
-
-        // Assess
-        assert.deepEqual([byDefault.violations, byDefault.notApplicable], [[], []]);
-        assert.deepEqual([one.violations, one.notApplicable], [[], []]);
-    });
-
-    it("leaves a stream consumer that is not a counter's alone, whatever its factor", async () => {
-        // Prepare
-        let stack = withChange(happyStack(), "orders-consumer", (i) => delete i.environment);
-        stack = withChange(stack, "orders-consumer-mapping", (i) => (i.parallelizationFactor = 10));
-
-        // Act
-        const run = await consumerRun(stack);
-
-        // Assess
-        assert.deepEqual(run.violations, []);
-        assert.deepEqual(run.notApplicable, [
-            {
-                policy: "stream-mapping-counter-parallelization",
-                reason: "no event source mapping in this stack invokes a hybrid counter's consumer",
-            },
-        ]);
-    });
-
-    it("checks during the update a consumer whose environment, or a factor that, is unknown during preview", async () => {
-        // Prepare
-        const unknownEnvironment = withChange(
-            withChange(happyStack(), "orders-consumer", (i) => (i.environment = { variables: unknownValue.object })),
-            "orders-consumer-mapping",
-            (i) => (i.parallelizationFactor = 4),
-        );
-        const unknownFactor = withChange(happyStack(), "orders-consumer-mapping", (i) => (i.parallelizationFactor = unknownValue.number));
-
-        // Act
-        const environment = await consumerRun(unknownEnvironment);
-        const factor = await consumerRun(unknownFactor);
-
-        // Assess
-        for (const run of [environment, factor]) {
-            assert.deepEqual(run.violations, []);
-            assert.deepEqual(run.unknownValueErrors, []);
-            assert.deepEqual(run.notApplicable, []);
-        }
-    });
-
-    /** The happy stack with the mapping's factor and the consumer's shard variable (absent when undefined). */
-    const sharded = (factor: number, shards?: unknown) =>
-        withChange(
-            withChange(happyStack(), "orders-consumer-mapping", (i) => (i.parallelizationFactor = factor)),
-            "orders-consumer",
-            (i) => {
-                if (shards !== undefined) {
-                    i.environment.variables[COUNTER_SHARDS_VARIABLE] = shards;
-                }
-            },
-        );
-    const MESSAGE_START =
-        "event source mapping 'orders-consumer-mapping' (DynamoDB stream) invokes the counter's consumer 'orders-consumer' with [parallelizationFactor] 4; ";
-    const violation = (message: string) => ({
-        policy: "stream-mapping-counter-parallelization",
-        resource: "orders-consumer-mapping",
-        message: MESSAGE_START + message,
-        level: "advisory",
-    });
-
-    it("reports a factor of 4 over a consumer whose counters are one shard, set or unset", async () => {
-        // Act
-        const unset = await consumerRun(sharded(4));
-        const one = await consumerRun(sharded(4, "1"));
-
-        // Assess
-        assert.deepEqual(unset.violations, [
-            violation(
-                "each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] unset), so concurrent batches of one key conflict on it " +
-                    "and are retried as contention (slower, never wrong): raise the counter shards to 4, or set the factor to 1",
-            ),
-        ]);
-        assert.deepEqual(one.violations, [
-            violation(
-                'each key\'s eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] "1"), so concurrent batches of one key conflict on it ' +
-                    "and are retried as contention (slower, never wrong): raise the counter shards to 4, or set the factor to 1",
-            ),
-        ]);
-    });
-
-    it("passes a factor of 4 over 4 counter shards or more, and a factor of 3 over 3", async () => {
-        // Act
-        const runs = [await consumerRun(sharded(4, "4")), await consumerRun(sharded(4, "16")), await consumerRun(sharded(3, "3"))];
-
-        // Assess
-        for (const run of runs) {
-            assert.deepEqual([run.violations, run.notApplicable, run.unknownValueErrors], [[], [], []]);
-        }
-    });
-
-    it("reports a factor of 4 over 3 counter shards: more batches at once than a key has eventual counter items", async () => {
-        // Act
-        const run = await consumerRun(sharded(4, "3"));
-
-        // Assess
-        assert.deepEqual(run.violations, [
-            violation(
-                'each key\'s eventual counter is 3 items ([HYBRID_COUNTER_COUNTER_SHARDS] "3"), fewer than the batches that run at once, ' +
-                    "so concurrent batches of one key conflict on one of them and are retried as contention (slower, never wrong): " +
-                    "raise the counter shards to 4, or set the factor to 3",
-            ),
-        ]);
-    });
-
-    it("counts a shard variable the consumer refuses as one shard, and names it", async () => {
-        // Act
-        const runs = await Promise.all(["0", "17", "2.5", "four"].map((value) => consumerRun(sharded(4, value))));
-        const atOne = await consumerRun(sharded(1, "four"));
-
-        // Assess
-        assert.deepEqual(
-            runs.map((run) => run.violations),
-            ["0", "17", "2.5", "four"].map((value) => [
-                violation(
-                    `each key's eventual counter is one item ([HYBRID_COUNTER_COUNTER_SHARDS] "${value}" is not a shard count, an integer from 1 to 16), ` +
-                        "so concurrent batches of one key conflict on it and are retried as contention (slower, never wrong): " +
-                        "raise the counter shards to 4, or set the factor to 1",
-                ),
-            ]),
-        );
-        // The factor of 1 runs one batch per stream shard: there is nothing to spread.
-        assert.deepEqual(atOne.violations, []);
-    });
-
-    it("checks during the update a shard count that is unknown during preview", async () => {
-        // Act
-        const run = await consumerRun(sharded(4, unknownValue.string));
-
-        // Assess
-        assert.deepEqual([run.violations, run.notApplicable, run.unknownValueErrors], [[], [], []]);
-    });
-
-    it("knows a counter's consumer and its shard count by the variables the runtime reads them from", () => {
-        // Assess
-        assert.equal(COUNTER_CONSUMER_VARIABLE, ENV.tableName);
-        assert.equal(COUNTER_SHARDS_VARIABLE, ENV.counterShards);
-        assert.equal(COUNTER_SHARDS_MAX, RUNTIME_COUNTER_SHARDS_MAX);
     });
 });
 
@@ -1438,6 +1339,7 @@ describe("policy pack: dependencies", () => {
                 "stream-mapping-on-failure-destination",
                 "stream-mapping-trim-horizon",
                 "stream-mapping-counter-parallelization",
+                "stream-mapping-counter-tumbling-window",
                 "counter-table-replicas",
                 "failure-queue-encryption",
                 "failure-queue-retention",

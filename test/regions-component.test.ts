@@ -93,8 +93,10 @@ describe("a multi-region counter: examples/multi-region under mocks", () => {
             const functions = resourcesOfType(inRegion(region), FUNCTION);
             // Assess
             assert.deepEqual(
-                functions.map((f) => f.name),
-                ["consumer", "redrive", ...(region === HOME ? ["backfill"] : []), "settler"].map((fn) => `${component(region)}-${fn}`),
+                functions.map((f) => f.name).sort(),
+                ["backfill", "consumer", "redrive", "settler"]
+                    .filter((fn) => region === HOME || fn !== "backfill")
+                    .map((fn) => `${component(region)}-${fn}`),
             );
             for (const fn of functions) {
                 const variables = fn.inputs.environment.variables as Record<string, string>;
@@ -139,11 +141,11 @@ describe("a multi-region counter: examples/multi-region under mocks", () => {
                 policyOf(run.resources, `${name}-${fn}-policy`)
                     .filter((s) => sids.includes(s.Sid))
                     .map((s) => [s.Sid, s.Resource]);
-            const counting = ["ReadOwnStream", "CountInCountersTable", "RemoveSoftDeletedItems"];
+            const counting = ["ReadOwnStream", "CountInCountersTable", "FlagAndRemoveItems"];
             const expected = [
                 ["ReadOwnStream", streamArn(region)],
                 ["CountInCountersTable", tableArn(region, COUNTERS)],
-                ["RemoveSoftDeletedItems", tableArn(region)],
+                ["FlagAndRemoveItems", tableArn(region)],
             ];
             assert.deepEqual(resourcesOf("consumer", counting), expected, `${region} consumer`);
             assert.deepEqual(resourcesOf("redrive", counting), expected, `${region} redrive`);
@@ -168,7 +170,7 @@ describe("a multi-region counter: examples/multi-region under mocks", () => {
         );
         assert.deepEqual(
             policyOf(run.resources, "orders-counter-us-east-1-backfill-policy")
-                .filter((s) => s.Sid === "ScanUserTable" || s.Sid === "CountInCountersTable")
+                .filter((s) => s.Sid === "ScanAndFlagItems" || s.Sid === "CheckpointAndMarkKeys")
                 .map((s) => s.Resource),
             [tableArn(HOME), tableArn(HOME, COUNTERS)],
         );
@@ -235,13 +237,21 @@ describe("a multi-region counter: a member region's stack on its own", () => {
                 {
                     Sid: "WriteResourceItems",
                     Effect: "Allow",
-                    Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                    Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
                     Resource: tableArn("eu-west-1"),
                 },
                 {
                     Sid: "ReadAndWriteCounters",
                     Effect: "Allow",
-                    Action: ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                    Action: [
+                        "dynamodb:GetItem",
+                        "dynamodb:BatchGetItem",
+                        "dynamodb:Query",
+                        "dynamodb:PutItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:DeleteItem",
+                        "dynamodb:ConditionCheckItem",
+                    ],
                     Resource: tableArn("eu-west-1", "orders-counters-1a2b"),
                 },
             ],
@@ -259,7 +269,7 @@ describe("a multi-region counter: a member region's stack on its own", () => {
 });
 
 describe("a multi-region counter: what the component refuses", () => {
-    const replicated = () =>
+    const replicated = (consistencyMode?: string) =>
         new aws.dynamodb.Table("app", {
             name: "app",
             hashKey: "pk",
@@ -270,7 +280,7 @@ describe("a multi-region counter: what the component refuses", () => {
             ],
             streamEnabled: true,
             streamViewType: "NEW_AND_OLD_IMAGES",
-            replicas: [{ regionName: "eu-west-1" }],
+            replicas: [{ regionName: "eu-west-1", ...(consistencyMode === undefined ? {} : { consistencyMode }) }],
         });
     /** ready()'s outcome and the stream mapping's `enabled`, for a component built by `make` under mocks. */
     async function attach(
@@ -321,6 +331,23 @@ describe("a multi-region counter: what the component refuses", () => {
         assert.deepEqual(findResource(resources, TABLE, "orders-counters").inputs.replicas, [
             { regionName: "eu-west-1", pointInTimeRecovery: true, propagateTags: true },
         ]);
+    });
+
+    it("refuses with [regions] a table whose replicas use multi-region strong consistency, naming [table], and never reads its stream", async () => {
+        // Act: the accepted table and setting above, with the replica's one change: strong consistency.
+        const regions = { current: "us-east-1", members: [{ region: "us-east-1", role: "home" as const }, { region: "eu-west-1" }] };
+        const eventual = await attach(() => new HybridCounterComponent("orders", { table: replicated("EVENTUAL"), regions }));
+        const { outcome, enabled } = await attach(() => new HybridCounterComponent("orders", { table: replicated("STRONG"), regions }));
+        // Assess
+        assert.deepEqual([eventual.outcome, eventual.enabled], ["resolved", true]);
+        assert.equal(
+            outcome,
+            "invalid HybridCounterComponent args:\n" +
+                '  - [table] must not use multi-region strong consistency (replicas with consistencyMode "STRONG" in "eu-west-1"): such a ' +
+                "table refuses transactions, and conditional writes made in two regions at once conflict; use multi-region eventual " +
+                "consistency with [regions] (see docs/design/global-tables.md)",
+        );
+        assert.equal(enabled, false);
     });
 
     it("refuses [regions] whose members are not the table's regions, naming [regions.members]", async () => {

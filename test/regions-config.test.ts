@@ -9,21 +9,17 @@ import { HybridCounterClient } from "../runtime/client/client";
 import { settlerConfigFromEnv, settlerEnvironment } from "../runtime/heal/settler-config";
 import { ownerOf, ownsImage, parseRegions, regionalCounterPrefix, type RegionsConfig } from "../runtime/regions";
 import {
-    bestEffortSortKey,
     clientConfigFromEnv,
     clientEnvironment,
     ConfigurationError,
     DEFAULT_LAYOUT,
     ENV,
-    eventualSortKey,
     handlerConfigFromEnv,
-    handlerEnvironment,
-    healShard,
-    markerSortKey,
-    settlerCursorSortKey,
 } from "../runtime/shared/config";
+import { bestEffortKey, eventualKey, settlerCursorKey, streamShardKey, usageKey } from "../runtime/shared/keys";
+import { healShard } from "../runtime/heal/index-marks";
 import { InvalidArgumentError } from "../runtime/shared/errors";
-import { isLive, selectionConditionExpression } from "../runtime/shared/selection";
+import { isLive } from "../runtime/shared/selection";
 
 const REGIONS: RegionsConfig = { current: "eu-west-1", members: [{ region: "us-east-1", role: "home" }, { region: "eu-west-1" }] };
 const BASE_ENV = {
@@ -95,19 +91,16 @@ describe("the regions setting", () => {
         assert.equal(config.regionAttribute, undefined);
         assert.equal(clientEnvironment(config)[ENV.regions], JSON.stringify(REGIONS));
         assert.deepEqual(clientConfigFromEnv(clientEnvironment(config)).regions, REGIONS);
-        const backfill = backfillFromEnv(
-            backfillEnvironment({ ...config, regionAttribute: "made_in" }, { mode: "utilization", segments: 2 }),
-        );
+        const backfill = backfillFromEnv(backfillEnvironment({ ...config, regionAttribute: "made_in" }, { segments: 2 }));
         assert.deepEqual(backfill.config.regions, REGIONS);
         assert.equal(backfill.config.regionAttribute, "made_in");
-        const settler = settlerConfigFromEnv({
-            ...handlerEnvironment(config),
-            ...settlerEnvironment({ mode: "strict", quietWindowMs: 120_000, keyBudget: 10 }),
-        });
+        const settler = settlerConfigFromEnv(
+            settlerEnvironment({ ...config, keyBudget: 10, auditItems: 5, metricsNamespace: "HybridCounter" }),
+        );
         assert.deepEqual(settler.regions, REGIONS);
     });
 
-    it("refuses regions without a counters table of their own, and a stamp attribute that is another field's, by variable", () => {
+    it("refuses regions without a counters table of their own, and a current region that is not a member, by variable", () => {
         assert.deepEqual(
             problemsOf(() =>
                 handlerConfigFromEnv({ ...BASE_ENV, [ENV.countersTableName]: undefined, [ENV.regions]: JSON.stringify(REGIONS) }),
@@ -115,12 +108,6 @@ describe("the regions setting", () => {
             [
                 "[HYBRID_COUNTER_REGIONS] needs a counters table of its own ([countersTableName]): every region's counter items replicate to every member, apart from the user's items",
             ],
-        );
-        assert.deepEqual(
-            problemsOf(() =>
-                handlerConfigFromEnv({ ...BASE_ENV, [ENV.regions]: JSON.stringify(REGIONS), [ENV.regionAttribute]: "counter_token" }),
-            ),
-            ['[HYBRID_COUNTER_REGION_ATTRIBUTE] must differ from [tokenAttribute] (both are "counter_token")'],
         );
         assert.deepEqual(
             problemsOf(() => handlerConfigFromEnv({ ...BASE_ENV, [ENV.regions]: JSON.stringify({ ...REGIONS, current: "eu-central-1" }) })),
@@ -150,12 +137,14 @@ describe("the regions setting", () => {
     });
 
     it("leaves every counter key, heal shard and environment as it is without regions", () => {
-        // Without regions: the keys the single-region counter has always written, byte for byte.
-        assert.equal(bestEffortSortKey(DEFAULT_LAYOUT), "#counter#best-effort");
-        assert.equal(eventualSortKey(DEFAULT_LAYOUT), "#counter#eventual");
-        assert.equal(markerSortKey(DEFAULT_LAYOUT, "x"), "#counter#item#x");
-        assert.equal(settlerCursorSortKey(DEFAULT_LAYOUT), "#counter#settler#cursor");
-        assert.match(healShard("k"), /^\d+$/);
+        // Without regions: the counter prefix alone, before each item's kind.
+        const sortKey = (key: Record<string, { S?: string }>) => key.sk!.S;
+        assert.equal(sortKey(bestEffortKey(DEFAULT_LAYOUT, "k", 0)), "#counter#best-effort");
+        assert.equal(sortKey(eventualKey(DEFAULT_LAYOUT, "k")), "#counter#eventual");
+        assert.equal(sortKey(usageKey(DEFAULT_LAYOUT, "k", "2026-01-02")), "#counter#usage#2026-01-02");
+        assert.equal(sortKey(streamShardKey(DEFAULT_LAYOUT, "shardId-1")), "#counter#shard#shardId-1");
+        assert.equal(sortKey(settlerCursorKey(DEFAULT_LAYOUT)), "#counter#cursor");
+        assert.match(healShard({}, "k"), /^\d+$/);
         const config = handlerConfigFromEnv(BASE_ENV);
         assert.equal("regions" in config, false);
         assert.equal("regionAttribute" in config, false);
@@ -166,11 +155,12 @@ describe("the regions setting", () => {
         // With regions: every one carries the region, after the counter prefix.
         const scoped = { ...DEFAULT_LAYOUT, regions: REGIONS };
         assert.equal(regionalCounterPrefix(scoped), "#counter#@eu-west-1#");
-        assert.equal(bestEffortSortKey(scoped), "#counter#@eu-west-1#best-effort");
-        assert.equal(eventualSortKey(scoped), "#counter#@eu-west-1#eventual");
-        assert.equal(markerSortKey(scoped, "x"), "#counter#@eu-west-1#item#x");
-        assert.equal(settlerCursorSortKey(scoped), "#counter#@eu-west-1#settler#cursor");
-        assert.equal(healShard("k", scoped), `eu-west-1#${healShard("k")}`);
+        assert.equal(sortKey(bestEffortKey(scoped, "k", 0)), "#counter#@eu-west-1#best-effort");
+        assert.equal(sortKey(eventualKey(scoped, "k")), "#counter#@eu-west-1#eventual");
+        assert.equal(sortKey(usageKey(scoped, "k", "2026-01-02")), "#counter#@eu-west-1#usage#2026-01-02");
+        assert.equal(sortKey(streamShardKey(scoped, "shardId-1")), "#counter#@eu-west-1#shard#shardId-1");
+        assert.equal(sortKey(settlerCursorKey(scoped)), "#counter#@eu-west-1#cursor");
+        assert.equal(healShard(scoped, "k"), `eu-west-1#${healShard({}, "k")}`);
     });
 
     it("gives every image exactly one owner: its stamp when a member's, else the home", () => {
@@ -185,20 +175,12 @@ describe("the regions setting", () => {
         assert.equal(ownerOf(image({ S: "ap-south-1" }), REGIONS), "us-east-1");
         assert.equal(ownerOf(image(), REGIONS), "us-east-1");
         assert.equal(ownerOf(image({ N: "1" }), REGIONS), "us-east-1");
-        const member = { ...DEFAULT_LAYOUT, regions: REGIONS };
-        const home = { ...DEFAULT_LAYOUT, regions: { ...REGIONS, current: "us-east-1" } };
+        const member = { ...DEFAULT_LAYOUT, countersTableName: "resources-counters", regions: REGIONS };
+        const home = { ...member, regions: { ...REGIONS, current: "us-east-1" } };
         for (const stamp of [{ S: "eu-west-1" }, { S: "us-east-1" }, { S: "ap-south-1" }, undefined]) {
             assert.equal(Number(ownsImage(member, image(stamp))) + Number(ownsImage(home, image(stamp))), 1, JSON.stringify(stamp));
             // The selection counts an image in its owner only.
             assert.equal(Number(isLive(image(stamp), member)) + Number(isLive(image(stamp), home)), 1, JSON.stringify(stamp));
         }
-        // The same rule as a condition: the member's own stamp; the home's: none, or any but another member's.
-        assert.deepEqual(selectionConditionExpression(member).names, { "#selToken": "counter_token", "#selRegion": "hc_region" });
-        assert.equal(
-            selectionConditionExpression(home).expression,
-            "(attribute_type(#selToken, :selS)) AND (attribute_not_exists(#selRegion) OR NOT (#selRegion IN (:selOther0)))",
-        );
-        assert.equal(selectionConditionExpression(member).expression, "(attribute_type(#selToken, :selS)) AND (#selRegion = :selRegion)");
-        assert.equal(selectionConditionExpression(DEFAULT_LAYOUT).expression, "attribute_type(#selToken, :selS)");
     });
 });

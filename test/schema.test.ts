@@ -175,7 +175,7 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             component.required,
             outputs
                 .map(([name]) => name)
-                .filter((name) => name !== "alarmTopicArn")
+                .filter((name) => name !== "alarmTopicArn" && name !== "thresholdTopicArn")
                 .sort(),
         );
     });
@@ -210,29 +210,47 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
         assert.deepEqual(input("partitionKey"), { type: "string", optional: true, plain: true });
         assert.deepEqual(input("counterShards"), { type: "number", optional: true, plain: true });
         assert.deepEqual(input("parallelizationFactor"), { type: "number", optional: true, plain: true });
+        assert.deepEqual(input("counterMode"), { $ref: `#/types/${type("CounterModeArg")}`, optional: true, plain: true });
+        assert.deepEqual(input("healQuietWindowSeconds"), { type: "number", optional: true, plain: true });
+        assert.deepEqual(input("thresholds"), { type: "array", items: { type: "number", plain: true }, optional: true, plain: true });
+        assert.deepEqual(input("createThresholdTopic"), { type: "boolean", optional: true, plain: true });
+        assert.deepEqual(input("thresholdTopicArn"), { type: "string", optional: true });
+        assert.deepEqual(input("usageRetentionDays"), { type: "number", optional: true, plain: true });
+        assert.equal("backfillStrict" in component.inputProperties, false);
     });
 
-    it("describes counterShards and parallelizationFactor for every language: the range, the placement and how they pair", () => {
+    it("describes counterShards, parallelizationFactor and the ledger period for every language: ranges, placement and why", () => {
         // Assess
         assert.equal(
             component.inputProperties.counterShards!.description,
-            "How many partitions of the counters table each key's counting spreads over, 1..16: a key's best-effort\n" +
-                "item, eventual counter and markers are split over that many partition keys, so a key hotter than one\n" +
-                "partition's throughput is spread over several. Above 1 only with `counterPlacement: \"separate\"` (a shard's\n" +
-                "partition key must not be the user's). Every function and the API's client take it (`clientConfig`,\n" +
-                "`apiEnvironment`); reading a key's counters reads every shard (one Query, 1 RCU, per shard). Set it at or\n" +
-                "above `parallelizationFactor` so that concurrent batches of one key rarely meet on one shard.",
+            "How many partitions of the counters table each key's best-effort spreads over, 1..16: a key's best-effort\n" +
+                "is one item per shard, each under a partition key of its own, so the client writes of a key hotter than one\n" +
+                "partition's throughput are spread over several (the eventual counter stays one item per key, written once\n" +
+                'per key per batch). Above 1 only with `counterPlacement: "separate"` (a shard\'s partition key must not be the\n' +
+                "user's). Every function and the API's client take it (`clientConfig`, `apiEnvironment`); reading a key's\n" +
+                "counters reads every shard (one Query, 1 RCU, per shard).",
         );
         assert.equal(
             component.inputProperties.parallelizationFactor!.description,
-            "Concurrent batches per stream shard, 1..10. Order is then kept per item, which is all the counter needs.\n" +
-                "Batches of one key that run at once conflict when they hold ids of the same counter shard (retried as\n" +
-                "contention: slower, never wrong), so raise it only together with `counterShards` (at least this factor).",
+            "Concurrent batches per stream shard: only 1 is accepted. The consumer keeps its progress (the marks on each\n" +
+                "key's eventual item, and the open ranges of each stream shard) per stream shard, which needs the batches of\n" +
+                "one shard applied one at a time, in order (docs/design/core.md).",
+        );
+        assert.equal(
+            component.inputProperties.healQuietWindowSeconds!.description,
+            "The ledger period (s), 421..86400. Every best-effort write of a client call is also recorded in the ledger\n" +
+                "entry of its item's period (the period of the item's creation), so a life's best-effort is taken from the\n" +
+                'ledger for one to two periods, then counted from the table by a heal (docs/design/core.md, "Best-effort:\n' +
+                "the young ledger\"). It must exceed `clientDeadlineMs` + a request's lifetime (a SigV4 signature is valid\n" +
+                "for 5 minutes) + twice 60 s of clock skew between API hosts and the functions: 431 s at least for the\n" +
+                "default 10 s deadline. Every function gets it, and `clientConfig` always carries it: a client whose\n" +
+                "`deadlineMs` it does not cover is refused.",
         );
         assert.deepEqual(schema.types[type("HybridCounterClientConfig")]!.properties!.counterShards, {
             type: "number",
             optional: true,
-            description: "The partitions of the counters table each key's counting spreads over, when above 1 (the `counterShards` arg).",
+            description:
+                "The partitions of the counters table each key's best-effort spreads over, when above 1 (the `counterShards` arg).",
         });
     });
 
@@ -277,6 +295,7 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             "countedAttributeValue",
             "countedItems",
             "countedSortKeyPrefix",
+            "counterMode",
             "counterPrefix",
             "counterShards",
             "countersTableName",
@@ -289,6 +308,29 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             "tableName",
             "tokenAttribute",
         ]);
+        // The mode and the ledger period are always there: every language's client is built from them.
+        assert.deepEqual((schema.types[type("HybridCounterClientConfig")] as { required?: string[] }).required, [
+            "countAttribute",
+            "countedItems",
+            "counterMode",
+            "counterPrefix",
+            "countersTableName",
+            "deletedAttribute",
+            "healQuietWindowSeconds",
+            "partitionKey",
+            "sortKey",
+            "tableName",
+            "tokenAttribute",
+        ]);
+        assert.deepEqual(schema.types[type("HybridCounterClientConfig")]!.properties!.counterMode, {
+            $ref: `#/types/${type("CounterModeArg")}`,
+            description: "The counter's mode (the `counterMode` arg): a client built with another mode is refused.",
+        });
+        assert.deepEqual(component.properties.thresholdTopicArn, {
+            type: "string",
+            optional: true,
+            description: component.properties.thresholdTopicArn!.description,
+        });
         // A multi-region counter's setting, as every language reads it from clientConfig.
         assert.deepEqual(Object.keys(schema.types[type("RegionsSetting")]!.properties!), ["current", "members"]);
         assert.deepEqual(Object.keys(schema.types[type("RegionMember")]!.properties!), ["region", "role"]);
@@ -423,6 +465,44 @@ describe("the multi-language component (schema inferred by @pulumi/pulumi/provid
             assert.deepEqual(constructed.result.values, typescript.result);
             assert.equal((constructed.result.values.clientConfig as { counterShards?: number }).counterShards, 4);
             assert.equal((constructed.result.values.apiEnvironment as Record<string, string>).HYBRID_COUNTER_COUNTER_SHARDS, "4");
+        });
+
+        it("takes the mode, the thresholds, the threshold topic and the usage retention as other languages send them", async () => {
+            // Act
+            const { typescript, constructed } = await bothWays(() => ({
+                counterMode: "strict",
+                thresholds: [0.5, 1],
+                createThresholdTopic: true,
+                usageRetentionDays: 30,
+            }));
+            // Assess
+            assert.deepEqual(shape(constructed.resources), shape(typescript.resources));
+            assert.equal(constructed.resources.length, 34);
+            const variables = constructed.resources.find((r) => r.name === "orders-consumer")!.inputs.environment.variables as Record<
+                string,
+                string
+            >;
+            assert.deepEqual(
+                [variables.HYBRID_COUNTER_MODE, variables.HYBRID_COUNTER_THRESHOLDS, variables.HYBRID_COUNTER_USAGE_RETENTION_DAYS],
+                ["strict", "0.5,1", "30"],
+            );
+            assert.deepEqual(constructed.result.values, typescript.result);
+            assert.equal((constructed.result.values.clientConfig as { counterMode: string }).counterMode, "strict");
+            assert.equal(constructed.result.values.thresholdTopicArn, "arn:aws:sns:us-east-1:123456789012:orders-thresholds");
+        });
+
+        it("refuses a parallelizationFactor other than 1, naming the field", async () => {
+            // Act
+            const attempt = runProgramWithResult(() => provider.construct("orders", COMPONENT_TYPE, { parallelizationFactor: 2 }, {}));
+            // Assess
+            await assert.rejects(attempt, (error: Error) => {
+                assert.equal(
+                    error.message,
+                    "invalid HybridCounterComponent args:\n  - [parallelizationFactor] must be 1 (got 2): the consumer's marks need the " +
+                        "batches of one stream shard applied one at a time",
+                );
+                return true;
+            });
         });
 
         it("refuses counterShards above 1 in the same-table placement, naming both args", async () => {

@@ -11,7 +11,6 @@ export {
     isHome,
     otherRegions,
     regionOfArn,
-    regionsEnvironment,
     regionsSetting,
     tableArnIn,
     type RegionMember,

@@ -1,13 +1,15 @@
 /**
- * The multi-region setting as every function and the API's client receive it (docs/design/global-tables.md).
+ * The multi-region setting as every function and the API's client receive it (docs/design/global-tables.md): the
+ * component puts it in the counter's configuration, whose environment (runtime/shared/config.ts `counterEnvironment`)
+ * holds it in two variables:
  *
  * - `HYBRID_COUNTER_REGIONS`: JSON of `{ current, members: [{ region, role }] }`, every member's role spelled out
  *   ("home" or "member"), in the order the component's `regions.members` lists them. The runtime reads it
- *   (runtime/shared/config.ts, `CounterTableConfig.regions`) and refuses a `current` that is not a member.
+ *   (`CounterConfig.regions`) and refuses a `current` that is not a member.
  * - `HYBRID_COUNTER_REGION_ATTRIBUTE`: the attribute that stamps an item with the region whose client created it
  *   (`regionAttribute`, default `hc_region`).
  *
- * Neither variable is set for a counter without `regions`: one region's environment is exactly what it was.
+ * Neither variable is set for a counter without `regions`.
  */
 import { RegionRole, type CounterRegionsArgs } from "../args";
 
@@ -55,14 +57,6 @@ export function isHome(setting: RegionsSetting): boolean {
 /** Every member but the current region, in the members' order. */
 export function otherRegions(setting: RegionsSetting): string[] {
     return setting.members.map((m) => m.region).filter((r) => r !== setting.current);
-}
-
-/** The two variables every function and the API's client get in a multi-region counter. */
-export function regionsEnvironment(setting: RegionsSetting, regionAttribute: string): Record<string, string> {
-    return {
-        [REGIONS_ENV.regions]: JSON.stringify(setting),
-        [REGIONS_ENV.regionAttribute]: regionAttribute,
-    };
 }
 
 /** The region an ARN names (its fourth field): `arn:aws:dynamodb:eu-west-1:...` is in eu-west-1. */

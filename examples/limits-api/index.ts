@@ -1,24 +1,31 @@
 /**
  * The limits API: an HTTP API (API Gateway HTTP API -> one Lambda function) that creates, deletes and
- * counts a tenant's items and refuses creations beyond the tenant's limit. The counter is a
- * HybridCounterComponent; the function gets the component's `clientConfig` in its environment.
+ * counts a tenant's items, refuses creations beyond the tenant's limit, and sets a tenant's limit. The counter is a
+ * HybridCounterComponent in strict mode (a tenant never holds more than its limit); the function gets the
+ * component's `apiEnvironment` and builds its client from that alone. The limits are stored with the counter: the
+ * program stores the configured ones when it deploys (an invocation of the function), and `PUT /tenants/{t}/limit`
+ * changes a tenant's.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { HybridCounterComponent } from "hybrid-counter";
 import { ROUTES } from "./app/handler";
-import { apiEnvironment, validateApiSettings, type ApiSettings, type CounterMode } from "./app/settings";
+import { storeLimitsEvent } from "./app/settings";
 import { buildApiBundle } from "./bundle";
 
 const config = new pulumi.Config();
-const settings: ApiSettings = validateApiSettings({
-    mode: (config.get("mode") ?? "strict") as CounterMode,
+// Checked before anything is created: a bad limit fails `pulumi preview` with its name.
+const limits = storeLimitsEvent({
     defaultLimit: config.getNumber("tenantLimit") ?? 100,
     tenantLimits: config.getObject<Record<string, number>>("tenantLimits") ?? {},
 });
 const tags = { service: "limits-api", stack: pulumi.getStack() };
 
-const counter = new HybridCounterComponent("items", { createAlarmTopic: config.getBoolean("createAlarmTopic") ?? false, tags });
+const counter = new HybridCounterComponent("items", {
+    counterMode: "strict",
+    createAlarmTopic: config.getBoolean("createAlarmTopic") ?? false,
+    tags,
+});
 
 // ------------------------------------------------------------------ the API function
 const logs = new aws.cloudwatch.LogGroup("api-logs", { retentionInDays: 30, tags });
@@ -57,7 +64,7 @@ const fn = new aws.lambda.Function(
         memorySize: 256,
         timeout: 10,
         role: role.arn,
-        environment: { variables: counter.apiEnvironment.apply((counterEnvironment) => apiEnvironment(counterEnvironment, settings)) },
+        environment: { variables: counter.apiEnvironment },
         loggingConfig: { logFormat: "Text", logGroup: logs.name },
         tags,
     },
@@ -88,6 +95,9 @@ new aws.lambda.Permission("api-invoke", {
     principal: "apigateway.amazonaws.com",
     sourceArn: pulumi.interpolate`${api.executionArn}/*/*`,
 });
+
+// The configured limits, stored with the counter once per change (the function's storeLimits).
+new aws.lambda.Invocation("api-limits", { functionName: fn.name, input: JSON.stringify(limits) }, { dependsOn: [counter] });
 
 export const url = stage.invokeUrl;
 export const functionName = fn.name;

@@ -32,9 +32,12 @@ counter = hybrid_counter.HybridCounterComponent(
     maximum_retry_attempts=5,
     create_alarm_topic=True,
     disabled_alarms=[hybrid_counter.AlarmName.CONSUMER_THROTTLES],
+    thresholds=[0.5, 0.9, 1],
+    create_threshold_topic=True,
     tags={"service": "orders"},
 )
 
 pulumi.export("counterClientConfig", counter.client_config)
 pulumi.export("counterDashboardName", counter.dashboard_name)
 pulumi.export("counterAlarmTopicArn", counter.alarm_topic_arn)
+pulumi.export("counterThresholdTopicArn", counter.threshold_topic_arn)

@@ -1,23 +1,12 @@
 /**
- * The API function's configuration, passed from the Pulumi program to Lambda in environment variables.
- * Pure: the program writes the environment with {@link apiEnvironment} from the component's own
- * `apiEnvironment` output; the function reads it back with hybrid-counter's `clientConfigFromEnv` and
- * {@link apiSettingsFromEnv}.
+ * The limits the Pulumi program stores when it deploys: every tenant's default, and the limits of the tenants that
+ * have their own. Pure: the program checks them with {@link validateLimitSettings} and sends them to the function
+ * once per change, as a {@link StoreLimitsEvent} (an `aws.lambda.Invocation`); the function stores them with the
+ * counter's own `setDefaultLimit` and `setLimit`, and every create is then checked against the stored limits.
  */
 
-/** The API's own variables. */
-export const API_ENV = Object.freeze({
-    mode: "LIMITS_API_MODE",
-    defaultLimit: "LIMITS_API_DEFAULT_LIMIT",
-    tenantLimits: "LIMITS_API_TENANT_LIMITS",
-});
-
-export type CounterMode = "strict" | "utilization";
-
-export interface ApiSettings {
-    /** `strict` never exceeds a limit; `utilization` can briefly exceed it under concurrent creates. */
-    readonly mode: CounterMode;
-    /** The limit of every tenant without an entry in `tenantLimits`. */
+export interface LimitSettings {
+    /** The limit of every tenant without one of its own. */
     readonly defaultLimit: number;
     /** Per-tenant limits. */
     readonly tenantLimits: Readonly<Record<string, number>>;
@@ -31,16 +20,16 @@ export class ApiSettingsError extends Error {
     }
 }
 
-/** Checks settings (from stack config or the environment); throws ApiSettingsError listing every problem. */
-export function validateApiSettings(settings: ApiSettings): ApiSettings {
+/** The problem with a limit (undefined: none): a non-negative safe integer. */
+export function limitProblem(name: string, value: unknown): string | undefined {
+    return typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+        ? undefined
+        : `[${name}] must be a non-negative integer; found ${JSON.stringify(value)}`;
+}
+
+/** Checks the settings (from stack config); throws ApiSettingsError listing every problem. */
+export function validateLimitSettings(settings: LimitSettings): LimitSettings {
     const problems: string[] = [];
-    if (settings.mode !== "strict" && settings.mode !== "utilization") {
-        problems.push(`[mode] must be "strict" or "utilization"; found ${JSON.stringify(settings.mode)}`);
-    }
-    const limitProblem = (name: string, value: unknown) =>
-        typeof value === "number" && Number.isSafeInteger(value) && value >= 0
-            ? undefined
-            : `[${name}] must be a non-negative integer; found ${JSON.stringify(value)}`;
     const defaultProblem = limitProblem("defaultLimit", settings.defaultLimit);
     if (defaultProblem) {
         problems.push(defaultProblem);
@@ -61,33 +50,18 @@ export function validateApiSettings(settings: ApiSettings): ApiSettings {
     return settings;
 }
 
-/** The function's environment: the component's `apiEnvironment` output and the API's settings. */
-export function apiEnvironment(counterEnvironment: Readonly<Record<string, string>>, settings: ApiSettings): Record<string, string> {
-    validateApiSettings(settings);
-    return {
-        ...counterEnvironment,
-        [API_ENV.mode]: settings.mode,
-        [API_ENV.defaultLimit]: String(settings.defaultLimit),
-        [API_ENV.tenantLimits]: JSON.stringify(settings.tenantLimits),
-    };
+/** What the program's deploy-time invocation sends the function: store these limits. */
+export interface StoreLimitsEvent extends LimitSettings {
+    readonly action: "storeLimits";
 }
 
-/** Reads the API's settings back; throws ApiSettingsError naming each bad variable. */
-export function apiSettingsFromEnv(env: Readonly<Record<string, string | undefined>>): ApiSettings {
-    const mode = env[API_ENV.mode] as CounterMode;
-    const limitText = env[API_ENV.defaultLimit] ?? "";
-    const defaultLimit = /^\d+$/.test(limitText) ? Number(limitText) : NaN;
-    let tenantLimits: Record<string, number>;
-    try {
-        tenantLimits = JSON.parse(env[API_ENV.tenantLimits] ?? "{}") as Record<string, number>;
-    } catch {
-        throw new ApiSettingsError([`[${API_ENV.tenantLimits}] must be a JSON object`]);
-    }
-    return validateApiSettings({ mode, defaultLimit, tenantLimits });
+/** The event that stores `settings` (checked first). */
+export function storeLimitsEvent(settings: LimitSettings): StoreLimitsEvent {
+    validateLimitSettings(settings);
+    return { action: "storeLimits", defaultLimit: settings.defaultLimit, tenantLimits: settings.tenantLimits };
 }
 
-/** The limit of one tenant. */
-export function limitFor(settings: ApiSettings): (tenant: string) => number {
-    return (tenant) =>
-        Object.prototype.hasOwnProperty.call(settings.tenantLimits, tenant) ? settings.tenantLimits[tenant]! : settings.defaultLimit;
+/** Is this invocation the program's, rather than an HTTP request? */
+export function isStoreLimitsEvent(event: unknown): event is StoreLimitsEvent {
+    return typeof event === "object" && event !== null && (event as { action?: unknown }).action === "storeLimits";
 }
