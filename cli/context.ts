@@ -1,10 +1,10 @@
 /**
- * What every command shares: the global flags, the counter's configuration (from `--config` or the
- * table and layout flags), the AWS clients, output (human or `--json`), progress and interruption.
+ * What every command shares: the global flags, the counter (cli/target.ts), the AWS clients, output (human or
+ * `--json`), progress and interruption.
  *
- * Contract: stdout carries only the result; progress, logs and errors go to stderr. Exit 0 (ok), 1 (the
- * operation failed), 2 (usage: a bad flag or config), 130 (interrupted). Errors are one line naming the
- * flag, with the stack only under `--verbose`.
+ * Contract: stdout carries only the result; progress, logs and errors go to stderr. Exit 0 (ok), 1 (the operation
+ * failed, or found something it was asked to refuse), 2 (usage: a bad flag or config), 130 (interrupted). Errors are
+ * one line naming the flag, with the stack only under `--verbose`.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
@@ -12,59 +12,39 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { readFileSync } from "node:fs";
-import {
-    DEFAULT_LAYOUT,
-    counterShardsProblems,
-    layoutProblems,
-    layoutWithDefaults,
-    selectionProblems,
-    type CounterTableConfig,
-    type CounterTableLayout,
-    type FlatSelection,
-} from "../runtime/shared/config";
-import { removedFieldProblems } from "../runtime/shared/removed-fields";
-
+import { DEFAULT_LAYOUT, DEFAULT_PERIOD_SECONDS, type CounterConfig } from "../runtime/shared/config";
 import { OperationError, UsageError } from "./errors";
-import { checkQueueRegions, refuseUnregionedGlobalTable, resolveRegions } from "./regions";
+import { refuseUnregionedGlobalTable } from "./regions";
+import { resolveTarget, type CounterTarget, type GlobalFlags } from "./target";
 
 export { OperationError, UsageError } from "./errors";
+export type { CounterTarget, GlobalFlags } from "./target";
 
 export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, interrupted: 130 });
-
-export interface GlobalFlags {
-    config?: string;
-    table?: string;
-    countersTable?: string;
-    counterShards?: string;
-    countedItems?: string;
-    countedSortKeyPrefix?: string;
-    countedAttributeName?: string;
-    countedAttributeValue?: string;
-    partitionKey?: string;
-    sortKey?: string;
-    deletedAttribute?: string;
-    tokenAttribute?: string;
-    counterPrefix?: string;
-    countAttribute?: string;
-    fatalQueueUrl?: string;
-    firstDlqUrl?: string;
-    endpoint?: string;
-    sqsEndpoint?: string;
-    region?: string;
-    profile?: string;
-    json?: boolean;
-    verbose?: boolean;
-}
 
 /** The global flags, added to the root command and inherited by every command. */
 export function addGlobalFlags(program: Command): Command {
     return program
-        .option("--config <file>", "the component's clientConfig as JSON (`pulumi stack output clientConfig --json`), or - for stdin")
+        .option(
+            "--config <file>",
+            "the component's outputs as JSON (`pulumi stack output --json`, or its clientConfig alone), or - for stdin",
+        )
         .option("--table <name>", "the table name (instead of --config)")
-        .option("--counters-table <name>", "the counters table (default: the component's own, or --table in the same-table placement)")
+        .option(
+            "--counters-table <name>",
+            "the counters table (default: countersTableName in --config, else --table: the same-table placement)",
+        )
         .option(
             "--counter-shards <n>",
-            "partitions of the counters table each key's counting spreads over (default 1, or counterShards in --config)",
+            "partitions of the counters table each key's best-effort spreads over (default 1, or counterShards in --config)",
+        )
+        .option(
+            "--mode <mode>",
+            "the counter's mode, utilization or strict (default: counterMode in --config; one that differs is refused)",
+        )
+        .option(
+            "--quiet-window-seconds <s>",
+            `the counter's ledger period, 1..86400 (default: healQuietWindowSeconds in --config, else ${DEFAULT_PERIOD_SECONDS}; one that differs is refused)`,
         )
         .option("--counted-items <kind>", "which items count: client | sortKeyPrefix | attribute (default client)")
         .option("--counted-sort-key-prefix <prefix>", "with --counted-items sortKeyPrefix: the prefix")
@@ -87,133 +67,6 @@ export function addGlobalFlags(program: Command): Command {
         .option("--profile <name>", "AWS profile (standard credential chain)")
         .option("--json", "print the result as one JSON document")
         .option("--verbose", "print stack traces with errors");
-}
-
-export interface CounterTarget {
-    readonly table: CounterTableConfig;
-    readonly fatalQueueUrl?: string;
-    readonly firstDlqUrl?: string;
-}
-
-type StringLayoutField = Exclude<keyof CounterTableLayout, "selection">;
-
-const LAYOUT_FLAGS: Record<StringLayoutField | keyof FlatSelection, string> = {
-    partitionKey: "--partition-key",
-    sortKey: "--sort-key",
-    deletedAttribute: "--deleted-attribute",
-    tokenAttribute: "--token-attribute",
-    counterPrefix: "--counter-prefix",
-    countAttribute: "--count-attribute",
-    countedItems: "--counted-items",
-    countedSortKeyPrefix: "--counted-sort-key-prefix",
-    countedAttributeName: "--counted-attribute-name",
-    countedAttributeValue: "--counted-attribute-value",
-};
-
-/**
- * The counter's table, layout and queues from `--config` JSON and the flags (flags win). The JSON is the
- * clientConfig output itself, or the whole `pulumi stack output --json` with `clientConfig`,
- * `fatalDlqUrl` and `firstDlqUrl`. Pure apart from reading the file: `readText` is injected.
- */
-export function resolveTarget(flags: GlobalFlags, readText: (source: string) => string): CounterTarget {
-    let fromFile: Record<string, unknown> = {};
-    let outputs: Record<string, unknown> = {};
-    if (flags.config !== undefined) {
-        let text: string;
-        try {
-            text = readText(flags.config);
-        } catch (error) {
-            throw new UsageError(
-                `--config: cannot read ${flags.config} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-            );
-        }
-        let parsed: unknown;
-        try {
-            parsed = JSON.parse(text);
-        } catch (error) {
-            throw new UsageError(`--config: ${flags.config === "-" ? "stdin" : flags.config} is not JSON (${(error as Error).message})`);
-        }
-        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-            throw new UsageError("--config: must be a JSON object (the clientConfig output)");
-        }
-        outputs = parsed as Record<string, unknown>;
-        const nested = outputs.clientConfig;
-        fromFile = nested !== null && typeof nested === "object" ? (nested as Record<string, unknown>) : outputs;
-    }
-    const text = (value: unknown, name: string): string | undefined => {
-        if (value === undefined) {
-            return undefined;
-        }
-        if (typeof value !== "string") {
-            throw new UsageError(`--config: [${name}] must be a string`);
-        }
-        return value;
-    };
-    const removed = removedFieldProblems(fromFile);
-    if (removed.length > 0) {
-        throw new UsageError(`--config: ${removed[0]!}`);
-    }
-    const tableName = flags.table ?? text(fromFile.tableName, "tableName");
-    if (tableName === undefined || tableName.length === 0) {
-        throw new UsageError("--table or --config is required: which table holds the counter?");
-    }
-    const given: Partial<Record<StringLayoutField | keyof FlatSelection, string>> = {};
-    for (const field of Object.keys(LAYOUT_FLAGS) as Array<StringLayoutField | keyof FlatSelection>) {
-        const value = flags[field] ?? text(fromFile[field], field);
-        if (value !== undefined) {
-            given[field] = value;
-        }
-    }
-    const layout = layoutWithDefaults(given);
-    const problems = [...layoutProblems(layout), ...selectionProblems(layout)];
-    if (problems.length > 0) {
-        const field = /^\[(\w+)\]/.exec(problems[0]!)?.[1] as StringLayoutField | keyof FlatSelection | undefined;
-        const flag = field !== undefined && field in LAYOUT_FLAGS ? LAYOUT_FLAGS[field] : "--config";
-        throw new UsageError(`${flag}: ${problems[0]!.replace(/^\[\w+\] /, "")}`);
-    }
-    const countersTableName = flags.countersTable ?? text(fromFile.countersTableName, "countersTableName");
-    // Every command reads (and heals, and reconciles) every shard of a key: the count must be the deployed one.
-    let counterShards: unknown = fromFile.counterShards;
-    if (flags.counterShards !== undefined) {
-        counterShards = /^\d+$/.test(flags.counterShards) ? Number(flags.counterShards) : flags.counterShards;
-    }
-    const shardProblems = counterShardsProblems(counterShards, tableName, countersTableName);
-    if (shardProblems.length > 0) {
-        const flag = flags.counterShards !== undefined ? "--counter-shards" : "--config";
-        throw new UsageError(`${flag}: ${shardProblems[0]!.replace(/^\[\w+\] /, "")}`);
-    }
-    const shards = (counterShards as number | undefined) ?? 1;
-    // A multi-region counter (cli/regions.ts): the command runs as --region, else the configuration's current region.
-    const { regions, regionAttribute } = resolveRegions(fromFile, flags.region, {
-        tableName,
-        countersTableName,
-        attributes: {
-            partitionKey: layout.partitionKey,
-            sortKey: layout.sortKey,
-            deletedAttribute: layout.deletedAttribute,
-            tokenAttribute: layout.tokenAttribute,
-        },
-    });
-    const fatalQueueUrl = flags.fatalQueueUrl ?? text(outputs.fatalDlqUrl, "fatalDlqUrl");
-    const firstDlqUrl = flags.firstDlqUrl ?? text(outputs.firstDlqUrl, "firstDlqUrl");
-    if (regions !== undefined) {
-        checkQueueRegions(regions.current, [
-            { url: fatalQueueUrl, name: flags.fatalQueueUrl === undefined ? "--config: [fatalDlqUrl]" : "--fatal-queue-url" },
-            { url: firstDlqUrl, name: flags.firstDlqUrl === undefined ? "--config: [firstDlqUrl]" : "--first-dlq-url" },
-        ]);
-    }
-    return {
-        table: {
-            ...layout,
-            tableName,
-            ...(countersTableName === undefined ? {} : { countersTableName }),
-            ...(shards === 1 ? {} : { counterShards: shards }),
-            ...(regions === undefined ? {} : { regions }),
-            ...(regionAttribute === undefined ? {} : { regionAttribute }),
-        },
-        fatalQueueUrl,
-        firstDlqUrl,
-    };
 }
 
 /** The origin of a queue URL that is not an AWS endpoint, or undefined. */
@@ -279,7 +132,7 @@ export function progress(stream: NodeJS.WriteStream = process.stderr): Progress 
 
 /** Everything a command adapter needs. */
 export class CliContext {
-    private target?: CounterTarget;
+    private resolved?: CounterTarget;
     private globalTableChecked?: Promise<void>;
     private dynamo?: DynamoDBClient;
     private streamsClient?: DynamoDBStreamsClient;
@@ -302,31 +155,42 @@ export class CliContext {
         return this.flags.json === true;
     }
 
-    counter(): CounterTarget {
-        this.target ??= resolveTarget(this.flags, readSource);
-        return this.target;
+    target(): CounterTarget {
+        this.resolved ??= resolveTarget(this.flags, readSource);
+        return this.resolved;
     }
 
     /**
      * The counter, for a command that reads or writes counts: without `regions`, its table must not be a global
      * table (cli/regions.ts, `refuseUnregionedGlobalTable`); checked once, before the command reads or writes.
      */
-    async countedTarget(): Promise<CounterTarget> {
-        const target = this.counter();
-        if (target.table.regions === undefined) {
+    async countedConfig(): Promise<CounterConfig> {
+        const { config } = this.target();
+        if (config.regions === undefined) {
             this.globalTableChecked ??= refuseUnregionedGlobalTable(
                 this.dynamodb(),
-                target.table.tableName,
+                config.tableName,
                 this.flags.table !== undefined ? "--table" : "--config: [tableName]",
                 (line) => this.note(line),
             );
             await this.globalTableChecked;
         }
-        return target;
+        return config;
+    }
+
+    /** The counter, for a command whose writes depend on its mode: the mode must have been given. */
+    modedConfig(command: string): CounterConfig {
+        const target = this.target();
+        if (!target.modeGiven) {
+            throw new UsageError(
+                `--mode is required (or counterMode in --config): ${command} works by the counter's mode, utilization or strict`,
+            );
+        }
+        return target.config;
     }
 
     fatalQueueUrl(): string {
-        const url = this.counter().fatalQueueUrl;
+        const url = this.target().fatalQueueUrl;
         if (!url) {
             throw new UsageError("--fatal-queue-url is required (or fatalDlqUrl in --config)");
         }
@@ -334,7 +198,7 @@ export class CliContext {
     }
 
     firstDlqUrl(): string {
-        const url = this.counter().firstDlqUrl;
+        const url = this.target().firstDlqUrl;
         if (!url) {
             throw new UsageError("--first-dlq-url is required (or firstDlqUrl in --config)");
         }
@@ -349,7 +213,7 @@ export class CliContext {
         if (this.flags.region) {
             return this.flags.region;
         }
-        return this.flags.config === undefined ? undefined : this.counter().table.regions?.current;
+        return this.flags.config === undefined ? undefined : this.target().config.regions?.current;
     }
 
     private clientOptions(endpoint: string | undefined) {
@@ -367,13 +231,10 @@ export class CliContext {
         return this.streamsClient;
     }
 
-    /**
-     * SQS at --sqs-endpoint; else, for a queue URL outside AWS (a local server), at that URL's origin;
-     * else the region's endpoint.
-     */
+    /** SQS at --sqs-endpoint; else, for a queue URL outside AWS (a local server), at its origin; else the region's. */
     sqs(): SQSClient {
         if (!this.sqsClient) {
-            const { fatalQueueUrl, firstDlqUrl } = this.counter();
+            const { fatalQueueUrl, firstDlqUrl } = this.target();
             this.sqsClient = new SQSClient(this.clientOptions(this.flags.sqsEndpoint ?? localOrigin(fatalQueueUrl ?? firstDlqUrl)));
         }
         return this.sqsClient;

@@ -1,34 +1,53 @@
 /**
- * `fatal list | show <id> | replay [--to first-dlq] | delete <id>`: reads the fatal DLQ, explains each
- * message in the words of docs/operating.md, replays what can still be counted and deletes only settled messages.
+ * `fatal list | show <id> | replay [--to first-dlq] | delete <id>`: reads the fatal DLQ, explains each message in the
+ * words of docs/operating.md (runtime/ops/fatal-explain.ts), replays what can still be counted (fatal-replay.ts) and
+ * deletes only settled messages (fatal-ops.ts). What the fatal queue refuses during a replay is listed, never dropped.
  */
 import {
     deleteFatal,
+    FatalMessageNotFoundError,
     listFatal,
     NotSettledError,
-    FatalMessageNotFoundError,
-    replayFatal,
     showFatal,
     type FatalEntry,
+    type UnparkedMessage,
 } from "../runtime/ops/fatal-ops";
+import { replayFatal, type ReplayResult } from "../runtime/ops/fatal-replay";
 import { EXIT, OperationError, UsageError, type CliContext } from "./context";
 import { table } from "./format";
 import type { CliCommand } from "./command";
 
 function queueOptions(ctx: CliContext) {
-    return { sqs: ctx.sqs(), queueUrl: ctx.fatalQueueUrl(), partitionKey: ctx.counter().table.partitionKey, signal: ctx.abort.signal };
+    return { sqs: ctx.sqs(), queueUrl: ctx.fatalQueueUrl(), partitionKey: ctx.target().config.partitionKey, signal: ctx.abort.signal };
 }
 
 function describe(e: FatalEntry): string {
     const x = e.explanation;
+    const range = x.range;
     return [
         `message ${e.id} (${x.kind}${e.sentAt ? `, sent ${e.sentAt}` : ""}, received ${e.receiveCount} times)`,
         `  means: ${x.meaning}`,
         ...(x.problem ? [`  problem: ${x.problem}`] : []),
         ...(x.counterKeys.length > 0 ? [`  keys: ${x.counterKeys.join(", ")}`] : []),
-        ...(x.range ? [`  range: shard ${x.range.shardId}, ${x.range.startSequenceNumber} to ${x.range.endSequenceNumber}`] : []),
+        ...(range
+            ? [
+                  `  range: shard ${range.shardId}, ${range.startSequenceNumber === undefined ? "up" : `${range.startSequenceNumber}`} to ${range.endSequenceNumber}`,
+              ]
+            : []),
+        ...(x.recordsExpireAt ? [`  records expire: ${x.recordsExpireAt}`] : []),
         `  do: ${x.action}`,
     ].join("\n");
+}
+
+/** One line per message the fatal queue refused: what was not parked, where, and the queue's error. */
+export function unparkedLines(unparked: readonly UnparkedMessage[]): string[] {
+    return unparked.map((m) => {
+        const where = [
+            ...(m.counterKey === undefined ? [] : [`key ${JSON.stringify(m.counterKey)}`]),
+            ...(m.id === undefined ? [] : [`id ${JSON.stringify(m.id)}`]),
+        ];
+        return `could not park (the fatal queue refused it: ${m.queueError}): ${m.reason}${where.length > 0 ? ` (${where.join(", ")})` : ""}: ${m.problem}`;
+    });
 }
 
 /** Maps the runtime's refusals to one-line failures (exit 1). */
@@ -41,6 +60,54 @@ async function refusing<T>(work: () => Promise<T>): Promise<T> {
         }
         throw error;
     }
+}
+
+function replayText(results: readonly ReplayResult[]): string {
+    if (results.length === 0) {
+        return "the fatal DLQ is empty";
+    }
+    return [
+        table(
+            ["message", "kind", "outcome", "detail"],
+            results.map((r) => [r.id, r.kind, r.outcome, r.detail ?? ""]),
+        ),
+        ...unparkedLines(results.flatMap((r) => r.unparked ?? [])),
+    ].join("\n");
+}
+
+async function replay(ctx: CliContext, to: string | undefined): Promise<number> {
+    if (to !== undefined && to !== "first-dlq") {
+        throw new UsageError(`--to must be first-dlq (got "${to}")`);
+    }
+    const options = queueOptions(ctx);
+    const firstDlqUrl = to === "first-dlq" ? ctx.firstDlqUrl() : undefined;
+    const config = await ctx.countedConfig();
+    const bar = ctx.progress();
+    let started = false;
+    let results: ReplayResult[];
+    try {
+        results = await replayFatal({
+            ...options,
+            config,
+            dynamodb: ctx.dynamodb(),
+            streams: ctx.streams(),
+            ...(firstDlqUrl === undefined ? {} : { toFirstDlq: true, firstDlqUrl }),
+            onMessage: (r, done, total) => {
+                if (!started) {
+                    bar.start(total, "replay");
+                    started = true;
+                }
+                bar.tick(done, `${r.id} ${r.outcome}`);
+            },
+        });
+    } finally {
+        bar.stop();
+    }
+    ctx.result(results, () => replayText(results));
+    if (ctx.abort.signal.aborted) {
+        return EXIT.interrupted;
+    }
+    return results.some((r) => r.outcome === "kept") ? EXIT.failed : EXIT.ok;
 }
 
 export const fatalCommand: CliCommand = {
@@ -81,62 +148,19 @@ export const fatalCommand: CliCommand = {
         fatal
             .command("replay")
             .description(
-                "count what can still be counted (exhausted batches re-read from the stream, poison messages' keys reconciled) " +
-                    "and delete each message once settled",
+                "count what can still be counted (batches applied from the stream, keys reconciled) and delete each message once settled",
             )
-            .option("--to <queue>", "first-dlq: send exhausted batches back to the first DLQ instead of counting them here")
-            .action(
-                run<{ to?: string }>(async (ctx, options) => {
-                    if (options.to !== undefined && options.to !== "first-dlq") {
-                        throw new UsageError(`--to must be first-dlq (got "${options.to}")`);
-                    }
-                    const target = await ctx.countedTarget();
-                    const bar = ctx.progress();
-                    let started = false;
-                    let results;
-                    try {
-                        results = await replayFatal({
-                            ...queueOptions(ctx),
-                            config: target.table,
-                            dynamodb: ctx.dynamodb(),
-                            streams: ctx.streams(),
-                            toFirstDlq: options.to === "first-dlq",
-                            firstDlqUrl: options.to === "first-dlq" ? ctx.firstDlqUrl() : target.firstDlqUrl,
-                            onMessage: (r, done, total) => {
-                                if (!started) {
-                                    bar.start(total, "replay");
-                                    started = true;
-                                }
-                                bar.tick(done, `${r.id} ${r.outcome}`);
-                            },
-                        });
-                    } finally {
-                        bar.stop();
-                    }
-                    ctx.result(results, () =>
-                        results.length === 0
-                            ? "the fatal DLQ is empty"
-                            : table(
-                                  ["message", "kind", "outcome", "detail"],
-                                  results.map((r) => [r.id, r.kind, r.outcome, r.detail ?? ""]),
-                              ),
-                    );
-                    if (ctx.abort.signal.aborted) {
-                        return EXIT.interrupted;
-                    }
-                    return results.some((r) => r.outcome === "kept") ? EXIT.failed : EXIT.ok;
-                }),
-            );
+            .option("--to <queue>", "first-dlq: send the batches back to the first DLQ instead of applying them here")
+            .action(run<{ to?: string }>(async (ctx, options) => replay(ctx, options.to)));
         fatal
             .command("delete")
-            .description("delete one message, only if it is settled (its keys, or the table, have nothing pending)")
+            .description("delete one message, only if it is settled (its batch applied, or what it names reconciled)")
             .argument("<id>", "the message id (from `fatal list`)")
             .action(
                 run<object>(async (ctx, _options, [id]) => {
-                    const target = await ctx.countedTarget();
-                    const entry = await refusing(() =>
-                        deleteFatal(id!, { ...queueOptions(ctx), config: target.table, dynamodb: ctx.dynamodb() }),
-                    );
+                    const options = queueOptions(ctx);
+                    const config = await ctx.countedConfig();
+                    const entry = await refusing(() => deleteFatal(id!, { ...options, config, dynamodb: ctx.dynamodb() }));
                     ctx.result(
                         { deleted: entry.id, kind: entry.explanation.kind },
                         () => `deleted ${entry.id} (${entry.explanation.kind})`,

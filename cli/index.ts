@@ -16,7 +16,9 @@ const VERSION = "0.1.0";
 /** Builds the program; `exit` receives the exit code of a finished action. */
 export function buildProgram(exit: (code: number) => void): Command {
     const program = new Command("hybrid-counter")
-        .description("Operate a hybrid-counter: status, reconcile, the fatal queue, redrive, and a local engine (dev).")
+        .description(
+            "Operate a hybrid-counter: status, reconcile, heal, backfill, the fatal queue, redrive, limits, usage, and a local pipeline (dev).",
+        )
         .version(VERSION)
         .exitOverride()
         .showSuggestionAfterError(true)
@@ -44,6 +46,11 @@ export function buildProgram(exit: (code: number) => void): Command {
             try {
                 exit((await action(ctx, options, args)) ?? EXIT.ok);
             } catch (error) {
+                if (ctx.abort.signal.aborted) {
+                    process.stderr.write("interrupted: nothing is left half-done; run it again to finish\n");
+                    exit(EXIT.interrupted);
+                    return;
+                }
                 const failure = describeFailure(error, flags);
                 process.stderr.write(`error: ${failure.message}\n`);
                 if (flags.verbose && error instanceof Error && error.stack) {

@@ -1,12 +1,13 @@
-/** Parsing of the numeric and choice flags the commands share: each bad value is a UsageError naming its flag. */
-import { UsageError } from "./context";
+/** Parsing of the flags the commands share: each bad value is a UsageError naming its flag, before anything is read. */
+import { keyProblem } from "../runtime/shared/keys";
+import { UsageError } from "./errors";
 
 export function integerFlag(flag: string, value: string | undefined, min: number, max: number): number | undefined {
     if (value === undefined) {
         return undefined;
     }
     const n = Number(value);
-    if (!Number.isSafeInteger(n) || n < min || n > max) {
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
         throw new UsageError(`${flag} must be an integer from ${min} to ${max} (got "${value}")`);
     }
     return n;
@@ -23,21 +24,23 @@ export function numberFlag(flag: string, value: string | undefined, min: number,
     return n;
 }
 
-export function modeFlag(value: string | undefined): "utilization" | "strict" {
-    if (value !== "utilization" && value !== "strict") {
-        throw new UsageError(`--mode must be utilization or strict (got ${value === undefined ? "nothing" : `"${value}"`})`);
+/** A counter key given as `flag`: what the client would accept. */
+export function keyFlag(flag: string, value: string): string {
+    const problem = keyProblem(value);
+    if (problem !== undefined) {
+        throw new UsageError(`${flag} ${problem}`);
     }
     return value;
 }
 
-/** A point in time: ISO 8601 text (`2026-01-15T09:00:00Z`) or milliseconds since the epoch. */
-export function timeFlag(flag: string, value: string | undefined): number | undefined {
-    if (value === undefined) {
-        return undefined;
+/** A limit: a non-negative integer, or `none` (null: no limit of its own). */
+export function limitFlag(value: string): number | null {
+    if (value === "none") {
+        return null;
     }
-    const ms = /^\d+$/.test(value.trim()) ? Number(value) : /^\d{4}-\d{2}-\d{2}/.test(value.trim()) ? Date.parse(value) : NaN;
-    if (!Number.isSafeInteger(ms) || ms < 0) {
-        throw new UsageError(`${flag} must be an ISO 8601 time (2026-01-15T09:00:00Z) or milliseconds since the epoch (got "${value}")`);
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) {
+        throw new UsageError(`--limit must be a non-negative integer, or none to remove the limit (got "${value}")`);
     }
-    return ms;
+    return n;
 }

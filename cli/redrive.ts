@@ -1,7 +1,14 @@
-/** `redrive`: moves the exhausted batches in the fatal DLQ back to the first DLQ, where the redrive function re-reads them. */
-import { redriveToFirstDlq } from "../runtime/ops/fatal-ops";
+/** `redrive`: moves the batches in the fatal DLQ back to the first DLQ, where the redrive function applies them. */
+import { redriveToFirstDlq, type RedriveResult } from "../runtime/ops/fatal-ops";
 import { EXIT } from "./context";
 import type { CliCommand } from "./command";
+
+function resultText(result: RedriveResult): string {
+    return [
+        `moved ${result.moved.length} batches to the first DLQ; ${result.left} other messages stay in the fatal DLQ`,
+        ...result.failed.map((f) => `could not move ${f.id} (the first DLQ refused it: ${f.queueError}): it stays in the fatal DLQ`),
+    ].join("\n");
+}
 
 export const redriveCommand: CliCommand = {
     name: "redrive",
@@ -16,16 +23,16 @@ export const redriveCommand: CliCommand = {
                 run<object>(async (ctx) => {
                     const fatalQueueUrl = ctx.fatalQueueUrl();
                     const firstDlqUrl = ctx.firstDlqUrl();
-                    const target = await ctx.countedTarget();
+                    const config = await ctx.countedConfig();
                     const bar = ctx.progress();
                     let started = false;
-                    let result;
+                    let result: RedriveResult;
                     try {
                         result = await redriveToFirstDlq({
                             sqs: ctx.sqs(),
                             queueUrl: fatalQueueUrl,
                             firstDlqUrl,
-                            partitionKey: target.table.partitionKey,
+                            partitionKey: config.partitionKey,
                             signal: ctx.abort.signal,
                             onMessage: (id, done, total) => {
                                 if (!started) {
@@ -38,11 +45,11 @@ export const redriveCommand: CliCommand = {
                     } finally {
                         bar.stop();
                     }
-                    ctx.result(
-                        result,
-                        () => `moved ${result.moved.length} batches to the first DLQ; ${result.left} other messages stay in the fatal DLQ`,
-                    );
-                    return ctx.abort.signal.aborted ? EXIT.interrupted : EXIT.ok;
+                    ctx.result(result, () => resultText(result));
+                    if (ctx.abort.signal.aborted) {
+                        return EXIT.interrupted;
+                    }
+                    return result.failed.length > 0 ? EXIT.failed : EXIT.ok;
                 }),
             );
     },

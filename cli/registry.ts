@@ -9,9 +9,11 @@ import { backfillCommand } from "./backfill";
 import { devCommand } from "./dev";
 import { fatalCommand } from "./fatal";
 import { healCommand } from "./heal";
+import { limitsCommand } from "./limits";
 import { reconcileCommand } from "./reconcile";
 import { redriveCommand } from "./redrive";
 import { statusCommand } from "./status";
+import { usageCommand } from "./usage";
 import type { CliCommand } from "./command";
 
 export const COMMANDS: readonly CliCommand[] = [
@@ -21,5 +23,7 @@ export const COMMANDS: readonly CliCommand[] = [
     backfillCommand,
     fatalCommand,
     redriveCommand,
+    limitsCommand,
+    usageCommand,
     devCommand,
 ];

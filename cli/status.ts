@@ -1,23 +1,33 @@
 /**
- * `status [--key K]`: both counters, live, pending and malformed items and held slots; without a key, the table, worst
- * keys first. A sharded key's counters are the sums over its shards; `--key` lists each shard too. On a multi-region
- * counter `--key` lists each member region's counters and items and their sums (cli/status-regions.ts); the summary
- * is the region the command runs as.
+ * `status [--key K] [--top N]`: a key's counters and items (runtime/ops/status.ts), or a table-wide summary with the
+ * worst keys first. A sharded key lists each shard's best-effort and what a heal sets it to; on a multi-region counter
+ * `--key` lists each member region and their sums, and the summary is the region the command runs as. Reads only.
  */
-import { readKeyStatus, readTableStatus, type KeyStatus } from "../runtime/ops/status";
-import { UsageError } from "./context";
-import { readRegionsKeyStatus, type RegionsKeyStatus } from "./status-regions";
+import type { KeyStatus, RegionStatus, ShardStatus, StatusCounts } from "../runtime/ops/status";
+import { readKeyStatus, readTableStatus } from "../runtime/ops/status-read";
+import { integerFlag, keyFlag } from "./options";
 import { table } from "./format";
 import type { CliCommand } from "./command";
 
-const COLUMNS = ["key", "best-effort", "eventual", "live", "pending creates", "pending deletes", "malformed", "held slots", "drift"];
-// What a heal sets a shard's best-effort to, and apart from it the items no heal counts (runtime/ops/status.ts).
-const SHARD_COLUMNS = ["shard", "best-effort", "eventual partial", "client items homed here", "other writers' items"];
-const row = (s: KeyStatus) => [
-    s.key,
+export const COLUMNS = [
+    "key",
+    "best-effort",
+    "eventual",
+    "live",
+    "counted",
+    "pending creates",
+    "pending deletes",
+    "malformed",
+    "held slots",
+    "drift",
+];
+
+export const cells = (first: string, s: StatusCounts): Array<string | number> => [
+    first,
     s.bestEffort,
     s.eventual,
     s.live,
+    s.counted,
     s.pendingCreates,
     s.pendingDeletes,
     s.malformed,
@@ -25,61 +35,107 @@ const row = (s: KeyStatus) => [
     s.drift,
 ];
 
+function shardTable(first: string, rows: ReadonlyArray<{ label: string; shard: ShardStatus }>): string {
+    return table(
+        [first, "best-effort", "heal target"],
+        rows.map((r) => [r.label, r.shard.bestEffort, r.shard.target]),
+    );
+}
+
+/** What to do about a key that is not exact, one line each. */
+export function advice(s: KeyStatus): string[] {
+    if (s.exact) {
+        return [s.heldSlots > 0 ? `exact; ${s.heldSlots} held slot(s): \`heal --key ${s.key}\` gives them back` : "exact"];
+    }
+    const lines: string[] = [];
+    if (s.drift !== 0) {
+        lines.push(
+            `eventual is ${s.drift > 0 ? "above" : "below"} its counted items by ${Math.abs(s.drift)}: once the stream has drained, ` +
+                `\`reconcile --key ${s.key}\` (see \`fatal list\`)`,
+        );
+    }
+    if (s.pendingCreates > 0) {
+        lines.push(
+            `${s.pendingCreates} live item(s) not flagged yet: the consumer flags them when their records arrive, or \`backfill\` does`,
+        );
+    }
+    if (s.pendingDeletes > 0) {
+        lines.push(
+            `${s.pendingDeletes} tombstone(s) left for the settler: \`heal --key ${s.key}\` removes those no put attempt can reach any more`,
+        );
+    }
+    return lines.map((line, i) => `${i === 0 ? "not exact" : "and"}: ${line}`);
+}
+
+function keyText(s: KeyStatus): string {
+    const limit = s.limit === undefined ? [] : [`limit ${s.limit} (the key's own)`];
+    if (s.regions === undefined) {
+        const shards =
+            s.shards === undefined
+                ? []
+                : [
+                      shardTable(
+                          "shard",
+                          s.shards.map((shard) => ({ label: String(shard.shard), shard })),
+                      ),
+                  ];
+        return [table(COLUMNS, [cells(s.key, s)]), ...limit, ...shards, ...advice(s)].join("\n");
+    }
+    return regionsText(s, s.regions, limit);
+}
+
+/** A multi-region key: a row per region, the sums, count()'s value, and each region's shards when sharded. */
+function regionsText(s: KeyStatus, regions: readonly RegionStatus[], limit: string[]): string {
+    const shards = regions.flatMap((r) => (r.shards ?? []).map((shard) => ({ label: `${r.region} ${shard.shard}`, shard })));
+    const notExact = regions.filter((r) => !r.exact).map((r) => r.region);
+    return [
+        `${s.key}: value ${s.value} (the sum over regions of max(best-effort, eventual))`,
+        table(["region", ...COLUMNS.slice(1)], [...regions.map((r) => cells(`${r.region}${r.home ? " (home)" : ""}`, r)), cells("sum", s)]),
+        ...limit,
+        ...(shards.length === 0 ? [] : [shardTable("region shard", shards)]),
+        notExact.length === 0
+            ? "exact"
+            : `not exact in ${notExact.join(", ")}: run \`status\`, \`reconcile\` or \`heal\` with --region set to each`,
+    ].join("\n");
+}
+
 export const statusCommand: CliCommand = {
     name: "status",
     register(program, run) {
         program
             .command("status")
-            .description("show a key's counters and items, or a table-wide summary with the worst keys first")
+            .description("show a key's counters and items, or a table-wide summary with the worst keys first (reads only)")
             .option("--key <key>", "one counter key (partition key value)")
-            .option("--top <n>", "how many keys the summary lists", "20")
+            .option("--top <n>", "how many keys the summary lists, 1..10000", "20")
             .action(
                 run<{ key?: string; top: string }>(async (ctx, options) => {
-                    if (options.key?.length === 0) {
-                        throw new UsageError("--key must not be empty");
-                    }
-                    const top = Number(options.top);
-                    if (options.key === undefined && (!Number.isInteger(top) || top < 1)) {
-                        throw new UsageError(`--top must be a positive integer (got "${options.top}")`);
-                    }
-                    const target = await ctx.countedTarget();
-                    const deps = { config: target.table, dynamodb: ctx.dynamodb() };
-                    if (options.key !== undefined) {
-                        const regions = target.table.regions;
-                        if (regions !== undefined) {
-                            const r = await readRegionsKeyStatus(options.key, { ...deps, config: { ...target.table, regions } });
-                            ctx.result(r, () => regionsText(r, regions.current));
-                            return;
-                        }
-                        const s = await readKeyStatus(options.key, deps);
-                        ctx.result(s, () =>
-                            [
-                                table(COLUMNS, [row(s)]),
-                                ...(s.shards === undefined
-                                    ? []
-                                    : [
-                                          table(
-                                              SHARD_COLUMNS,
-                                              s.shards.map((h) => [h.shard, h.bestEffort, h.eventual, h.homed, h.others]),
-                                          ),
-                                      ]),
-                                s.exact ? "exact" : "not exact: run `reconcile --key` (see `fatal list`)",
-                            ].join("\n"),
-                        );
+                    const key = options.key === undefined ? undefined : keyFlag("--key", options.key);
+                    const top = integerFlag("--top", options.top, 1, 10_000)!;
+                    const deps = { config: await ctx.countedConfig(), dynamodb: ctx.dynamodb() };
+                    if (key !== undefined) {
+                        const s = await readKeyStatus(key, deps);
+                        ctx.result(s, () => keyText(s));
                         return;
                     }
                     const summary = await readTableStatus({ ...deps, limit: top, signal: ctx.abort.signal });
                     const { all: _all, ...shown } = summary;
                     ctx.result(shown, () => {
                         const t = summary.totals;
-                        const regions = target.table.regions;
+                        const region = deps.config.regions?.current;
                         const lines = [
-                            ...(regions === undefined ? [] : [`region ${regions.current}: the keys it counts, the lives it owns`]),
-                            `${summary.keys} keys, ${summary.exactKeys} exact; totals: best-effort ${t.bestEffort}, eventual ${t.eventual}, live ${t.live}, ` +
-                                `pending creates ${t.pendingCreates}, pending deletes ${t.pendingDeletes}, malformed ${t.malformed}, held slots ${t.heldSlots}`,
+                            ...(region === undefined ? [] : [`region ${region}: the keys it counts, the lives it owns`]),
+                            `${summary.keys} keys, ${summary.exactKeys} exact; totals: best-effort ${t.bestEffort}, eventual ${t.eventual}, ` +
+                                `live ${t.live}, counted ${t.counted}, pending creates ${t.pendingCreates}, pending deletes ${t.pendingDeletes}, ` +
+                                `malformed ${t.malformed}, held slots ${t.heldSlots}, drift ${t.drift}`,
                         ];
                         if (summary.worst.length > 0) {
-                            lines.push("", table(COLUMNS, summary.worst.map(row)));
+                            lines.push(
+                                "",
+                                table(
+                                    COLUMNS,
+                                    summary.worst.map((s) => cells(s.key, s)),
+                                ),
+                            );
                         }
                         return lines.join("\n");
                     });
@@ -87,28 +143,3 @@ export const statusCommand: CliCommand = {
             );
     },
 };
-
-/** A multi-region key: a row per region, the sums, count()'s value, and each region's shards when sharded. */
-function regionsText(r: RegionsKeyStatus, readIn: string): string {
-    const regionRow = (s: RegionsKeyStatus["regions"][number]) => [
-        `${s.region}${s.home ? " (home)" : ""}`,
-        s.bestEffort,
-        s.eventual,
-        s.live,
-        s.pendingCreates,
-        s.pendingDeletes,
-        s.malformed,
-        s.heldSlots,
-        s.drift,
-    ];
-    const sum = ["sum", r.bestEffort, r.eventual, r.live, r.pendingCreates, r.pendingDeletes, r.malformed, r.heldSlots, r.drift];
-    const shards = r.regions.flatMap((s) =>
-        s.shards === undefined ? [] : s.shards.map((h) => [`${s.region} ${h.shard}`, h.bestEffort, h.eventual, h.homed, h.others]),
-    );
-    return [
-        `${r.key}: value ${r.value} (the sum over regions of max(best-effort, eventual)), read in ${readIn}'s replica`,
-        table(["region", ...COLUMNS.slice(1)], [...r.regions.map(regionRow), sum]),
-        ...(shards.length === 0 ? [] : [table(["region shard", ...SHARD_COLUMNS.slice(1)], shards)]),
-        r.exact ? "exact" : "not exact: run `reconcile --key` with --region set to each region that is not exact",
-    ].join("\n");
-}

@@ -1,223 +1,211 @@
 /**
- * `hybrid-counter backfill --config <file>` as a user runs it (docs/adopting.md, step 4; docs/sharding.md): the
- * component runs under Pulumi mocks and its tables are created on DynamoDB Local as it declares them
- * (local/deployment), a table is seeded the way an existing program leaves it, the `--config` file is the
- * component's outputs (`pulumi stack output --json`, or `clientConfig` alone on stdin), and the built bin
- * (dist/cli/index.js) runs as a subprocess. The counters it leaves are read back with the library's status reader
- * and compared with the seed's own ground truth: every key exact, eventual == live, and in strict mode
- * best-effort == live too. Bad flags and configs exit 2 with one line naming the field, before anything is written.
+ * `hybrid-counter backfill` as a user runs it (docs/adopting.md): a table holds items another program wrote before the
+ * counter, the `--config` file is the component's outputs (`pulumi stack output --json`, or `clientConfig` alone on
+ * stdin), and the built bin runs as a subprocess against DynamoDB Local. The backfill flags what does not count yet,
+ * the consumer counts each flag once, and every key ends exact; in strict mode the keys it listed are healed to their
+ * items. Bad flags and configs exit 2 with one line naming the field, before anything is written.
  */
-import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
-import type { HybridCounterComponentArgs } from "../components/args";
-import { deployLocally, type LocalDeployment } from "../local/deployment/deployment";
-import { seedItems, writeItems, type Seed } from "../local/harness/seed";
-import { readKeyStatus } from "../runtime/ops/status";
-import { newToken } from "../runtime/shared/tokens";
-import { buildCli } from "../scripts/bundle-cli";
-import { useEngine } from "./support/engine";
-import { assertUsage, runBin, type Ran } from "./support/cli-bin";
+import { DEFAULT_LAYOUT, type CounterTableLayout } from "../runtime/shared/config";
+import { parsedJson } from "./support/cli-bin";
+import { clientConfigOf, counterSystem, jsonFile, useServers, type CounterSystem } from "./support/cli-fixture";
 
-let bin = "";
+const json = parsedJson;
+const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, selection: { kind: "sortKeyPrefix", prefix: "order#" } };
 
-/** Runs the built bin (test/support/cli-bin.ts) in the region every test of this file uses. */
-const cli = (args: readonly string[], stdin = ""): Promise<Ran> => runBin(bin, args, { stdin, env: { AWS_REGION: "us-east-1" } });
-
-describe("hybrid-counter backfill --config (built bin, the component's outputs, DynamoDB Local)", function () {
-    const engine = useEngine();
-    const dir = mkdtempSync(path.join(tmpdir(), "hc-cli-backfill-"));
-    let deployments = 0;
-
-    before(async () => {
-        bin = await buildCli();
-    });
-
-    /** The component's tables on the engine, a seeded user table, and the outputs file `pulumi stack output --json` gives. */
-    async function adopted(
-        args: HybridCounterComponentArgs,
-        seed: number,
-    ): Promise<{ deployment: LocalDeployment; seeded: Seed; file: string }> {
-        const admin = engine().dynamodb();
-        const deployment = await deployLocally(admin, `cli-backfill-${++deployments}`, {
-            countedItems: "sortKeyPrefix",
-            countedSortKeyPrefix: "order#",
-            ...args,
-        });
-        const seeded = seedItems({ items: 240, keys: 6, seed, largeItems: 2 });
-        await writeItems(admin, deployment.clientConfig.tableName, seeded.items);
-        const file = path.join(dir, `outputs-${deployments}.json`);
-        writeFileSync(
-            file,
-            JSON.stringify({
-                clientConfig: deployment.clientConfig,
-                fatalDlqUrl: "https://sqs.us-east-1.amazonaws.com/123456789012/fatal",
-                firstDlqUrl: "https://sqs.us-east-1.amazonaws.com/123456789012/first",
-            }),
-        );
-        return { deployment, seeded, file };
+/** Per key: live orders, a soft-deleted one, one with a deleted flag that is not a boolean, and another entity. */
+async function seed(s: CounterSystem, keys: number, orders: number): Promise<Map<string, number>> {
+    const live = new Map<string, number>();
+    for (let k = 0; k < keys; k++) {
+        const key = `tenant-${k}`;
+        const put = (id: string, extra = {}) =>
+            s.admin.send(new PutItemCommand({ TableName: s.tableName, Item: { pk: { S: key }, sk: { S: id }, ...extra } }));
+        for (let i = 0; i < orders + k; i++) {
+            await put(`order#${i}`);
+        }
+        await put("order#gone", { deleted: { BOOL: true } });
+        await put("order#odd", { deleted: { S: "maybe" } });
+        await put("profile#1");
+        live.set(key, orders + k + 1);
     }
+    return live;
+}
+
+interface Report {
+    runId: string;
+    status: string;
+    tableName: string;
+    countersTableName: string;
+    segments: number;
+    resumed: boolean;
+    segmentsDone: number;
+    total: { scanned: number; counted: number; alreadyCounted: number; skipped: number };
+    thisCall: { scanned: number; counted: number; alreadyCounted: number; skipped: number; keysListed: number };
+}
+
+describe("hybrid-counter backfill (built bin, the component's outputs, DynamoDB Local)", function () {
+    const servers = useServers();
+    const cli = (args: readonly string[], stdin?: string) => servers().cli(args, stdin === undefined ? {} : { stdin });
 
     /**
-     * Every key as the seed says: each live item counted (no pending create), eventual == live, in strict mode
-     * best-effort == live (over the sum of a sharded key's shards); the seed's soft-deleted items
-     * (left for a consumer to remove) and its non-boolean flags stay reported as such.
+     * Every key's eventual count equal to its items; in strict mode, after a heal, best-effort too, and the heal removed
+     * the tombstone (a life no put attempt of a client can reach).
      */
-    async function assertCounted(deployment: LocalDeployment, seeded: Seed, strict: boolean): Promise<void> {
-        assert.ok(seeded.expectedLive.size === 6 && [...seeded.expectedLive.values()].every((n) => n > 0));
-        for (const [key, live] of seeded.expectedLive) {
-            const flags = seeded.items
-                .filter((item) => item.pk?.S === key && item.sk?.S?.startsWith("order#") === true)
-                .map((item) => item.deleted);
-            const status = await readKeyStatus(key, { config: deployment.clientLayout, dynamodb: engine().dynamodb() });
-            assert.deepEqual(
-                {
-                    key,
-                    live: status.live,
-                    eventual: status.eventual,
-                    bestEffort: status.bestEffort,
-                    pendingCreates: status.pendingCreates,
-                    pendingDeletes: status.pendingDeletes,
-                    malformed: status.malformed,
-                },
-                {
-                    key,
-                    live,
-                    eventual: live,
-                    bestEffort: strict ? live : 0,
-                    pendingCreates: 0,
-                    pendingDeletes: flags.filter((f) => f?.BOOL === true).length,
-                    malformed: flags.filter((f) => f !== undefined && f.BOOL === undefined).length,
-                },
-            );
-            assert.equal(status.shards?.length, deployment.clientConfig.counterShards);
+    async function assertCounted(s: CounterSystem, live: Map<string, number>, strict: boolean, flags: readonly string[]): Promise<void> {
+        for (const [key, n] of live) {
+            const status = json(await cli(["status", "--key", key, ...flags, "--endpoint", servers().engine.endpoint, "--json"])) as Record<
+                string,
+                unknown
+            >;
+            const { shards, ...figures } = status;
+            assert.deepEqual(figures, {
+                key,
+                bestEffort: strict ? n : 0,
+                eventual: n,
+                live: n,
+                counted: n,
+                pendingCreates: 0,
+                pendingDeletes: strict ? 0 : 1,
+                malformed: 1,
+                heldSlots: 0,
+                drift: 0,
+                exact: strict,
+                value: n,
+            });
+            assert.equal((shards as unknown[] | undefined)?.length, s.config.counterShards);
         }
     }
 
-    it("counts a seeded table from the whole stack outputs file (utilization, one shard), and a second run counts nothing", async () => {
+    it("counts a table from the whole stack outputs file (utilization), and a second run flags nothing new", async () => {
         // Prepare
-        const { deployment, seeded, file } = await adopted({}, 11);
-        const expected = [...seeded.expectedLive.values()].reduce((a, b) => a + b, 0);
+        const s = await counterSystem(servers(), "backfill", { layout });
+        const live = await seed(s, 3, 4);
+        const file = jsonFile({ clientConfig: clientConfigOf(s), fatalDlqUrl: s.fatal.url, firstDlqUrl: s.first.url });
+        const run = ["backfill", "--config", file, "--endpoint", servers().engine.endpoint];
 
-        // Act: the command as docs/adopting.md gives it.
-        const first = await cli(["backfill", "--config", file, "--mode", "utilization", "--endpoint", engine().endpoint, "--json"]);
-        const second = await cli(["backfill", "--config", file, "--mode", "utilization", "--endpoint", engine().endpoint, "--json"]);
+        // Act: the command as docs/adopting.md gives it; the stream counts the flags; then again.
+        const first = await cli([...run, "--json"]);
+        await s.drain();
+        const second = await cli([...run, "--run-id", "again", "--capacity-share", "0.5", "--json"]);
+        const text = await cli([...run, "--read-units-per-second", "1000", "--write-units-per-second", "1000"]);
 
-        // Assess
+        // Assess: 3 keys of 4, 5 and 6 orders (plus the odd one, live), a tombstone and a profile each.
         assert.equal(first.code, 0, first.stderr);
-        const report = JSON.parse(first.stdout) as {
-            status: string;
-            tableName: string;
-            countersTableName: string;
-            total: { counted: number };
-        };
+        const report = JSON.parse(first.stdout) as Report;
+        const items = 3 * 3 + 4 + 5 + 6;
         assert.deepEqual(
-            [report.status, report.tableName, report.countersTableName, report.total.counted],
-            ["complete", deployment.clientConfig.tableName, deployment.clientConfig.countersTableName, expected],
+            [report.runId, report.status, report.tableName, report.countersTableName, report.resumed, report.segments, report.segmentsDone],
+            ["default", "complete", s.tableName, s.countersTableName, false, 4, 4],
         );
-        assert.notEqual(report.countersTableName, report.tableName);
-        assert.equal(second.code, 0, second.stderr);
-        assert.equal((JSON.parse(second.stdout) as { alreadyComplete: boolean }).alreadyComplete, true);
-        await assertCounted(deployment, seeded, false);
+        assert.deepEqual(report.total, { scanned: items, counted: 18, alreadyCounted: 0, skipped: 6 });
+        assert.equal(report.thisCall.keysListed, 3);
+        assert.equal(first.stderr.split("\n")[0], "backfill (segments): 0/4");
+        const again = JSON.parse(second.stdout) as Report;
+        assert.deepEqual(
+            [again.runId, again.status, again.resumed, again.total],
+            ["again", "complete", false, { scanned: items, counted: 0, alreadyCounted: 18, skipped: 6 }],
+        );
+        assert.equal(text.code, 0, text.stderr);
+        assert.match(
+            text.stdout,
+            /^backfill default: complete\n {11}scanned {2}flagged {2}already counted {2}skipped\nthis call {7}24 {8}0 {15}18 {8}6\nwhole run {7}24 {8}0 {15}18 {8}6\nsegments done: 4 of 4; 0 keys listed for a heal; /,
+        );
+        // The counter as the flags describe it, without a config.
+        const flags = [
+            "--table",
+            s.tableName,
+            "--counters-table",
+            s.countersTableName,
+            "--counted-items",
+            "sortKeyPrefix",
+            "--counted-sort-key-prefix",
+            "order#",
+        ];
+        await assertCounted(s, live, false, flags);
     });
 
-    it("counts a sharded table in strict mode from clientConfig alone on stdin, and prints the human report", async () => {
-        // Prepare: three shards; the config read from stdin as `pulumi stack output clientConfig --json | ...`.
-        const { deployment, seeded } = await adopted({ counterShards: 3 }, 12);
-        assert.equal(deployment.clientConfig.counterShards, 3);
+    it("strict and sharded, from clientConfig on stdin: the keys it flagged are listed, and a settler run heals them to their items", async () => {
+        // Prepare
+        const s = await counterSystem(servers(), "strict", { layout, mode: "strict", counterShards: 3 });
+        const live = await seed(s, 2, 3);
+        const endpoint = ["--endpoint", servers().engine.endpoint, "--json"];
 
         // Act
         const ran = await cli(
-            ["backfill", "--config", "-", "--mode", "strict", "--segments", "2", "--page-size", "25", "--endpoint", engine().endpoint],
-            JSON.stringify(deployment.clientConfig),
+            ["backfill", "--config", "-", "--segments", "2", "--page-size", "3", ...endpoint],
+            JSON.stringify(clientConfigOf(s)),
         );
-
-        // Assess: every shard's partial and unit where the layout puts them (readKeyStatus sums the three).
-        assert.equal(ran.code, 0, ran.stderr);
-        assert.match(ran.stdout, /^backfill default: complete\n/);
-        assert.match(ran.stdout, /segments done: 2 of 2;/);
-        await assertCounted(deployment, seeded, true);
-    });
-
-    it("--clients-since: client tokens made before it are items from before the counter, given a unit each in strict mode", async () => {
-        // Prepare: the client selection; three items carrying client tokens made an hour before the clients began
-        const admin = engine().dynamodb();
-        const deployment = await deployLocally(admin, `cli-backfill-${++deployments}`, {});
-        const since = new Date();
-        await writeItems(
-            admin,
-            deployment.clientConfig.tableName,
-            [0, 1, 2].map((i) => ({ pk: { S: "t" }, sk: { S: `old-${i}` }, counter_token: { S: newToken(since.getTime() - 3_600_000) } })),
-        );
-        const file = path.join(dir, `outputs-${deployments}.json`);
-        writeFileSync(file, JSON.stringify({ clientConfig: deployment.clientConfig }));
-        const status = async () => (await readKeyStatus("t", { config: deployment.clientLayout, dynamodb: admin })).bestEffort;
-
-        // Act: without the flag the tokens are taken as this table's strict clients'; a second run says when they began
-        const trusting = await cli(["backfill", "--config", file, "--mode", "strict", "--endpoint", engine().endpoint]);
-        const trusted = await status();
-        const adopting = await cli([
-            "backfill",
-            ...["--config", file, "--mode", "strict", "--run-id", "since", "--clients-since", since.toISOString()],
-            ...["--endpoint", engine().endpoint],
-        ]);
+        await s.drain();
+        const healed = await cli(["heal", "--config", "-", ...endpoint], JSON.stringify(clientConfigOf(s)));
 
         // Assess
-        assert.equal(trusting.code, 0, trusting.stderr);
-        assert.equal(trusted, 0);
-        assert.equal(adopting.code, 0, adopting.stderr);
-        assert.equal(await status(), 3);
+        assert.equal(ran.code, 0, ran.stderr);
+        const report = JSON.parse(ran.stdout) as Report;
+        assert.deepEqual(
+            [report.status, report.segments, report.segmentsDone, report.total],
+            ["complete", 2, 2, { scanned: 13, counted: 9, alreadyCounted: 0, skipped: 4 }],
+        );
+        assert.equal(healed.code, 0, healed.stderr);
+        assert.deepEqual(
+            [
+                (JSON.parse(healed.stdout) as { due: number; healed: number; corrected: number }).due,
+                (JSON.parse(healed.stdout) as { healed: number }).healed,
+            ],
+            [2, 2],
+        );
+        await assertCounted(s, live, true, ["--config", jsonFile(clientConfigOf(s))]);
     });
 
     it("refuses bad flags and configs with one line naming the field, exit 2, and writes nothing", async () => {
         // Prepare
-        const { deployment, file } = await adopted({}, 13);
-        const sharded = path.join(dir, "sharded-same-table.json");
-        writeFileSync(
-            sharded,
-            JSON.stringify({ ...deployment.clientConfig, countersTableName: deployment.clientConfig.tableName, counterShards: 3 }),
-        );
-        const notJson = path.join(dir, "not-json.json");
-        writeFileSync(notJson, "{ tableName: ");
-        const endpoint = ["--endpoint", engine().endpoint];
+        const s = await counterSystem(servers(), "refuse", { layout });
+        await seed(s, 1, 2);
+        const file = jsonFile(clientConfigOf(s));
+        const sharedSharded = jsonFile({ ...clientConfigOf(s), countersTableName: s.tableName, counterShards: 3 });
+        const endpoint = ["--endpoint", servers().engine.endpoint];
+        const usage = (line: string) => ({ code: 2, stdout: "", stderr: `error: ${line}\n` });
 
-        // Act / Assess
-        assertUsage(
-            await cli(["backfill", "--mode", "utilization", ...endpoint]),
-            "--table or --config is required: which table holds the counter?",
+        // Act + Assess
+        assert.deepEqual(await cli(["backfill", ...endpoint]), usage("--table or --config is required: which table holds the counter?"));
+        assert.deepEqual(
+            await cli(["backfill", "--config", sharedSharded, ...endpoint]),
+            usage("--config: above 1 needs a counters table of its own: a key's shards are partition keys of the counters table"),
         );
-        assertUsage(
-            await cli(["backfill", "--config", path.join(dir, "missing.json"), "--mode", "strict", ...endpoint]),
-            `--config: cannot read ${path.join(dir, "missing.json")} (ENOENT)`,
+        assert.deepEqual(
+            await cli(["backfill", "--config", file, "--mode", "strict", ...endpoint]),
+            usage(
+                "--mode: the counter's mode is utilization (counterMode in --config), not strict: it runs in one mode, and a heal in the other would break its bound; drop --mode",
+            ),
         );
-        const garbled = await cli(["backfill", "--config", notJson, "--mode", "strict", ...endpoint]);
-        assert.equal(garbled.code, 2);
-        assert.match(garbled.stderr, /^error: --config: .*not-json\.json is not JSON \([^\n]*\)\n$/);
-        assertUsage(
-            await cli(["backfill", "--config", sharded, "--mode", "strict", ...endpoint]),
-            "--config: above 1 needs a counters table of its own: a key's shards are partition keys of the counters table",
+        assert.deepEqual(
+            await cli(["backfill", "--config", file, "--page-size", "0", ...endpoint]),
+            usage('--page-size must be an integer from 1 to 10000 (got "0")'),
         );
-        assertUsage(
-            await cli(["backfill", "--config", file, "--mode", "sometimes", ...endpoint]),
-            '--mode must be utilization or strict (got "sometimes")',
+        assert.deepEqual(
+            await cli(["backfill", "--config", file, "--segments", "1001", ...endpoint]),
+            usage('--segments must be an integer from 1 to 1000 (got "1001")'),
         );
-        assertUsage(
-            await cli(["backfill", "--config", file, "--mode", "strict", "--page-size", "0", ...endpoint]),
-            '--page-size must be an integer from 1 to 10000 (got "0")',
+        assert.deepEqual(
+            await cli(["backfill", "--config", file, "--capacity-share", "2", ...endpoint]),
+            usage('--capacity-share must be a number above 0 and at most 1 (got "2")'),
         );
-        assertUsage(
-            await cli(["backfill", "--config", file, "--mode", "strict", "--clients-since", "yesterday", ...endpoint]),
-            '--clients-since must be an ISO 8601 time (2026-01-15T09:00:00Z) or milliseconds since the epoch (got "yesterday")',
+        assert.deepEqual(
+            await cli(["backfill", "--config", file, "--read-units-per-second", "0", ...endpoint]),
+            usage('--read-units-per-second must be a number above 0 and at most 1000000000 (got "0")'),
         );
-        assertUsage(
-            await cli(["backfill", "--config", file, "--mode", "strict", "--run-id", "a b", ...endpoint]),
-            "--run-id must be 1 to 64 letters, digits or _ . : -",
+        assert.deepEqual(
+            await cli(["backfill", "--config", file, "--write-units-per-second", "x", ...endpoint]),
+            usage('--write-units-per-second must be a number above 0 and at most 1000000000 (got "x")'),
         );
-        const counters = await engine()
-            .dynamodb()
-            .send(new ScanCommand({ TableName: deployment.clientConfig.countersTableName, Select: "COUNT" }));
-        assert.equal(counters.Count, 0);
+        assert.deepEqual(
+            await cli(["backfill", "--config", file, "--run-id", "a b", ...endpoint]),
+            usage("--run-id must be 1 to 64 letters, digits or _ . : -"),
+        );
+        const counters = await s.admin.send(new ScanCommand({ TableName: s.countersTableName, Select: "COUNT" }));
+        const flagged = await s.admin.send(
+            new ScanCommand({ TableName: s.tableName, Select: "COUNT", FilterExpression: "attribute_exists(hc_counted)" }),
+        );
+        assert.deepEqual([counters.Count, flagged.Count], [0, 0]);
     });
 });

@@ -1,186 +1,153 @@
 /**
- * The operator CLI, run as a user runs it: the built bin (dist/cli/index.js) as a subprocess, against
- * DynamoDB Local and the local SQS server, with exact JSON output and exit codes.
+ * The operator CLI, run as a user runs it: the built bin (dist/cli/index.js) as a subprocess, against DynamoDB Local
+ * and the local SQS server, with exact output and exit codes: bad input, `--help`, `status`, `heal` and `reconcile`.
+ * The fatal queue's commands are in cli-fatal.test.ts, limits and usage in cli-limits.test.ts.
  */
-import { PutItemCommand, ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { TrimmedDataAccessException, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb-streams";
-import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { InitializeMiddleware } from "@smithy/types";
-import type { DynamoDBStreamEvent } from "aws-lambda";
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { HybridCounterClient } from "../runtime/client/client";
-import { DEFAULT_LAYOUT, type CounterTableLayout, type HandlerConfig } from "../runtime/shared/config";
-import { createStreamHandler } from "../runtime/stream/consumer";
-import { createRedriveHandler } from "../runtime/stream/redrive";
-import { lambdaContext } from "../local/aws/lambda-context";
-import { LAMBDA_DEFAULTS, MappingEmulator } from "../local/aws/mapping-emulator";
-import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../local/aws/sqs";
-import { createCounterTable, createCountersTable } from "../local/engine/table";
-import { healKey } from "../runtime/heal/heal";
-import { markerShard } from "../runtime/shards/layout";
-import { buildCli } from "../scripts/bundle-cli";
-import { useEngine } from "./support/engine";
-import { parsedJson, runBin, type Ran } from "./support/cli-bin";
-import { landAgain, recordPuts } from "./support/put-attempts";
+import { bestEffortKey } from "../runtime/shared/keys";
+import { newToken } from "../runtime/shared/tokens";
+import { parsedJson } from "./support/cli-bin";
+import { counterSystem, human, jsonFile, setCount, setEventual, useServers, without, type CounterSystem } from "./support/cli-fixture";
 
-let bin = "";
-
-/** Runs the built bin (test/support/cli-bin.ts) in the region every test of this file uses. */
-const cli = (args: readonly string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<Ran> =>
-    runBin(bin, args, { ...options, env: { AWS_REGION: "us-east-1", ...options.env } });
 const json = parsedJson;
 
-const exactKey = (key: string, n: number, bestEffort = n) => ({
+/** A key's status as `status --key --json` prints it, exact unless the fields say otherwise. */
+const keyStatus = (key: string, n: number, extra: Record<string, unknown> = {}) => ({
     key,
-    bestEffort,
+    bestEffort: n,
     eventual: n,
     live: n,
+    counted: n,
     pendingCreates: 0,
     pendingDeletes: 0,
     malformed: 0,
     heldSlots: 0,
     drift: 0,
     exact: true,
+    value: n,
+    ...extra,
 });
 
-describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function () {
-    const engine = useEngine();
-    let sqsServer: LocalSqs;
-    let sqs: SQSClient;
-    let tables = 0;
-
-    before(async () => {
-        // The bin as the package ships it (npm test builds it too; building here keeps this file runnable alone).
-        bin = await buildCli();
-        sqsServer = await startLocalSqs();
-        sqs = sqsServer.client();
-    });
-    after(async () => {
-        sqs.destroy();
-        await sqsServer.stop();
-    });
-
-    /** A table, its queues (first DLQ -> fatal after 2 receives, 1 s visibility), and the base flags. */
-    async function system(name: string, options: { healIndex?: boolean } = {}) {
-        const tableName = `cli-${name}-${++tables}`;
-        const admin = engine().dynamodb();
-        const { streamArn } = await createCounterTable(admin, tableName, DEFAULT_LAYOUT, "NEW_AND_OLD_IMAGES", options);
-        const fatal = await sqsServer.createQueue(`${tableName}-fatal`);
-        const first = await sqsServer.createQueue(`${tableName}-first`, {
-            VisibilityTimeout: "1",
-            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: fatal.arn, maxReceiveCount: 2 }),
-        });
-        const config: HandlerConfig = { ...DEFAULT_LAYOUT, tableName, fatalQueueUrl: fatal.url, metricsNamespace: "HybridCounterTest" };
-        const flags = [
-            "--endpoint",
-            engine().endpoint,
-            "--table",
-            tableName,
-            "--fatal-queue-url",
-            fatal.url,
-            "--first-dlq-url",
-            first.url,
-            "--json",
-        ];
-        const client = new HybridCounterClient({
-            ...DEFAULT_LAYOUT,
-            tableName,
-            countersTableName: tableName,
-            dynamodb: engine().dynamodb(),
-        });
-        const outage = new Set<string>();
-        const consumer = createStreamHandler({ config, dynamodb: engine().dynamodb(), sqs, sink: () => undefined });
-        // The stream mapping, without filters (so a malformed flag reaches the consumer) and without retries.
-        const emulator = new MappingEmulator({
-            streams: engine().streams(),
-            streamArn,
-            settings: { ...LAMBDA_DEFAULTS, maximumRetryAttempts: 0, reportBatchItemFailures: true },
-            invoke: async (event: DynamoDBStreamEvent) => {
-                if (event.Records.some((r) => outage.has(r.dynamodb?.Keys?.pk?.S ?? ""))) {
-                    throw new Error("consumer outage");
-                }
-                return consumer(event, lambdaContext("consumer", 10_000));
-            },
-            onFailure: async (record) => {
-                await sqs.send(new SendMessageCommand({ QueueUrl: first.url, MessageBody: JSON.stringify(record) }));
-            },
-        });
-        return { tableName, admin, streamArn, fatal, first, config, flags, client, outage, emulator };
+/**
+ * k1's client lives (one deleted: its tombstone stays while a put attempt could still land) and a stored limit; k2 one
+ * life; k3 another writer's item and one whose deleted flag is not a boolean (both flagged by the consumer); k4 another
+ * writer's item the consumer has not seen yet.
+ */
+async function seedStatus(s: CounterSystem): Promise<void> {
+    for (const id of ["a", "b", "c"]) {
+        assert.deepEqual(await s.client.create("k1", id), { created: true });
     }
+    assert.deepEqual(await s.client.delete("k1", "a"), { deleted: true });
+    await s.client.create("k2", "x");
+    const put = (key: string, id: string, extra = {}) =>
+        s.admin.send(
+            new PutItemCommand({
+                TableName: s.tableName,
+                Item: { pk: { S: key }, sk: { S: id }, counter_token: { S: newToken() }, ...extra },
+            }),
+        );
+    await put("k3", "other");
+    await put("k3", "odd", { deleted: { S: "yes" } });
+    await s.drain();
+    await s.client.setLimit("k1", 5);
+    await put("k4", "late");
+}
 
-    /** The redrive function on the first DLQ, with its stream reads failing as trimmed records do. */
-    function trimmedRedrive(config: HandlerConfig) {
-        const streams = engine().streams();
-        const trimmed: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = () => async () => {
-            throw new TrimmedDataAccessException({ message: "records trimmed (24 h retention)", $metadata: {} });
-        };
-        streams.middlewareStack.add(trimmed, { step: "initialize", name: "trimmed", priority: "high" });
-        return createRedriveHandler({ config, dynamodb: engine().dynamodb(), streams, sqs, sink: () => undefined });
-    }
+describe("operator CLI: bad input, help, status, heal, reconcile (built bin, DynamoDB Local)", function () {
+    const servers = useServers();
+    const cli = (args: readonly string[], options?: { stdin?: string; env?: Record<string, string> }) => servers().cli(args, options);
 
-    describe("bad input: one line, exit 2 (usage) or 1 (failure), no stack unless --verbose", () => {
-        it("an unknown command", async () => {
-            const ran = await cli(["nope"]);
-            assert.deepEqual(ran, { code: 2, stdout: "", stderr: "error: unknown command 'nope'\n" });
+    describe("bad input: one line, exit 2 (usage) or 1 (failure), nothing on stdout, no stack unless --verbose", () => {
+        const usage = (stderr: string) => ({ code: 2, stdout: "", stderr: `error: ${stderr}\n` });
+
+        it("an unknown command, a missing or unknown option, and a flag a command has no use for", async () => {
+            assert.deepEqual(await cli(["nope"]), usage("unknown command 'nope'"));
+            assert.deepEqual(await cli(["status", "--table", "t", "--key"]), usage("option '--key <key>' argument missing"));
+            assert.deepEqual(await cli(["heal", "--table", "t", "--audit-segments", "2"]), usage("unknown option '--audit-segments'"));
+            assert.deepEqual(await cli(["backfill", "--table", "t", "--clients-since", "0"]), usage("unknown option '--clients-since'"));
+            assert.deepEqual(await cli(["fatal", "show", "--table", "t"]), usage("missing required argument 'id'"));
+            assert.deepEqual(await cli(["fatal", "delete", "--table", "t"]), usage("missing required argument 'id'"));
         });
 
-        it("reconcile without --key or --all", async () => {
-            const ran = await cli(["reconcile", "--table", "t"]);
-            assert.deepEqual(ran, { code: 2, stdout: "", stderr: "error: --key <key> or --all is required\n" });
-        });
-
-        it("status --key without its value", async () => {
-            const ran = await cli(["status", "--table", "t", "--key"]);
-            assert.deepEqual(ran, { code: 2, stdout: "", stderr: "error: option '--key <key>' argument missing\n" });
-        });
-
-        it("no table at all", async () => {
-            const ran = await cli(["status"]);
-            assert.deepEqual(ran, {
-                code: 2,
-                stdout: "",
-                stderr: "error: --table or --config is required: which table holds the counter?\n",
-            });
-        });
-
-        it("a malformed config file, and one from stdin", async () => {
-            const file = path.join(mkdtempSync(path.join(tmpdir(), "hybrid-counter-config-")), "config.json");
-            writeFileSync(file, '{"tableName": "t",');
-            const fromFile = await cli(["status", "--config", file]);
-            const fromStdin = await cli(["status", "--config", "-"], { stdin: '{"tableName": 42}' });
-            const badLayout = await cli(["status", "--config", "-"], { stdin: '{"tableName": "t", "sortKey": "pk"}' });
-            assert.equal(fromFile.code, 2);
-            assert.match(
-                fromFile.stderr,
-                new RegExp(`^error: --config: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not JSON \\(.+\\)\\n$`),
+        it("each command's own flags, named before any config is read", async () => {
+            assert.deepEqual(await cli(["reconcile", "--table", "t"]), usage("--key <key> or --all is required"));
+            assert.deepEqual(await cli(["reconcile", "--table", "t", "--all", "--key", "k"]), usage("--key and --all exclude each other"));
+            assert.deepEqual(await cli(["reconcile", "--key", ""]), usage("--key must be a non-empty string"));
+            assert.deepEqual(await cli(["status", "--top", "0"]), usage('--top must be an integer from 1 to 10000 (got "0")'));
+            assert.deepEqual(await cli(["heal", "--budget", "0"]), usage('--budget must be an integer from 1 to 10000 (got "0")'));
+            assert.deepEqual(
+                await cli(["heal", "--audit-page-size", "x"]),
+                usage('--audit-page-size must be an integer from 1 to 10000 (got "x")'),
             );
-            assert.deepEqual(fromStdin, { code: 2, stdout: "", stderr: "error: --config: [tableName] must be a string\n" });
-            assert.deepEqual(badLayout, {
-                code: 2,
-                stdout: "",
-                stderr: 'error: --sort-key: must differ from [partitionKey] (both are "pk")\n',
-            });
+            assert.deepEqual(
+                await cli(["backfill", "--page-size", "0"]),
+                usage('--page-size must be an integer from 1 to 10000 (got "0")'),
+            );
+            assert.deepEqual(await cli(["dev", "--keys", "0"]), usage('--keys must be an integer from 1 to 1000 (got "0")'));
         });
 
-        it("the removed processedAttribute, in a config and as a flag", async () => {
-            const inConfig = await cli(["status", "--config", "-"], {
-                stdin: '{"tableName": "t", "processedAttribute": "counter_processed"}',
-            });
-            const asFlag = await cli(["status", "--table", "t", "--processed-attribute", "counter_processed"]);
-            assert.deepEqual(inConfig, {
-                code: 2,
-                stdout: "",
-                stderr: "error: --config: [processedAttribute] was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers); drop it\n",
-            });
-            assert.deepEqual(asFlag, { code: 2, stdout: "", stderr: "error: unknown option '--processed-attribute'\n" });
+        it("no table, a malformed config from a file or stdin, and a bad layout", async () => {
+            const file = path.join(tmpdir(), "hc-cli-no-such-dir", "config.json");
+            const broken = jsonFile("x");
+            assert.deepEqual(await cli(["status"]), usage("--table or --config is required: which table holds the counter?"));
+            assert.deepEqual(await cli(["status", "--config", file]), usage(`--config: cannot read ${file} (ENOENT)`));
+            const garbled = await cli(["status", "--config", "-"], { stdin: '{"tableName": "t",' });
+            assert.equal(garbled.code, 2);
+            assert.match(garbled.stderr, /^error: --config: stdin is not JSON \([^\n]+\)\n$/);
+            assert.deepEqual(await cli(["status", "--config", broken]), usage("--config: must be a JSON object (the clientConfig output)"));
+            assert.deepEqual(
+                await cli(["status", "--config", "-"], { stdin: '{"tableName": 42}' }),
+                usage("--config: [tableName] must be a string"),
+            );
+            assert.deepEqual(
+                await cli(["status", "--config", "-"], { stdin: '{"tableName": "t", "sortKey": "pk"}' }),
+                usage('--config: [sortKey] must differ from [partitionKey] (both are "pk")'),
+            );
+            assert.deepEqual(
+                await cli(["status", "--table", "t", "--sort-key", "pk"]),
+                usage('--sort-key: must differ from [partitionKey] (both are "pk")'),
+            );
+            assert.deepEqual(
+                await cli(["status", "--table", "t", "--counter-shards", "3"]),
+                usage(
+                    "--counter-shards: above 1 needs a counters table of its own: a key's shards are partition keys of the counters table",
+                ),
+            );
         });
 
-        it("an unreachable endpoint: one line, and the stack with --verbose", async () => {
+        it("the mode and the period come from the config: a flag that contradicts them is refused, naming it", async () => {
+            const config = jsonFile({ tableName: "t", countersTableName: "c", counterMode: "strict", healQuietWindowSeconds: 900 });
+            assert.deepEqual(
+                await cli(["heal", "--config", config, "--mode", "utilization"]),
+                usage(
+                    "--mode: the counter's mode is strict (counterMode in --config), not utilization: it runs in one mode, and a heal in the other would break its bound; drop --mode",
+                ),
+            );
+            assert.deepEqual(
+                await cli(["heal", "--config", config, "--quiet-window-seconds", "600"]),
+                usage("--quiet-window-seconds: the counter's period is 900 s (healQuietWindowSeconds in --config), not 600: drop the flag"),
+            );
+            assert.deepEqual(
+                await cli(["heal", "--table", "t", "--mode", "sometimes"]),
+                usage('--mode must be utilization or strict (got "sometimes")'),
+            );
+            assert.deepEqual(
+                await cli(["heal", "--table", "t"]),
+                usage("--mode is required (or counterMode in --config): heal works by the counter's mode, utilization or strict"),
+            );
+            assert.deepEqual(
+                await cli(["status", "--config", "-"], { stdin: '{"tableName": "t", "counterMode": "fast"}' }),
+                usage('--config: [counterMode] must be "utilization" or "strict" (got "fast")'),
+            );
+        });
+
+        it("an unreachable endpoint: one line, and the stack with --verbose; no SDK warning", async () => {
             const args = ["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"];
-            const ran = await cli(args);
+            const ran = await cli(args, { env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "false" } });
             const verbose = await cli([...args, "--verbose"]);
             assert.deepEqual(ran, {
                 code: 1,
@@ -192,433 +159,299 @@ describe("operator CLI (built bin, DynamoDB Local, local SQS server)", function 
             assert.match(verbose.stderr, /\n\s+at /);
         });
 
-        it("a failing command that builds the AWS clients prints one line, and no SDK Node.js version warning", async () => {
-            const ran = await cli(["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"]);
-
-            assert.equal(ran.code, 1);
-            assert.deepEqual(ran.stderr.split("\n"), [
-                "error: could not reach http://127.0.0.1:1 (ECONNREFUSED): check --endpoint, --sqs-endpoint and --region",
-                "",
-            ]);
-            assert.doesNotMatch(ran.stderr, /NodeVersionSupportWarning/, `on Node.js ${process.version}`);
-        });
-
-        it("prints no runtime warning on the Node.js it supports, with the SDK's warnings switched on", async () => {
-            const args = ["status", "--table", "t", "--key", "k", "--endpoint", "http://127.0.0.1:1"];
-            const ran = await cli(args, { env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "false" } });
-
-            assert.equal(ran.code, 1);
-            assert.equal(
-                ran.stderr,
-                `error: could not reach http://127.0.0.1:1 (ECONNREFUSED): check --endpoint, --sqs-endpoint and --region\n`,
-                `on Node.js ${process.version}`,
+        it("a table that does not exist, a queue that does not exist, no queue, and a bad --to", async () => {
+            const table = await cli(["status", "--table", "no-such-table", "--key", "k", "--endpoint", servers().engine.endpoint]);
+            assert.equal(table.code, 1);
+            assert.match(table.stderr, /^error: table not found: check --table \/ --config and --region \(.+\)\n$/);
+            assert.deepEqual(
+                await cli(["fatal", "list", "--table", "t", "--fatal-queue-url", `${servers().sqs.endpoint}/000000000000/missing`]),
+                {
+                    code: 1,
+                    stdout: "",
+                    stderr: "error: the queue does not exist: check --fatal-queue-url / --first-dlq-url (The specified queue does not exist.)\n",
+                },
+            );
+            assert.deepEqual(
+                await cli(["fatal", "list", "--table", "t"]),
+                usage("--fatal-queue-url is required (or fatalDlqUrl in --config)"),
+            );
+            assert.deepEqual(
+                await cli(["redrive", "--table", "t", "--fatal-queue-url", "http://127.0.0.1:1/q"]),
+                usage("--first-dlq-url is required (or firstDlqUrl in --config)"),
+            );
+            assert.deepEqual(
+                await cli(["fatal", "replay", "--table", "t", "--fatal-queue-url", "http://127.0.0.1:1/q", "--to", "elsewhere"]),
+                usage('--to must be first-dlq (got "elsewhere")'),
             );
         });
 
-        it("a table that does not exist", async () => {
-            const ran = await cli(["status", "--table", "no-such-table", "--key", "k", "--endpoint", engine().endpoint]);
-            assert.equal(ran.code, 1);
-            assert.match(ran.stderr, /^error: table not found: check --table \/ --config and --region \(.+\)\n$/);
-        });
-
-        it("a queue URL that does not exist", async () => {
-            const ran = await cli(["fatal", "list", "--table", "t", "--fatal-queue-url", `${sqsServer.endpoint}/000000000000/missing`]);
-            assert.deepEqual(ran, {
-                code: 1,
-                stdout: "",
-                stderr: "error: the queue does not exist: check --fatal-queue-url / --first-dlq-url (The specified queue does not exist.)\n",
-            });
-        });
-
-        it("fatal commands without the queue, and a bad --to", async () => {
-            const noQueue = await cli(["fatal", "list", "--table", "t"]);
-            const badTo = await cli(["fatal", "replay", "--table", "t", "--fatal-queue-url", "http://127.0.0.1:1/q", "--to", "elsewhere"]);
-            assert.deepEqual(noQueue, {
-                code: 2,
-                stdout: "",
-                stderr: "error: --fatal-queue-url is required (or fatalDlqUrl in --config)\n",
-            });
-            assert.deepEqual(badTo, { code: 2, stdout: "", stderr: 'error: --to must be first-dlq (got "elsewhere")\n' });
-        });
-
         it("--help on every command", async () => {
-            for (const command of [
+            const commands = [
                 [],
                 ["status"],
                 ["reconcile"],
+                ["heal"],
+                ["backfill"],
                 ["fatal"],
                 ["fatal", "list"],
                 ["fatal", "show"],
                 ["fatal", "replay"],
                 ["fatal", "delete"],
                 ["redrive"],
-            ]) {
+                ["limits"],
+                ["limits", "get"],
+                ["limits", "set"],
+                ["limits", "list"],
+                ["usage"],
+                ["dev"],
+            ];
+            for (const command of commands) {
                 const ran = await cli([...command, "--help"]);
                 assert.equal(ran.code, 0, command.join(" "));
-                assert.ok(ran.stdout.startsWith(`Usage: hybrid-counter${command.map((c) => ` ${c}`).join("")}`), ran.stdout);
+                assert.equal(ran.stderr, "");
+                assert.ok(ran.stdout.startsWith(`Usage: hybrid-counter${command.map((c) => ` ${c}`).join("")} [options]`), ran.stdout);
             }
         });
     });
 
-    it("a scripted incident: a batch exhausted to the first DLQ, records expired past retention", async () => {
-        // Prepare: one healthy key, then each failure in turn. (A poison record, a stream record the consumer
-        // cannot classify, cannot be written through a table: the consumer's tests park them; see runtime-adoption.)
-        const s = await system("incident");
-        for (const id of ["a", "b", "c"]) {
-            await s.client.create("steady", id);
-        }
-        await s.client.delete("steady", "a");
-        await s.emulator.drain();
-        // A consumer outage on one key: its batch exhausts its retries and goes to the first DLQ ...
-        s.outage.add("exhausted");
-        await s.client.create("exhausted", "e1");
-        await s.client.create("exhausted", "e2");
-        await s.emulator.drain();
-        // ... where the redrive function fails it maxReceiveCount (2) times, so SQS moves it to the fatal DLQ.
-        const failing = async (event: { Records: Array<{ messageId: string }> }) => ({
-            batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
-        });
-        const firstTry = await pollQueueOnce(sqs, s.first, 1, failing, 2);
-        const secondTry = await pollQueueOnce(sqs, s.first, 1, failing, 2);
-        const thirdTry = await pollQueueOnce(sqs, s.first, 1, failing, 2);
-        // Another batch reaches the first DLQ after the stream has trimmed its records.
-        s.outage.add("expired");
-        await s.client.create("expired", "x1");
-        await s.client.create("expired", "x2");
-        await s.emulator.drain();
-        const expiredPass = await pollQueueOnce(sqs, s.first, 1, trimmedRedrive(s.config), 2);
-        assert.deepEqual(
-            [firstTry, secondTry, thirdTry, expiredPass],
-            [
-                { received: 1, deleted: 0 },
-                { received: 1, deleted: 0 },
-                { received: 0, deleted: 0 },
-                { received: 1, deleted: 1 },
-            ],
-        );
-
-        // Act + Assess: status shows each.
-        const before = json(await cli(["status", ...s.flags])) as { worst: unknown[] };
-        assert.deepEqual(before, {
-            keys: 3,
-            exactKeys: 1,
-            totals: { bestEffort: 6, eventual: 2, live: 6, pendingCreates: 4, pendingDeletes: 0, malformed: 0, heldSlots: 0, drift: -4 },
-            worst: [
-                { ...exactKey("exhausted", 0, 2), live: 2, pendingCreates: 2, drift: -2, exact: false },
-                { ...exactKey("expired", 0, 2), live: 2, pendingCreates: 2, drift: -2, exact: false },
-            ],
-        });
-        const exhaustedKey = json(await cli(["status", "--key", "exhausted", ...s.flags]));
-        assert.deepEqual(exhaustedKey, { ...exactKey("exhausted", 0, 2), live: 2, pendingCreates: 2, drift: -2, exact: false });
-
-        // fatal list explains each.
-        const listed = json(await cli(["fatal", "list", ...s.flags])) as Array<{
-            id: string;
-            receiveCount: number;
-            explanation: { kind: string; remedy: string; counterKeys: string[]; problem?: string; range?: unknown };
-        }>;
-        assert.deepEqual(
-            listed.map((e) => [e.explanation.kind, e.explanation.remedy, e.explanation.counterKeys]),
-            [
-                ["batch-exhausted", "redrive-batch", []],
-                ["records-expired", "reconcile-all", []],
-            ],
-        );
-        assert.equal(listed[0]!.explanation.problem, "RetryAttemptsExhausted");
-        assert.match(listed[1]!.explanation.problem!, /could not be read from the stream \(TrimmedDataAccessException\)/);
-        const human = await cli(["fatal", "list", ...s.flags.filter((f) => f !== "--json")]);
-        assert.equal(human.code, 0);
-        assert.match(
-            human.stdout,
-            /do: Within 24 h of the write: `redrive` moves it back to the first DLQ, or `fatal replay` counts it now\./,
-        );
-
-        // Replay settles both, and every key is exact with the fatal queue empty.
-        const replayed = await cli(["fatal", "replay", ...s.flags]);
-        assert.equal(replayed.code, 0, `${replayed.stdout} ${replayed.stderr}`);
-        assert.deepEqual(
-            (JSON.parse(replayed.stdout) as Array<{ kind: string; outcome: string }>).map((r) => [r.kind, r.outcome]),
-            [
-                ["batch-exhausted", "settled"],
-                ["records-expired", "settled"],
-            ],
-        );
-        const after = json(await cli(["status", ...s.flags]));
-        assert.deepEqual(after, {
-            keys: 3,
-            exactKeys: 3,
-            totals: { bestEffort: 6, eventual: 6, live: 6, pendingCreates: 0, pendingDeletes: 0, malformed: 0, heldSlots: 0, drift: 0 },
-            worst: [],
-        });
-        assert.deepEqual(json(await cli(["fatal", "list", ...s.flags])), []);
-    });
-
-    it("redrive and replay --to first-dlq move exhausted batches back; reconcile settles keys; delete takes settled messages", async () => {
-        // Prepare: two exhausted batches in the fatal DLQ, and a key whose creations the stream never delivered.
-        const s = await system("redrive");
-        const failing = async (event: { Records: Array<{ messageId: string }> }) => ({
-            batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
-        });
-        for (const key of ["r1", "r2"]) {
-            s.outage.add(key);
-            await s.client.create(key, "i1");
-            await s.emulator.drain();
-            await pollQueueOnce(sqs, s.first, 1, failing, 2);
-            await pollQueueOnce(sqs, s.first, 1, failing, 2);
-            await pollQueueOnce(sqs, s.first, 1, failing, 2);
-        }
-        // Items written around the client, whose records the mapping has not delivered yet when reconcile runs.
-        for (const id of ["u1", "u2"]) {
-            await s.admin.send(
-                new PutItemCommand({
-                    TableName: s.tableName,
-                    Item: { pk: { S: "lost" }, sk: { S: id }, counter_token: { S: `lost-${id}` } },
-                }),
-            );
-        }
-        const listed = json(await cli(["fatal", "list", ...s.flags])) as Array<{ id: string }>;
-        assert.equal(listed.length, 2);
-
-        // Act: one batch by `fatal replay --to first-dlq`, the other by `redrive`.
-        const toFirst = await cli(["fatal", "replay", "--to", "first-dlq", ...s.flags]);
-        const redriven = await cli(["redrive", ...s.flags]);
-        const reconciled = await cli(["reconcile", "--key", "lost", ...s.flags]);
-        // The redrive function (the real handler) drains the first DLQ.
-        const redrive = createRedriveHandler({
-            config: s.config,
-            dynamodb: engine().dynamodb(),
-            streams: engine().streams(),
-            sqs,
-            sink: () => undefined,
-        });
-        const drained = [];
-        for (let i = 0; i < 3; i++) {
-            drained.push(await pollQueueOnce(sqs, s.first, 10, redrive, 1));
-        }
-
-        // Assess
-        assert.equal(toFirst.code, 0, toFirst.stderr);
-        assert.deepEqual(
-            (JSON.parse(toFirst.stdout) as Array<{ outcome: string }>).map((r) => r.outcome),
-            ["moved-to-first-dlq", "moved-to-first-dlq"],
-        );
-        assert.deepEqual(JSON.parse(redriven.stdout), { moved: [], left: 0 });
-        assert.deepEqual(JSON.parse(reconciled.stdout), {
-            results: [{ key: "lost", found: 2, counted: 2, alreadySettled: 0, incomplete: false }],
-            notStarted: [],
-            incomplete: false,
-            unparked: [],
-        });
-        assert.equal(reconciled.stderr, "reconcile: 0/1\nreconcile: 1/1 lost\n");
-        assert.deepEqual(drained, [
-            { received: 2, deleted: 2 },
-            { received: 0, deleted: 0 },
-            { received: 0, deleted: 0 },
-        ]);
-        for (const key of ["r1", "r2"]) {
-            assert.deepEqual(json(await cli(["status", "--key", key, ...s.flags])), exactKey(key, 1));
-        }
-        assert.deepEqual(json(await cli(["status", "--key", "lost", ...s.flags])), exactKey("lost", 2, 0));
-    });
-
-    it("redrive moves only exhausted batches, and delete removes a settled message", async () => {
-        // Prepare: one exhausted batch and one malformed-redrive message in the fatal DLQ.
-        const s = await system("move");
-        s.outage.add("m");
-        await s.client.create("m", "i1");
-        await s.emulator.drain();
-        const failing = async (event: { Records: Array<{ messageId: string }> }) => ({
-            batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
-        });
-        for (let i = 0; i < 3; i++) {
-            await pollQueueOnce(sqs, s.first, 1, failing, 2);
-        }
-        await sqs.send(
-            new SendMessageCommand({
-                QueueUrl: s.fatal.url,
-                MessageBody: JSON.stringify({ reason: "malformed-redrive-message", problem: "[body] is not JSON" }),
-            }),
-        );
-        // Act
-        const moved = JSON.parse((await cli(["redrive", ...s.flags])).stdout) as { moved: string[]; left: number };
-        const redrive = createRedriveHandler({
-            config: s.config,
-            dynamodb: engine().dynamodb(),
-            streams: engine().streams(),
-            sqs,
-            sink: () => undefined,
-        });
-        const drained = await pollQueueOnce(sqs, s.first, 10, redrive, 2);
-        const left = json(await cli(["fatal", "list", ...s.flags])) as Array<{ id: string; explanation: { kind: string } }>;
-        const deleted = await cli(["fatal", "delete", left[0]!.id, ...s.flags]);
-        // Assess
-        assert.equal(moved.moved.length, 1);
-        assert.equal(moved.left, 1);
-        assert.deepEqual(drained, { received: 1, deleted: 1 });
-        assert.deepEqual(
-            left.map((e) => e.explanation.kind),
-            ["malformed-redrive-message"],
-        );
-        assert.deepEqual(JSON.parse(deleted.stdout), { deleted: left[0]!.id, kind: "malformed-redrive-message" });
-        assert.deepEqual(json(await cli(["fatal", "list", ...s.flags])), []);
-        assert.deepEqual(json(await cli(["status", "--key", "m", ...s.flags])), exactKey("m", 1));
-    });
-
-    it("heal --key settles the key first: a late put of a removed life is removed, not counted into best-effort", async () => {
-        // Prepare: x created and counted, then deleted and removed; its first put attempt lands again, and the consumer has
-        // not read that record yet. The key's last client write is then older than a 1 s quiet window.
-        const s = await system("heal-settle");
-        const dynamodb = engine().dynamodb();
-        const puts = recordPuts(dynamodb);
-        const client = new HybridCounterClient({ ...DEFAULT_LAYOUT, tableName: s.tableName, countersTableName: s.tableName, dynamodb });
-        await client.create("k", "x");
-        await s.emulator.drain();
-        await client.delete("k", "x");
-        await s.emulator.drain();
-        await landAgain(s.admin, puts[0]!);
-        await new Promise((resolve) => setTimeout(resolve, 1_100));
+    it("status: a key's counters and items, and the table's worst keys, as JSON and as text", async () => {
+        // Prepare
+        const s = await counterSystem(servers(), "status");
+        await seedStatus(s);
 
         // Act
-        const ran = await cli(["heal", "--key", "k", "--mode", "utilization", "--quiet-window-seconds", "1", ...s.flags]);
-        await s.emulator.drain();
-        const status = await cli(["status", "--key", "k", ...s.flags]);
+        const summary = await cli(["status", ...s.flags]);
+        const k1 = await cli(["status", "--key", "k1", ...s.flags]);
+        const k3 = await cli(["status", "--key", "k3", ...s.flags]);
+        const text = await cli(["status", ...human(s.flags)]);
+        const k1Text = await cli(["status", "--key", "k1", ...human(s.flags)]);
+        const k4Text = await cli(["status", "--key", "k4", ...human(s.flags)]);
+        const top = await cli(["status", "--top", "1", ...s.flags]);
 
-        // Assess: reconcile removed the late item before the heal read the key, so the heal set best-effort to 0 (without
-        // the settle it counted x: best-effort 1 over no live item, in utilization mode).
-        assert.equal(ran.code, 0, ran.stderr);
-        const healed = json(ran) as { outcome: string; before: number; after: number; settled: Record<string, unknown> };
-        assert.deepEqual(
-            [healed.outcome, healed.before, healed.after, healed.settled],
-            ["healed", 0, 0, { found: 1, counted: 1, alreadySettled: 0, incomplete: false }],
-        );
-        assert.deepEqual(json(status), exactKey("k", 0));
-        dynamodb.destroy();
-    });
-
-    it("heal without a fatal queue, or with one that refuses, lists what its settle could not count, and fails (nothing dropped unsaid)", async () => {
-        // Prepare: k's item created and counted, then its marker's state broken (what no write of the counting makes),
-        // so the settle before the heal parks the marker; the run has no --fatal-queue-url. k's last client write is
-        // older than the 1 s quiet window.
-        const s = await system("heal-unparked", { healIndex: true });
-        await s.client.create("k", "x");
-        await s.emulator.drain();
-        const scanned = await s.admin.send(new ScanCommand({ TableName: s.tableName, FilterExpression: "attribute_exists(hc_state)" }));
-        assert.equal(scanned.Items?.length, 1);
-        const marker = scanned.Items![0]!;
-        await s.admin.send(
-            new UpdateItemCommand({
-                TableName: s.tableName,
-                Key: { pk: marker.pk!, sk: marker.sk! },
-                UpdateExpression: "SET hc_state = :maybe",
-                ExpressionAttributeValues: { ":maybe": { S: "maybe" } },
-            }),
-        );
-        await new Promise((resolve) => setTimeout(resolve, 1_100));
-        const withoutQueue = s.flags.filter((flag, i) => flag !== "--fatal-queue-url" && s.flags[i - 1] !== "--fatal-queue-url");
-        const missingQueue = [...withoutQueue, "--fatal-queue-url", `${sqsServer.endpoint}/000000000000/missing`];
-        const heal = ["heal", "--mode", "utilization", "--quiet-window-seconds", "1"];
-
-        // Act: one settler run and the key alone, as JSON and as text, without a fatal queue and with one that refuses.
-        const run = await cli([...heal, ...withoutQueue]);
-        const key = await cli([...heal, "--key", "k", ...withoutQueue]);
-        const text = await cli([...heal, ...withoutQueue.filter((f) => f !== "--json")]);
-        const refused = await cli([...heal, ...missingQueue]);
-        const refusedText = await cli([...heal, "--key", "k", ...missingQueue.filter((f) => f !== "--json")]);
-
-        // Assess: each exits 1 and lists the marker it could not count, with its key and id (before, the settler run
-        // exited 0 and dropped it, and a refused message was dropped by every form).
-        const problem = '[hc_state] must be "counted" or "uncounted" on the marker';
-        for (const [ran, queueError] of [
-            [run, undefined],
-            [key, undefined],
-            [refused, "QueueDoesNotExist"],
-        ] as const) {
-            assert.equal(ran.code, 1, ran.stderr);
-            const unparked = (JSON.parse(ran.stdout) as { unparked: Array<Record<string, string | undefined>> }).unparked;
-            assert.deepEqual(
-                unparked.map((m) => [m.reason, m.problem, m.counterKey, m.id, m.queueError?.split(":")[0]]),
-                [["poison-item", problem, "k", "x", queueError]],
-            );
-        }
-        const tail = `): poison-item (key "k", id "x"): ${problem}`;
-        const lines = [text, refusedText].map((ran) => {
-            assert.equal(ran.code, 1, ran.stderr);
-            return ran.stdout.split("\n").find((l) => l.startsWith("could not count")) ?? "";
+        // Assess
+        const k1Status = keyStatus("k1", 2, { pendingDeletes: 1, exact: false, limit: 5 });
+        const k4Status = keyStatus("k4", 0, { live: 1, pendingCreates: 1, exact: false });
+        assert.deepEqual(json(summary), {
+            keys: 4,
+            exactKeys: 2,
+            totals: {
+                bestEffort: 3,
+                eventual: 5,
+                live: 6,
+                counted: 5,
+                pendingCreates: 1,
+                pendingDeletes: 1,
+                malformed: 1,
+                heldSlots: 0,
+                drift: 0,
+            },
+            worst: [k1Status, k4Status],
         });
-        assert.equal(lines[0], `could not count (no --fatal-queue-url to park it${tail}`);
-        assert.ok(
-            lines[1]!.startsWith("could not count (the fatal queue refused it: QueueDoesNotExist: ") && lines[1]!.endsWith(tail),
-            lines[1],
-        );
-    });
-
-    it("status --key on a sharded key shows each shard's client items (what a heal sets) apart from other writers' items", async () => {
-        // Prepare: a strict key over 3 shards whose selection counts every item under "r#": three client items, and
-        // one item another writer put (no client token, no backfill flag), which the eventual counter counts and no
-        // heal does.
-        const tableName = `cli-sharded-${++tables}`;
-        const countersTableName = `${tableName}-counters`;
-        const layout: CounterTableLayout = { ...DEFAULT_LAYOUT, selection: { kind: "sortKeyPrefix", prefix: "r#" } };
-        const admin = engine().dynamodb();
-        await createCounterTable(admin, tableName, layout);
-        await createCountersTable(admin, countersTableName, layout);
-        const client = new HybridCounterClient({
-            ...layout,
-            tableName,
-            countersTableName,
-            counterShards: 3,
-            mode: "strict",
-            dynamodb: admin,
+        assert.deepEqual((json(top) as { worst: unknown[] }).worst, [k1Status]);
+        assert.deepEqual(json(k1), k1Status);
+        // Another writer's items count in eventual; best-effort is the client's (utilization: its old lives, from the table).
+        assert.deepEqual(json(k3), keyStatus("k3", 2, { bestEffort: 0, malformed: 1, value: 2 }));
+        assert.deepEqual(text, {
+            code: 0,
+            stderr: "",
+            stdout: [
+                "4 keys, 2 exact; totals: best-effort 3, eventual 5, live 6, counted 5, pending creates 1, pending deletes 1, malformed 1, held slots 0, drift 0",
+                "",
+                "key  best-effort  eventual  live  counted  pending creates  pending deletes  malformed  held slots  drift",
+                "k1             2         2     2        2                0                1          0           0      0",
+                "k4             0         0     1        0                1                0          0           0      0",
+                "",
+            ].join("\n"),
         });
-        for (const id of ["r#a", "r#b", "r#c"]) {
-            assert.equal((await client.tryCreate("k", id, 10)).created, true);
-        }
-        await admin.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "r#other" } } }));
-        const flags = [
-            ...["--endpoint", engine().endpoint, "--table", tableName, "--counters-table", countersTableName, "--counter-shards", "3"],
-            ...["--counted-items", "sortKeyPrefix", "--counted-sort-key-prefix", "r#"],
-        ];
-        type Shards = { shards: Array<{ shard: number; bestEffort: number; homed: number; others: number }> };
-
-        // Act: status, a heal of the key (its clock past the quiet window), status again, and the human table.
-        const before = json(await cli(["status", "--key", "k", "--json", ...flags])) as Shards;
-        const config = { ...layout, tableName, countersTableName, counterShards: 3 };
-        const healed = await healKey("k", {
-            config,
-            dynamodb: admin,
-            mode: "strict",
-            quietWindowMs: 60_000,
-            now: () => Date.now() + 120_000,
-        });
-        const after = json(await cli(["status", "--key", "k", "--json", ...flags])) as Shards;
-        const human = await cli(["status", "--key", "k", ...flags]);
-
-        // Assess: "homed" is exactly what the heal set each shard to, the other writer's item is listed apart, in its
-        // id's shard, and the heal changed no shard (the strict key was exact over the client's items).
-        assert.equal(healed.outcome, "healed");
-        const set = healed.shards!.map((s) => s.after ?? -1);
-        assert.deepEqual(
-            after.shards.map((s) => s.homed),
-            set,
-        );
-        assert.deepEqual(
-            after.shards.map((s) => s.bestEffort),
-            set,
-        );
-        assert.deepEqual(
-            before.shards.map((s) => [s.bestEffort, s.homed]),
-            after.shards.map((s) => [s.bestEffort, s.homed]),
-        );
-        assert.deepEqual(
-            after.shards.map((s) => s.others),
-            [0, 1, 2].map((shard) => (shard === markerShard("r#other", 3) ? 1 : 0)),
+        assert.equal(
+            k1Text.stdout,
+            [
+                "key  best-effort  eventual  live  counted  pending creates  pending deletes  malformed  held slots  drift",
+                "k1             2         2     2        2                0                1          0           0      0",
+                "limit 5 (the key's own)",
+                "not exact: 1 tombstone(s) left for the settler: `heal --key k1` removes those no put attempt can reach any more",
+                "",
+            ].join("\n"),
         );
         assert.equal(
-            set.reduce((a, b) => a + b, 0),
-            3,
+            k4Text.stdout.split("\n").at(-2),
+            "not exact: 1 live item(s) not flagged yet: the consumer flags them when their records arrive, or `backfill` does",
         );
-        assert.equal(human.code, 0, human.stderr);
-        assert.match(human.stdout, /client items homed here/);
-        assert.match(human.stdout, /other writers' items/);
+    });
+
+    it("heal --key gives a strict key's held slots back; heal runs the settler once, whose audit heals a key nobody listed", async () => {
+        // Prepare: three strict lives, counted; then best-effort holds two slots no life stands for (a reservation
+        // whose put never came, as a crashed call leaves it).
+        const s = await counterSystem(servers(), "heal", { mode: "strict" });
+        for (const id of ["a", "b", "c"]) {
+            assert.equal((await s.client.tryCreate("h", id, 10)).created, true);
+        }
+        await s.drain();
+        const held = async () => json(await cli(["status", "--key", "h", ...s.flags])) as { heldSlots: number; bestEffort: number };
+        await setCount(s, bestEffortKey(s.config, "h", 0), 5);
+        const before = await held();
+
+        // Act
+        const healed = await cli(["heal", "--key", "h", ...s.flags]);
+        const after = await held();
+        await setCount(s, bestEffortKey(s.config, "h", 0), 6);
+        const run = await cli(["heal", "--budget", "10", "--audit-page-size", "50", "--quiet-window-seconds", "600", ...human(s.flags)]);
+        const again = await cli(["heal", ...s.flags]);
+        const keyText = await cli(["heal", "--key", "h", ...human(s.flags)]);
+
+        // Assess
+        assert.deepEqual([before.bestEffort, before.heldSlots, after.bestEffort, after.heldSlots], [5, 2, 3, 0]);
+        assert.deepEqual(json(healed), { key: "h", shards: [{ shard: 0, before: 5, after: 3 }], drift: 2, removed: 0, healed: true });
+        assert.deepEqual(run, {
+            code: 0,
+            stderr: "",
+            stdout: [
+                "due  healed  corrected  drift closed  raced  tombstones removed  audited  healed by the audit",
+                "0         1          1             3      0                   0        1                    1",
+                "",
+            ].join("\n"),
+        });
+        assert.deepEqual(json(again), {
+            due: 0,
+            healed: 0,
+            corrected: 0,
+            drift: 0,
+            raced: 0,
+            removed: 0,
+            audited: 1,
+            auditHealed: 0,
+            failedKeys: [],
+        });
+        assert.deepEqual(keyText, { code: 0, stderr: "", stdout: "h: healed\n  best-effort 3 -> 3\n" });
+        assert.deepEqual(await held(), { ...keyStatus("h", 3) });
+    });
+
+    it("every layout flag, --profile and --sqs-endpoint: the counter as the flags describe it, the credentials and queues they name", async () => {
+        // Prepare: a table of another layout, items selected by an attribute; a profile in a home of its own.
+        const layout = {
+            partitionKey: "tenant",
+            sortKey: "id",
+            deletedAttribute: "gone",
+            tokenAttribute: "tok",
+            counterPrefix: "#c#",
+            countAttribute: "n",
+            selection: { kind: "attribute" as const, name: "type", value: "order" },
+        };
+        const s = await counterSystem(servers(), "layout", { layout });
+        await s.client.create("t1", "o1");
+        await s.client.create("t1", "o2");
+        await s.drain();
+        const layoutFlags = [
+            ...["--partition-key", "tenant", "--sort-key", "id", "--deleted-attribute", "gone", "--token-attribute", "tok"],
+            ...["--counter-prefix", "#c#", "--count-attribute", "n", "--counted-items", "attribute"],
+            ...["--counted-attribute-name", "type", "--counted-attribute-value", "order"],
+        ];
+        const home = mkdtempSync(path.join(tmpdir(), "hc-cli-home-"));
+        mkdirSync(path.join(home, ".aws"));
+        writeFileSync(
+            path.join(home, ".aws", "credentials"),
+            "[operator]\naws_access_key_id = operator\naws_secret_access_key = operator\n",
+        );
+        const noEnvironmentKeys = { HOME: home, AWS_ACCESS_KEY_ID: "", AWS_SECRET_ACCESS_KEY: "" };
+
+        // Act
+        const flagged = await cli(["status", "--key", "t1", ...layoutFlags, ...s.flags]);
+        const byDefault = await cli(["status", "--key", "t1", ...s.flags]);
+        const profile = await cli(["status", "--key", "t1", "--profile", "operator", ...layoutFlags, ...s.flags], {
+            env: noEnvironmentKeys,
+        });
+        const noProfile = await cli(["status", "--key", "t1", "--profile", "nobody", ...layoutFlags, ...s.flags], {
+            env: noEnvironmentKeys,
+        });
+        // --sqs-endpoint says where SQS is, whatever host the queue URL names.
+        const sqsEndpoint = await cli([
+            "fatal",
+            "list",
+            "--table",
+            s.tableName,
+            "--fatal-queue-url",
+            s.fatal.url,
+            "--sqs-endpoint",
+            "http://127.0.0.1:1",
+        ]);
+
+        // Assess
+        assert.deepEqual(json(flagged), keyStatus("t1", 2));
+        assert.equal(byDefault.code, 1);
+        assert.match(byDefault.stderr, /^error: ValidationException: /);
+        assert.deepEqual(json(profile), keyStatus("t1", 2));
+        assert.equal(noProfile.code, 1);
+        assert.match(noProfile.stderr, /^error: no AWS credentials: pass --profile or set the standard AWS variables \(.+\)\n$/);
+        assert.deepEqual(sqsEndpoint, {
+            code: 1,
+            stdout: "",
+            stderr: "error: could not reach http://127.0.0.1:1 (ECONNREFUSED): check --endpoint, --sqs-endpoint and --region\n",
+        });
+    });
+
+    it("reconcile --key and --all set eventual from the items, with progress on stderr; flagged items end it pending (exit 1)", async () => {
+        // Prepare: r1 and r2 counted, then their eventual counts lose records; r3 holds another writer's item the
+        // consumer has not seen.
+        const s = await counterSystem(servers(), "reconcile");
+        await s.client.create("r1", "a");
+        await s.client.create("r1", "b");
+        await s.client.create("r2", "c");
+        await s.drain();
+        await setEventual(s, "r1", 0);
+        await setEventual(s, "r2", 7);
+        await s.admin.send(
+            new PutItemCommand({ TableName: s.tableName, Item: { pk: { S: "r3" }, sk: { S: "d" }, counter_token: { S: newToken() } } }),
+        );
+        const result = (key: string, outcome: string, before: number, after: number, items: number, flagged = 0) => ({
+            key,
+            outcome,
+            eventualBefore: before,
+            eventualAfter: after,
+            items,
+            flagged,
+        });
+
+        // Act: one key; then every key; the stream counts the flagged item; every key again.
+        const one = await cli(["reconcile", "--key", "r1", ...s.flags]);
+        const all = await cli(["reconcile", "--all", ...s.flags]);
+        await s.drain();
+        const again = await cli(["reconcile", "--all", ...human(s.flags)]);
+        const exact = await cli(["reconcile", "--key", "r1", "r2", ...human(s.flags)]);
+
+        // Assess
+        assert.deepEqual(one, {
+            code: 0,
+            stderr: "reconcile: 0/1\nreconcile: 1/1 r1\n",
+            stdout: `${JSON.stringify({ results: [result("r1", "corrected", 0, 2, 2)], notStarted: [], incomplete: false }, null, 2)}\n`,
+        });
+        assert.equal(all.code, 1, all.stderr);
+        assert.equal(all.stderr, "reconcile: 0/2\nreconcile: 1/2 r2\nreconcile: 2/2 r3\n");
+        assert.deepEqual(JSON.parse(all.stdout), {
+            results: [result("r2", "corrected", 7, 1, 1), result("r3", "pending", 0, 0, 0, 1)],
+            notStarted: [],
+            incomplete: true,
+        });
+        assert.deepEqual(again, { code: 0, stderr: "reconcile: 0/0\n", stdout: "nothing to reconcile\n" });
+        assert.deepEqual(exact, {
+            code: 0,
+            stderr: "reconcile: 0/2\nreconcile: 1/2 r1\nreconcile: 2/2 r2\n",
+            stdout: [
+                "key  outcome  eventual before  eventual after  counted items  flagged",
+                "r1   exact                  2               2              2        0",
+                "r2   exact                  1               1              1        0",
+                "",
+            ].join("\n"),
+        });
+        for (const [key, n] of [
+            ["r1", 2],
+            ["r2", 1],
+            ["r3", 1],
+        ] as const) {
+            const bestEffort = key === "r3" ? 0 : n;
+            assert.deepEqual(
+                json(await cli(["status", "--key", key, ...without(s.flags, "--mode")])),
+                keyStatus(key, n, { bestEffort, value: n }),
+            );
+        }
     });
 });
