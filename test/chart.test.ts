@@ -1,6 +1,7 @@
 import { strict as assert } from "node:assert";
 import { chartSvg, niceStep, niceTicks, stepPath } from "../local/twin/chart";
 import { worstKeys } from "../local/twin/twin";
+import { crossingMark } from "../local/twin/report";
 import type { KeySnapshot } from "../local/harness/observe";
 
 describe("the twin's chart", () => {
@@ -33,6 +34,32 @@ describe("the twin's chart", () => {
         assert.equal((svg.match(/<path /g) ?? []).length, 2);
         assert.equal((svg.match(/>eventual</g) ?? []).length, 2);
         assert.ok(svg.includes(">tenant-001<") && svg.includes(">tenant-002<"));
+    });
+
+    it("marks a key's threshold crossings: a dashed line at each crossing's time, labelled with its fraction and direction", () => {
+        // Prepare
+        const started = 1_000_000;
+        const up = crossingMark({ id: "k:7:0.8:up", key: "k", threshold: 0.8, direction: "up", count: 8, time: started + 2_000 }, started);
+        const down = crossingMark(
+            { id: "k:9:1:down", key: "k", threshold: 1, direction: "down", count: 9, time: started + 4_000 },
+            started,
+        );
+
+        // Act
+        const svg = chartSvg("t", [
+            {
+                title: "k",
+                series: [{ name: "eventual", color: "#1f77b4", points: [[0, 0] as const, [5_000, 9] as const] }],
+                marks: [up, down],
+            },
+        ]);
+
+        // Assess
+        assert.deepEqual(up, { x: 2_000, label: "80%↑", color: "#e377c2" });
+        assert.deepEqual(down, { x: 4_000, label: "100%↓", color: "#17becf" });
+        assert.equal((svg.match(/stroke-dasharray="3,3"/g) ?? []).length, 2);
+        assert.ok(svg.includes(">80%↑<") && svg.includes(">100%↓<"));
+        assert.equal((svg.match(/<path /g) ?? []).length, 1);
     });
 
     it("picks the worst keys: not exact at the end first, then the most lag during the run", () => {

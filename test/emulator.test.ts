@@ -1,8 +1,7 @@
 import { PutItemCommand, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBStreamEvent } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
-import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import { DescribeStreamCommand, type DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import {
     LAMBDA_DEFAULTS,
     LAMBDA_IDLE_POLL_INTERVAL_MS,
@@ -10,6 +9,7 @@ import {
     validateSettings,
     type MappingSettings,
     type OnFailureRecord,
+    type StreamInvokeEvent,
 } from "../local/aws/mapping-emulator";
 import { createCounterTable } from "../local/engine/table";
 
@@ -31,7 +31,7 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
     async function setup(
         n: number,
         settings: Partial<MappingSettings>,
-        invoke: (e: DynamoDBStreamEvent) => Promise<unknown>,
+        invoke: (e: StreamInvokeEvent) => Promise<unknown>,
         now?: () => number,
     ) {
         const tableName = `emulator-${++tables}`;
@@ -377,6 +377,94 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
         assert.ok(emulator.stats.getRecordsMaxMs <= emulator.stats.getRecordsMs);
     });
 
+    it("under a tumbling window names the shard, the window and the state in every event", async () => {
+        // Prepare
+        const clock = Date.parse("2026-03-01T10:00:30.000Z");
+        const events: StreamInvokeEvent[] = [];
+        const { emulator, streamArn } = await setup(
+            3,
+            { batchSize: 10, tumblingWindowInSeconds: 60 },
+            async (event) => (events.push(event), { state: {}, batchItemFailures: [] }),
+            () => clock,
+        );
+        const streams = engine.streams();
+        const shards = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+        streams.destroy();
+
+        // Act
+        await emulator.drain();
+
+        // Assess
+        assert.equal(events.length, 1);
+        const { Records, ...rest } = events[0]!;
+        assert.deepEqual(
+            Records.map((r) => r.dynamodb!.Keys!.sk!.S),
+            ["r0", "r1", "r2"],
+        );
+        assert.deepEqual(rest, {
+            shardId: shards.StreamDescription!.Shards![0]!.ShardId,
+            eventSourceARN: streamArn,
+            window: { start: "2026-03-01T10:00:00.000Z", end: "2026-03-01T10:01:00.000Z" },
+            state: {},
+            isFinalInvokeForWindow: false,
+            isWindowTerminatedEarly: false,
+        });
+    });
+
+    it("under a tumbling window takes an answer without a state for a failed invocation", async () => {
+        // Prepare
+        const clock = Date.parse("2026-03-01T10:00:10.000Z");
+        const { emulator, batches, failures } = await setup(
+            2,
+            { batchSize: 10, tumblingWindowInSeconds: 60, maximumRetryAttempts: 1 },
+            async () => ({ batchItemFailures: [] }),
+            () => clock,
+        );
+
+        // Act
+        await emulator.drain();
+
+        // Assess: the first attempt and its one retry, then the on-failure destination.
+        assert.deepEqual(batches, [
+            ["r0", "r1"],
+            ["r0", "r1"],
+        ]);
+        assert.deepEqual(
+            failures.map((f) => [f.requestContext.condition, f.responseContext.functionError, f.DDBStreamBatchInfo.batchSize]),
+            [["RetryAttemptsExhausted", "Unhandled", 2]],
+        );
+        assert.equal(emulator.stats.functionErrors, 2);
+    });
+
+    it("closes a window that has ended with a final invocation of its own before delivering in the next", async () => {
+        // Prepare
+        let clock = Date.parse("2026-03-01T10:00:10.000Z");
+        const events: StreamInvokeEvent[] = [];
+        const { emulator, tableName } = await setup(
+            1,
+            { batchSize: 10, tumblingWindowInSeconds: 60 },
+            async (event) => (events.push(event), { state: {} }),
+            () => clock,
+        );
+        await emulator.drain();
+        clock += 60_000;
+        await dynamodb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: "k" }, sk: { S: "later" } } }));
+
+        // Act
+        await emulator.drain();
+
+        // Assess
+        assert.deepEqual(
+            events.map((e) => [e.Records.map((r) => r.dynamodb!.Keys!.sk!.S).join(","), e.window!.start, e.isFinalInvokeForWindow]),
+            [
+                ["r0", "2026-03-01T10:00:00.000Z", false],
+                ["", "2026-03-01T10:00:00.000Z", true],
+                ["later", "2026-03-01T10:01:00.000Z", false],
+            ],
+        );
+        assert.equal(emulator.stats.invocations, 3);
+    });
+
     it("rejects settings Lambda would reject, naming each", () => {
         assert.deepEqual(
             validateSettings({
@@ -385,13 +473,16 @@ describe("the event source mapping emulator, on DynamoDB Local's real stream", (
                 parallelizationFactor: 11,
                 maximumRecordAgeInSeconds: 30,
                 filterPatterns: ["[]"],
+                tumblingWindowInSeconds: 901,
             }),
             [
                 "[batchSize] must be an integer from 1 to 10000",
                 "[parallelizationFactor] must be an integer from 1 to 10",
                 "[maximumRecordAgeInSeconds] must be an integer from 60 to 604800 or -1",
+                "[tumblingWindowInSeconds] must be an integer from 1 to 900",
                 "[filterPatterns[0]] [pattern] must be a JSON object",
             ],
         );
+        assert.deepEqual(validateSettings({ ...LAMBDA_DEFAULTS, tumblingWindowInSeconds: 900 }), []);
     });
 });

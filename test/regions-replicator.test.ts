@@ -10,7 +10,7 @@ import {
 import { strict as assert } from "node:assert";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import { seededRandom } from "../local/engine/faults";
-import { canonical, Replicator, validateReplicatorOptions, type ReplicaEngine } from "../local/regions";
+import { canonical, Replicator, TtlSweep, validateReplicatorOptions, type ReplicaEngine } from "../local/regions";
 
 const REGIONS = ["r-a", "r-b", "r-c"] as const;
 /** The user's table (a stream of both images, as the component declares it) and a table with no stream, as a counters table may be. */
@@ -291,5 +291,82 @@ describe("the replicator over DynamoDB Local engines (local/regions/replicator.t
         } finally {
             await replicator.stop();
         }
+    });
+
+    describe("the counters table's TTL, run in every replica (local/regions/ttl-sweep.ts)", () => {
+        const expires = "hc_expires";
+        const counter = (id: string, extra: Record<string, AttributeValue> = {}) => ({ id: { S: id }, ...extra });
+        const putCounter = (name: (typeof REGIONS)[number], item: Record<string, AttributeValue>) =>
+            region(name).send(new PutItemCommand({ TableName: counters, Item: item }));
+        const sweep = (name: (typeof REGIONS)[number], skewMs: number, client = region(name)) =>
+            new TtlSweep({ dynamodb: client, table: counters, attribute: expires, now: () => Date.now() + skewMs });
+
+        it("deletes an item whose expiry passed, in the region whose copy expired, and the delete reaches every region; never an item still live anywhere", async () => {
+            // Prepare: each region's own items (their regional prefix), two of them expired, as the counters table holds them:
+            // a day of usage past its retention, a stream shard's progress two days on, an eventual item (no expiry).
+            const nowSeconds = Math.floor(Date.now() / 1000);
+            const expiredA = counter("#counter#@r-a#usage#2026-01-01", { [expires]: { N: String(nowSeconds - 10) }, creates: { N: "3" } });
+            const expiredB = counter("#counter#@r-b#usage#2026-01-02", { [expires]: { N: String(nowSeconds - 5) }, creates: { N: "1" } });
+            const progressB = counter("#counter#@r-b#shard#s-1", { [expires]: { N: String(nowSeconds + 48 * 3600) } });
+            const eventualC = counter("#counter#@r-c#eventual", { count: { N: "3" } });
+            const replicator = await Replicator.start({ engines: replicas, tables: [users, counters], delayMs: 20 });
+            try {
+                await putCounter("r-a", expiredA);
+                await putCounter("r-b", expiredB);
+                await putCounter("r-b", progressB);
+                await putCounter("r-c", eventualC);
+                await replicator.drain();
+                // Act: r-a's replica sweeps first (its clock on time), then r-b's (a minute behind) and r-c's (a minute ahead).
+                const [a, b, c] = [sweep("r-a", 0), sweep("r-b", -60_000), sweep("r-c", 60_000)];
+                const first = await a.sweep();
+                await replicator.drain();
+                const later = [await b.sweep(), await c.sweep()];
+                await replicator.drain();
+
+                // Assess: r-a's copies of both expired items went, and the deletes replicated; the live items stayed everywhere.
+                assert.deepEqual([first, ...later], [2, 0, 0]);
+                const live = [canonical(progressB), canonical(eventualC)].sort();
+                for (const items of await everywhere(counters)) {
+                    assert.deepEqual(items, live);
+                }
+                assert.equal(replicator.regionStats("r-a").sent, 1 + 2, "r-a's own item, then its two TTL deletes");
+            } finally {
+                await replicator.stop();
+            }
+        });
+
+        it("leaves an item rewritten with a later expiry between the sweep's scan and its delete", async () => {
+            // Prepare: an expired item, and a writer that extends its expiry just before the sweep's delete reaches it.
+            const nowSeconds = Math.floor(Date.now() / 1000);
+            await putCounter("r-a", counter("#counter#@r-a#shard#s-2", { [expires]: { N: String(nowSeconds - 1) } }));
+            const swept = engines[0]!.dynamodb({ direct: true });
+            swept.middlewareStack.add(
+                (next, context) => async (args) => {
+                    if (context.commandName === "DeleteItemCommand") {
+                        await region("r-a").send(
+                            new UpdateItemCommand({
+                                TableName: counters,
+                                Key: { id: { S: "#counter#@r-a#shard#s-2" } },
+                                UpdateExpression: "SET #e = :later",
+                                ExpressionAttributeNames: { "#e": expires },
+                                ExpressionAttributeValues: { ":later": { N: String(nowSeconds + 3600) } },
+                            }),
+                        );
+                    }
+                    return next(args);
+                },
+                { step: "initialize", name: "rewriteBeforeDelete" },
+            );
+
+            // Act
+            const deleted = await sweep("r-a", 0, swept).sweep();
+
+            // Assess
+            assert.equal(deleted, 0);
+            assert.deepEqual(await scan(region("r-a"), counters), [
+                canonical(counter("#counter#@r-a#shard#s-2", { [expires]: { N: String(nowSeconds + 3600) } })),
+            ]);
+            swept.destroy();
+        });
     });
 });

@@ -2,11 +2,13 @@
  * The local SQS server speaks the real SQS wire protocol and honours what the counter's queues rely
  * on: maxReceiveCount moves a message to the dead-letter target, a received and undeleted message
  * comes back after the visibility timeout, a long poll waits for a message, and a missing queue is
- * the real QueueDoesNotExist error.
+ * the real QueueDoesNotExist error. Its SNS side delivers what a topic publishes to the topic's SQS subscription.
  */
 import { ReceiveMessageCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { strict as assert } from "node:assert";
+import { PublishBatchCommand } from "@aws-sdk/client-sns";
 import { pollQueueOnce, startLocalSqs, type LocalSqs } from "../local/aws/sqs";
+import { TopicInbox } from "../local/aws/topic-inbox";
 
 describe("local SQS server", () => {
     let server: LocalSqs;
@@ -97,5 +99,29 @@ describe("local SQS server", () => {
         await assert.rejects(sqs.send(new ReceiveMessageCommand({ QueueUrl: `${server.endpoint}/000000000000/missing` })), {
             name: "QueueDoesNotExist",
         });
+    });
+
+    it("delivers every message a topic publishes to the topic's SQS subscription, once, in SNS's envelope", async () => {
+        // Prepare
+        const inbox = await TopicInbox.start<{ id: string }>(server, "events");
+        const sns = server.sns();
+
+        // Act
+        const published = await sns.send(
+            new PublishBatchCommand({
+                TopicArn: inbox.topicArn,
+                PublishBatchRequestEntries: ["a", "b", "c"].map((id, i) => ({ Id: String(i), Message: JSON.stringify({ id }) })),
+            }),
+        );
+        const received = await inbox.receive();
+        const again = await inbox.receive();
+
+        // Assess
+        assert.equal(inbox.topicArn, "arn:aws:sns:us-east-1:000000000000:events");
+        assert.deepEqual([published.Successful?.length, published.Failed ?? []], [3, []]);
+        assert.deepEqual([received, again], [3, 0]);
+        assert.deepEqual(inbox.received.map((m) => m.id).sort(), ["a", "b", "c"]);
+        sns.destroy();
+        inbox.close();
     });
 });

@@ -7,7 +7,7 @@ import { describeDeployedSystem } from "../local/deployment/system";
 import { API_ERRORS_LISTED, parseTwinArgs, UsageError, type TwinReport } from "../local/twin/twin";
 import { ENV } from "../runtime/shared/config";
 import { CallsInFlight } from "../local/harness/calls";
-import { pauseAfterRun } from "../local/twin/settler";
+import { pauseAfterRun, rateMinutes, settlerPeriodMs } from "../local/twin/settler";
 import type { HybridCounterClient } from "../runtime/client/client";
 
 const root = path.resolve(__dirname, "..");
@@ -17,12 +17,45 @@ function twin(args: string[]) {
     return spawnSync(tsx, ["local/twin/twin.ts", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, NODE_NO_WARNINGS: "1" } });
 }
 
+/** The one JSON line `--json` prints. */
+function reportOf(result: ReturnType<typeof twin>): TwinReport {
+    assert.equal(result.status, 0, result.stderr);
+    const lines = result.stdout.trim().split("\n");
+    assert.equal(lines.length, 1, "--json prints the report and nothing else");
+    return JSON.parse(lines[0]!) as TwinReport;
+}
+
+/** What every run must show: every key exact, every crossing received, every key's usage what the stream says. */
+function assertPasses(report: TwinReport): void {
+    assert.equal(report.exact, true);
+    assert.equal(report.eventual, report.live);
+    assert.equal(report.live, report.created - report.deleted);
+    assert.deepEqual(report.drift, []);
+    assert.equal(
+        Object.values(report.liveByKey).reduce((a, b) => a + b, 0),
+        report.live,
+    );
+    assert.ok(report.thresholds.events > 0, "the keys crossed their thresholds and the subscriber heard of it");
+    assert.ok(report.thresholds.crossings > 0);
+    assert.equal(report.thresholds.missed, 0);
+    assert.equal(report.thresholds.unmatched, 0);
+    assert.ok(report.thresholds.events >= report.thresholds.crossings);
+    assert.equal(report.usage.exact, true);
+    // One day of usage per key, two for a key whose traffic crossed midnight UTC.
+    assert.ok(report.usage.days >= report.keys && report.usage.days <= 2 * report.keys, `${report.usage.days} key-days`);
+    assert.equal(report.streamReads.errors, 0, report.streamReads.lastError ?? "");
+    assert.equal(report.lagSplitMs.unmatched, 0, "every write's count was seen committed");
+}
+
 describe("the local twin", () => {
     it("reads the deployed system from the component's recorded resources", async () => {
-        const run = await runProgramWithResult(() => new HybridCounterComponent("orders", { batchSize: 250, maximumRetryAttempts: 4 }));
-
+        // Act
+        const run = await runProgramWithResult(
+            () => new HybridCounterComponent("orders", { batchSize: 250, maximumRetryAttempts: 4, createThresholdTopic: true }),
+        );
         const system = describeDeployedSystem(run.resources);
 
+        // Assess
         assert.deepEqual(system.table, {
             name: system.table.name,
             hashKey: "pk",
@@ -42,6 +75,7 @@ describe("the local twin", () => {
                 reportBatchItemFailures: true,
                 filterPatterns: 2,
                 startingPosition: "TRIM_HORIZON",
+                tumblingWindowInSeconds: 900,
             },
         );
         assert.equal(system.consumer.environment[ENV.tableName], system.table.name);
@@ -49,11 +83,26 @@ describe("the local twin", () => {
         assert.equal(system.consumer.handler, "index.handler");
         assert.equal(system.maxReceiveCount, 5);
         assert.notEqual(system.firstDlqUrl, system.fatalDlqUrl);
+        const topics = run.resources.filter((r) => r.type === "aws:sns/topic:Topic" && r.state.arn === system.thresholdTopicArn);
+        assert.equal(topics.length, 1, "the consumer publishes to the topic the component created");
+        assert.equal(system.redrive.environment[ENV.thresholdTopicArn], system.thresholdTopicArn);
+        assert.equal(system.settler?.scheduleExpression, "rate(5 minutes)");
+        assert.equal(system.settler?.function.environment[ENV.thresholdTopicArn], system.thresholdTopicArn);
     });
 
-    it("parses its flags and names each bad one", () => {
+    it("reads no threshold topic and no settler from a component that deploys neither", async () => {
+        const run = await runProgramWithResult(() => new HybridCounterComponent("plain", { settlerEnabled: false }));
+
+        const system = describeDeployedSystem(run.resources);
+
+        assert.deepEqual([system.thresholdTopicArn, system.settler], [undefined, undefined]);
+        assert.equal(system.consumer.environment[ENV.thresholdTopicArn], undefined);
+    });
+
+    it("parses its flags and names each bad one; without --ops it runs a minute", () => {
         assert.deepEqual(parseTwinArgs(["--ops", "10", "--mode", "strict", "--limit", "3", "--json", "--seed-items", "500"]), {
             ops: 10,
+            durationSeconds: 0,
             keys: 8,
             concurrency: 8,
             deleteRatio: 0.3,
@@ -61,21 +110,30 @@ describe("the local twin", () => {
             mode: "strict",
             faults: 0.02,
             seed: 1,
-            durationSeconds: 0,
             json: true,
             chart: path.join("twin-output", "chart.svg"),
             chartKeys: 3,
             seedItems: 500,
         });
+        const defaults = parseTwinArgs([]);
+        assert.ok(defaults !== "help");
+        assert.deepEqual([defaults.ops, defaults.durationSeconds, defaults.limit, defaults.mode], [0, 60, 20, "utilization"]);
+        const watch = parseTwinArgs(["--watch"]);
+        assert.ok(watch !== "help");
+        assert.equal(watch.durationSeconds, Infinity);
         assert.throws(() => parseTwinArgs(["--ops", "0", "--faults", "2", "--mode", "exact"]), {
             name: "UsageError",
             message:
                 '--mode must be utilization or strict (got "exact")\n--ops must be an integer from 1 to 10000000 (got "0")\n--faults must be a number from 0 to 1 (got "2")',
         });
-        assert.throws(
-            () => parseTwinArgs(["--mode", "strict"]),
-            (e: unknown) => e instanceof UsageError && /needs --limit/.test(e.message),
-        );
+        assert.throws(() => parseTwinArgs(["--ops", "5", "--duration", "5"]), {
+            name: "UsageError",
+            message: "--ops and --duration exclude each other",
+        });
+        assert.throws(() => parseTwinArgs(["--limit", "0"]), {
+            name: "UsageError",
+            message: '--limit must be an integer from 1 to 1000000 (got "0")',
+        });
         assert.throws(
             () => parseTwinArgs(["--bogus"]),
             (e: unknown) => e instanceof UsageError && /Unknown option '--bogus'/.test(e.message),
@@ -109,63 +167,76 @@ describe("the local twin", () => {
         assert.deepEqual([during, after, calls.inFlight], [2, 1, 0]);
     });
 
-    it("pauses after a settler run to the end of its period, and not at all after a run that outlasted it", () => {
+    it("runs the settler on the component's schedule compressed, and pauses after a run to the end of its period", () => {
+        assert.deepEqual([rateMinutes("rate(5 minutes)"), rateMinutes("rate(1 hour)"), rateMinutes("rate(2 days)")], [5, 60, 2_880]);
+        assert.throws(() => rateMinutes("cron(0 * * * ? *)"), /is not a rate\(\) expression/);
+        const fn = { name: "settler", environment: {}, timeoutSeconds: 300, handler: "index.handler" };
+        assert.equal(settlerPeriodMs({ settler: { scheduleExpression: "rate(5 minutes)", function: fn } }, 60), 5_000);
+        assert.equal(settlerPeriodMs({}, 60), undefined);
         assert.deepEqual(
             [pauseAfterRun(1_000, 100), pauseAfterRun(1_000, 500), pauseAfterRun(1_000, 700), pauseAfterRun(1_000, 3_000)],
             [900, 500, 300, 0],
         );
     });
 
-    it("strict mode in the default placement, no faults: runs to its report (the counters table's first write does not end the stream read)", function () {
-        const result = twin(["--json", "--mode", "strict", "--limit", "10", "--ops", "300", "--faults", "0", "--keys", "4", "--seed", "3"]);
-        assert.equal(result.status, 0, result.stderr);
-        const report = JSON.parse(result.stdout.trim()) as TwinReport;
+    it("strict mode, no faults: exact, no API error, no key over its stored limit, every crossing received, usage as the stream says", function () {
+        // Act
+        const report = reportOf(
+            twin(["--json", "--mode", "strict", "--limit", "10", "--ops", "300", "--faults", "0", "--keys", "4", "--seed", "3"]),
+        );
+
+        // Assess
         assert.equal(report.ops, 300);
-        assert.equal(report.exact, true);
+        assert.equal(report.limit, 10);
+        assertPasses(report);
         assert.equal(report.apiErrors, 0);
-        assert.equal(report.eventual, report.live);
-        assert.equal(report.streamReads.errors, 0, report.streamReads.lastError ?? "");
+        assert.deepEqual(report.limitExceededKeys, []);
         for (const key of Object.keys(report.liveByKey)) {
             assert.ok(report.liveByKey[key]! <= 10, `${key}: live ${report.liveByKey[key]} within the limit`);
             assert.ok(report.bestEffortByKey[key]! >= report.liveByKey[key]!, `${key}: best-effort >= live`);
         }
-        // Held slots over time: one point per observation, the last one the keys' final best-effort - live.
+        assert.deepEqual(report.settings, {
+            batchSize: 100,
+            maximumRetryAttempts: 10,
+            maximumRecordAgeInSeconds: 21_600,
+            parallelizationFactor: 1,
+            tumblingWindowInSeconds: 900,
+        });
+        // Held slots over time: one point per observation and one per key at the end, the last the keys' final best-effort - live.
         assert.equal(report.bestEffortDriftOverTime, null);
         const held = report.heldSlotsOverTime!;
         assert.equal(held.length, report.observations + Object.keys(report.liveByKey).length);
         const finalHeld = Object.keys(report.liveByKey).reduce((n, k) => n + report.bestEffortByKey[k]! - report.liveByKey[k]!, 0);
         assert.equal(held.at(-1)![1], finalHeld);
+        assert.ok(report.heals.runs >= 1, "the settler's run after the drain");
     });
 
-    it("with 5% injected faults over 800 operations on 8 keys: exact, no API error, never an overcount", function () {
-        // The whole system on one machine. 800 operations, not 2,000 (this file took 791 s of one worker under heavy
-        // shared load, the suite's longest): 100 calls a key still make about two thousand API attempts, so the API
-        // meets every kind of fault dozens of times and the consumer meets faults on its side too (runtime-faults
-        // counted 13 on the consumer's side for 600 calls), and the settler still runs on its compressed schedule
-        // and after the drain.
-        const result = twin([
-            "--json",
-            "--faults",
-            "0.05",
-            "--ops",
-            "800",
-            "--keys",
-            "8",
-            "--seed",
-            "7",
-            "--chart",
-            ".local/test-twin-chart.svg",
-        ]);
-        assert.equal(result.status, 0, result.stderr);
-        const lines = result.stdout.trim().split("\n");
-        assert.equal(lines.length, 1, "--json prints the report and nothing else");
-        const report = JSON.parse(lines[0]!) as TwinReport;
+    it("utilization with 5% injected faults over 800 operations on 8 keys: exact, never an overcount, every crossing received, usage as the stream says", function () {
+        // Act
+        const report = reportOf(
+            twin([
+                "--json",
+                "--faults",
+                "0.05",
+                "--ops",
+                "800",
+                "--keys",
+                "8",
+                "--limit",
+                "12",
+                "--seed",
+                "7",
+                "--chart",
+                ".local/test-twin-chart.svg",
+            ]),
+        );
 
+        // Assess
         assert.equal(report.ops, 800);
-        assert.equal(report.exact, true);
-        // The contract's errors only. A delete may answer DeadlineExceededError when its writes outlast the
-        // client's deadline (a loaded machine can stretch a call past 10 s), and a call may return DynamoDB's
-        // own error for its request after every attempt met a fault: neither depends on nothing else going on.
+        assertPasses(report);
+        // The contract's errors only. A delete may answer DeadlineExceededError when its writes outlast the client's
+        // deadline (a loaded machine can stretch a call past 10 s), and a call may return DynamoDB's own error for its
+        // request after every attempt met a fault: neither depends on nothing else going on.
         assert.ok(report.apiErrors <= API_ERRORS_LISTED, `${report.apiErrors} API errors`);
         assert.equal(report.apiErrorList.length, report.apiErrors);
         for (const { operation, error } of report.apiErrorList) {
@@ -177,24 +248,16 @@ describe("the local twin", () => {
             assert.ok(deadline || dynamodb, `${operation}: ${error} is not an error the contract allows`);
         }
         assert.deepEqual(report.overcountKeys, []);
-        assert.equal(report.live, report.created - report.deleted);
-        assert.equal(report.eventual, report.live);
         assert.ok(report.bestEffort <= report.live);
         assert.ok(report.faultsInjected.api > 0 && report.faultsInjected.consumer > 0, "faults were injected on both sides");
-        assert.ok(report.observations > 0);
         assert.equal(report.chart, path.join(root, ".local", "test-twin-chart.svg"));
-        // The settler ran on the component's schedule (compressed), and the report shows every key's counters.
-        assert.ok(report.heals.runs > 0, `settler runs: ${report.heals.runs}`);
+        assert.ok(report.heals.runs >= 1, "the settler's run after the drain");
         assert.deepEqual(Object.keys(report.bestEffortByKey).sort(), Object.keys(report.liveByKey).sort());
         assert.equal(Object.keys(report.liveByKey).length, 8);
-        assert.equal(
-            Object.values(report.liveByKey).reduce((a, b) => a + b, 0),
-            report.live,
-        );
         for (const key of Object.keys(report.liveByKey)) {
             assert.ok(report.bestEffortByKey[key]! <= report.liveByKey[key]!, `${key}: best-effort <= live`);
         }
-        // Drift over time: one point per observation, the last one the keys' final |best-effort - live|.
+        // Drift over time: one point per observation and one per key at the end, the last the keys' final |best-effort - live|.
         assert.equal(report.heldSlotsOverTime, null);
         const drift = report.bestEffortDriftOverTime!;
         assert.equal(drift.length, report.observations + 8);

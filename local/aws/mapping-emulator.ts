@@ -1,9 +1,10 @@
 /**
  * An emulator of Lambda's event source mapping for a DynamoDB stream, for DynamoDB Local (which
  * never invokes Lambda). It polls the real stream through the Streams API and honours the mapping's
- * settings: starting position, filter criteria, batch size, batching window, parallelization factor
- * (per-item ordering), retries, bisect on function error, ReportBatchItemFailures checkpoints,
- * maximum record age, and the on-failure destination's metadata-only record.
+ * settings (mapping-settings.ts): starting position, filter criteria, batch size, batching window, parallelization
+ * factor (per-item ordering), retries, bisect on function error, ReportBatchItemFailures checkpoints, maximum record
+ * age, the on-failure destination's metadata-only record, and a tumbling window (the shard, window and state in every
+ * event, and a final invocation that closes each window).
  *
  * Like Lambda's poller, it reads one GetRecords page per shard per poll and invokes as soon as records
  * are there (or the window has passed), while the next page is read. Reading a shard until it answers
@@ -18,80 +19,26 @@ import {
     type GetRecordsCommandOutput,
     type Shard,
 } from "@aws-sdk/client-dynamodb-streams";
-import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
+import type { DynamoDBRecord } from "aws-lambda";
 import { createHash } from "node:crypto";
 import { toLambdaRecord } from "../../runtime/stream/reader";
 import { matchesAny, parsePattern } from "./filter";
+import {
+    validateSettings,
+    type MappingSettings,
+    type MappingStats,
+    type OnFailureRecord,
+    type StreamInvokeEvent,
+} from "./mapping-settings";
 
-export interface MappingSettings {
-    readonly batchSize: number;
-    readonly maximumBatchingWindowInSeconds: number;
-    readonly parallelizationFactor: number;
-    /** -1: retry until the record expires. */
-    readonly maximumRetryAttempts: number;
-    /** -1: no age limit. */
-    readonly maximumRecordAgeInSeconds: number;
-    readonly bisectBatchOnFunctionError: boolean;
-    readonly reportBatchItemFailures: boolean;
-    /** Filter criteria patterns (JSON strings); empty: every record is delivered. */
-    readonly filterPatterns: readonly string[];
-    readonly startingPosition: "TRIM_HORIZON" | "LATEST";
-    /**
-     * A tumbling window (1..900 s; 0: none). With one, every event names its shard, window and state, the function must
-     * answer with a `state`, and each window ends with a final invocation of its own.
-     */
-    readonly tumblingWindowInSeconds: number;
-}
-
-/** What Lambda does when a setting is left unset (FACTS: the documented defaults). */
-export const LAMBDA_DEFAULTS: MappingSettings = Object.freeze({
-    batchSize: 100,
-    maximumBatchingWindowInSeconds: 0,
-    parallelizationFactor: 1,
-    maximumRetryAttempts: -1,
-    maximumRecordAgeInSeconds: -1,
-    bisectBatchOnFunctionError: false,
-    reportBatchItemFailures: false,
-    filterPatterns: [],
-    startingPosition: "TRIM_HORIZON",
-    tumblingWindowInSeconds: 0,
-});
-
-/** The record Lambda sends to an SQS on-failure destination: metadata only, never the records. */
-export interface OnFailureRecord {
-    readonly requestContext: {
-        readonly requestId: string;
-        readonly functionArn: string;
-        readonly condition: "RetryAttemptsExhausted" | "RecordAgeExceeded";
-        readonly approximateInvokeCount: number;
-    };
-    readonly responseContext: {
-        readonly statusCode: number;
-        readonly executedVersion: string;
-        readonly functionError?: string;
-    };
-    readonly version: "1.0";
-    readonly timestamp: string;
-    readonly DDBStreamBatchInfo: {
-        readonly shardId: string;
-        readonly startSequenceNumber: string;
-        readonly endSequenceNumber: string;
-        readonly approximateArrivalOfFirstRecord: string;
-        readonly approximateArrivalOfLastRecord: string;
-        readonly batchSize: number;
-        readonly streamArn: string;
-    };
-}
-
-/** The event a mapping delivers: the records, and under a tumbling window the shard, window and state. */
-export type StreamInvokeEvent = DynamoDBStreamEvent & {
-    readonly shardId?: string;
-    readonly eventSourceARN?: string;
-    readonly window?: { readonly start: string; readonly end: string };
-    readonly state?: Record<string, string>;
-    readonly isFinalInvokeForWindow?: boolean;
-    readonly isWindowTerminatedEarly?: boolean;
-};
+export {
+    LAMBDA_DEFAULTS,
+    validateSettings,
+    type MappingSettings,
+    type MappingStats,
+    type OnFailureRecord,
+    type StreamInvokeEvent,
+} from "./mapping-settings";
 
 export type Invoke = (event: StreamInvokeEvent) => Promise<unknown>;
 
@@ -116,37 +63,6 @@ export interface MappingEmulatorOptions {
 
 /** Lambda's documented base polling rate for a DynamoDB stream shard: 4 times per second. */
 export const LAMBDA_IDLE_POLL_INTERVAL_MS = 250;
-
-export interface MappingStats {
-    invocations: number;
-    functionErrors: number;
-    partialFailures: number;
-    recordsRead: number;
-    recordsFiltered: number;
-    recordsDelivered: number;
-    bisections: number;
-    batchesToOnFailure: number;
-    recordsToOnFailure: number;
-    /** Wall time spent reading the stream and inside the function, in milliseconds. */
-    pollMs: number;
-    invokeMs: number;
-    /** GetRecords calls and the engine's time answering them: the stream's own part of the lag. */
-    getRecordsCalls: number;
-    getRecordsMs: number;
-    getRecordsMaxMs: number;
-    /** Shards seen in the stream's description (more than one: the stream rolled over to a child shard). */
-    shardsSeen: number;
-    /**
-     * Iterators taken again after the engine refused one (TrimmedDataAccessException, ExpiredIteratorException):
-     * DynamoDB Local numbers stream records across all its tables, so an iterator taken on a still-empty shard is
-     * refused once another table's stream moved on. The read resumes after the last record read, losing nothing.
-     */
-    iteratorsRenewed: number;
-    /** GetRecords calls that failed with any other error; the shard is read again at the next poll. */
-    readErrors: number;
-    /** The last such error, as `Name: message`; undefined while none. */
-    lastReadError?: string;
-}
 
 interface Pending {
     readonly record: DynamoDBRecord;
@@ -179,31 +95,6 @@ interface ShardState {
     /** Date.now() before which the shard is not read again (its last read was empty). */
     nextReadAt: number;
     readonly lanes: Lane[];
-}
-
-export function validateSettings(settings: MappingSettings): string[] {
-    const problems: string[] = [];
-    const range = (field: keyof MappingSettings, value: number, min: number, max: number, allowMinusOne = false) => {
-        if (!Number.isInteger(value) || ((value < min || value > max) && !(allowMinusOne && value === -1))) {
-            problems.push(`[${field}] must be an integer from ${min} to ${max}${allowMinusOne ? " or -1" : ""}`);
-        }
-    };
-    range("batchSize", settings.batchSize, 1, 10_000);
-    range("maximumBatchingWindowInSeconds", settings.maximumBatchingWindowInSeconds, 0, 300);
-    range("parallelizationFactor", settings.parallelizationFactor, 1, 10);
-    range("maximumRetryAttempts", settings.maximumRetryAttempts, 0, 10_000, true);
-    range("maximumRecordAgeInSeconds", settings.maximumRecordAgeInSeconds, 60, 604_800, true);
-    if (settings.tumblingWindowInSeconds !== 0) {
-        range("tumblingWindowInSeconds", settings.tumblingWindowInSeconds, 1, 900);
-    }
-    for (const [i, p] of settings.filterPatterns.entries()) {
-        try {
-            parsePattern(p);
-        } catch (error) {
-            problems.push(`[filterPatterns[${i}]] ${(error as Error).message}`);
-        }
-    }
-    return problems;
 }
 
 export class MappingEmulator {
@@ -536,7 +427,13 @@ export class MappingEmulator {
         const started = Date.now();
         try {
             await this.closeWindow(lane);
-            const response = await this.options.invoke(this.event(lane, batch.records.map((p) => p.record), false));
+            const response = await this.options.invoke(
+                this.event(
+                    lane,
+                    batch.records.map((p) => p.record),
+                    false,
+                ),
+            );
             if (s.tumblingWindowInSeconds > 0 && (response === null || typeof response !== "object" || !("state" in response))) {
                 // Under a tumbling window an answer without a state is a failed invocation.
                 throw new Error("the function answered a tumbling-window event without a state");

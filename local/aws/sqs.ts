@@ -1,20 +1,21 @@
 /**
- * SQS for local runs and tests.
+ * SQS and SNS for local runs and tests.
  *
- * `startLocalSqs()` starts a real SQS-protocol server (the `fauxqs` package) on a free 127.0.0.1
- * port: the AWS SDK talks to it over HTTP exactly as it talks to SQS, and it honours what the
+ * `startLocalSqs()` starts a real SQS- and SNS-protocol server (the `fauxqs` package) on a free 127.0.0.1
+ * port: the AWS SDK talks to it over HTTP exactly as it talks to SQS and SNS, and it honours what the
  * counter's queues rely on, checked by test/sqs-server.test.ts: a redrive policy's maxReceiveCount
  * (a message received that many times moves to the dead-letter target), visibility timeouts (a
- * received, undeleted message comes back after the timeout) and long polling (WaitTimeSeconds).
+ * received, undeleted message comes back after the timeout) and long polling (WaitTimeSeconds); and a
+ * topic's SQS subscription receives every message published to the topic, in SNS's envelope.
  * What it lacks: StartMessageMoveTask (the CLI's `redrive` moves messages itself, which works on SQS
  * too) and queue policies (ignored).
  *
  * Queue URLs name the server itself (`http://127.0.0.1:<port>/000000000000/<name>`), so an SDK client
  * given only a queue URL reaches the right server without an endpoint setting.
  *
- * `LocalQueues` is the older in-process stand-in, kept for the benchmark and the runtime tests that
- * only need a place to send messages to.
+ * `LocalQueues` is an in-process stand-in for the tests that only need a place to send messages to.
  */
+import { CreateTopicCommand, SNSClient, SubscribeCommand } from "@aws-sdk/client-sns";
 import { SQSClient, type Message, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-sqs";
 import { CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSEvent } from "aws-lambda";
@@ -39,6 +40,12 @@ export interface LocalSqs {
     client(options?: { maxAttempts?: number }): SQSClient;
     /** Creates a queue through the SQS API (CreateQueue), with the given attributes. */
     createQueue(name: string, attributes?: Record<string, string>): Promise<LocalQueue>;
+    /** A new SNS client for this server. */
+    sns(): SNSClient;
+    /** Creates a topic through the SNS API (CreateTopic); resolves its ARN. */
+    createTopic(name: string): Promise<string>;
+    /** Subscribes `queue` to the topic (Subscribe, protocol sqs): every message published reaches it in SNS's envelope. */
+    subscribe(topicArn: string, queue: LocalQueue): Promise<void>;
     stop(): Promise<void>;
 }
 
@@ -78,6 +85,8 @@ export async function startLocalSqs(): Promise<LocalSqs> {
     const makeClient = (options: { maxAttempts?: number } = {}): SQSClient =>
         new SQSClient({ region: LOCAL_REGION, endpoint, credentials: LOCAL_CREDENTIALS, ...options });
     const admin = makeClient();
+    const makeSns = (): SNSClient => new SNSClient({ region: LOCAL_REGION, endpoint, credentials: LOCAL_CREDENTIALS });
+    const sns = makeSns();
     let stopped = false;
     return {
         endpoint,
@@ -88,12 +97,20 @@ export async function startLocalSqs(): Promise<LocalSqs> {
             const attrs = await admin.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }));
             return { url, arn: attrs.Attributes!.QueueArn! };
         },
+        sns: makeSns,
+        async createTopic(name) {
+            return (await sns.send(new CreateTopicCommand({ Name: name }))).TopicArn!;
+        },
+        async subscribe(topicArn, queue) {
+            await sns.send(new SubscribeCommand({ TopicArn: topicArn, Protocol: "sqs", Endpoint: queue.arn }));
+        },
         async stop() {
             if (stopped) {
                 return;
             }
             stopped = true;
             admin.destroy();
+            sns.destroy();
             sqsStore.shutdown();
             await server.close();
         },

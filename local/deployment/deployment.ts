@@ -2,14 +2,14 @@
  * One configuration for every harness: the system a HybridCounterComponent deploys, set up on DynamoDB
  * Local from the component's own outputs under Pulumi mocks. The twin, the bench and the sweep build their
  * tables, their client and their handlers here, so that none of them measures a system nobody deploys; the
- * benches' stream consumer and its mapping are built from a deployment in pipeline.ts.
+ * functions, the mapping, the queues and the threshold topic are built from a deployment in pipeline.ts.
  *
- * Invariant: the client's configuration is the component's `clientConfig` output and the handlers' is read
- * from the consumer's environment by the function the Lambda itself runs (`handlerConfigFromEnv`); every
- * table is created as the component declares it (keys, stream, global secondary indexes), and a harness
- * whose client, as its constructor resolves its options, and any handler, as it reads its environment,
- * disagree on a table or a layout field is refused (`assertHarnessAgrees`), here and again where a harness
- * builds its own pair.
+ * Invariant: the client's configuration is the component's `clientConfig` output and every function's is read
+ * from its environment by the function the Lambda itself runs (`handlerConfigFromEnv`, `settlerConfigFromEnv`);
+ * every table is created as the component declares it (keys, stream, global secondary indexes), and a harness
+ * whose client, as its constructor resolves its options, and any function, as it reads its environment, disagree
+ * on a table, the layout, the selection, the mode, the ledger period, the shards or the regions is refused
+ * (`assertHarnessAgrees`), here and again where a harness builds its own pair.
  */
 import {
     CreateTableCommand,
@@ -21,8 +21,9 @@ import {
 import type { HybridCounterComponentArgs } from "../../components/args";
 import { HybridCounterComponent, type HybridCounterClientConfig } from "../../components/component";
 import type { HybridCounterClientOptions } from "../../runtime/client/client";
-import { resolveClientOptions, type ClientConfig } from "../../runtime/client/validation";
-import { handlerConfigFromEnv, type CounterTableConfig, type HandlerConfig } from "../../runtime/shared/config";
+import { resolveClientOptions } from "../../runtime/client/options";
+import { counterConfigFromEnv, handlerConfigFromEnv, type CounterConfig, type HandlerConfig } from "../../runtime/shared/config";
+import { regionsJson } from "../../runtime/regions/config";
 import { outputValue, runProgramWithResult, type RecordedResource } from "./pulumi-mocks";
 import { describeDeployedSystem, type DeployedSystem } from "./system";
 
@@ -31,19 +32,19 @@ export interface LocalDeployment {
     readonly system: DeployedSystem;
     /** The component's `clientConfig` output: what an API builds its client from. */
     readonly clientConfig: HybridCounterClientConfig;
-    /** The same, as the client's constructor resolves it: the tables and the layout with its selection. */
-    readonly clientLayout: ClientConfig;
+    /** The same, as the client's constructor resolves it: tables, layout, selection, mode, period, shards, regions. */
+    readonly clientLayout: CounterConfig;
     /** The consumer's configuration, read from its environment as the deployed handler reads it. */
     readonly handlerConfig: HandlerConfig;
     /** The user's table's stream, on the engine. */
     readonly streamArn: string;
 }
 
-/** A harness whose client and one of its handlers would count in different places. */
+/** A harness whose client and one of its functions would count in different places, or differently. */
 export class HarnessMismatchError extends Error {
     constructor(
         readonly fields: readonly string[],
-        /** The handler that disagrees with the client: consumer, redrive, settler. */
+        /** The function that disagrees with the client: consumer, redrive, settler. */
         readonly handler: string = "consumer",
     ) {
         super(`the client and the ${handler} disagree on ${fields.map((f) => `[${f}]`).join(", ")}`);
@@ -51,29 +52,36 @@ export class HarnessMismatchError extends Error {
     }
 }
 
-/** The fields compared as they are; `countersTableName` is compared with its default (the user's table) applied. */
-const LAYOUT_FIELDS = [
+/** The fields compared as they are. */
+const SAME_FIELDS = [
     "tableName",
+    "countersTableName",
     "partitionKey",
     "sortKey",
     "deletedAttribute",
     "tokenAttribute",
     "counterPrefix",
     "countAttribute",
-] as const satisfies ReadonlyArray<keyof CounterTableConfig>;
+    "mode",
+    "periodMs",
+] as const satisfies ReadonlyArray<keyof CounterConfig>;
 
-/** Throws HarnessMismatchError naming every table or layout field on which the client and a handler (`handler`) differ. */
-export function assertSameSystem(client: CounterTableConfig, consumer: CounterTableConfig, handler = "consumer"): void {
-    const fields: string[] = LAYOUT_FIELDS.filter((field) => client[field] !== consumer[field]);
-    if ((client.countersTableName ?? client.tableName) !== (consumer.countersTableName ?? consumer.tableName)) {
-        fields.push("countersTableName");
-    }
-    if (JSON.stringify(client.selection) !== JSON.stringify(consumer.selection)) {
+/** Throws HarnessMismatchError naming every field on which the client and a function (`handler`) differ. */
+export function assertSameSystem(client: CounterConfig, other: CounterConfig, handler = "consumer"): void {
+    const fields: string[] = SAME_FIELDS.filter((field) => client[field] !== other[field]);
+    if (JSON.stringify(client.selection) !== JSON.stringify(other.selection)) {
         fields.push("selection");
     }
-    // A client and a consumer on different shard counts would put units and markers where the other never reads.
-    if ((client.counterShards ?? 1) !== (consumer.counterShards ?? 1)) {
+    // A client and a consumer on different shard counts would put units where the other never reads.
+    if ((client.counterShards ?? 1) !== (other.counterShards ?? 1)) {
         fields.push("counterShards");
+    }
+    const regions = (c: CounterConfig) => (c.regions === undefined ? "" : regionsJson(c.regions));
+    if (regions(client) !== regions(other)) {
+        fields.push("regions");
+    }
+    if ((client.regionAttribute ?? "") !== (other.regionAttribute ?? "")) {
+        fields.push("regionAttribute");
     }
     if (fields.length > 0) {
         throw new HarnessMismatchError(fields, handler);
@@ -81,18 +89,21 @@ export function assertSameSystem(client: CounterTableConfig, consumer: CounterTa
 }
 
 /**
- * The check every harness runs on the pair it is about to start: `clientOptions` as `new HybridCounterClient`
- * resolves them (the flat selection of `clientConfig` included), against each handler's environment as the
- * deployed function reads it (`handlerConfigFromEnv`, which the settler's configuration builds on too).
- * Returns the client's tables and layout; throws HarnessMismatchError naming the handler and every field.
+ * The check every harness runs on the system it is about to start: `clientOptions` as `new HybridCounterClient`
+ * resolves them (the flat selection of `clientConfig` included), against each function's environment as the deployed
+ * function reads the counter's part of it (`counterConfigFromEnv`, which the consumer's, the redrive's and the
+ * settler's readers build on). Returns the client's configuration; throws HarnessMismatchError naming the function
+ * and every field.
  */
 export function assertHarnessAgrees(
     clientOptions: HybridCounterClientOptions,
-    handlerEnvironments: Readonly<Record<string, Readonly<Record<string, string>>>>,
-): ClientConfig {
+    handlerEnvironments: Readonly<Record<string, Readonly<Record<string, string>> | undefined>>,
+): CounterConfig {
     const client = resolveClientOptions(clientOptions).config;
     for (const [handler, environment] of Object.entries(handlerEnvironments)) {
-        assertSameSystem(client, handlerConfigFromEnv(environment), handler);
+        if (environment !== undefined) {
+            assertSameSystem(client, counterConfigFromEnv(environment), handler);
+        }
     }
     return client;
 }
@@ -107,7 +118,7 @@ export async function deployLocally(admin: DynamoDBClient, name: string, args: H
     const clientConfig = await outputValue(run.result.clientConfig);
     const clientLayout = assertHarnessAgrees(
         { ...clientConfig, dynamodb: admin },
-        { consumer: system.consumer.environment, redrive: system.redrive.environment },
+        { consumer: system.consumer.environment, redrive: system.redrive.environment, settler: system.settler?.function.environment },
     );
     const handlerConfig = handlerConfigFromEnv(system.consumer.environment);
     let streamArn: string | undefined;
@@ -130,7 +141,10 @@ interface DeclaredIndex {
     readonly projectionType?: string;
 }
 
-/** Creates one table as the component declared it; resolves its stream's ARN (undefined without one). */
+/**
+ * Creates one table as the component declared it; resolves its stream's ARN (undefined without one). DynamoDB Local
+ * ignores TTL: a run that needs it sweeps the table itself (local/regions/ttl-sweep.ts).
+ */
 export async function createDeclaredTable(admin: DynamoDBClient, table: RecordedResource): Promise<string | undefined> {
     const inputs = table.inputs as {
         hashKey: string;

@@ -16,8 +16,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { AttributeValue, DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { InitializeMiddleware } from "@smithy/types";
-import { bestEffortSortKey, type CounterTableConfig } from "../../runtime/shared/config";
-import { shardCount, shardOfPartitionKey } from "../../runtime/shards/layout";
+import type { CounterConfig } from "../../runtime/shared/config";
+import { shardOfPartitionKey } from "../../runtime/shared/keys";
+import { parseCounterSortKey } from "../../runtime/client/read";
 import { faultError } from "../engine/faults";
 
 /** What a request is, for the rules. */
@@ -69,7 +70,7 @@ export class CallFaults<F> {
     readonly writes = new Map<string, number[]>();
 
     constructor(
-        private readonly layout: CounterTableConfig,
+        private readonly layout: CounterConfig,
         private readonly rules: CallFaultRules<F>,
     ) {}
 
@@ -142,15 +143,17 @@ export class CallFaults<F> {
             const at = t.Key ?? t.Item;
             const partition = at?.[this.layout.partitionKey]?.S;
             const lowers = write && Object.values(t.ExpressionAttributeValues ?? {}).some((v) => v.N !== undefined && Number(v.N) < 0);
+            const sortKey = at?.[this.layout.sortKey]?.S;
             if (
-                t.TableName === (this.layout.countersTableName ?? this.layout.tableName) &&
-                at?.[this.layout.sortKey]?.S === bestEffortSortKey(this.layout)
+                t.TableName === this.layout.countersTableName &&
+                sortKey !== undefined &&
+                parseCounterSortKey(this.layout.counterPrefix, sortKey)?.kind === "best-effort"
             ) {
                 return {
                     target: "best-effort",
                     write,
                     lowers,
-                    key: partition === undefined ? undefined : shardOfPartitionKey(partition, shardCount(this.layout)).key,
+                    key: partition === undefined ? undefined : shardOfPartitionKey(partition).key,
                 };
             }
             if (t.TableName === this.layout.tableName) {

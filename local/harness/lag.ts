@@ -1,25 +1,27 @@
 /**
  * Measures the lag a user of the eventual counter sees, and splits it where it arises.
  *
- * Definition: an item's lag is the time from the moment the API call that wrote it (a creation or
- * a deletion) returned, to the moment the transaction that committed its count returned from the
- * engine. The commit is observed on the consumer's own DynamoDB client (a successful
- * TransactWriteItems that touched the item), not inferred from the invocation's end.
+ * Definition: an item's lag is the time from the moment the API call that wrote it (a creation or a deletion)
+ * returned, to the moment the write that applied its record to the key's eventual counter returned from the engine.
+ * The commit is observed on the consumer's own DynamoDB client (a successful UpdateItem of the key's eventual item that
+ * moved its stream mark, runtime/stream/plan.ts), not inferred from the invocation's end.
  *
- * Invariant: every sample pairs one write with the first commit that touched the same item after
- * the mapping read that write's stream record, so a sample is never counted twice and never taken
- * from a commit that could not have contained the write.
+ * Invariant: every sample pairs one write with the first commit of its key whose mark reached the write's record after
+ * the mapping read that record, so a sample is never counted twice and never taken from a commit that could not have
+ * applied the write (a mark covers exactly the records of its key up to it: runtime/stream/marks.ts).
  *
  * The lag splits at the moment the mapping read the record from the stream:
- * - stream: write -> read. DynamoDB Local's stream (how soon GetRecords shows a record, and how long
- *   it takes to answer) plus Lambda's polling cadence, which the mapping emulator reproduces.
- * - pipeline: read -> commit. Ours: batching, the invocation, and the consumer's transactions.
+ * - stream: write -> read. DynamoDB Local's stream (how soon GetRecords shows a record, and how long it takes to
+ *   answer) plus Lambda's polling cadence, which the mapping emulator reproduces.
+ * - pipeline: read -> commit. Ours: batching, the invocation, and the consumer's writes.
  */
-import type { DynamoDBClient, ServiceInputTypes, ServiceOutputTypes, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import type { AttributeValue, DynamoDBClient, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import type { DeserializeMiddleware } from "@smithy/types";
-import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
-import { markerId, type CounterTableLayout } from "../../runtime/shared/config";
-import { classifyRecord } from "../../runtime/stream/records";
+import type { DynamoDBRecord } from "aws-lambda";
+import type { CounterConfig } from "../../runtime/shared/config";
+import { isCounted, type ItemImage } from "../../runtime/shared/selection";
+import { parseCounterSortKey } from "../../runtime/client/read";
+import { paddedSequence } from "../../runtime/stream/records";
 
 export interface LagFigures {
     readonly p50: number;
@@ -32,7 +34,7 @@ export interface LagBreakdown {
     readonly total: LagFigures;
     /** Write -> the mapping read the record: DynamoDB Local's stream and Lambda's polling cadence. */
     readonly stream: LagFigures;
-    /** Read -> commit: batching, invocation and the consumer's transactions. */
+    /** Read -> commit: batching, invocation and the consumer's writes. */
     readonly pipeline: LagFigures;
     /** Writes measured. */
     readonly samples: number;
@@ -50,18 +52,40 @@ export interface LagSplit {
     readonly engine: { readonly getRecordsMeanMs: number; readonly getRecordsMaxMs: number; readonly shards: number };
 }
 
+type Kind = "create" | "delete";
+
 interface PendingWrite {
-    readonly kind: "create" | "delete";
+    readonly id: string;
+    readonly kind: Kind;
     readonly at: number;
     readAt?: number;
+    /** The padded sequence number of the record the mapping read for it. */
+    sequence?: string;
+}
+
+/** What a record does to its key's count: counted(new) - counted(old), as the consumer applies it. */
+export function recordKind(
+    record: DynamoDBRecord,
+    config: CounterConfig,
+): { key: string; id: string; kind: Kind; sequence: string } | undefined {
+    const stream = record.dynamodb;
+    const key = stream?.Keys?.[config.partitionKey]?.S;
+    const id = stream?.Keys?.[config.sortKey]?.S;
+    if (key === undefined || id === undefined || stream?.SequenceNumber === undefined) {
+        return undefined;
+    }
+    const delta =
+        (isCounted(stream.NewImage as ItemImage | undefined, config) ? 1 : 0) -
+        (isCounted(stream.OldImage as ItemImage | undefined, config) ? 1 : 0);
+    return delta === 0 ? undefined : { key, id, kind: delta > 0 ? "create" : "delete", sequence: paddedSequence(stream.SequenceNumber) };
 }
 
 export class LagMeter {
-    /** Writes not yet seen committed, per item. */
+    /** Writes not yet seen committed, per key. */
     private readonly pending = new Map<string, PendingWrite[]>();
     private readonly seen = new Set<string>();
-    /** Records the mapping read before the API call that wrote them had returned (a loaded machine). */
-    private readonly readEarly = new Map<string, number>();
+    /** Records the mapping read before the API call that wrote them had returned (a loaded machine), per key. */
+    private readonly readEarly = new Map<string, Array<{ id: string; kind: Kind; at: number; sequence: string }>>();
     private readonly total: number[] = [];
     private readonly stream: number[] = [];
     private readonly pipeline: number[] = [];
@@ -70,119 +94,117 @@ export class LagMeter {
     /** Records the consumer counted (creations and deletions it acted on), from the invocations. */
     counted = 0;
 
-    constructor(private readonly layout: CounterTableLayout) {}
+    constructor(private readonly config: CounterConfig) {}
 
     /** The API call that created (delta 1) or deleted (delta -1) `id` under `key` returned at `at`. */
     wrote(event: { key: string; id: string; delta: 1 | -1; at: number }): void {
-        const kind = event.delta === 1 ? "create" : "delete";
-        const once = `${itemKey(event.key, event.id)}\u0000${kind}`;
+        const kind: Kind = event.delta === 1 ? "create" : "delete";
+        const once = onceOf(event.key, event.id, kind);
         if (this.seen.has(once)) {
             return;
         }
         this.seen.add(once);
-        const item = itemKey(event.key, event.id);
-        const list = this.pending.get(item) ?? [];
-        const readAt = this.readEarly.get(once);
-        this.readEarly.delete(once);
-        list.push(readAt === undefined ? { kind, at: event.at } : { kind, at: event.at, readAt });
-        this.pending.set(item, list);
+        const early = this.readEarly.get(event.key);
+        const read = early?.findIndex((r) => r.id === event.id && r.kind === kind) ?? -1;
+        const write: PendingWrite = { id: event.id, kind, at: event.at };
+        if (read >= 0) {
+            const [r] = early!.splice(read, 1);
+            write.readAt = r!.at;
+            write.sequence = r!.sequence;
+        }
+        listOf(this.pending, event.key).push(write);
     }
 
     /** The mapping read `record` from the stream at `at` (the emulator's `onRead`). */
     read(record: DynamoDBRecord, at: number): void {
         this.readsObserved = true;
-        const c = classifyRecord(record, this.layout);
-        if (c.type !== "change") {
+        const c = recordKind(record, this.config);
+        if (c === undefined) {
             return;
         }
-        const kind: PendingWrite["kind"] = c.change.after ? "create" : "delete";
-        const item = itemKey(c.change.counterKey, c.change.id);
-        const write = this.pending.get(item)?.find((w) => w.kind === kind && w.readAt === undefined);
-        if (write) {
+        const write = this.pending.get(c.key)?.find((w) => w.id === c.id && w.kind === c.kind && w.readAt === undefined);
+        if (write !== undefined) {
             write.readAt = at;
-        } else if (!this.seen.has(`${item}\u0000${kind}`)) {
-            this.readEarly.set(`${item}\u0000${kind}`, at);
+            write.sequence = c.sequence;
+        } else if (!this.seen.has(onceOf(c.key, c.id, c.kind))) {
+            listOf(this.readEarly, c.key).push({ id: c.id, kind: c.kind, at, sequence: c.sequence });
         }
     }
 
     /**
-     * Watches `client` (the consumer's, the redrive's) for committed transactions. Sits innermost in
-     * the SDK's stack, so a commit whose response an injected fault then discards still counts.
+     * Watches `client` (the consumer's, the redrive's) for the writes that apply records. Sits innermost in the SDK's
+     * stack, so a commit whose response an injected fault then discards still counts.
      */
     watchCommits(client: DynamoDBClient): void {
         const middleware: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-            if (context.commandName !== "TransactWriteItemsCommand") {
+            if (context.commandName !== "UpdateItemCommand") {
                 return next(args);
             }
             const sentAt = Date.now();
             const result = await next(args);
-            this.committed((args.input as { TransactItems?: TransactWriteItem[] }).TransactItems ?? [], sentAt, Date.now());
+            const input = args.input as {
+                Key?: Record<string, AttributeValue>;
+                ExpressionAttributeValues?: Record<string, AttributeValue>;
+            };
+            const key = input.Key?.[this.config.partitionKey]?.S;
+            const sortKey = input.Key?.[this.config.sortKey]?.S ?? "";
+            const mark = input.ExpressionAttributeValues?.[":m"]?.S;
+            if (key !== undefined && mark !== undefined && parseCounterSortKey(this.config.counterPrefix, sortKey)?.kind === "eventual") {
+                this.committed(key, mark.split("|")[0]!, sentAt, Date.now());
+            }
             return result;
         };
         client.middlewareStack.add(middleware, { step: "deserialize", name: "hybridCounterLagMeter", priority: "low" });
     }
 
     /**
-     * A transaction sent at `sentAt` committed at `at`. A marker set "counted" counts the item's
-     * creation; a marker set "uncounted" counts its deletion and, when both were in one batch, its
-     * creation too. Only writes the mapping had read before `sentAt` can be in the transaction.
+     * A write sent at `sentAt` applied `key`'s records up to `marked` (a padded sequence number) and returned at `at`.
+     * Only writes the mapping had read before `sentAt` can be in it.
      */
-    committed(actions: readonly TransactWriteItem[], sentAt: number, at: number): void {
-        for (const action of actions) {
-            const update = action.Update;
-            const pk = update?.Key?.[this.layout.partitionKey]?.S;
-            const sk = update?.Key?.[this.layout.sortKey]?.S;
-            const id = sk === undefined ? undefined : markerId(this.layout, sk);
-            const target = update?.ExpressionAttributeValues?.[":target"]?.S;
-            if (pk === undefined || id === undefined || (target !== "counted" && target !== "uncounted")) {
-                continue;
+    committed(key: string, marked: string, sentAt: number, at: number): void {
+        const early = this.readEarly.get(key) ?? [];
+        for (const r of early.filter((e) => e.sequence <= marked && e.at <= sentAt)) {
+            // Counted before the API call that wrote it returned: the user saw no lag at all.
+            early.splice(early.indexOf(r), 1);
+            this.seen.add(onceOf(key, r.id, r.kind));
+            this.total.push(0);
+            this.stream.push(0);
+            this.pipeline.push(Math.max(0, at - r.at));
+        }
+        const writes = this.pending.get(key);
+        if (writes === undefined) {
+            return;
+        }
+        const left = writes.filter((w) => {
+            const inCommit = this.readsObserved ? w.readAt !== undefined && w.readAt <= sentAt && w.sequence! <= marked : w.at <= sentAt;
+            if (!inCommit) {
+                return true;
             }
-            const kinds: ReadonlyArray<PendingWrite["kind"]> = target === "counted" ? ["create"] : ["create", "delete"];
-            const item = itemKey(pk, id);
-            for (const kind of kinds) {
-                // Counted before the API call that wrote it returned: the user saw no lag at all.
-                const once = `${item}\u0000${kind}`;
-                const readAt = this.readEarly.get(once);
-                if (readAt !== undefined && readAt <= sentAt) {
-                    this.readEarly.delete(once);
-                    this.seen.add(once);
-                    this.total.push(0);
-                    this.stream.push(0);
-                    this.pipeline.push(Math.max(0, at - readAt));
-                }
+            this.total.push(Math.max(0, at - w.at));
+            if (w.readAt !== undefined) {
+                this.stream.push(Math.max(0, w.readAt - w.at));
+                this.pipeline.push(Math.max(0, at - Math.max(w.readAt, w.at)));
             }
-            const writes = this.pending.get(item);
-            if (!writes) {
-                continue;
-            }
-            const left = writes.filter((w) => {
-                const readBy = this.readsObserved ? w.readAt : w.at;
-                if (!kinds.includes(w.kind) || readBy === undefined || readBy > sentAt) {
-                    return true;
-                }
-                this.total.push(Math.max(0, at - w.at));
-                if (w.readAt !== undefined) {
-                    this.stream.push(Math.max(0, w.readAt - w.at));
-                    this.pipeline.push(Math.max(0, at - Math.max(w.readAt, w.at)));
-                }
-                return false;
-            });
-            if (left.length === 0) {
-                this.pending.delete(item);
-            } else {
-                this.pending.set(item, left);
-            }
+            return false;
+        });
+        if (left.length === 0) {
+            this.pending.delete(key);
+        } else {
+            this.pending.set(key, left);
         }
     }
 
-    /** An invocation returned: counts the records before its checkpoint (if any) as processed. */
-    invoked(event: DynamoDBStreamEvent, response: DynamoDBBatchResponse | undefined): void {
+    /** An invocation returned: counts the records before its checkpoint (if any) that move a count. */
+    invoked(
+        event: { readonly Records?: DynamoDBRecord[] },
+        response: { readonly batchItemFailures?: Array<{ itemIdentifier: string }> } | undefined,
+    ): void {
         const checkpoint = response?.batchItemFailures?.[0]?.itemIdentifier;
-        for (const record of event.Records) {
+        for (const record of event.Records ?? []) {
             if (checkpoint !== undefined && record.dynamodb?.SequenceNumber === checkpoint) {
                 return;
             }
-            if (classifyRecord(record, this.layout).type === "change") {
+            if (recordKind(record, this.config) !== undefined) {
                 this.counted++;
             }
         }
@@ -224,8 +246,17 @@ export class LagMeter {
     }
 }
 
-function itemKey(key: string, id: string): string {
-    return `${key}\u0000${id}`;
+function onceOf(key: string, id: string, kind: Kind): string {
+    return `${key}\u0000${id}\u0000${kind}`;
+}
+
+function listOf<T>(map: Map<string, T[]>, key: string): T[] {
+    let list = map.get(key);
+    if (list === undefined) {
+        list = [];
+        map.set(key, list);
+    }
+    return list;
 }
 
 function summarize(values: readonly number[]): LagFigures {

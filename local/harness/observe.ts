@@ -1,25 +1,19 @@
-/** Observes one counter key: both counters, its markers and its items. */
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { queryPartition } from "../../runtime/heal/partition";
-import {
-    COUNTER_ATTRIBUTES,
-    MARKER_STATE,
-    bestEffortSortKey,
-    eventualSortKey,
-    markerId,
-    type CounterTableLayout,
-} from "../../runtime/shared/config";
-import { isLive, isSelected, isSoftDeleted } from "../../runtime/shared/selection";
-import { shardPartitionKey } from "../../runtime/shards/layout";
+/** Observes one counter key: both counters, and its items in the user's table. */
+import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { CounterConfig } from "../../runtime/shared/config";
+import { readKeyCounters } from "../../runtime/client/read";
+import { isCounted, isLive, isSelected, isSoftDeleted } from "../../runtime/shared/selection";
+import { numberOf } from "../../runtime/shared/keys";
+import { homeShard, shardCount } from "../../runtime/shards/layout";
 
 export interface KeySnapshot {
     readonly bestEffort: number;
     readonly eventual: number;
-    /** Items the selection counts that are not soft-deleted: the true count. */
+    /** Items the selection counts that are live (selected, owned, not soft-deleted): the true count. */
     readonly live: number;
-    /** Markers whose state is "counted" (the eventual counter's invariant: eventual == counted). */
+    /** Live items carrying the counter's counted flag: what eventual counts once the stream has drained. */
     readonly counted: number;
-    /** Selected items that are soft-deleted and not yet removed. */
+    /** Selected items that are soft-deleted and not yet removed (tombstones). */
     readonly softDeleted: number;
 }
 
@@ -29,73 +23,50 @@ export interface KeyObservation extends KeySnapshot {
     readonly clientLive: number;
     /** Query pages it took. */
     readonly pages: number;
-    /** Per shard of the key's counting (one entry when unsharded): its best-effort, eventual partial and counted markers. */
-    readonly shards: ReadonlyArray<{ readonly bestEffort: number; readonly eventual: number; readonly counted: number }>;
+    /** Per shard of the key's best-effort (one entry when unsharded): its count, and the live items homed there. */
+    readonly shards: ReadonlyArray<{ readonly bestEffort: number; readonly live: number }>;
 }
 
 /**
- * Reads a key's partition with strongly consistent Queries: in the user's table, and in the counters
- * table when it is another one. In the same-table placement, when the partition fits one page (1 MB),
- * the counters and the items are one observation; `pages` says how many reads it took. A sharded key's
- * counting is read shard by shard (`counterShards` partitions of the counters table, runtime/shards/layout.ts).
+ * Reads a key with strongly consistent Queries: its counters first (one Query per shard, runtime/client/read.ts), then
+ * its partition of the user's table. The two reads are two instants: a call of the key in flight between them may
+ * show (local/harness/calls.ts says by how much).
  */
-export async function snapshotKey(
-    reader: DynamoDBClient,
-    tableName: string,
-    layout: CounterTableLayout,
-    key: string,
-    countersTableName: string = tableName,
-    counterShards = 1,
-): Promise<KeyObservation> {
-    let bestEffort = 0;
-    let eventual = 0;
+export async function snapshotKey(reader: DynamoDBClient, config: CounterConfig, key: string): Promise<KeyObservation> {
+    const counters = await readKeyCounters(reader, config, key);
+    const shards = Array.from({ length: shardCount(config) }, (_, shard) => ({
+        bestEffort: numberOf(counters.shards[shard], config.countAttribute),
+        live: 0,
+    }));
     let live = 0;
     let counted = 0;
     let softDeleted = 0;
     let clientLive = 0;
-    let pages = 0;
-    const shards = Array.from({ length: counterShards }, () => ({ bestEffort: 0, eventual: 0, counted: 0 }));
-    // The user's partition, and each shard's partition of the counters table (shard 0 is the key's own).
-    const partitions: Array<{ table: string; key: string; shard?: number }> =
-        countersTableName === tableName
-            ? [{ table: tableName, key, shard: 0 }]
-            : [
-                  ...shards.map((_, shard) => ({ table: countersTableName, key: shardPartitionKey(key, shard), shard })),
-                  { table: tableName, key },
-              ];
-    // Counts the pages as they are sent.
-    const send = <T>(request: () => Promise<T>): Promise<T> => {
+    let pages = shards.length;
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+        const page = await reader.send(
+            new QueryCommand({
+                TableName: config.tableName,
+                KeyConditionExpression: "#pk = :pk",
+                ExpressionAttributeNames: { "#pk": config.partitionKey },
+                ExpressionAttributeValues: { ":pk": { S: key } },
+                ConsistentRead: true,
+                ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+            }),
+        );
         pages++;
-        return request();
-    };
-    for (const partition of partitions) {
-        const table = partition.table;
-        const items = await queryPartition(reader, { tableName: table, partitionKey: layout.partitionKey, key: partition.key }, { send });
-        const shard = partition.shard === undefined ? undefined : shards[partition.shard]!;
-        for (const item of items) {
-            const sk = item[layout.sortKey]?.S ?? "";
-            if (shard !== undefined && sk.startsWith(layout.counterPrefix)) {
-                if (sk === bestEffortSortKey(layout)) {
-                    shard.bestEffort = Number(item[layout.countAttribute]?.N ?? 0);
-                    bestEffort += shard.bestEffort;
-                } else if (sk === eventualSortKey(layout)) {
-                    shard.eventual = Number(item[layout.countAttribute]?.N ?? 0);
-                    eventual += shard.eventual;
-                } else if (markerId(layout, sk) !== undefined && item[COUNTER_ATTRIBUTES.state]?.S === MARKER_STATE.counted) {
-                    shard.counted++;
-                    counted++;
-                }
-            } else if (table === tableName && partition.key === key) {
-                if (isLive(item, layout)) {
-                    live++;
-                    if (item[layout.tokenAttribute] !== undefined) {
-                        clientLive++;
-                    }
-                } else if (isSelected(item, layout) && isSoftDeleted(item, layout)) {
-                    softDeleted++;
-                }
+        for (const item of page.Items ?? []) {
+            if (isLive(item, config)) {
+                live++;
+                counted += isCounted(item, config) ? 1 : 0;
+                clientLive += item[config.tokenAttribute]?.S === undefined ? 0 : 1;
+                shards[homeShard(item[config.sortKey]?.S ?? "", shards.length)]!.live++;
+            } else if (isSelected(item, config) && isSoftDeleted(item, config)) {
+                softDeleted++;
             }
         }
-    }
-    return { bestEffort, eventual, live, counted, softDeleted, clientLive, pages, shards };
+        start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return { bestEffort: counters.bestEffort, eventual: counters.eventual, live, counted, softDeleted, clientLive, pages, shards };
 }

@@ -12,8 +12,11 @@ export interface WorkloadOptions {
     readonly concurrency: number;
     /** Share of operations that delete a live item (when the key has one). */
     readonly deleteRatio: number;
-    /** Per-key limit enforced through tryCreate; undefined: plain create. */
-    readonly limit?: number;
+    /**
+     * Creates through tryCreate under this limit, or under each key's stored limit ("stored": tryCreate without one);
+     * undefined: plain create.
+     */
+    readonly limit?: number | "stored";
     readonly seed: number;
     /** Key choice skew: 0 uniform; 1 puts about half the traffic on the first key. @default 0 */
     readonly hotKeyShare?: number;
@@ -80,7 +83,6 @@ export async function runWorkload(
         }
         return options.keys[Math.floor(random() * options.keys.length)]!;
     };
-
     const worker = async (): Promise<void> => {
         while (issued < options.ops) {
             if (options.pace !== undefined) {
@@ -96,51 +98,11 @@ export async function runWorkload(
             issued++;
             const key = pickKey();
             const ids = live.get(key)!;
-            const deleting = ids.length > 0 && random() < options.deleteRatio;
-            try {
-                if (deleting) {
-                    // Take the id out before the call so no two workers delete the same item.
-                    const id = ids.splice(Math.floor(random() * ids.length), 1)[0]!;
-                    const { deleted } = await client.delete(key, id);
-                    if (deleted) {
-                        result.deleted++;
-                        result.events.push({ key, id, at: Date.now(), delta: -1 });
-                    }
-                } else {
-                    const id = `item-${options.seed}-${nextId++}`;
-                    if (options.limit === undefined) {
-                        const { created } = await client.create(key, id, { payload: "x" });
-                        if (created) {
-                            ids.push(id);
-                            result.created++;
-                            result.events.push({ key, id, at: Date.now(), delta: 1 });
-                        } else {
-                            result.existsRejected++;
-                        }
-                    } else {
-                        const outcome = await client.tryCreate(key, id, options.limit, { payload: "x" });
-                        if (outcome.created) {
-                            ids.push(id);
-                            result.created++;
-                            result.events.push({ key, id, at: Date.now(), delta: 1 });
-                        } else if (outcome.reason === "limit") {
-                            result.limitRejected++;
-                        } else if (outcome.reason === "exists") {
-                            result.existsRejected++;
-                        } else {
-                            result.unavailable++;
-                        }
-                    }
-                }
-            } catch (error) {
-                if (error instanceof InvalidArgumentError) {
-                    result.validationErrors++;
-                } else {
-                    result.apiErrors.push({
-                        operation: deleting ? "delete" : "create",
-                        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-                    });
-                }
+            if (ids.length > 0 && random() < options.deleteRatio) {
+                // Take the id out before the call so no two workers delete the same item.
+                await deleteOne(client, key, ids.splice(Math.floor(random() * ids.length), 1)[0]!, result);
+            } else {
+                await createOne(client, key, `item-${options.seed}-${nextId++}`, ids, options.limit, result);
             }
             result.ops++;
             onProgress?.(result);
@@ -148,4 +110,55 @@ export async function runWorkload(
     };
     await Promise.all(Array.from({ length: options.concurrency }, worker));
     return result;
+}
+
+/** Counts an error the client surfaced to the caller (InvalidArgumentError apart). */
+function surfaced(result: WorkloadResult, operation: "create" | "delete", error: unknown): void {
+    if (error instanceof InvalidArgumentError) {
+        result.validationErrors++;
+    } else {
+        result.apiErrors.push({ operation, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+    }
+}
+
+async function deleteOne(client: WorkloadTarget, key: string, id: string, result: WorkloadResult): Promise<void> {
+    try {
+        const { deleted } = await client.delete(key, id);
+        if (deleted) {
+            result.deleted++;
+            result.events.push({ key, id, at: Date.now(), delta: -1 });
+        }
+    } catch (error) {
+        surfaced(result, "delete", error);
+    }
+}
+
+/** A create (tryCreate when the workload runs under a limit); a created id joins the key's live ids. */
+async function createOne(
+    client: WorkloadTarget,
+    key: string,
+    id: string,
+    ids: string[],
+    limit: WorkloadOptions["limit"],
+    result: WorkloadResult,
+): Promise<void> {
+    try {
+        const outcome =
+            limit === undefined
+                ? { ...(await client.create(key, id, { payload: "x" })), reason: "exists" as const }
+                : await client.tryCreate(key, id, limit === "stored" ? undefined : limit, { payload: "x" });
+        if (outcome.created) {
+            ids.push(id);
+            result.created++;
+            result.events.push({ key, id, at: Date.now(), delta: 1 });
+        } else if (outcome.reason === "limit") {
+            result.limitRejected++;
+        } else if (outcome.reason === "exists") {
+            result.existsRejected++;
+        } else {
+            result.unavailable++;
+        }
+    } catch (error) {
+        surfaced(result, "create", error);
+    }
 }

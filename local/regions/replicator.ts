@@ -34,7 +34,7 @@ import {
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamsClient, _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
-import { StreamTail } from "./stream-tail";
+import { StreamTail } from "../aws/stream-tail";
 import { canonical, itemKey, later, localWriteTime, type Version } from "./versions";
 
 export interface ReplicaEngine {

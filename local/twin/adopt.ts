@@ -4,17 +4,16 @@
  */
 import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { backfill, type BackfillReport } from "../../runtime/backfill/backfill";
-import type { CounterTableConfig } from "../../runtime/shared/config";
-import { CLIENT_SELECTION } from "../../runtime/shared/selection";
+import type { CounterConfig } from "../../runtime/shared/config";
 import { seedKey, writeItems } from "../harness/seed";
 
 /**
- * `count` items over `keys` keys, each matching the layout's selection, as an earlier writer left them. Under the client
- * selection they carry a token another program wrote (no client made it): items from before the counter, which a
- * strict backfill gives a unit each (docs/adopting.md), so the limit holds over them.
+ * `count` items over `keys` keys, each matching the layout's selection, as an earlier writer left them: no counted
+ * flag. Under the client selection they carry a token another program wrote (no client made it). The backfill flags
+ * them, the flags' records count them, and it lists their keys for a heal that gives them their best-effort units.
  */
-export function preexistingItems(config: CounterTableConfig, count: number, keys: number): Array<Record<string, AttributeValue>> {
-    const selection = config.selection ?? CLIENT_SELECTION;
+export function preexistingItems(config: CounterConfig, count: number, keys: number): Array<Record<string, AttributeValue>> {
+    const selection = config.selection;
     return Array.from({ length: count }, (_, i) => {
         const id = selection.kind === "sortKeyPrefix" ? `${selection.prefix}seed-${i}` : `seed-${i}`;
         const item: Record<string, AttributeValue> = {
@@ -34,8 +33,8 @@ export function preexistingItems(config: CounterTableConfig, count: number, keys
 /** Seeds the table, then backfills it; `log` receives the progress lines. */
 export async function seedAndBackfill(
     dynamodb: DynamoDBClient,
-    config: CounterTableConfig,
-    options: { items: number; keys: number; mode: "utilization" | "strict" },
+    config: CounterConfig,
+    options: { items: number; keys: number },
     log: (line: string) => void,
 ): Promise<BackfillReport> {
     await writeItems(dynamodb, config.tableName, preexistingItems(config, options.items, options.keys));
@@ -43,14 +42,13 @@ export async function seedAndBackfill(
     const report = await backfill({
         config,
         dynamodb,
-        mode: options.mode,
         runId: "twin",
         readUnitsPerSecond: Infinity,
         writeUnitsPerSecond: Infinity,
-        onProgress: (p) => log(`  backfill: ${p.scanned} scanned, ${p.counted} counted, ${Math.round(p.itemsPerSecond)} items/s`),
+        onProgress: (p) => log(`  backfill: ${p.scanned} scanned, ${p.counted} flagged, ${p.segmentsDone} of ${p.segments} segments done`),
     });
     log(
-        `backfill ${report.status}: ${report.total.counted} counted, ${report.total.alreadyCounted} already counted in ${report.thisCall.elapsedMs} ms`,
+        `backfill ${report.status}: ${report.total.counted} flagged, ${report.total.alreadyCounted} already flagged, ${report.thisCall.keysListed} keys listed for a heal, in ${report.thisCall.elapsedMs} ms`,
     );
     return report;
 }

@@ -2,7 +2,8 @@
  * A small dependency-free SVG chart: best-effort, eventual and the true count of one or more keys over
  * time, one panel per key. Lines are steps (a count holds its value until the next observation), so
  * nothing is drawn between observations that did not happen, and each series ends at its last sample.
- * Axis ticks are round numbers (1, 2 or 5 times a power of ten).
+ * Axis ticks are round numbers (1, 2 or 5 times a power of ten). A panel may mark instants (a key's
+ * threshold crossings) with dashed vertical lines, each labelled.
  */
 
 export interface Series {
@@ -11,9 +12,17 @@ export interface Series {
     readonly points: ReadonlyArray<readonly [number, number]>;
 }
 
+/** An instant marked on a panel: a dashed vertical line at `x`, labelled at its top. */
+export interface Mark {
+    readonly x: number;
+    readonly label: string;
+    readonly color: string;
+}
+
 export interface Panel {
     readonly title: string;
     readonly series: readonly Series[];
+    readonly marks?: readonly Mark[];
 }
 
 /** A round step for about `count` intervals over `span`: 1, 2 or 5 times a power of ten. */
@@ -67,6 +76,11 @@ function panelSvg(panel: Panel, top: number, width: number, height: number, xDom
         ...xTicks.map(
             (t) => `<text x="${sx(t).toFixed(1)}" y="${(sy(y0) + 16).toFixed(1)}" font-size="11" text-anchor="middle">${seconds(t)}</text>`,
         ),
+        ...(panel.marks ?? []).map(
+            (m) =>
+                `<line x1="${sx(m.x).toFixed(1)}" x2="${sx(m.x).toFixed(1)}" y1="${sy(y1).toFixed(1)}" y2="${sy(y0).toFixed(1)}" stroke="${m.color}" stroke-dasharray="3,3"/>` +
+                `<text x="${(sx(m.x) + 2).toFixed(1)}" y="${(sy(y1) + 10).toFixed(1)}" font-size="9" fill="${m.color}">${esc(m.label)}</text>`,
+        ),
         ...panel.series.map((s) => `<path d="${stepPath(s.points, sx, sy)}" fill="none" stroke="${s.color}" stroke-width="1.6"/>`),
         ...panel.series.map(
             (s, i) =>
@@ -78,7 +92,7 @@ function panelSvg(panel: Panel, top: number, width: number, height: number, xDom
 
 /** One panel per key, stacked, sharing the time axis. */
 export function chartSvg(title: string, panels: readonly Panel[], width = 900, panelHeight = 300): string {
-    const xs = panels.flatMap((p) => p.series.flatMap((s) => s.points.map(([x]) => x)));
+    const xs = panels.flatMap((p) => [...p.series.flatMap((s) => s.points.map(([x]) => x)), ...(p.marks ?? []).map((m) => m.x)]);
     const xDomain = [Math.min(0, ...xs), Math.max(1, ...xs)] as const;
     const height = 36 + panels.length * panelHeight;
     return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">
