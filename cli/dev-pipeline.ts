@@ -15,7 +15,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { assertBundlesExist, bundlePathsUnder, findPackageRoot, type BundlePaths } from "../components/bundles";
-import { FIXED, HYBRID_COUNTER_DEFAULTS as D, streamFilterPatterns } from "../components/defaults";
+import { FIXED, HYBRID_COUNTER_DEFAULTS as D } from "../components/defaults";
 import { SETTLER_ENV } from "../runtime/heal/settler-config";
 import { DEFAULT_THRESHOLDS, DEFAULT_USAGE_RETENTION_DAYS, handlerEnvironment, type CounterConfig } from "../runtime/shared/config";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
@@ -23,8 +23,8 @@ import { MappingEmulator, type MappingSettings, type StreamInvokeEvent } from ".
 import { pollQueueOnce, startLocalSqs, type LocalQueue, type LocalSqs } from "../local/aws/sqs";
 import { createCounterTable, createCountersTable } from "../local/engine/table";
 
-/** The stream mapping the component deploys by default, for `config`'s selection. */
-export function componentMappingSettings(config: CounterConfig): MappingSettings {
+/** The stream mapping the component deploys by default (no filter: every record reaches the consumer). */
+export function componentMappingSettings(): MappingSettings {
     return {
         batchSize: D.batchSize,
         maximumBatchingWindowInSeconds: D.maximumBatchingWindowInSeconds,
@@ -33,7 +33,7 @@ export function componentMappingSettings(config: CounterConfig): MappingSettings
         maximumRecordAgeInSeconds: D.maximumRecordAgeInSeconds,
         bisectBatchOnFunctionError: FIXED.bisectBatchOnFunctionError,
         reportBatchItemFailures: FIXED.functionResponseTypes.includes("ReportBatchItemFailures"),
-        filterPatterns: streamFilterPatterns(config),
+        filterPatterns: [],
         startingPosition: "TRIM_HORIZON",
         tumblingWindowInSeconds: FIXED.tumblingWindowInSeconds,
     };
@@ -245,7 +245,7 @@ export async function startDev(options: DevOptions): Promise<DevPipeline> {
         const emulator = new MappingEmulator({
             streams: engine.streams(),
             streamArn,
-            settings: componentMappingSettings(config),
+            settings: componentMappingSettings(),
             invoke: (event) => {
                 stats.consumerInvocations++;
                 return quiet(() => consumer(event, context("consumer", D.consumerTimeout * 1000)));

@@ -15,7 +15,6 @@ import {
     DEFAULT_PERIOD_SECONDS,
     DEFAULT_THRESHOLDS,
     DEFAULT_USAGE_RETENTION_DAYS,
-    type CounterTableLayout,
 } from "../runtime/shared/config";
 import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, smallestPeriodSeconds } from "../runtime/heal/heal-window";
 import { AlarmName, type Architecture, type BillingMode } from "./args";
@@ -193,31 +192,6 @@ export const LIMITS = Object.freeze({
     /** Oldest Node.js runtime the bundles target (esbuild target node22). */
     minimumNodeMajor: 22,
 } as const);
-
-/**
- * Filter patterns of the stream mapping, derived from the selection (runtime/shared/selection.ts): a record is
- * delivered when either of its images could be selected. A record whose images both fail the selection
- * implies "not live" before and after, so the consumer would ignore it: the filter drops exactly such
- * records and nothing it could count. (Counter items, in the same-table placement, never match: they
- * carry no token, no selected attribute, and their sort key is under the reserved prefix.)
- *
- * Lambda evaluates `exists` only on leaf attributes, so each pattern names a leaf of an image.
- */
-export function streamFilterPatterns(layout: CounterTableLayout): string[] {
-    const selection = layout.selection;
-    switch (selection.kind) {
-        case "client":
-            return (["NewImage", "OldImage"] as const).map((image) =>
-                JSON.stringify({ dynamodb: { [image]: { [layout.tokenAttribute]: { S: [{ exists: true }] } } } }),
-            );
-        case "sortKeyPrefix":
-            return [JSON.stringify({ dynamodb: { Keys: { [layout.sortKey]: { S: [{ prefix: selection.prefix }] } } } })];
-        case "attribute":
-            return (["NewImage", "OldImage"] as const).map((image) =>
-                JSON.stringify({ dynamodb: { [image]: { [selection.name]: { S: [selection.value] } } } }),
-            );
-    }
-}
 
 /**
  * Minutes between two runs of a `rate(<n> minute|minutes|hour|hours|day|days)` schedule expression;

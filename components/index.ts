@@ -23,7 +23,6 @@ export {
     LIMITS,
     LOG_RETENTION_DAYS,
     firstDlqVisibilityTimeout,
-    streamFilterPatterns,
     type HybridCounterAlarmName,
 } from "./defaults";
 export {
@@ -42,5 +41,5 @@ export {
     validateHybridCounterArgs,
     type AttachedTableSettings,
 } from "./validation";
-export { REGIONS_ENV, regionalFilterPatterns, type RegionMember, type RegionsSetting } from "./regions";
+export { REGIONS_ENV, type RegionMember, type RegionsSetting } from "./regions";
 export { backfillArgsProblems, backfillPolicy, type BackfillPolicyInputs } from "./backfill";

@@ -7,10 +7,9 @@ import * as pulumi from "@pulumi/pulumi";
 import { handlerEnvironment, type CounterConfig, type CounterTableLayout } from "../runtime/shared/config";
 import type { HybridCounterComponentArgs } from "./args";
 import type { BundlePaths } from "./bundles";
-import { FIXED, HYBRID_COUNTER_DEFAULTS as D, firstDlqVisibilityTimeout, streamFilterPatterns } from "./defaults";
+import { FIXED, HYBRID_COUNTER_DEFAULTS as D, firstDlqVisibilityTimeout } from "./defaults";
 import { createFunctionLogsAndRole, createFunctionRolePolicy } from "./function-role";
 import { consumerPolicy, denyInsecureTransportPolicy, redrivePolicy } from "./iam";
-import { regionalFilterPatterns } from "./regions";
 import type { ResolvedArgs } from "./resolved";
 
 /** What every part of the component is created with. */
@@ -198,7 +197,8 @@ export interface MappingsInputs {
 /** The stream mapping (consumer) and the first DLQ's mapping (redrive), each after its function's role policy. */
 export function createMappings(ctx: Context, i: MappingsInputs): void {
     const { name, args, parent, resolved: r } = ctx;
-    const regions = r.regions;
+    // No filter: the consumer's frontier needs every record of a shard in its batches (runtime/stream/progress.ts),
+    // and the records it counts nothing for cost it no write.
     new aws.lambda.EventSourceMapping(
         `${name}-stream-mapping`,
         {
@@ -214,15 +214,6 @@ export function createMappings(ctx: Context, i: MappingsInputs): void {
             maximumRetryAttempts: args.maximumRetryAttempts ?? D.maximumRetryAttempts,
             maximumRecordAgeInSeconds: args.maximumRecordAgeInSeconds ?? D.maximumRecordAgeInSeconds,
             functionResponseTypes: [...FIXED.functionResponseTypes],
-            filterCriteria: {
-                filters: i.layout.apply((l) =>
-                    (regions === undefined ? streamFilterPatterns(l) : regionalFilterPatterns(l, regions, r.regionAttribute!)).map(
-                        (pattern) => ({
-                            pattern,
-                        }),
-                    ),
-                ),
-            },
             destinationConfig: { onFailure: { destinationArn: i.firstDlq.arn } },
             tags: r.tags,
         },

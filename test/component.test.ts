@@ -365,12 +365,6 @@ describe("HybridCounterComponent", () => {
                 maximumRetryAttempts: 10,
                 maximumRecordAgeInSeconds: 21_600,
                 functionResponseTypes: ["ReportBatchItemFailures"],
-                filterCriteria: {
-                    filters: [
-                        { pattern: '{"dynamodb":{"NewImage":{"counter_token":{"S":[{"exists":true}]}}}}' },
-                        { pattern: '{"dynamodb":{"OldImage":{"counter_token":{"S":[{"exists":true}]}}}}' },
-                    ],
-                },
                 destinationConfig: { onFailure: { destinationArn: FIRST_DLQ_ARN } },
             });
         });
@@ -891,10 +885,8 @@ describe("HybridCounterComponent", () => {
             deletionProtectionEnabled: true,
         });
         const mapping = findResource(resources, "aws:lambda/eventSourceMapping:EventSourceMapping", "orders-stream-mapping");
-        assert.deepEqual(
-            mapping.inputs.filterCriteria.filters.map((f: { pattern: string }) => f.pattern),
-            ['{"dynamodb":{"Keys":{"SK":{"S":[{"prefix":"ORDER#"}]}}}}'],
-        );
+        // No filter: the consumer's frontier needs every record of a shard in its batches.
+        assert.equal(mapping.inputs.filterCriteria, undefined);
         assert.deepEqual(findResource(resources, "aws:dynamodb/table:Table", "orders-counters").inputs, {
             attributes: [
                 { name: "PK", type: "S" },

@@ -3,7 +3,6 @@
  * functions and the client receive, and each region's stream filter. The component (component.ts) wires them; this
  * folder creates no resource.
  */
-export { FILTER_LIMITS, filterLengthProblems, regionalFilterPatterns } from "./filter";
 export {
     DEFAULT_REGION_ATTRIBUTE,
     REGIONS_ENV,

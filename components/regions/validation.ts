@@ -24,7 +24,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { CounterTableLayout } from "../../runtime/shared/config";
 import { CounterPlacement, RegionRole, type CounterRegionsArgs, type HybridCounterComponentArgs } from "../args";
-import { filterLengthProblems } from "./filter";
 import { DEFAULT_REGION_ATTRIBUTE, homeRegion, regionsSetting, type RegionsSetting } from "./settings";
 
 /** Where counting per region is designed; refusals point there. */
@@ -167,9 +166,6 @@ export function regionsProblems(args: HybridCounterComponentArgs, layout: Counte
         if (typeof countersTableName !== "string" || !TABLE_NAME.test(countersTableName)) {
             problems.push("[regions.countersTableName] must be a table name: 3 to 255 characters of letters, digits, '_', '-' and '.'");
         }
-    }
-    if (problems.length === 0) {
-        problems.push(...filterLengthProblems(layout, setting, regionAttribute));
     }
     return problems;
 }

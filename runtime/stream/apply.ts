@@ -11,7 +11,7 @@ import {
     BatchGetItemCommand,
     ConditionalCheckFailedException,
     GetItemCommand,
-    PutItemCommand,
+    TransactWriteItemsCommand,
     UpdateItemCommand,
     type AttributeValue,
     type DynamoDBClient,
@@ -48,6 +48,8 @@ export interface ApplyOutcome {
     readonly duplicates: number;
     /** Keys listed for a heal. */
     readonly markedDue: number;
+    /** Writes that succeeded (eventual items, flags, tombstone removals). */
+    readonly writes: number;
     /** The lowest sequence number of a record whose work did not finish (undefined: all done). */
     readonly failedFrom?: string;
 }
@@ -92,6 +94,7 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
     let counted = 0;
     let duplicates = 0;
     let markedDue = 0;
+    let writes = 0;
     results.forEach((plan, i) => {
         const work = [...keys.values()][i]!;
         if (plan === undefined) {
@@ -101,16 +104,23 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
         counted += plan.applied.length;
         duplicates += work.steps.length - plan.applied.length;
         markedDue += work.due ? 1 : 0;
+        writes += plan.write === undefined ? 0 : 1;
     });
     const effects = await inBatches([...flags.map((r) => ({ kind: "flag" as const, record: r })), ...removals.map((r) => ({ kind: "remove" as const, ...r }))], KEY_CONCURRENCY, (e) =>
         (e.kind === "flag" ? flagItem(ctx.dynamodb, ctx.config, e.record.key, e.record.id) : removeTombstone(ctx.dynamodb, ctx.config, e.record.key, e.tombstone)).then(
-            () => undefined,
-            () => e.record.sequenceNumber,
+            (wrote) => ({ wrote }),
+            () => ({ failed: e.record.sequenceNumber }),
         ),
     );
-    failed.push(...effects.filter((s): s is string => s !== undefined));
+    for (const effect of effects) {
+        if ("failed" in effect) {
+            failed.push(effect.failed);
+        } else {
+            writes += effect.wrote ? 1 : 0;
+        }
+    }
     const failedFrom = failed.sort(compareSequences)[0];
-    return { counted, duplicates, markedDue, ...(failedFrom === undefined ? {} : { failedFrom }) };
+    return { counted, duplicates, markedDue, writes, ...(failedFrom === undefined ? {} : { failedFrom }) };
 }
 
 /** One key: read, plan, write (again on a condition that no longer holds), then send its events. */
@@ -141,13 +151,6 @@ async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: Apply
     const { config, dynamodb } = ctx;
     // The retention keeps the current day and the `usageRetentionDays - 1` days before it.
     const kept = daysBefore(plan.today ?? dayOf(Date.now()), config.usageRetentionDays - 1);
-    for (const day of plan.archive.filter((d) => d.day >= kept)) {
-        const expires = Math.floor(Date.parse(`${day.day}T00:00:00Z`) / 1000) + (config.usageRetentionDays + 1) * 86_400;
-        await dynamodb.send(new PutItemCommand({ TableName: config.countersTableName, Item: { ...usageKey(config, key, day.day), ...usageAttributes(day), [EXPIRES_ATTRIBUTE]: { N: String(expires) } } }));
-    }
-    if (plan.archive.length > 0) {
-        await dropDaysBefore(dynamodb, config, key, kept);
-    }
     for (const late of plan.late.filter((d) => d.day >= kept)) {
         await dynamodb
             .send(
@@ -168,16 +171,44 @@ async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: Apply
             });
     }
     const write = plan.write!;
-    await dynamodb.send(
-        new UpdateItemCommand({
-            TableName: config.countersTableName,
-            Key: eventualKey(config, key),
-            UpdateExpression: write.update,
-            ConditionExpression: write.condition,
-            ExpressionAttributeNames: write.names,
-            ...(Object.keys(write.values).length > 0 ? { ExpressionAttributeValues: write.values } : {}),
-        }),
-    );
+    const update = {
+        TableName: config.countersTableName,
+        Key: eventualKey(config, key),
+        UpdateExpression: write.update,
+        ConditionExpression: write.condition,
+        ExpressionAttributeNames: write.names,
+        ...(Object.keys(write.values).length > 0 ? { ExpressionAttributeValues: write.values } : {}),
+    };
+    const archive = plan.archive.filter((d) => d.day >= kept);
+    if (archive.length === 0) {
+        await dynamodb.send(new UpdateItemCommand(update));
+    } else {
+        // A finished day leaves the eventual item in one transaction with its own item (once per key and day): its
+        // tallies are the ones the write was planned from, and no other writer's can land in between.
+        await dynamodb
+            .send(
+                new TransactWriteItemsCommand({
+                    TransactItems: [
+                        { Update: update },
+                        ...archive.map((day) => ({
+                            Put: { TableName: config.countersTableName, Item: { ...usageKey(config, key, day.day), ...usageAttributes(day), [EXPIRES_ATTRIBUTE]: { N: String(expiresOf(day.day, config.usageRetentionDays)) } } },
+                        })),
+                    ],
+                }),
+            )
+            .catch((error: unknown) => {
+                const reasons = (error as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons;
+                throw reasons?.[0]?.Code === "ConditionalCheckFailed" ? new ConditionalCheckFailedException({ message: "the eventual item moved", $metadata: {} }) : error;
+            });
+    }
+    if (plan.archive.length > 0) {
+        await dropDaysBefore(dynamodb, config, key, kept);
+    }
+}
+
+/** When a day's item expires: the end of the retention after the day. */
+function expiresOf(day: string, retentionDays: number): number {
+    return Math.floor(Date.parse(`${day}T00:00:00Z`) / 1000) + (retentionDays + 1) * 86_400;
 }
 
 /** Sends the key's outbox, then clears it on the state it sent from (a later write's events stay). */

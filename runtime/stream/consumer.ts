@@ -81,12 +81,15 @@ export interface ShardRun {
 const FRONTIER_TRUSTED_MS = 60_000;
 
 /**
- * The frontier of each shard this process last handled. A frontier it knows is a lower bound (no one moves one back),
- * so a stale one is safe: it only makes the next batch re-read records it then finds applied. It is trusted for a
- * minute, so that a batch never re-reads hours of a shard another process has handled since.
+ * The frontier of each shard this process last handled. A frontier it knows is true (every record up to it is
+ * applied): read from the shard's progress item, written by this process, or moved by this process past records it
+ * applied that needed no write (that move is written at most once a minute). So a frontier known here may be above the
+ * stored one, never wrongly; and a stored one read long ago is only lower, which makes the next batch re-read records
+ * it then finds applied. It is trusted for a minute, so that a batch never re-reads hours of a shard another process
+ * has handled since.
  */
 export class Frontiers {
-    private readonly known = new Map<string, { sequence: string | undefined; at: number }>();
+    private readonly known = new Map<string, { sequence: string | undefined; at: number; writtenAt: number }>();
 
     constructor(private readonly deps: Pick<StreamHandlerDeps, "config" | "dynamodb">) {}
 
@@ -96,13 +99,20 @@ export class Frontiers {
             return known.sequence;
         }
         const sequence = await readFrontier(this.deps.config, this.deps.dynamodb, shardId);
-        this.known.set(shardId, { sequence, at: Date.now() });
+        this.known.set(shardId, { sequence, at: Date.now(), writtenAt: 0 });
         return sequence;
     }
 
-    async advance(shardId: string, to: string): Promise<void> {
-        await advanceFrontier(this.deps.config, this.deps.dynamodb, shardId, to);
-        this.known.set(shardId, { sequence: to, at: Date.now() });
+    /** Moves the frontier to `to`: written when `write`, or when this process has not written it for a minute. */
+    async advance(shardId: string, to: string, write: boolean): Promise<void> {
+        const known = this.known.get(shardId);
+        const now = Date.now();
+        if (write || known === undefined || now - known.writtenAt >= FRONTIER_TRUSTED_MS) {
+            await advanceFrontier(this.deps.config, this.deps.dynamodb, shardId, to);
+            this.known.set(shardId, { sequence: to, at: now, writtenAt: now });
+        } else {
+            this.known.set(shardId, { sequence: to, at: now, writtenAt: known.writtenAt });
+        }
     }
 }
 
@@ -132,9 +142,12 @@ export function createStreamHandler(deps: StreamHandlerDeps): (event: StreamEven
     };
 }
 
+/** The most records of a span after the frontier one invocation applies: the rest waits for the next attempt. */
+export const SPAN_MAX_RECORDS = 2_000;
+
 /**
  * Counts one batch with every record Lambda gave up on before it (progress.ts); returns the first record to deliver
- * again (undefined: all done).
+ * again (undefined: all done). Records at or below the frontier are applied already, and are left out.
  */
 async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Promise<string | undefined> {
     const sequences = records.map((r) => r?.dynamodb?.SequenceNumber).filter((s): s is string => typeof s === "string" && /^\d+$/.test(s));
@@ -150,17 +163,23 @@ async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Pr
         run.logger.log("warn", "could not read the shard's frontier", { shardId: run.shardId, error: String(error) });
         return first;
     }
-    if (frontier !== undefined && compareSequences(frontier, sequences.at(-1)!) >= 0) {
-        run.metrics.add("DuplicatesSkipped", records.length);
+    const fresh = records.filter((r) => frontier === undefined || !/^\d+$/.test(r?.dynamodb?.SequenceNumber ?? "") || compareSequences(r.dynamodb!.SequenceNumber!, frontier) > 0);
+    run.metrics.add("DuplicatesSkipped", records.length - fresh.length);
+    if (fresh.length === 0) {
         return undefined;
     }
     const follows = frontier !== undefined && compareSequences(frontier, first) >= 0;
-    const skipped = follows ? [] : await readSkipped({ after: frontier, until: first, inclusive: false }, run);
-    if (skipped === undefined) {
+    const span = follows ? { records: [], complete: true } : await readSkipped({ after: frontier, until: first, inclusive: false, max: SPAN_MAX_RECORDS }, run);
+    if (span === undefined) {
         return first;
     }
-    run.metrics.add("RangesRedriven", skipped.length > 0 ? 1 : 0);
-    const failedFrom = await applyAfter(frontier, [...skipped, ...records], run);
+    run.metrics.add("RangesRedriven", span.records.length > 0 ? 1 : 0);
+    if (!span.complete) {
+        // More records after the frontier than one invocation applies: these, and the batch again from the start.
+        await applyAfter(frontier, span.records, run);
+        return first;
+    }
+    const failedFrom = await applyAfter(frontier, [...span.records, ...fresh], run);
     if (failedFrom === undefined) {
         return undefined;
     }
@@ -168,11 +187,11 @@ async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Pr
 }
 
 /**
- * Reads the records of `span` again from the stream. Records gone from it (older than 24 hours) go to the fatal queue
- * as a records-expired message: the keys they touched need a reconcile. Undefined when the read failed (or the fatal
- * queue refused): the caller tries again later.
+ * Reads the records of `span` again from the stream (at most `span.max`: `complete` false when more follow). Records
+ * gone from it (older than 24 hours) go to the fatal queue as a records-expired message: the keys they touched need a
+ * reconcile. Undefined when the read failed (or the fatal queue refused): the caller tries again later.
  */
-export async function readSkipped(span: Span, run: ShardRun): Promise<DynamoDBRecord[] | undefined> {
+export async function readSkipped(span: Span, run: ShardRun): Promise<{ records: DynamoDBRecord[]; complete: boolean } | undefined> {
     let read;
     try {
         read = await readSpan(run.deps.streams, run.streamArn, run.shardId, span);
@@ -191,32 +210,32 @@ export async function readSkipped(span: Span, run: ShardRun): Promise<DynamoDBRe
         }
         run.metrics.add("RangesExpired");
     }
-    return read.records;
+    return { records: read.records, complete: read.complete };
 }
 
 /**
  * Applies `records` (every record of the shard after `frontier` up to the last of them) and moves the frontier to the
  * last record before the first that failed; returns that first failed record (undefined: all applied).
+ *
+ * A run that wrote nothing (only records that change no count, or counter items' records in the same-table
+ * placement) moves the frontier in this process only, and writes it when this process has not for a minute: the
+ * consumer's own writes never feed it batches without end, and a stream of such records costs one write a minute.
  */
 export async function applyAfter(frontier: string | undefined, records: readonly DynamoDBRecord[], run: ShardRun): Promise<string | undefined> {
-    const { parsed, unparked } = await parseAll(records, run);
+    const { parsed, unparked, parked } = await parseAll(records, run);
     const outcome = await applyRecords(parsed, run.shardId, applyContext(run));
     run.metrics.add("RecordsCounted", outcome.counted);
     run.metrics.add("DuplicatesSkipped", outcome.duplicates);
     run.metrics.add("KeysMarkedDue", outcome.markedDue);
     const failedFrom = lowest(outcome.failedFrom, unparked);
-    if (parsed.length === 0) {
-        // Only counter items' records (the same-table placement) or poison: nothing to move the frontier for, and no
-        // write, so the consumer's own writes never feed it batches without end.
-        return failedFrom;
-    }
+    const wrote = outcome.writes > 0 || parked > 0;
     const applied = records
         .map((r) => r?.dynamodb?.SequenceNumber)
         .filter((s): s is string => typeof s === "string" && /^\d+$/.test(s) && (failedFrom === undefined || compareSequences(s, failedFrom) < 0))
         .reduce<string | undefined>((top, s) => (top === undefined || compareSequences(s, top) > 0 ? s : top), undefined);
     if (applied !== undefined && (frontier === undefined || compareSequences(applied, frontier) > 0)) {
         try {
-            await run.frontiers.advance(run.shardId, applied);
+            await run.frontiers.advance(run.shardId, applied, wrote);
         } catch (error) {
             // Every record up to `applied` is applied all the same: the next batch re-reads them and finds them applied.
             run.logger.log("warn", "could not move the shard's frontier", { shardId: run.shardId, to: applied, error: String(error) });
@@ -241,9 +260,10 @@ function lowest(a: string | undefined, b: string | undefined): string | undefine
  * Parses records; poison goes to the fatal queue (in full) and counts as nothing. `unparked`: the first poison record
  * the queue refused, to deliver again rather than lose.
  */
-async function parseAll(records: readonly DynamoDBRecord[], run: ShardRun): Promise<{ parsed: ParsedRecord[]; unparked?: string }> {
+async function parseAll(records: readonly DynamoDBRecord[], run: ShardRun): Promise<{ parsed: ParsedRecord[]; unparked?: string; parked: number }> {
     const parsed: ParsedRecord[] = [];
     let unparked: string | undefined;
+    let parked = 0;
     for (const record of records) {
         const result = parseRecord(record, run.deps.config);
         if (result.kind === "record") {
@@ -252,7 +272,8 @@ async function parseAll(records: readonly DynamoDBRecord[], run: ShardRun): Prom
             run.metrics.add("PoisonRecords");
             const sent = await run.deps.fatal.park({ reason: "poison-record", problem: `[${result.field}] ${result.problem}`, ...(result.key === undefined ? {} : { counterKey: result.key }), records: [record] });
             unparked = sent ? unparked : lowest(unparked, result.sequenceNumber);
+            parked += sent ? 1 : 0;
         }
     }
-    return { parsed, ...(unparked === undefined ? {} : { unparked }) };
+    return { parsed, parked, ...(unparked === undefined ? {} : { unparked }) };
 }

@@ -2,9 +2,9 @@
  * One key's write for one batch: the records above the key's mark, applied in one conditional UpdateItem of its
  * eventual item that moves the count, the mark, the day's usage and the threshold outbox together. Pure.
  *
- * The write is conditional on the mark and the count it was planned from, so it applies these records exactly once:
- * a write that meets another (a redelivery, a redrive, another stream shard's batch of the key) fails its condition
- * and is planned again from the item as it is then.
+ * The write is conditional on the mark, the count and the day's tallies it was planned from, so it applies these
+ * records exactly once and keeps what others wrote: a write that meets another (a redelivery, a redrive, another
+ * stream shard's batch of the key) fails its condition and is planned again from the item as it is then.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { numberOf } from "../shared/keys";
@@ -100,6 +100,15 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
             names["#day"] = DAY_ATTRIBUTE;
             values[":day"] = { M: usageAttributes(usage.current) };
             sets.push("#day = :day");
+        }
+        // Every write that applies records moves the day's tallies: conditional on them as read, a write planned
+        // before another stream shard's (one that moved no count, a create and a delete) fails instead of overwriting
+        // that shard's tallies and outbox.
+        names["#day"] = DAY_ATTRIBUTE;
+        const dayRead = input.item?.[DAY_ATTRIBUTE];
+        conditions.push(dayRead === undefined ? "attribute_not_exists(#day)" : "#day = :day0");
+        if (dayRead !== undefined) {
+            values[":day0"] = dayRead;
         }
         const next = advance(state, start, applied, input.key, input.limit, input.thresholds, marked ?? "0", input.announce);
         if (state === undefined || next.band !== state.band || next.pending.map((e) => e.id).join() !== state.pending.map((e) => e.id).join()) {

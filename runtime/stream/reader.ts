@@ -69,12 +69,16 @@ export interface Span {
     readonly until: string;
     /** Whether `until` itself is read (the redrive: a message's last record), or the read stops before it (the consumer: its batch's first). */
     readonly inclusive: boolean;
+    /** The most records to read. @default no limit */
+    readonly max?: number;
 }
 
 /** The records of a span, and whether `after` was gone from the stream (older than 24 hours) so the read began at the oldest record kept. */
 export interface SpanRead {
     readonly records: DynamoDBRecord[];
     readonly trimmed: boolean;
+    /** False when the read stopped at `max` records before reaching `until`. */
+    readonly complete: boolean;
 }
 
 /**
@@ -109,11 +113,14 @@ export async function readSpan(streams: DynamoDBStreamsClient, streamArn: string
             }
             const order = compareSequences(sequenceNumber, span.until);
             if (order > 0 || (order === 0 && !span.inclusive)) {
-                return { records: out, trimmed };
+                return { records: out, trimmed, complete: true };
+            }
+            if (out.length >= (span.max ?? Infinity)) {
+                return { records: out, trimmed, complete: false };
             }
             out.push(toLambdaRecord(record, streamArn));
             if (order === 0) {
-                return { records: out, trimmed };
+                return { records: out, trimmed, complete: true };
             }
         }
         if (records.length === 0 && ++empty >= MAX_EMPTY_READS) {
@@ -122,7 +129,7 @@ export async function readSpan(streams: DynamoDBStreamsClient, streamArn: string
         next = page.NextShardIterator;
     }
     // The shard ended (it was split or rolled over): every record it held is read.
-    return { records: out, trimmed };
+    return { records: out, trimmed, complete: true };
 }
 
 async function iteratorAfter(streams: DynamoDBStreamsClient, streamArn: string, shardId: string, after: string | undefined): Promise<string | undefined> {

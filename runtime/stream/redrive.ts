@@ -22,7 +22,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 import type { HandlerConfig } from "../shared/config";
 import { MalformedRedriveMessageError } from "../shared/errors";
 import { jsonLogger, Metrics, stdoutSink, type LineSink } from "../shared/telemetry";
-import { applyAfter, Frontiers, readSkipped, remainingTime, type ShardRun, type StreamHandlerDeps } from "./consumer";
+import { applyAfter, Frontiers, readSkipped, remainingTime, SPAN_MAX_RECORDS, type ShardRun, type StreamHandlerDeps } from "./consumer";
 import { readFrontier } from "./progress";
 import { compareSequences } from "./records";
 import type { EventSink } from "./apply";
@@ -84,17 +84,19 @@ export async function redriveRange(info: BatchInfo, run: ShardRun): Promise<bool
     if (frontier !== undefined && compareSequences(frontier, info.endSequenceNumber) >= 0) {
         return true;
     }
-    const records = await readSkipped({ after: frontier, until: info.endSequenceNumber, inclusive: true }, run);
-    if (records === undefined) {
+    const span = await readSkipped({ after: frontier, until: info.endSequenceNumber, inclusive: true, max: SPAN_MAX_RECORDS }, run);
+    if (span === undefined) {
         return false;
     }
+    const records = span.records;
     const failedFrom = await applyAfter(frontier, records, run);
-    if (failedFrom !== undefined) {
+    if (failedFrom !== undefined || !span.complete) {
+        // Not all applied yet: the message comes back, and the next receive goes on from the frontier.
         return false;
     }
     // Every record up to the message's end is applied (those the stream no longer held went to the fatal queue).
     if (records.length === 0 || compareSequences(records.at(-1)!.dynamodb!.SequenceNumber!, info.endSequenceNumber) < 0) {
-        await run.frontiers.advance(info.shardId, info.endSequenceNumber);
+        await run.frontiers.advance(info.shardId, info.endSequenceNumber, true);
     }
     return true;
 }

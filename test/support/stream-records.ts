@@ -1,8 +1,8 @@
 /**
- * What the runtime tests read off a fixture's stream and its consumer: the stream's records as Lambda
- * would deliver them, and the consumer's transactions.
+ * What the runtime tests read off a fixture's stream and its consumer: the stream's records as Lambda would deliver
+ * them, the transactions the consumer sends (none, on the stream path), and the totals of its metrics.
  */
-import type { AttributeValue, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
+import type { ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb";
 import {
     DescribeStreamCommand,
     GetRecordsCommand,
@@ -11,7 +11,7 @@ import {
 } from "@aws-sdk/client-dynamodb-streams";
 import type { InitializeMiddleware } from "@smithy/types";
 import type { DynamoDBRecord } from "aws-lambda";
-import { toLambdaRecord } from "../../runtime/stream/stream-reader";
+import { toLambdaRecord } from "../../runtime/stream/reader";
 import type { CounterFixture } from "./counter-fixture";
 
 /** Every record on the table's stream so far, from every shard's start, as Lambda would deliver them. */
@@ -40,7 +40,7 @@ export async function readStream(streams: DynamoDBStreamsClient, streamArn: stri
 let counters = 0;
 
 /** Counts, from now on, the TransactWriteItems calls the fixture's consumer makes and the actions they hold. */
-export function countTransactions(fixture: CounterFixture): { calls: number; actions: number } {
+export function countTransactions(fixture: Pick<CounterFixture, "consumerDynamo">): { calls: number; actions: number } {
     const seen = { calls: 0, actions: 0 };
     const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
         if (context.commandName === "TransactWriteItemsCommand") {
@@ -54,38 +54,7 @@ export function countTransactions(fixture: CounterFixture): { calls: number; act
     return seen;
 }
 
-type Image = Record<string, AttributeValue>;
-
-/**
- * Builders of synthetic stream records on the default layout (`pk`, `sk`, `counter_token`, `deleted`), numbered
- * from `firstSequence` on: `record` fills both images with the record's keys, `token` and `del` are the images of a
- * live and a soft-deleted client life.
- */
-export function streamRecordBuilder(firstSequence: number): {
-    record: (eventName: "INSERT" | "MODIFY" | "REMOVE", pk: string, sk: string, next?: Image, previous?: Image) => DynamoDBRecord;
-    token: (t: string) => Image;
-    del: (t: string) => Image;
-} {
-    let sequence = firstSequence;
-    return {
-        record(eventName, pk, sk, next, previous) {
-            const full = (image: Image | undefined) => image && { pk: { S: pk }, sk: { S: sk }, ...image };
-            return {
-                eventName,
-                dynamodb: {
-                    Keys: { pk: { S: pk }, sk: { S: sk } },
-                    NewImage: full(next) as never,
-                    OldImage: full(previous) as never,
-                    SequenceNumber: String(sequence++),
-                },
-            };
-        },
-        token: (t) => ({ counter_token: { S: t } }),
-        del: (t) => ({ counter_token: { S: t }, deleted: { BOOL: true } }),
-    };
-}
-
-/** The totals of every numeric field of the EMF lines among `logs` (the consumer's metrics, summed). */
+/** The totals of every numeric field of the EMF lines among `logs` (the handlers' metrics, summed). */
 export function emfTotals(logs: readonly string[]): Record<string, number> {
     const totals: Record<string, number> = {};
     for (const line of logs) {
