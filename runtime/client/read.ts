@@ -27,7 +27,7 @@ export interface KeyCounters {
     readonly shards: ReadonlyArray<Record<string, AttributeValue> | undefined>;
     /** The key's stored limit, when it has one. */
     readonly limit?: number;
-    /** With regions: every member's counters, sorted by region (another region's as the local replica shows them). */
+    /** With regions: every member's counters and every other region's with counter items, sorted by region (another region's as the local replica shows them). */
     readonly regions?: readonly RegionCounters[];
     /** With regions: every region with counter items for the key (members or not), its counters and shard 0's item. */
     readonly allRegions?: ReadonlyMap<string, RegionCounters & { readonly shard0?: Record<string, AttributeValue> }>;
@@ -115,7 +115,9 @@ export async function readKeyCounters(dynamodb: DynamoDBClient, config: CounterC
         ...(config.regions === undefined
             ? {}
             : {
-                  regions: memberRegions(config.regions).map((region) => {
+                  // Every member, and every other region with counter items (a region removed from the members still
+                  // counts the lives its clients stamped).
+                  regions: [...new Set([...memberRegions(config.regions), ...[...byRegion.keys()].filter((r): r is string => r !== undefined)])].sort().map((region) => {
                       const counters = byRegion.get(region) ?? { bestEffort: 0, eventual: 0 };
                       return { region, bestEffort: counters.bestEffort, eventual: counters.eventual };
                   }),

@@ -13,7 +13,6 @@
 import { DeleteItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { numberOf, prefixOf, stringOf, usagePartitionKey, ITEM_KINDS } from "../shared/keys";
-import { memberRegions } from "../regions/ownership";
 
 /** One day of a key's usage. */
 export interface UsageDay {
@@ -85,16 +84,40 @@ export function addToDay(usage: UsageDay, start: number, deltas: readonly number
     return { day: usage.day, creates, deletes, peak, ...(limit === undefined ? {} : { limit }) };
 }
 
-/** `key`'s usage from `from` to `to` (inclusive): the days that had any, oldest first. */
+/**
+ * `key`'s usage from `from` to `to` (inclusive): the days that had any, oldest first; with regions, summed over every
+ * region that counted any (member or not).
+ */
 export async function readUsage(dynamodb: DynamoDBClient, config: CounterConfig, key: string, from: string, to: string): Promise<UsageDay[]> {
-    const regions = config.regions === undefined ? [undefined] : memberRegions(config.regions);
-    const perRegion = await Promise.all(regions.map((region) => readRegionUsage(dynamodb, config, key, from, to, region)));
     const byDay = new Map<string, UsageDay>();
-    for (const days of perRegion) {
-        for (const day of days) {
+    const add = (day: UsageDay) => {
+        if (day.day >= from && day.day <= to) {
             const seen = byDay.get(day.day);
             byDay.set(day.day, seen === undefined ? day : merge(seen, day));
         }
+    };
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+        const page = await dynamodb.send(
+            new QueryCommand({
+                TableName: config.countersTableName,
+                KeyConditionExpression: "#pk = :pk",
+                ExpressionAttributeNames: { "#pk": config.partitionKey },
+                ExpressionAttributeValues: { ":pk": { S: usagePartitionKey(key) } },
+                ConsistentRead: true,
+                ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+            }),
+        );
+        for (const item of page.Items ?? []) {
+            const day = usageDayOf(item);
+            if (day !== undefined && (stringOf(item, config.sortKey) ?? "").includes(ITEM_KINDS.usage)) {
+                add(day);
+            }
+        }
+        start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    for (const current of await readCurrentDays(dynamodb, config, key)) {
+        add(current);
     }
     return [...byDay.values()].sort((a, b) => (a.day < b.day ? -1 : 1));
 }
@@ -104,43 +127,21 @@ function merge(a: UsageDay, b: UsageDay): UsageDay {
     return { day: a.day, creates: a.creates + b.creates, deletes: a.deletes + b.deletes, peak: a.peak + b.peak, ...(limit === undefined ? {} : { limit }) };
 }
 
-async function readRegionUsage(dynamodb: DynamoDBClient, config: CounterConfig, key: string, from: string, to: string, region: string | undefined): Promise<UsageDay[]> {
-    const prefix = `${prefixOf(config, region)}${ITEM_KINDS.usage}`;
-    const days: UsageDay[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-        const page = await dynamodb.send(
-            new QueryCommand({
-                TableName: config.countersTableName,
-                KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
-                ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
-                ExpressionAttributeValues: { ":pk": { S: usagePartitionKey(key) }, ":from": { S: `${prefix}${from}` }, ":to": { S: `${prefix}${to}` } },
-                ConsistentRead: true,
-                ...(start === undefined ? {} : { ExclusiveStartKey: start }),
-            }),
-        );
-        days.push(...(page.Items ?? []).map(usageDayOf).filter((d): d is UsageDay => d !== undefined));
-        start = page.LastEvaluatedKey;
-    } while (start !== undefined);
-    const current = await readCurrentDay(dynamodb, config, key, region);
-    if (current !== undefined && current.day >= from && current.day <= to && !days.some((d) => d.day === current.day)) {
-        days.push(current);
-    }
-    return days;
-}
-
-async function readCurrentDay(dynamodb: DynamoDBClient, config: CounterConfig, key: string, region: string | undefined): Promise<UsageDay | undefined> {
+/** The current day of every region's eventual item of `key` (one Query of the key's partition of counter items). */
+async function readCurrentDays(dynamodb: DynamoDBClient, config: CounterConfig, key: string): Promise<UsageDay[]> {
     const page = await dynamodb.send(
         new QueryCommand({
             TableName: config.countersTableName,
-            KeyConditionExpression: "#pk = :pk AND #sk = :sk",
+            KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
             ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
-            ExpressionAttributeValues: { ":pk": { S: key }, ":sk": { S: `${prefixOf(config, region)}${ITEM_KINDS.eventual}` } },
+            ExpressionAttributeValues: { ":pk": { S: key }, ":prefix": { S: config.counterPrefix } },
             ConsistentRead: true,
         }),
     );
-    const map = page.Items?.[0]?.[DAY_ATTRIBUTE]?.M;
-    return usageDayOf(map);
+    return (page.Items ?? [])
+        .filter((item) => (stringOf(item, config.sortKey) ?? "").endsWith(ITEM_KINDS.eventual))
+        .map((item) => usageDayOf(item[DAY_ATTRIBUTE]?.M))
+        .filter((day): day is UsageDay => day !== undefined);
 }
 
 /** The most day items one move of a day deletes: days dropped beyond them go with the next move, or by TTL. */

@@ -1,7 +1,10 @@
 /**
  * Who owns an item's life, and so who counts it: the region whose client created it (its stamp), or the home region
- * for an item no member stamped (another writer's, one from before the counter, one stamped by a region no longer a
- * member). Every image has exactly one owner, computed from the image and the configuration alone.
+ * for an item nobody stamped (another writer's, one from before the counter). Every image has exactly one owner,
+ * computed from the image alone (and the home region): not from the member list, so that a change of the members
+ * never moves a life from one region's count to another's. A region removed from the members keeps owning the lives
+ * its clients stamped, and its consumer keeps counting them until they are gone; `count()` sums every region that has
+ * counter items, member or not.
  */
 import { DEFAULT_REGION_ATTRIBUTE, type RegionsConfig } from "./config";
 
@@ -41,10 +44,10 @@ export function stampOf(image: Image | undefined, regionAttribute = DEFAULT_REGI
     return value !== null && typeof value === "object" && typeof value.S === "string" ? value.S : undefined;
 }
 
-/** The region that owns an image's life: its stamp when that names a member, else the home region. */
+/** The region that owns an image's life: its stamp, else the home region. */
 export function ownerOf(image: Image | undefined, regions: RegionsConfig, regionAttribute = DEFAULT_REGION_ATTRIBUTE): string {
     const stamp = stampOf(image, regionAttribute);
-    return stamp !== undefined && isMember(regions, stamp) ? stamp : homeRegion(regions);
+    return stamp !== undefined && stamp.length > 0 ? stamp : homeRegion(regions);
 }
 
 /** What ownership needs of a configuration. */

@@ -4,7 +4,8 @@
  * - `delta`: counted(new image) - counted(old image) (runtime/shared/selection.ts): what the record moves eventual by.
  * - `flag`: the new image is live but not flagged (another writer's item, one from before the counter): the consumer
  *   flags it, and the flag's own record counts it once.
- * - `tombstone`: the record soft-deleted a life. The consumer removes the item now when no put attempt of that life can
+ * - `tombstone`: the record made a tombstone appear (a soft delete; in a multi-region counter also a replicated soft
+ *   delete that won last-writer-wins over the tombstone's removal). The consumer removes the item now when no put attempt of that life can
  *   land any more (its token older than a deadline, a request's lifetime and the clock skew; or it has no client token);
  *   a younger tombstone stays, keeping a late attempt from landing, and the key is listed for the settler, whose heal
  *   removes it once it is old enough (runtime/heal/heal.ts).
@@ -43,7 +44,14 @@ export function lifeMayStillLand(token: string | null, now: number): boolean {
 export function effectsOf(record: ParsedRecord, scope: SelectionScope, deleteTokenAttribute: string, now: number): RecordEffects {
     const { oldImage, newImage } = record;
     const delta = ((isCounted(newImage, scope) ? 1 : 0) - (isCounted(oldImage, scope) ? 1 : 0)) as -1 | 0 | 1;
-    const softDeleted = newImage !== undefined && isSelected(newImage, scope) && isSoftDeleted(newImage, scope) && oldImage !== undefined && !isSoftDeleted(oldImage, scope);
+    // A tombstone this record made appear: a soft delete, or (a replicated write that won last-writer-wins over the
+    // removal of one) a tombstone where there was none or another life.
+    const tokenOf = (image: ItemImage | undefined) => stringOf(image, scope.tokenAttribute) ?? null;
+    const softDeleted =
+        newImage !== undefined &&
+        isSelected(newImage, scope) &&
+        isSoftDeleted(newImage, scope) &&
+        (oldImage === undefined || !isSoftDeleted(oldImage, scope) || tokenOf(oldImage) !== tokenOf(newImage));
     let remove: Tombstone | undefined;
     let youngTombstone = false;
     if (softDeleted) {
