@@ -1,45 +1,40 @@
 /**
- * The model-based checker, long: `npm run fuzz -- --seeds 200 --ops 500`.
+ * The model-based checker, at length: `npm run fuzz -- --seeds 300 --first 5000`.
  *
- * Generates a history per seed, runs it on DynamoDB Local under the deterministic scheduler, checks it
- * against the contract, and for a failing seed shrinks the history and writes a reproduction under
- * .local/fuzz/. `--replay <file>` runs one saved history again, `--replay <seed>` one seed's history.
+ * Generates a history per seed, runs it on DynamoDB Local under the deterministic scheduler, checks it against the
+ * contract (test/fuzz/run.ts; docs/checker.md), and for a failing seed shrinks the history and writes a reproduction
+ * under .local/fuzz/. `--replay <file>` runs one saved history again, `--replay <seed>` one seed's history.
+ * `--mutants` runs each mutant (test/fuzz/mutants.ts) over the seeds until one rejects it.
  *
- * A seed alone decides its history (test/fuzz/scheduler.ts): every run prints each history's trace digest (stderr, and
- * `histories` with --json), and two runs of the same seeds print the same digests, on any machine at any load.
+ * A seed alone decides its history (test/fuzz/scheduler.ts): every run prints each history's trace digest, and two
+ * runs of the same seeds print the same digests, on any machine at any load.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { startEngine } from "../local/engine/engine";
-import { generateHistory, type History, type Mode, type SelectionKind } from "../test/fuzz/history";
+import { startEngine, type LocalEngine } from "../local/engine/engine";
 import { COUNTER_SHARDS_MAX } from "../runtime/shared/config";
+import { generateHistory, type History, type Mode, type SelectionKind } from "../test/fuzz/history";
+import { MUTANTS } from "../test/fuzz/mutants";
 import { FUZZ_ENGINE, runHistory, type RunResult } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
-import { generateRegionsHistory, REGIONS_MAX, REGIONS_MIN, type RegionsHistory } from "../test/fuzz/regions/history";
-import { runRegionsHistory } from "../test/fuzz/regions/run";
-import type { LocalEngine } from "../local/engine/engine";
 
 export const FUZZ_USAGE = `Usage: npm run fuzz -- [options]
 
 Options:
   --seeds <n>        histories to run (default 20)
   --first <n>        the first seed (default 1)
-  --ops <n>          events per history (default 200)
+  --ops <n>          events per history (default 150)
   --mode <m>         utilization | strict (default: chosen by each seed)
   --fault-rate <r>   injected fault probability per request, 0..1 (default: chosen by each seed)
-  --selection <s>    client | prefix | attribute: what counts; prefix and attribute add other writers
-                     and items there before the counter, attribute also moves items in and out of the
-                     selection (default: chosen by each seed)
-  --shards <n>       counterShards of every key, 1..16 (default: 1, 3 or 8, chosen by each seed);
-                     above 1 the counters get a table of their own
-  --regions <n>      multi-region histories: ${REGIONS_MIN}..${REGIONS_MAX} member regions on one engine (the first the home),
-                     no replication, every event in a region drawn by the seed; client selection, one shard
-                     (default: one region, today's histories)
-  --replay <f|seed>  run one saved history (a reproduction's file), or one seed's history (with the
-                     flags it ran with), and report it with its trace digest
+  --selection <s>    client | prefix | attribute (default: chosen by each seed)
+  --shards <n>       counterShards of every key, 1..${COUNTER_SHARDS_MAX} (default: 1, 3 or 8, chosen by each seed)
+  --horizon <h>      short | long: seconds, or days of virtual time (default: chosen by each seed)
+  --mutant <name>    run the seeds against one mutant (the run fails if no seed rejects it)
+  --mutants          run every mutant over the seeds, each until a seed rejects it
+  --replay <f|seed>  run one saved history (a reproduction's file), or one seed's history
   --no-shrink        report a failing seed without shrinking it
-  --trace            print every released request (with --replay, to read a reproduction)
+  --trace            print every released request
   --json             print the summary as JSON`;
 
 /** A bad flag or value: one line naming it, exit code 2. */
@@ -53,7 +48,9 @@ export interface FuzzOptions {
     readonly faultRate?: number;
     readonly selection?: SelectionKind;
     readonly counterShards?: number;
-    readonly regions?: number;
+    readonly horizon?: "short" | "long";
+    readonly mutant?: string;
+    readonly mutants: boolean;
     readonly replay?: string;
     readonly shrink: boolean;
     readonly trace: boolean;
@@ -71,6 +68,13 @@ function positive(name: string, value: string | undefined, fallback: number): nu
     return n;
 }
 
+function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+    if (value !== undefined && !allowed.includes(value as T)) {
+        throw new FuzzUsageError(`--${name} must be ${allowed.join(", ")} (got "${value}")`);
+    }
+    return value as T | undefined;
+}
+
 /** The options of `npm run fuzz -- ...`, or "help"; a bad flag or value throws a FuzzUsageError naming it. */
 export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
     let parsed;
@@ -85,7 +89,9 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
                 "fault-rate": { type: "string" },
                 selection: { type: "string" },
                 shards: { type: "string" },
-                regions: { type: "string" },
+                horizon: { type: "string" },
+                mutant: { type: "string" },
+                mutants: { type: "boolean" },
                 replay: { type: "string" },
                 "no-shrink": { type: "boolean" },
                 trace: { type: "boolean" },
@@ -101,41 +107,132 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
     if (v.help) {
         return "help";
     }
-    if (v.mode !== undefined && v.mode !== "utilization" && v.mode !== "strict") {
-        throw new FuzzUsageError(`--mode must be utilization or strict (got "${v.mode}")`);
-    }
-    if (v.selection !== undefined && v.selection !== "client" && v.selection !== "prefix" && v.selection !== "attribute") {
-        throw new FuzzUsageError(`--selection must be client, prefix or attribute (got "${v.selection}")`);
-    }
     const counterShards = v.shards === undefined ? undefined : positive("shards", v.shards, 1);
     if (counterShards !== undefined && counterShards > COUNTER_SHARDS_MAX) {
         throw new FuzzUsageError(`--shards must be at most ${COUNTER_SHARDS_MAX} (got "${v.shards}")`);
-    }
-    const regions = v.regions === undefined ? undefined : positive("regions", v.regions, REGIONS_MIN);
-    if (regions !== undefined && (regions < REGIONS_MIN || regions > REGIONS_MAX)) {
-        throw new FuzzUsageError(`--regions must be from ${REGIONS_MIN} to ${REGIONS_MAX} (got "${v.regions}")`);
-    }
-    if (regions !== undefined && ((v.selection !== undefined && v.selection !== "client") || (counterShards ?? 1) !== 1)) {
-        throw new FuzzUsageError("--regions runs the client selection with one shard: leave out --selection and --shards");
     }
     const faultRate = v["fault-rate"] === undefined ? undefined : Number(v["fault-rate"]);
     if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
         throw new FuzzUsageError(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
     }
+    if (v.mutant !== undefined && !(v.mutant in MUTANTS)) {
+        throw new FuzzUsageError(`--mutant must name a mutant: ${Object.keys(MUTANTS).join(", ")} (got "${v.mutant}")`);
+    }
+    if (v.mutant !== undefined && v.mutants) {
+        throw new FuzzUsageError("--mutant and --mutants exclude each other");
+    }
     return {
         seeds: positive("seeds", v.seeds, 20),
         first: positive("first", v.first, 1),
-        ops: positive("ops", v.ops, 200),
-        mode: v.mode as Mode | undefined,
-        faultRate,
-        selection: v.selection as SelectionKind | undefined,
-        counterShards,
-        regions,
-        replay: v.replay,
+        ops: positive("ops", v.ops, 150),
+        mode: oneOf("mode", v.mode, ["utilization", "strict"] as const),
+        ...(faultRate === undefined ? {} : { faultRate }),
+        selection: oneOf("selection", v.selection, ["client", "prefix", "attribute"] as const),
+        ...(counterShards === undefined ? {} : { counterShards }),
+        horizon: oneOf("horizon", v.horizon, ["short", "long"] as const),
+        ...(v.mutant === undefined ? {} : { mutant: v.mutant }),
+        mutants: v.mutants ?? false,
+        ...(v.replay === undefined ? {} : { replay: v.replay }),
         shrink: !(v["no-shrink"] ?? false),
         trace: v.trace ?? false,
         json: v.json ?? false,
     };
+}
+
+function generate(options: FuzzOptions, seed: number): History {
+    return generateHistory(seed, {
+        ops: options.ops,
+        ...(options.mode === undefined ? {} : { mode: options.mode }),
+        ...(options.faultRate === undefined ? {} : { faultRate: options.faultRate }),
+        ...(options.selection === undefined ? {} : { selection: options.selection }),
+        ...(options.counterShards === undefined ? {} : { counterShards: options.counterShards }),
+        ...(options.horizon === undefined ? {} : { horizon: options.horizon }),
+    });
+}
+
+/** One history's line: its shape, what ran, what it found. */
+export function describeRun(history: History, result: RunResult): string {
+    const s = result.stats;
+    return (
+        `seed ${history.seed} ${history.mode} ${history.selection} ${history.counterShards} shards ${history.profile.horizon}: ` +
+        `${s.events} events, ${s.requests} requests, ${s.faults} faults, ${s.deadLettered} batches dead-lettered, ` +
+        `${s.settles} settler runs (${s.healed} heals, ${s.healWrites} corrections, ${s.healWritesLost} answers lost), ${s.backfills} backfills, ${s.admissions} admissions checked, ` +
+        `${s.thresholdEvents} threshold events, ${Math.round(s.eventsMs / 60_000)} virtual minutes; ` +
+        `${result.violations.length} violations, trace ${result.trace}`
+    );
+}
+
+interface Summary {
+    seeds: number;
+    failed: number;
+    histories: Array<{ seed: number; requests: number; trace: string; violations: string[] }>;
+}
+
+async function runSeeds(engine: LocalEngine, options: FuzzOptions): Promise<Summary> {
+    const histories: History[] =
+        options.replay === undefined
+            ? Array.from({ length: options.seeds }, (_, i) => generate(options, options.first + i))
+            : /^\d+$/.test(options.replay) && !existsSync(options.replay)
+              ? [generate(options, Number(options.replay))]
+              : [JSON.parse(readFileSync(options.replay, "utf8")) as History];
+    const mutant = options.mutant === undefined ? undefined : MUTANTS[options.mutant]!.mutate;
+    const summary: Summary = { seeds: 0, failed: 0, histories: [] };
+    for (const history of histories) {
+        const runOptions = { ...(mutant === undefined ? {} : { mutant }), ...(options.trace ? { trace: (line: string) => process.stderr.write(`  ${line}\n`) } : {}) };
+        const result = await runHistory(engine, history, runOptions);
+        summary.seeds++;
+        summary.histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
+        process.stderr.write(`${describeRun(history, result)}\n`);
+        if (result.violations.length === 0) {
+            continue;
+        }
+        summary.failed++;
+        if (mutant !== undefined) {
+            process.stderr.write(`  the mutant is rejected: ${result.violations[0]}\n`);
+            break;
+        }
+        await report(engine, options, history, result);
+    }
+    return summary;
+}
+
+/** Shrinks a failing history (unless told not to) and writes its reproduction. */
+async function report(engine: LocalEngine, options: FuzzOptions, history: History, result: RunResult): Promise<void> {
+    let shown = history;
+    let shownResult = result;
+    if (options.shrink && options.replay === undefined) {
+        process.stderr.write(`  shrinking seed ${history.seed}...\n`);
+        ({ history: shown, result: shownResult } = await shrinkHistory(engine, history, result, { onProgress: (n) => process.stderr.write(`  ${n} events\n`) }));
+        const again = await runHistory(engine, shown);
+        if (again.trace !== shownResult.trace) {
+            process.stderr.write(`  the shrunk history did not replay: trace ${shownResult.trace} then ${again.trace}; the schedule let something escape\n`);
+        }
+    }
+    const dir = path.join(".local", "fuzz");
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `seed-${history.seed}.json`);
+    writeFileSync(file, `${JSON.stringify(shown, null, 2)}\n`);
+    process.stderr.write(`${reproduction(shown, shownResult, file)}\n`);
+}
+
+/** Every mutant over the seeds, each until one rejects it; the names no seed rejected. */
+async function runMutants(engine: LocalEngine, options: FuzzOptions): Promise<Record<string, number | null>> {
+    const caught: Record<string, number | null> = {};
+    for (const [name, spec] of Object.entries(MUTANTS)) {
+        caught[name] = null;
+        for (let i = 0; i < options.seeds && caught[name] === null; i++) {
+            const history = generate(options, options.first + i);
+            const result = await runHistory(engine, history, { mutant: spec.mutate });
+            if (result.violations.length > 0) {
+                caught[name] = history.seed;
+                process.stderr.write(`${name}: rejected by seed ${history.seed}: ${result.violations[0]}\n`);
+            }
+        }
+        if (caught[name] === null) {
+            process.stderr.write(`${name}: no seed of ${options.first}..${options.first + options.seeds - 1} rejected it (${spec.description})\n`);
+        }
+    }
+    return caught;
 }
 
 function fail(message: string): never {
@@ -157,199 +254,22 @@ async function main(): Promise<void> {
         process.stdout.write(`${FUZZ_USAGE}\n`);
         return;
     }
-    const { seeds, first, ops, faultRate } = options;
-
     const engine = await startEngine(FUZZ_ENGINE);
-    if (options.regions !== undefined) {
-        try {
-            await mainRegions(engine, options, options.regions);
-        } finally {
-            await engine.stop();
-        }
-        return;
-    }
-    let failed = 0;
-    const histories: Array<{ seed: number; requests: number; trace: string; violations: string[] }> = [];
-    const totals = {
-        seeds: 0,
-        events: 0,
-        requests: 0,
-        faults: 0,
-        observations: 0,
-        deadLettered: 0,
-        otherWrites: 0,
-        otherWritesFailed: 0,
-        livesEnded: 0,
-        backfills: 0,
-        backfillCounted: 0,
-        backfillAlreadyCounted: 0,
-        settles: 0,
-        healed: 0,
-        busySettles: 0,
-        expired: 0,
-        flips: 0,
-        held: 0,
-        latePutsBack: 0,
-        latePutsAfterAnotherLife: 0,
-        latePutsAHealMayCount: 0,
-        ledgerUnsealed: 0,
-        ledgerSealed: 0,
-    };
     try {
-        const generate = (seed: number) =>
-            generateHistory({
-                seed,
-                ops,
-                mode: options.mode,
-                faultRate,
-                selection: options.selection,
-                counterShards: options.counterShards,
-            });
-        const toRun: History[] =
-            options.replay === undefined
-                ? Array.from({ length: seeds }, (_, i) => generate(first + i))
-                : /^\d+$/.test(options.replay) && !existsSync(options.replay)
-                  ? [generate(Number(options.replay))]
-                  : [JSON.parse(readFileSync(options.replay, "utf8")) as History];
-        for (const history of toRun) {
-            const result = await runHistory(engine, history, options.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {});
-            histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
-            totals.seeds++;
-            totals.events += result.stats.events;
-            totals.requests += result.stats.requests;
-            totals.faults += result.stats.faults;
-            totals.observations += result.stats.observations;
-            totals.deadLettered += result.stats.deadLettered;
-            totals.otherWrites += history.events.filter(
-                (e) => e.op === "otherPut" || e.op === "otherDelete" || e.op === "ttlDelete" || e.op === "otherRetoken",
-            ).length;
-            totals.flips += history.events.filter((e) => e.op === "otherFlip").length;
-            totals.settles += result.stats.settles;
-            totals.healed += result.stats.healed;
-            totals.busySettles += result.stats.busySettles;
-            totals.expired += result.stats.expired;
-            totals.otherWritesFailed += result.stats.otherWritesFailed;
-            totals.livesEnded += result.stats.livesEnded;
-            totals.backfills += result.stats.backfills;
-            totals.backfillCounted += result.stats.backfillCounted;
-            totals.backfillAlreadyCounted += result.stats.backfillAlreadyCounted;
-            totals.held += result.stats.held;
-            totals.latePutsBack += result.stats.latePutsBack;
-            totals.latePutsAfterAnotherLife += result.stats.latePutsAfterAnotherLife;
-            totals.latePutsAHealMayCount += result.stats.latePutsAHealMayCount;
-            totals.ledgerUnsealed += result.stats.ledgerUnsealed;
-            totals.ledgerSealed += result.stats.ledgerSealed;
-            const line =
-                `seed ${history.seed} ${history.mode} ${history.selection ?? "client"} ${history.counterShards ?? 1} shards: ` +
-                `${result.stats.events} events, ` +
-                `${result.stats.requests} requests, ${result.stats.faults} faults, ${result.stats.backfills} backfills, ` +
-                `${result.stats.settles} settler runs (${result.stats.healed} heals, ${result.stats.busySettles} with calls in flight, ` +
-                `${result.stats.expired} requests expired), ` +
-                `${result.stats.held} put attempts held (${result.stats.latePutsBack} landed over a removed life, ` +
-                `${result.stats.latePutsAfterAnotherLife} after another life, ${result.stats.latePutsAHealMayCount} a heal may count), ` +
-                `${result.stats.ledgerUnsealed} ledger values read unsealed (${result.stats.ledgerSealed} sealed), ` +
-                `${result.violations.length} violations, trace ${result.trace}`;
-            process.stderr.write(`${line}\n`);
-            if (result.violations.length === 0) {
-                continue;
-            }
-            failed++;
-            let shown = history;
-            let shownResult: RunResult = result;
-            if (options.shrink && !options.replay) {
-                process.stderr.write(`  shrinking seed ${history.seed}...\n`);
-                ({ history: shown, result: shownResult } = await shrinkHistory(engine, history, result, {
-                    onProgress: (n) => process.stderr.write(`  ${n} events\n`),
-                }));
-                // The shrunk history's failing run is its replay: one more run proves it, request for request.
-                const again = await runHistory(engine, shown);
-                if (again.trace !== shownResult.trace) {
-                    process.stderr.write(
-                        `  the shrunk history did not replay: trace ${shownResult.trace} then ${again.trace} ` +
-                            `(${shownResult.stats.requests} then ${again.stats.requests} requests); the schedule let something escape\n`,
-                    );
-                }
-            }
-            const dir = path.join(".local", "fuzz");
-            mkdirSync(dir, { recursive: true });
-            const file = path.join(dir, `seed-${history.seed}.json`);
-            writeFileSync(file, `${JSON.stringify(shown, null, 2)}\n`);
-            process.stderr.write(`${reproduction(shown, shownResult, file)}\n`);
+        if (options.mutants) {
+            const caught = await runMutants(engine, options);
+            const missed = Object.entries(caught).filter(([, seed]) => seed === null).map(([name]) => name);
+            process.stdout.write(options.json ? `${JSON.stringify({ caught, missed })}\n` : `${Object.keys(caught).length - missed.length} of ${Object.keys(caught).length} mutants rejected${missed.length > 0 ? `; not: ${missed.join(", ")}` : ""}\n`);
+            process.exitCode = missed.length > 0 ? 1 : 0;
+            return;
         }
+        const summary = await runSeeds(engine, options);
+        process.stdout.write(options.json ? `${JSON.stringify(summary)}\n` : `${summary.seeds} histories: ${summary.failed} failed\n`);
+        // With a mutant, the run fails when no seed rejected it.
+        process.exitCode = options.mutant === undefined ? (summary.failed > 0 ? 1 : 0) : summary.failed > 0 ? 0 : 1;
     } finally {
         await engine.stop();
     }
-    const summary = { ...totals, failed, histories };
-    process.stdout.write(
-        options.json
-            ? `${JSON.stringify(summary)}\n`
-            : `${summary.seeds} histories, ${summary.events} events, ${summary.requests} requests, ${summary.faults} injected faults, ` +
-                  `${summary.deadLettered} batches dead-lettered, ${summary.otherWrites} other writes (${summary.otherWritesFailed} not served, ` +
-                  `${summary.livesEnded} client lives ended), ${summary.backfills} backfills (${summary.backfillCounted} items counted, ` +
-                  `${summary.backfillAlreadyCounted} found counted), ${summary.flips} selection moves, ` +
-                  `${summary.settles} settler runs (${summary.healed} heals, ${summary.busySettles} with calls in flight, ` +
-                  `${summary.expired} requests expired), ${summary.held} put attempts held ` +
-                  `(${summary.latePutsBack} landed over a removed life, ${summary.latePutsAfterAnotherLife} after another life, ` +
-                  `${summary.latePutsAHealMayCount} a heal may count), ` +
-                  `${summary.ledgerUnsealed} ledger values read unsealed (${summary.ledgerSealed} sealed): ` +
-                  `${failed} failed\n`,
-    );
-    process.exitCode = failed > 0 ? 1 : 0;
-}
-
-/** `--regions <n>`: multi-region histories (test/fuzz/regions/), reported per seed and per region; no shrinking. */
-async function mainRegions(engine: LocalEngine, options: FuzzOptions, regions: number): Promise<void> {
-    const generate = (seed: number) =>
-        generateRegionsHistory({ seed, ops: options.ops, mode: options.mode, faultRate: options.faultRate, regions });
-    const toRun: RegionsHistory[] =
-        options.replay === undefined
-            ? Array.from({ length: options.seeds }, (_, i) => generate(options.first + i))
-            : /^\d+$/.test(options.replay) && !existsSync(options.replay)
-              ? [generate(Number(options.replay))]
-              : [JSON.parse(readFileSync(options.replay, "utf8")) as RegionsHistory];
-    const totals = { seeds: 0, events: 0, requests: 0, faults: 0, observations: 0, deadLettered: 0, settles: 0, healed: 0, backfills: 0 };
-    const histories: Array<{ seed: number; requests: number; trace: string; violations: string[] }> = [];
-    let failed = 0;
-    for (const history of toRun) {
-        const result = await runRegionsHistory(
-            engine,
-            history,
-            options.trace ? { trace: (line) => process.stderr.write(`  ${line}\n`) } : {},
-        );
-        histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
-        totals.seeds++;
-        for (const field of ["events", "requests", "faults", "observations", "deadLettered", "settles", "healed", "backfills"] as const) {
-            totals[field] += result.stats[field];
-        }
-        const perRegion = Object.entries(result.stats.perRegion)
-            .map(([region, r]) => `${region} ${r.calls} calls, eventual ${r.eventual}, best-effort ${r.bestEffort}`)
-            .join("; ");
-        process.stderr.write(
-            `seed ${history.seed} ${history.mode} ${history.regions} regions: ${result.stats.events} events, ${result.stats.requests} requests, ` +
-                `${result.stats.faults} faults, ${result.stats.observations} observations, ${result.stats.settles} settler runs ` +
-                `(${result.stats.healed} heals), ${result.stats.backfills} backfills; ${perRegion}; ` +
-                `${result.violations.length} violations, trace ${result.trace}\n`,
-        );
-        if (result.violations.length > 0) {
-            failed++;
-            const dir = path.join(".local", "fuzz");
-            mkdirSync(dir, { recursive: true });
-            const file = path.join(dir, `regions-seed-${history.seed}.json`);
-            writeFileSync(file, `${JSON.stringify(history, null, 2)}\n`);
-            process.stderr.write(
-                `${result.violations.map((v) => `  ${v}`).join("\n")}\n  replay: npm run fuzz -- --regions ${regions} --replay ${file}\n`,
-            );
-        }
-    }
-    const summary = { ...totals, regions, failed, histories };
-    process.stdout.write(
-        options.json
-            ? `${JSON.stringify(summary)}\n`
-            : `${summary.seeds} histories over ${regions} regions, ${summary.events} events, ${summary.requests} requests, ` +
-                  `${summary.faults} injected faults, ${summary.observations} observations, ${summary.deadLettered} batches dead-lettered, ` +
-                  `${summary.settles} settler runs (${summary.healed} heals), ${summary.backfills} backfills: ${failed} failed\n`,
-    );
-    process.exitCode = failed > 0 ? 1 : 0;
 }
 
 if (require.main === module) {

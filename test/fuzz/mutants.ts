@@ -1,213 +1,227 @@
 /**
- * Mutants for the checker: middleware that rewrites one command's input on its way to DynamoDB Local, so
- * that the system under test is the one the package ships but for the change the mutant makes. The mutants that
- * reverse the sharded bound's and the marker bound's fixes live here, shared by their DynamoDB Local tests and the
- * checker's (test/fuzz-paths.test.ts).
+ * Mutants: each undoes one guard of the core (most of them a fix the checker or a review found), by rewriting the
+ * requests one party sends or the answers it reads, and the checker must reject it on some seed of its swarm
+ * (test/fuzz.test.ts runs each on the seeds it names and requires a violation). A mutant that no seed catches means a
+ * guard the checker does not watch.
+ *
+ * Every rewrite is a middleware on a party's DynamoDB (or Streams) client, added for one run and removed after it.
  */
-import type {
-    DeleteItemCommandInput,
-    DynamoDBClient,
-    PutItemCommandInput,
-    ServiceInputTypes,
-    ServiceOutputTypes,
-    TransactWriteItemsCommandInput,
-    UpdateItemCommandInput,
-} from "@aws-sdk/client-dynamodb";
-import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
-import { DISARM_CLAUSE } from "../../runtime/shards/quotas";
-import { COUNTER_ATTRIBUTES } from "../../runtime/shared/config";
-import { headroomOf, PAYLOAD_ATTRIBUTE } from "./big-items";
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import type { Run } from "./state";
 
-const WRITTEN_AT = COUNTER_ATTRIBUTES.writtenAt;
-import type { InitializeMiddleware } from "@smithy/types";
+type Input = {
+    TableName?: string;
+    Key?: Record<string, AttributeValue>;
+    UpdateExpression?: string;
+    ConditionExpression?: string;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, AttributeValue>;
+    Item?: Record<string, AttributeValue>;
+    TransactItems?: Array<{ Update?: Input; ConditionCheck?: Input }>;
+};
 
-/** Adds middleware to `client` that rewrites the input of every `command` it sends. */
-export function rewrite<I>(client: DynamoDBClient, command: string, change: (input: I) => void): void {
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        if (context.commandName === command) {
-            change(args.input as I);
-        }
-        return next(args);
-    };
-    client.middlewareStack.add(middleware, { step: "initialize", name: `fuzzMutant:${command}` });
+type Stack = { add: (middleware: unknown, options: { step: "initialize"; name: string }) => void; remove: (name: string) => boolean };
+
+/** Adds a middleware rewriting each request's input (and its output) to `client`; returns its removal. */
+function rewrite(
+    client: { middlewareStack: unknown },
+    name: string,
+    input: (command: string, input: Input) => void,
+    output?: (command: string, output: Record<string, unknown>) => void,
+): () => void {
+    const stack = client.middlewareStack as Stack;
+    stack.add(
+        (next: (args: { input: Input }) => Promise<{ output: Record<string, unknown> }>, context: { commandName?: string }) =>
+            async (args: { input: Input }) => {
+                input(context.commandName ?? "", args.input);
+                const result = await next(args);
+                output?.(context.commandName ?? "", result.output);
+                return result;
+            },
+        { step: "initialize", name },
+    );
+    return () => void stack.remove(name);
 }
 
-/** Mutant: a strict backfill adds units to a sharded key without disarming its stored quotas. */
-export function backfillKeepsQuotas(dynamodb: DynamoDBClient): void {
-    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
-        input.TransactItems = input.TransactItems!.filter((action) => action.Update?.UpdateExpression !== DISARM_CLAUSE);
-        for (const action of input.TransactItems) {
-            const update = action.Update;
-            if (update?.UpdateExpression?.endsWith(` ${DISARM_CLAUSE}`)) {
-                update.UpdateExpression = update.UpdateExpression.slice(0, -DISARM_CLAUSE.length - 1);
-                delete update.ExpressionAttributeNames!["#quotaLimit"];
-                delete update.ExpressionAttributeNames!["#quota"];
-            }
-        }
-    });
+function sortKey(run: Run, input: Input): string {
+    return input.Key?.[run.state.system.config.sortKey]?.S ?? "";
 }
 
-/** Mutant: a heal that raises a shard of a sharded key leaves the stored quotas armed. */
-export function healKeepsQuotas(dynamodb: DynamoDBClient): void {
-    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
-        input.TransactItems = input.TransactItems!.filter((action) => action.Update?.UpdateExpression !== DISARM_CLAUSE);
-        for (const action of input.TransactItems) {
-            const update = action.Update!;
-            update.UpdateExpression = update
-                .UpdateExpression!.replace(", #quotaLimit, #quota", "")
-                .replace(" REMOVE #quotaLimit, #quota", "");
-            delete update.ExpressionAttributeNames!["#quotaLimit"];
-            delete update.ExpressionAttributeNames!["#quota"];
-        }
-    });
+function isBestEffort(run: Run, input: Input): boolean {
+    return sortKey(run, input).endsWith("best-effort");
 }
 
-/** Mutant: a shard admits on its stored quota whatever limit it was stored for (the call's limit is not compared). */
-export function quotaOfAnyLimit(dynamodb: DynamoDBClient): void {
-    rewrite<UpdateItemCommandInput>(dynamodb, "UpdateItemCommand", (input) => {
-        if (input.ConditionExpression?.startsWith("#quotaLimit = :limit AND ")) {
-            input.ConditionExpression = input.ConditionExpression.replace(
-                "#quotaLimit = :limit AND ",
-                "attribute_exists(#quotaLimit) AND ",
-            );
-            delete input.ExpressionAttributeValues![":limit"];
-        }
-    });
+function isEventual(run: Run, input: Input): boolean {
+    return sortKey(run, input).endsWith("eventual");
 }
 
-/** Mutant: the take of a young life's release also leaves one attribute per life, as earlier versions did. */
-export function markPerLife(dynamodb: DynamoDBClient): void {
-    rewrite<UpdateItemCommandInput>(dynamodb, "UpdateItemCommand", (input) => {
-        const token = input.ExpressionAttributeValues?.[":released"]?.S;
-        if (input.UpdateExpression?.startsWith("SET #released = :released") === true && token !== undefined) {
-            input.UpdateExpression = input.UpdateExpression.replace(
-                "SET #released = :released",
-                "SET #released = :released, #trace = :released",
-            );
-            input.ExpressionAttributeNames!["#trace"] = `hc_trace_${token}`;
-        }
-    });
+/** Strips a clause from a condition: `X AND clause`, `clause AND X`, or the whole condition. */
+function withoutClause(condition: string | undefined, clause: RegExp): string | undefined {
+    if (condition === undefined) {
+        return undefined;
+    }
+    const parts = condition.split(" AND ").filter((part) => !clause.test(part));
+    return parts.length === 0 ? undefined : parts.join(" AND ");
 }
 
-/**
- * Mutant: the client leaves no room on an item for its own later writes (validation.ts `checkItemSize` without its
- * headroom): an item put with the big-items payload (big-items.ts) takes `headroom` more bytes, so the largest item it
- * accepts is at DynamoDB's limit, and the soft delete's flag and token no longer fit.
- */
-export function itemWithoutHeadroom(dynamodb: DynamoDBClient): void {
-    const headroom = headroomOf();
-    rewrite<PutItemCommandInput>(dynamodb, "PutItemCommand", (input) => {
-        const payload = input.Item?.[PAYLOAD_ATTRIBUTE]?.S;
-        if (payload !== undefined && payload.length > 1024) {
-            input.Item![PAYLOAD_ATTRIBUTE] = { S: payload + "p".repeat(headroom) };
+/** Drops the names and values a condition no longer uses (DynamoDB refuses unused ones). */
+function prune(input: Input): void {
+    const text = `${input.UpdateExpression ?? ""} ${input.ConditionExpression ?? ""}`;
+    for (const name of Object.keys(input.ExpressionAttributeNames ?? {})) {
+        if (!text.includes(name)) {
+            delete input.ExpressionAttributeNames![name];
         }
-    });
+    }
+    for (const value of Object.keys(input.ExpressionAttributeValues ?? {})) {
+        if (!new RegExp(`${value}(?![\\w])`).test(text)) {
+            delete input.ExpressionAttributeValues![value];
+        }
+    }
+    if (input.ConditionExpression === undefined) {
+        delete input.ConditionExpression;
+    }
 }
 
-/**
- * Mutant: a client delete that gives up on an item another writer grew past the room of its soft delete (the client
- * before runtime/client/client.ts `endLife`): the removal it sends instead fails as the soft delete did, with DynamoDB's
- * ValidationException, so the API's caller gets an error for an item it may delete, and the life stays.
- */
-export function oversizedDeleteThrows(dynamodb: DynamoDBClient): void {
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        const condition = (args.input as DeleteItemCommandInput).ConditionExpression ?? "";
-        if (context.commandName === "DeleteItemCommand" && condition.includes("#deleted = :false")) {
-            throw new DynamoDBServiceException({
-                name: "ValidationException",
-                message: "Item size to update has exceeded the maximum allowed size",
-                $fault: "client",
-                $metadata: { httpStatusCode: 400 },
-            });
-        }
-        return next(args);
-    };
-    dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant:oversizedDeleteThrows" });
+export interface MutantSpec {
+    readonly description: string;
+    readonly mutate: (run: Run) => () => void;
 }
 
-/**
- * Mutant: a heal that does not wait for the quiet window (the settler's client): it reads every best-effort item as
- * written long ago, and its write drops the condition on the last client write. It heals a key a client wrote a moment
- * ago, with that client's call still to finish its writes (heal.ts, argument (b)).
- */
-export function healIgnoresQuietWindow(dynamodb: DynamoDBClient): void {
-    const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
-        const dropCondition = (update: {
-            ConditionExpression?: string;
-            ExpressionAttributeNames?: Record<string, string>;
-            ExpressionAttributeValues?: Record<string, unknown>;
-            UpdateExpression?: string;
-        }) => {
-            if (update.ConditionExpression?.includes("#writtenAt <= :cutoff AND ")) {
-                update.ConditionExpression = update.ConditionExpression.replace("#writtenAt <= :cutoff AND ", "");
-                delete update.ExpressionAttributeValues![":cutoff"];
-                if (!`${update.UpdateExpression} ${update.ConditionExpression}`.includes("#writtenAt")) {
-                    delete update.ExpressionAttributeNames!["#writtenAt"];
+export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
+    consumerBlindToMarks: {
+        description: "the consumer does not see its marks: a redelivered record is applied again",
+        mutate: (run) =>
+            rewrite(
+                run.parties.pipeline,
+                "mutantBlindToMarks",
+                (command, input) => {
+                    if (command === "UpdateItemCommand" && isEventual(run, input) && input.ConditionExpression !== undefined) {
+                        input.ConditionExpression = withoutClause(input.ConditionExpression, /#m = :m0|attribute_not_exists\(#m\)/);
+                        prune(input);
+                    }
+                },
+                (command, output) => {
+                    const strip = (item: Record<string, AttributeValue> | undefined) => {
+                        for (const name of Object.keys(item ?? {})) {
+                            if (name.startsWith("hc_s_")) {
+                                delete item![name];
+                            }
+                        }
+                    };
+                    if (command === "GetItemCommand") {
+                        strip(output["Item"] as Record<string, AttributeValue> | undefined);
+                    }
+                    if (command === "BatchGetItemCommand") {
+                        for (const items of Object.values((output["Responses"] ?? {}) as Record<string, Array<Record<string, AttributeValue>>>)) {
+                            items.forEach(strip);
+                        }
+                    }
+                },
+            ),
+    },
+    noSkippedRead: {
+        description: "the consumer and the redrive do not re-read the records Lambda gave up on: their marks pass them",
+        mutate: (run) =>
+            rewrite(run.handlerStreams, "mutantNoSkippedRead", () => undefined, (command, output) => {
+                if (command === "GetRecordsCommand") {
+                    output["Records"] = [];
+                    delete output["NextShardIterator"];
                 }
-            }
-        };
-        if (context.commandName === "UpdateItemCommand") {
-            dropCondition(args.input as UpdateItemCommandInput);
-        } else if (context.commandName === "TransactWriteItemsCommand") {
-            for (const action of (args.input as TransactWriteItemsCommandInput).TransactItems ?? []) {
-                if (action.Update) {
-                    dropCondition(action.Update);
+            }),
+    },
+    healWriteRepeats: {
+        description: "a heal's write does not move the generation: a repeat after a lost answer adds its correction twice",
+        mutate: (run) =>
+            rewrite(run.parties.settler, "mutantHealWriteRepeats", (command, input) => {
+                if (command === "UpdateItemCommand" && isBestEffort(run, input) && (input.UpdateExpression ?? "").startsWith("ADD #c :corr, #g :one")) {
+                    input.UpdateExpression = input.UpdateExpression!.replace("ADD #c :corr, #g :one", "ADD #c :corr");
+                    prune(input);
                 }
-            }
-        }
-        const result = await next(args);
-        const item =
-            context.commandName === "GetItemCommand" ? (result.output as { Item?: Record<string, { N?: string }> }).Item : undefined;
-        if (item?.[WRITTEN_AT] !== undefined) {
-            item[WRITTEN_AT] = { N: "0" };
-        }
-        return result;
-    };
-    dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "fuzzMutant:healIgnoresQuietWindow" });
-}
-
-/**
- * Mutant: the consumer leaves in the table a late put of a removed life it was to remove (the Delete on the item
- * still holding the life, runtime/stream/markers.ts). Under an attribute selection, one another writer moved out of
- * the selection and back in is then counted.
- */
-export function lateItemKept(dynamodb: DynamoDBClient): void {
-    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
-        input.TransactItems = input.TransactItems!.filter((action) => action.Delete?.ConditionExpression !== "#token = :token");
-    });
-}
-
-/**
- * Mutant: the consumer and reconcile count a later life of an id and leave the strict backfill's flag (`hc_be`) of the
- * life that ended: the next backfill takes the flag for this life's unit and gives it none (runtime/stream/markers.ts).
- */
-export function staleBackfillFlagKept(dynamodb: DynamoDBClient): void {
-    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
-        for (const action of input.TransactItems!) {
-            const update = action.Update;
-            if (update?.UpdateExpression?.includes("#exp, #be, #beLife") === true) {
-                update.UpdateExpression = update.UpdateExpression.replace("#exp, #be, #beLife", "#exp");
-                delete update.ExpressionAttributeNames!["#be"];
-                delete update.ExpressionAttributeNames!["#beLife"];
-            }
-        }
-    });
-}
-
-/**
- * Mutant: a sharded heal's transaction leaves out the shards it does not write (runtime/heal/heal.ts `writeShards`): a
- * client write to one of them between the heal's read and its write lands beside it.
- */
-export function healLeavesEmptyShardsOut(dynamodb: DynamoDBClient): void {
-    rewrite<TransactWriteItemsCommandInput>(dynamodb, "TransactWriteItemsCommand", (input) => {
-        input.TransactItems = input.TransactItems!.filter(
-            (action) => action.ConditionCheck?.ConditionExpression !== "attribute_not_exists(#count)",
-        );
-        for (const action of input.TransactItems) {
-            if (action.Update?.UpdateExpression === DISARM_CLAUSE && action.Update.ConditionExpression === "attribute_not_exists(#count)") {
-                delete action.Update.ConditionExpression;
-                delete action.Update.ExpressionAttributeNames!["#count"];
-            }
-        }
-    });
-}
+            }),
+    },
+    healWithoutGeneration: {
+        description: "a heal's write is not conditional on the generation it read: two heals add one difference twice",
+        mutate: (run) =>
+            rewrite(run.parties.settler, "mutantHealWithoutGeneration", (command, input) => {
+                if (command === "UpdateItemCommand" && isBestEffort(run, input) && (input.UpdateExpression ?? "").startsWith("ADD #c :corr")) {
+                    input.ConditionExpression = withoutClause(input.ConditionExpression, /#g = :g/);
+                    prune(input);
+                }
+            }),
+    },
+    decrementToBase: {
+        description: "a utilization decrement goes to the count alone: with its life's +1 in the entry, a heal keeps the +1 and drops the -1",
+        mutate: (run) =>
+            rewrite(run.parties.api, "mutantDecrementToBase", (command, input) => {
+                if (command === "UpdateItemCommand" && isBestEffort(run, input) && input.ExpressionAttributeValues?.[":d"]?.N === "-1" && input.ConditionExpression === undefined) {
+                    input.UpdateExpression = input.UpdateExpression!.replace("ADD #c :d, #e :d", "ADD #c :d");
+                    prune(input);
+                }
+            }),
+    },
+    releaseWithoutGeneration: {
+        description: "a strict release of an old life is not conditional on the generation: it takes a unit a heal already took",
+        mutate: (run) =>
+            rewrite(run.parties.api, "mutantReleaseWithoutGeneration", (command, input) => {
+                if (command === "UpdateItemCommand" && isBestEffort(run, input) && (input.ConditionExpression ?? "").includes("#g = :g")) {
+                    input.ConditionExpression = withoutClause(input.ConditionExpression, /#g = :g|attribute_not_exists\(#g\) OR #g = :g/);
+                    prune(input);
+                }
+            }),
+    },
+    putOverAnything: {
+        description: "the client's put is unconditional: a put attempt that lands late brings a deleted life back",
+        mutate: (run) =>
+            rewrite(run.parties.api, "mutantPutOverAnything", (command, input) => {
+                if (command === "PutItemCommand" && input.TableName === run.state.system.config.tableName) {
+                    delete input.ConditionExpression;
+                    delete input.ExpressionAttributeNames;
+                    delete input.ExpressionAttributeValues;
+                }
+            }),
+    },
+    admitPastLimit: {
+        description: "a strict reservation ignores the limit (and a shard's cap)",
+        mutate: (run) =>
+            rewrite(run.parties.api, "mutantAdmitPastLimit", (command, input) => {
+                if (command === "UpdateItemCommand" && isBestEffort(run, input) && /#c < (:limit|#cap)/.test(input.ConditionExpression ?? "")) {
+                    delete input.ConditionExpression;
+                    prune(input);
+                }
+            }),
+    },
+    staleEntriesKept: {
+        description: "neither a client write nor a heal removes stale ledger entries: a key's best-effort item grows without bound",
+        mutate: (run) => {
+            const strip = (command: string, input: Input) => {
+                if (command === "UpdateItemCommand" && isBestEffort(run, input) && (input.UpdateExpression ?? "").includes(" REMOVE ")) {
+                    input.UpdateExpression = input.UpdateExpression!.replace(/ REMOVE .*$/, "");
+                    input.ConditionExpression = withoutClause(input.ConditionExpression, /#s\d+ = :s\d+/);
+                    prune(input);
+                }
+            };
+            const undo = [rewrite(run.parties.api, "mutantStaleEntriesKeptApi", strip), rewrite(run.parties.settler, "mutantStaleEntriesKeptSettler", strip)];
+            return () => undo.forEach((u) => u());
+        },
+    },
+    thresholdsWithoutOutbox: {
+        description: "the consumer keeps no threshold state: crossings are announced again, or missed",
+        mutate: (run) =>
+            rewrite(run.parties.pipeline, "mutantThresholdsWithoutOutbox", (command, input) => {
+                if (command === "UpdateItemCommand" && isEventual(run, input) && (input.UpdateExpression ?? "").includes("#th = :th")) {
+                    input.UpdateExpression = input.UpdateExpression!.replace(/, #th = :th|#th = :th, |SET #th = :th/, "").replace(/SET\s*$/, "").trim();
+                    prune(input);
+                }
+            }),
+    },
+    auditBlind: {
+        description: "the settler's audit reads nothing: a key whose best-effort write and mark were both lost is never healed",
+        mutate: (run) =>
+            rewrite(run.parties.settler, "mutantAuditBlind", () => undefined, (command, output) => {
+                if (command === "ScanCommand") {
+                    output["Items"] = [];
+                    delete output["LastEvaluatedKey"];
+                }
+            }),
+    },
+};

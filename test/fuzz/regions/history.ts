@@ -1,129 +1,142 @@
 /**
- * Multi-region histories for the model-based checker (docs/design/global-tables.md), in the smallest form that is real:
- * one engine, 2 or 3 member regions (the first the home), no replication. Every region's replica is the one table,
- * which is a legal state of a global table whose replication delay is zero: each region's stream is the table's
- * stream, each region's reads see every region's writes at once.
+ * Multi-region histories: a counter on a global table, each region with its replica of the user's table and of the
+ * counters table, its client, consumer, redrive and settler; replication between the replicas delayed and
+ * last-writer-wins; each replica's TTL deleting what has expired there; the limit changed in one region and read in
+ * every other once replicated; a region joining the members, region by region as the deployments roll out (a region
+ * not yet a member in its own deployment runs nothing).
  *
- * A history is drawn as today's (history.ts) with the client selection and one shard, reduced to the events the
- * multi-region runner drives (below), and then each event that runs in a region draws that region from a source of
- * its own: the draws of generateHistory are untouched, so every existing seed's history stays what it was.
- *
- * Kept: create, tryCreate (under its key's limit), delete, count, consume, redrive, reconcile, settle, backfill (each
- * in its region), and ttlDelete (the table's TTL: a hard delete nobody calls, in no region). Dropped, with the reason:
- * late put attempts and held requests (`late`, `land`: their bookkeeping is run.ts's, per single region), items as
- * large as the client accepts (`big`), bad input (`invalid`: the same validation in every region), settler runs with
- * calls in flight (`busy` is dropped, the run is kept), a call's own limit (a plan change: one limit per key keeps the
- * per-region quotas of the model plain), token rewrites (one shard), split invocations (one shard).
+ * Swarm testing as for one region: each seed draws its own shape (mode, regions, shards, faults, how far replication
+ * lags, whether the members change), then its events.
  */
 import { seededRandom } from "../../../local/engine/faults";
-import { DEFAULT_LAYOUT, type RegionsConfig } from "../../../runtime/shared/config";
-import { markerIdMaxBytes } from "../../../runtime/shared/key-limits";
-import { generateHistory, ID_PREFIX, LONGEST_ID, type FuzzEvent, type GenerateOptions, type History } from "../history";
+import type { Mode } from "../history";
 
-/** The member regions a history with `regions` = n uses: the first is the home. */
-export const FUZZ_REGIONS = ["us-east-1", "eu-west-1", "ap-south-1"] as const;
+export const REGION_NAMES = ["us-east-1", "eu-west-1", "ap-south-1"] as const;
 
-/** The region counts a multi-region history may have. */
-export const REGIONS_MIN = 2;
-export const REGIONS_MAX = FUZZ_REGIONS.length;
+export type RegionsEvent =
+    | { readonly op: "create" | "tryCreate"; readonly region: string; readonly key: string; readonly id: string }
+    | { readonly op: "delete"; readonly region: string; readonly key: string; readonly id: string }
+    | { readonly op: "count"; readonly region: string; readonly key: string }
+    /** One delivery of up to `max` records of the region's stream; `crash` fails it unrun. */
+    | { readonly op: "consume"; readonly region: string; readonly max: number; readonly crash: boolean }
+    | { readonly op: "redrive"; readonly region: string }
+    | { readonly op: "settle"; readonly region: string }
+    /** Replication applies up to `writes` pending writes, oldest first in each lane the seed picks. */
+    | { readonly op: "replicate"; readonly writes: number }
+    /** The region's replica of the counters table deletes what has expired there (TTL). */
+    | { readonly op: "ttl"; readonly region: string }
+    | { readonly op: "advance"; readonly ms: number }
+    /** The key's stored limit, written in `region`. */
+    | { readonly op: "setLimit"; readonly region: string; readonly key: string; readonly limit: number }
+    /** The region's deployment takes a new member list (its clients and functions run with it from now on). */
+    | { readonly op: "adopt"; readonly region: string; readonly members: readonly string[] };
 
-/** An event of a multi-region history: `region` (an index into the history's members) where it runs. */
-export type RegionalEvent = FuzzEvent & { readonly region?: number };
-
-export interface RegionsHistory extends Omit<History, "events"> {
-    /** How many member regions, FUZZ_REGIONS' first ones (the first is the home). */
-    readonly regions: number;
-    readonly events: readonly RegionalEvent[];
+export interface RegionsHistory {
+    readonly seed: number;
+    readonly mode: Mode;
+    /** Every region with replicas; the first is the home. */
+    readonly regions: readonly string[];
+    /** The members every region starts with (the home among them). */
+    readonly members: readonly string[];
+    readonly counterShards: number;
+    readonly faultRate: number;
+    readonly concurrency: number;
+    /** Each key's stored limit at the start. */
+    readonly limits: Readonly<Record<string, number>>;
+    readonly events: readonly RegionsEvent[];
+    /** The most virtual ms a released request takes. @default 20 */
+    readonly latencyMs?: number;
 }
 
-/** The member regions of a history, home first. */
-export function membersOf(history: Pick<RegionsHistory, "regions">): string[] {
-    return FUZZ_REGIONS.slice(0, history.regions);
+export interface RegionsOptions {
+    readonly ops: number;
+    readonly mode?: Mode;
+    readonly faultRate?: number;
+    readonly regions?: number;
 }
 
-/** Region `current`'s setting among `members` (the first is the home). */
-export function regionsSetting(current: string, members: readonly string[]): RegionsConfig {
-    return { current, members: members.map((region, i) => (i === 0 ? { region, role: "home" as const } : { region })) };
-}
+const HOUR = 3_600_000;
 
-/**
- * The longest id every member's marker key holds (the region is in the marker's sort key, so it is shorter than one
- * region's LONGEST_ID): the events that drew LONGEST_ID take it, and must count like any other.
- */
-export function regionalLongestId(members: readonly string[]): string {
-    const most = Math.min(...members.map((region) => markerIdMaxBytes({ ...DEFAULT_LAYOUT, regions: regionsSetting(region, members) })));
-    return ID_PREFIX + "x".repeat(most - ID_PREFIX.length);
-}
-
-/** Events that run in a region, and so carry one. */
-const REGIONAL = new Set<FuzzEvent["op"]>([
-    "create",
-    "tryCreate",
-    "delete",
-    "count",
-    "consume",
-    "redrive",
-    "reconcile",
-    "settle",
-    "backfill",
-]);
-
-/** Builds a multi-region history from a seed: same seed and region count, same history. */
-export function generateRegionsHistory(options: GenerateOptions & { readonly regions: number }): RegionsHistory {
-    if (!Number.isSafeInteger(options.regions) || options.regions < REGIONS_MIN || options.regions > REGIONS_MAX) {
-        throw new RangeError(`[regions] must be an integer from ${REGIONS_MIN} to ${REGIONS_MAX} (got ${options.regions})`);
-    }
-    const base = generateHistory({ ...options, selection: "client", counterShards: 1 });
-    // The regions come from a source of their own: generateHistory's draws, and so every existing seed, stay as they were.
-    const draw = seededRandom((options.seed ^ 0x4f1bbcdc) >>> 0);
-    const events: RegionalEvent[] = [];
-    const longest = regionalLongestId(FUZZ_REGIONS.slice(0, options.regions));
-    for (const event of base.events) {
-        const kept = reduced(event, longest);
-        // One draw per event of the base, kept or not: a change to what is kept moves no other event's region.
-        const region = Math.floor(draw() * options.regions);
-        if (kept !== undefined) {
-            events.push(REGIONAL.has(kept.op) ? { ...kept, region } : kept);
-        }
+export function generateRegionsHistory(seed: number, options: RegionsOptions): RegionsHistory {
+    const random = seededRandom((seed ^ 0x7f4a7c15) >>> 0);
+    const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
+    const mode: Mode = options.mode ?? (random() < 0.6 ? "strict" : "utilization");
+    const regions = REGION_NAMES.slice(0, options.regions ?? pick([2, 3]));
+    // Some seeds start with a region that is not a member yet (it joins in the history), some change none.
+    const joining = regions.length === 3 && random() < 0.5;
+    const members = joining ? regions.slice(0, 2) : [...regions];
+    const keys = ["k0", "k1"].slice(0, 1 + Math.floor(random() * 2));
+    const ids = Array.from({ length: 4 + Math.floor(random() * 3) }, (_, i) => `i${i}`);
+    const limits = Object.fromEntries(keys.map((key) => [key, 1 + Math.floor(random() * ids.length)]));
+    const lag = pick([1, 2, 4]);
+    const events: RegionsEvent[] = [];
+    for (let i = 0; i < options.ops; i++) {
+        events.push(drawEvent(random, pick, { regions, keys, ids, lag, joining, members }));
     }
     return {
-        seed: base.seed,
-        mode: base.mode,
-        selection: "client",
-        // Each region's counter items carry the region in their sort keys, in a counters table of their own.
-        placement: "separate",
-        faultRate: base.faultRate,
-        concurrency: base.concurrency,
-        limits: base.limits,
-        preexisting: [],
-        ...(base.latencyMs === undefined ? {} : { latencyMs: base.latencyMs }),
-        regions: options.regions,
+        seed,
+        mode,
+        regions,
+        members,
+        counterShards: pick([1, 1, 2]),
+        faultRate: options.faultRate ?? pick([0, 0.02, 0.05, 0.1]),
+        concurrency: 2 + Math.floor(random() * 3),
+        limits,
         events,
     };
 }
 
-/** The event as the multi-region runner drives it, or undefined when it is one the runner does not drive (see the top). */
-function reduced(event: FuzzEvent, longest: string): FuzzEvent | undefined {
-    const id = (drawn: string) => (drawn === LONGEST_ID ? longest : drawn);
-    switch (event.op) {
-        case "create":
-            return { op: "create", key: event.key, id: id(event.id) };
-        case "tryCreate":
-            return { op: "tryCreate", key: event.key, id: id(event.id) };
-        case "delete":
-        case "ttlDelete":
-            return { ...event, id: id(event.id) };
-        case "consume":
-            return { op: "consume", max: event.max, overlap: event.overlap, crash: event.crash };
-        case "settle":
-            return { op: "settle", keyBudget: event.keyBudget, auditSegments: event.auditSegments };
-        case "count":
-        case "redrive":
-        case "reconcile":
-        case "backfill":
-        case "ttlDelete":
-            return event;
-        default:
-            return undefined;
+interface Shape {
+    readonly regions: readonly string[];
+    readonly keys: readonly string[];
+    readonly ids: readonly string[];
+    /** How many writes a replicate event applies: a lagging seed applies few. */
+    readonly lag: number;
+    readonly joining: boolean;
+    readonly members: readonly string[];
+}
+
+function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, shape: Shape): RegionsEvent {
+    const region = pick(shape.regions);
+    const key = pick(shape.keys);
+    const id = pick(shape.ids);
+    const roll = random();
+    if (roll < 0.18) {
+        return { op: "tryCreate", region, key, id };
     }
+    if (roll < 0.24) {
+        return { op: "create", region, key, id };
+    }
+    if (roll < 0.4) {
+        return { op: "delete", region, key, id };
+    }
+    if (roll < 0.43) {
+        return { op: "count", region, key };
+    }
+    if (roll < 0.55) {
+        return { op: "consume", region, max: 1 + Math.floor(random() * 10), crash: random() < 0.1 };
+    }
+    if (roll < 0.57) {
+        return { op: "redrive", region };
+    }
+    if (roll < 0.62) {
+        return { op: "settle", region };
+    }
+    if (roll < 0.8) {
+        return { op: "replicate", writes: shape.lag * (1 + Math.floor(random() * 3)) };
+    }
+    if (roll < 0.84) {
+        return { op: "ttl", region };
+    }
+    if (roll < 0.89) {
+        return { op: "advance", ms: pick([60_000, 10 * 60_000, HOUR, 12 * HOUR, 30 * HOUR]) };
+    }
+    if (roll < 0.95) {
+        return { op: "setLimit", region, key, limit: Math.floor(random() * (shape.ids.length + 1)) };
+    }
+    // The joining region added to the members, one region's deployment at a time (the joining region's own first).
+    if (shape.joining) {
+        return { op: "adopt", region, members: [...shape.regions] };
+    }
+    return { op: "count", region, key };
 }

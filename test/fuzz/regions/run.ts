@@ -1,473 +1,553 @@
 /**
- * Runs one multi-region history (history.ts here) on one DynamoDB Local engine under the deterministic scheduler
- * (../scheduler.ts), and checks it against the model truth.ts states.
- *
- * Each member region has its own parties, configured as the component configures them in that region (`regions`
- * with `current` = the region): an API client, a consumer and a redrive behind an event source mapping of its own
- * (../mapping.ts: its own checkpoint, retries and dead-letter queue) over the stream, a settler, reconcile and
- * backfill. With no replication every region's stream is the table's stream, so every region's consumer is delivered
- * every record and counts only the ones it owns: ownership is in the consumer as in its mapping's filter, and a
- * record neither of whose images the region owns leaves its markers as they are. The stream filter itself is the
- * component's (components/regions/filter.ts) and is tested there; here every record reaches every consumer, which is
- * the stricter test of the consumer's own ownership check.
- *
- * The schedule and its faults are run.ts's: every request of every region's parties stops at the one gate, and the
- * seed decides which runs next and which meets a fault. Observations are made between two releases, after each write,
- * on the key it wrote. After the events: every region's backfill, every mapping drained (with redrives), each key
- * reconciled in every region, every key quiet for the window and healed in every region.
- *
- * Not here (run.ts keeps them for one region): the per-call accounting of best-effort (calls.ts), late put attempts,
- * items at the size limit, settler runs with calls in flight, plan changes, shards, and other writers but TTL.
+ * Runs one multi-region history under the deterministic scheduler and checks it against the contract per region
+ * (docs/design/global-tables.md):
+ * - each region's eventual counter applies exactly its own stream's records of the lives it owns (the stamp, or the
+ *   home region for none), up to its marks;
+ * - each region's best-effort keeps the mode's bound over the lives its own client stamped, in its own replica
+ *   (utilization allows the lives another region's client, replication's last-writer-wins or another writer ended);
+ * - strict: right after a reservation in any region, the sum over regions of each region's best-effort (read in that
+ *   region's own replica) is at most the highest limit any replica held while the call ran, plus the lives of plain
+ *   creates: through a limit lowered or raised in one region and read elsewhere once replicated, and a region joining
+ *   the members one deployment at a time;
+ * - once the traffic stops, replication and every stream drain, and two periods later every region's settler has run:
+ *   the replicas agree, each region's eventual equals the live lives it owns, its best-effort what a heal sets, and
+ *   nothing is left listed or soft-deleted; each replica's TTL having deleted what expired there on the way.
  */
-import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { SQSClient } from "@aws-sdk/client-sqs";
-import type { DynamoDBRecord } from "aws-lambda";
-import { backfill, BackfillError } from "../../../runtime/backfill/backfill";
-import { HybridCounterClient } from "../../../runtime/client/client";
-import { InvalidArgumentError } from "../../../runtime/shared/errors";
-import { healKey } from "../../../runtime/heal/heal";
-import { reconcileKey } from "../../../runtime/heal/reconcile";
+import { GetItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { settle } from "../../../runtime/heal/settle";
-import type { HandlerConfig, RegionsConfig } from "../../../runtime/shared/config";
-import { createStreamHandler } from "../../../runtime/stream/consumer";
-import type { FatalMessage } from "../../../runtime/stream/fatal";
-import { createRedriveHandler } from "../../../runtime/stream/redrive";
+import { markName } from "../../../runtime/stream/marks";
+import { bestEffortKey, eventualKey, limitKey, shardOfPartitionKey } from "../../../runtime/shared/keys";
+import { homeShard } from "../../../runtime/shards/layout";
+import { writeKeyLimit } from "../../../runtime/limits/limits";
 import type { LocalEngine } from "../../../local/engine/engine";
 import { seededRandom } from "../../../local/engine/faults";
-import { READS, drawFault, onSeededClock, startTracked, whenGateEmpty } from "../schedule";
-import { createFuzzSystem, fuzzClient, NO_TIMEOUTS } from "../adapter";
-import { describe, metFault } from "../calls";
-import { historyKeys, type FuzzEvent } from "../history";
-import { StreamMapping } from "../mapping";
-import { otherWrite } from "../others";
-import { FUZZ_QUIET_WINDOW_MS } from "../run";
-import { Scheduler, type Released } from "../scheduler";
+import { Allowance } from "../model";
+import { RecordTimes } from "../record-times";
+import { drawFault, onSeededClock, startTracked, whenGateEmpty } from "../schedule";
+import type { Released, Scheduler } from "../scheduler";
+import { NO_TIMEOUTS, type Item } from "../system";
 import { Trace } from "../trace";
-import { membersOf, regionsSetting, type RegionalEvent, type RegionsHistory } from "./history";
-import { drainedProblems, healedProblem, observationProblems, readKeyTruth, type KeyTruth } from "./truth";
-
-/** Ways to break one region's parties, to prove the checker rejects them (test/fuzz-regions.test.ts). */
-export interface RegionsMutation {
-    /** Rewrites the records region `region`'s consumer is delivered, before it sees them. */
-    readonly records?: (region: string, records: DynamoDBRecord[]) => DynamoDBRecord[];
-    /** The limit region `region`'s client is called with, given the history's. */
-    readonly limit?: (region: string, limit: number) => number;
-    /** Changes region `region`'s API client's DynamoDB client before anything runs (add middleware that breaks it). */
-    readonly api?: (region: string, dynamodb: DynamoDBClient) => void;
-}
-
-export interface RegionsRunOptions {
-    readonly trace?: (line: string) => void;
-    readonly mutate?: RegionsMutation;
-}
+import type { RegionsEvent, RegionsHistory } from "./history";
+import { Replication, type TableKind } from "./replication";
+import { active, createRegions, deploy, type RegionParties, type RegionsSystem } from "./system";
 
 export interface RegionsRunResult {
     readonly violations: string[];
-    /** The digest of every released request, in order (../trace.ts): two runs of one history give the same. */
     readonly trace: string;
-    readonly stats: {
-        readonly events: number;
-        readonly requests: number;
-        readonly faults: number;
-        readonly observations: number;
-        readonly deadLettered: number;
-        readonly fatal: number;
-        readonly settles: number;
-        readonly healed: number;
-        readonly backfills: number;
-        /** Per region: the API calls made there, and after the final heal the sum over keys of its eventual and best-effort. */
-        readonly perRegion: Readonly<Record<string, { calls: number; eventual: number; bestEffort: number }>>;
-    };
+    readonly stats: { events: number; requests: number; faults: number; replicated: number; lost: number; ttlDeleted: number; admissions: number; settles: number };
 }
 
-type RegionConfig = HandlerConfig & { readonly regions: RegionsConfig };
-
-const CALLS = new Set<FuzzEvent["op"]>(["create", "tryCreate", "delete", "count"]);
-
-export async function runRegionsHistory(
-    engine: LocalEngine,
-    history: RegionsHistory,
-    options: RegionsRunOptions = {},
-): Promise<RegionsRunResult> {
-    return onSeededClock(history, (scheduler) => runOnClock(engine, history, options, scheduler));
+interface TaskInfo {
+    readonly region: string;
+    readonly event: RegionsEvent | undefined;
+    faults: number;
+    /** A strict tryCreate: the limits any replica held while it ran. */
+    limits?: number[];
 }
 
-/** One member region's parties. */
-interface Region {
-    readonly name: string;
-    readonly config: RegionConfig;
-    readonly client: HybridCounterClient;
-    readonly consumer: Parameters<StreamMapping["consume"]>[1];
-    readonly redrive: Parameters<StreamMapping["redrive"]>[0];
-    readonly mapping: StreamMapping;
-    readonly dynamodb: { readonly api: DynamoDBClient; readonly pipeline: DynamoDBClient; readonly settler: DynamoDBClient };
-    calls: number;
-}
+class RegionsRun {
+    readonly violations: string[] = [];
+    readonly tasks = new Map<number, TaskInfo>();
+    readonly released: Released[] = [];
+    readonly clientTokens = new Set<string>();
+    readonly touched = new Set<string>();
+    readonly unlimited = new Set<string>();
+    /** Plain creates whose reservation (without a limit) has landed and whose call is still running, by task. */
+    readonly unlimitedReservations = new Map<number, string>();
+    readonly allowances = new Map<string, Allowance>();
+    readonly seenMarks = new Map<string, string>();
+    readonly lastSum = new Map<string, number>();
+    readonly healReads = new Map<string, { at: number; time: number }>();
+    readonly stats = { events: 0, requests: 0, faults: 0, replicated: 0, lost: 0, ttlDeleted: 0, admissions: 0, settles: 0 };
+    faultRate: number;
+    index = 0;
+    onTrace: ((line: string) => void) | undefined;
 
-async function runOnClock(
-    engine: LocalEngine,
-    history: RegionsHistory,
-    options: RegionsRunOptions,
-    scheduler: Scheduler,
-): Promise<RegionsRunResult> {
-    const time = scheduler.time;
-    const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS, direct: true });
-    const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
-    const system = await createFuzzSystem(reader, "separate", "client", 1);
-    const members = membersOf(history);
-    const home = regionsSetting(members[0]!, members);
-    const trace = new Trace([
-        [system.config.countersTableName!, "COUNTERS"],
-        [system.config.tableName, "TABLE"],
-    ]);
-    const random = seededRandom((history.seed ^ 0x5bd1e995) >>> 0);
-    const violations: string[] = [];
-    const keys = historyKeys(history);
-    const faultsByTask = new Map<number, number>();
-    const requestsByTask = new Map<number, number>();
-    const released: Released[] = [];
-    const totals = { requests: 0, faults: 0, observations: 0, settles: 0, healed: 0, backfills: 0 };
-    let faultRate = history.faultRate;
-    const onOutcome = (request: Released): void => {
-        totals.requests++;
-        requestsByTask.set(request.task.id, (requestsByTask.get(request.task.id) ?? 0) + 1);
-        if (metFault(request)) {
-            faultsByTask.set(request.task.id, (faultsByTask.get(request.task.id) ?? 0) + 1);
+    constructor(
+        readonly history: RegionsHistory,
+        readonly system: RegionsSystem,
+        readonly scheduler: Scheduler,
+        readonly reader: import("@aws-sdk/client-dynamodb").DynamoDBClient,
+        readonly streams: import("@aws-sdk/client-dynamodb-streams").DynamoDBStreamsClient,
+        readonly replication: Replication,
+        readonly trace: Trace,
+        readonly keys: readonly string[],
+    ) {
+        this.faultRate = history.faultRate;
+        for (const region of history.regions) {
+            this.allowances.set(region, new Allowance(600_000));
         }
-        released.push(request);
-        // Every request goes into the digest, traced or not.
-        const line = trace.add(request);
-        options.trace?.(`${trace.requests} ${line}`);
-    };
-    const sleep = (ms: number) => scheduler.sleep(ms);
-    const gated = (): DynamoDBClient => {
-        const client = fuzzClient(engine, sleep);
-        scheduler.gate(client, onOutcome);
-        return client;
-    };
-    scheduler.track(streams);
-    scheduler.track(reader);
-    const noSqs = new SQSClient({
-        region: "us-east-1",
-        endpoint: "http://127.0.0.1:9",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-    });
-    scheduler.track(noSqs);
-    const fatalMessages: FatalMessage[] = [];
-    const fatal = { park: async (m: FatalMessage) => (fatalMessages.push(m), true) };
-    const sink = () => undefined;
-    const otherDynamo = gated();
-    const backfillDynamo = gated();
-    const regions = new Map<string, Region>();
-    for (const name of members) {
-        const config: RegionConfig = { ...system.config, regions: regionsSetting(name, members) };
-        const dynamodb = { api: gated(), pipeline: gated(), settler: gated() };
-        options.mutate?.api?.(name, dynamodb.api);
-        const handler = createStreamHandler({ config, dynamodb: dynamodb.pipeline, sqs: noSqs, sink, fatal });
-        const rewrite = options.mutate?.records;
-        const consumer: Region["consumer"] = (event, context) =>
-            handler(rewrite === undefined ? event : { Records: rewrite(name, event.Records) }, context);
-        const mapping = new StreamMapping(streams, system.streamArn, config.sortKey);
-        await mapping.startAfterExisting();
-        regions.set(name, {
-            name,
-            config,
-            client: new HybridCounterClient({ ...config, dynamodb: dynamodb.api, mode: history.mode }),
-            consumer,
-            redrive: createRedriveHandler({ config, dynamodb: dynamodb.pipeline, streams, sqs: noSqs, sink, fatal }),
-            mapping,
-            dynamodb,
-            calls: 0,
-        });
     }
-    const configs = new Map([...regions].map(([name, r]) => [name, r.config]));
-    const regionOf = (event: RegionalEvent): Region => regions.get(members[event.region ?? 0]!)!;
 
-    const observe = async (key: string, context: string): Promise<KeyTruth> => {
-        const truth = await readKeyTruth(reader, configs, key);
-        totals.observations++;
-        for (const problem of observationProblems(truth, history.mode, history.limits[key] ?? 0, home)) {
-            violations.push(`${context}: ${key} ${problem}`);
+    region(name: string): RegionParties {
+        return this.system.regions.get(name)!;
+    }
+
+    /** The region and table kind a table name belongs to. */
+    tableOf(tableName: string): { region: RegionParties; kind: TableKind } | undefined {
+        for (const region of this.system.regions.values()) {
+            if (region.tableName === tableName) {
+                return { region, kind: "user" };
+            }
+            if (region.countersTableName === tableName) {
+                return { region, kind: "counters" };
+            }
         }
-        return truth;
-    };
-    /** Whether the task met a fault: a party may throw only then. */
-    const faulted = (): boolean => (faultsByTask.get(scheduler.current()!.id) ?? 0) > 0;
-    const mayThrow = (label: string, error: unknown, allowed = true): void => {
-        if (!allowed || !faulted()) {
-            violations.push(`${label}: threw ${describe(error)}${allowed ? " although none of its requests met a fault" : ""}`);
+        return undefined;
+    }
+}
+
+export async function runRegionsHistory(engine: LocalEngine, history: RegionsHistory, options: { trace?: (line: string) => void } = {}): Promise<RegionsRunResult> {
+    return onSeededClock(history, async (scheduler) => {
+        const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS, direct: true });
+        const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
+        new RecordTimes(() => scheduler.time.now()).install(streams);
+        scheduler.track(streams);
+        scheduler.track(reader);
+        const system = await createRegions(engine, reader, streams, history, scheduler);
+        const replication = new Replication(reader, history.regions, (region, kind) => (kind === "user" ? system.regions.get(region)!.tableName : system.regions.get(region)!.countersTableName), { partitionKey: "pk", sortKey: "sk" });
+        const trace = new Trace([...system.regions.values()].flatMap((r) => [[r.countersTableName, `COUNTERS-${r.region}`] as const, [r.tableName, `TABLE-${r.region}`] as const]));
+        const run = new RegionsRun(history, system, scheduler, reader, streams, replication, trace, Object.keys(history.limits).sort());
+        run.onTrace = options.trace;
+        for (const region of system.regions.values()) {
+            for (const client of [region.api, region.pipeline, region.settler]) {
+                scheduler.gate(client, (request) => {
+                    noteOutcome(run, request);
+                    run.released.push(request);
+                });
+            }
+            await region.mapping.startAfterExisting();
         }
-    };
-    const healOptions = (r: Region) => ({
-        config: r.config,
-        dynamodb: r.dynamodb.settler,
-        mode: history.mode,
-        quietWindowMs: FUZZ_QUIET_WINDOW_MS,
+        // The limits stored before the history, replicated everywhere.
+        for (const [key, limit] of Object.entries(history.limits)) {
+            for (const region of system.regions.values()) {
+                await writeKeyLimit(reader, region.config, key, limit);
+            }
+        }
+        try {
+            await runEvents(run, seededRandom((history.seed ^ 0x1b873593) >>> 0));
+            await liveness(run);
+        } finally {
+            for (const region of system.regions.values()) {
+                for (const client of [region.api, region.pipeline, region.settler]) {
+                    client.destroy();
+                }
+            }
+            reader.destroy();
+            streams.destroy();
+        }
+        return {
+            violations: run.violations,
+            trace: trace.digest(),
+            stats: { ...run.stats, events: history.events.length, replicated: replication.applied, lost: replication.lost, ttlDeleted: replication.ttlDeleted },
+        };
     });
-    const runBackfill = async (r: Region, runId: string, pageSize: number, label: string): Promise<void> => {
-        totals.backfills++;
-        try {
-            await backfill({
-                config: r.config,
-                dynamodb: backfillDynamo,
-                mode: history.mode,
-                runId: `${r.name}-${runId}`,
-                segments: 1,
-                pageSize,
-                readUnitsPerSecond: Infinity,
-                writeUnitsPerSecond: Infinity,
-                clock: { now: () => Date.now(), sleep },
-            });
-        } catch (error) {
-            mayThrow(label, error, error instanceof BackfillError);
-        }
-    };
-    const runReconcile = async (r: Region, key: string, label: string): Promise<void> => {
-        try {
-            await reconcileKey(key, { config: r.config, dynamodb: r.dynamodb.pipeline, fatal, sink, timeoutMs: 600_000 });
-        } catch (error) {
-            mayThrow(label, error);
-        }
-    };
+}
 
-    const runEvent = async (event: RegionalEvent, index: number): Promise<void> => {
-        const label = `#${index} ${JSON.stringify(event)}`;
-        const r = regionOf(event);
-        switch (event.op) {
-            case "consume":
-                return r.mapping.consume(event, r.consumer);
-            case "redrive":
-                return r.mapping.redrive(r.redrive, fatalMessages);
-            case "reconcile":
-                return runReconcile(r, event.key, label);
-            case "backfill":
-                return runBackfill(r, event.runId, event.pageSize, label);
-            case "ttlDelete":
-                await otherWrite(otherDynamo, system, event);
-                return;
-            case "settle":
-                totals.settles++;
-                // Every call began before the move has ended (the schedule waits for that): see run.ts, "Time".
-                time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
-                try {
-                    const report = await settle({
-                        ...healOptions(r),
-                        fatal,
-                        sink,
-                        keyBudget: event.keyBudget,
-                        auditSegments: event.auditSegments,
-                        auditPageSize: 3,
-                        concurrency: 2,
-                    });
-                    totals.healed += report.healed;
-                } catch (error) {
-                    mayThrow(label, error);
-                }
-                return;
-            case "create":
-            case "tryCreate":
-            case "delete":
-            case "count":
-                r.calls++;
-                try {
-                    if (event.op === "create") {
-                        await r.client.create(event.key, event.id);
-                    } else if (event.op === "tryCreate") {
-                        const limit = history.limits[event.key] ?? 0;
-                        await r.client.tryCreate(event.key, event.id, options.mutate?.limit?.(r.name, limit) ?? limit);
-                    } else if (event.op === "delete") {
-                        await r.client.delete(event.key, event.id);
-                    } else {
-                        await r.client.count(event.key);
-                    }
-                } catch (error) {
-                    // The contract: DynamoDB's own errors after every retry, only when a fault met the call's requests.
-                    mayThrow(label, error, !(error instanceof InvalidArgumentError));
-                }
-                return;
-            default:
-                violations.push(`${label}: not an event of a multi-region history`);
-        }
-    };
+function noteOutcome(run: RegionsRun, request: Released): void {
+    const info = run.tasks.get(request.task.id);
+    if (info !== undefined && request.fault !== undefined) {
+        info.faults++;
+    }
+}
 
-    /** Observes the keys a released write named (reads change nothing). */
-    const account = async (request: Released): Promise<void> => {
-        if (READS.has(request.command) || request.command === "DescribeStreamCommand") {
-            return;
-        }
-        const context = `after ${request.task.label} ${request.command}${request.fault ? ` (${request.fault})` : ""}`;
-        for (const key of keysOf(request.input, system.config.partitionKey).filter((k) => keys.includes(k))) {
-            await observe(key, context);
-        }
-    };
-    const settleReleased = async (): Promise<void> => {
-        for (const request of released.splice(0)) {
-            await account(request);
-        }
-    };
-
-    // The schedule, as run.ts's: start events (up to the concurrency) and release requests, both chosen by the seed.
+async function runEvents(run: RegionsRun, random: () => number): Promise<void> {
+    const { scheduler, history } = run;
     const running = new Set<Promise<void>>();
     let next = 0;
-    let callsInFlight = 0;
     for (;;) {
         await scheduler.quiescent();
-        await settleReleased();
+        await accountReleased(run);
         if (scheduler.fireTimer(false)) {
             continue;
         }
         const pending = scheduler.pending;
-        const upcoming = history.events[next];
-        const waits = upcoming?.op === "settle" && callsInFlight > 0;
-        const canStart = next < history.events.length && running.size < history.concurrency && !waits;
-        if (canStart && (pending.length === 0 || random() < 0.3)) {
+        if (next < history.events.length && running.size < history.concurrency && (pending.length === 0 || random() < 0.3)) {
             const index = next++;
             const event = history.events[index]!;
-            const call = CALLS.has(event.op);
-            callsInFlight += call ? 1 : 0;
-            const where = event.region === undefined ? "" : ` ${members[event.region]}`;
+            const label = `#${index} ${JSON.stringify(event)}`;
             startTracked(
                 scheduler,
                 running,
-                `#${index} ${event.op}${where}`,
-                () => runEvent(event, index),
-                () => (callsInFlight -= call ? 1 : 0),
-                (error) => violations.push(`#${index} ${JSON.stringify(event)}: failed: ${describe(error)}`),
+                `#${index} ${event.op}`,
+                () => runEvent(run, event, label, random),
+                () => {
+                    for (const [task, ] of [...run.unlimitedReservations].filter(([, k]) => "key" in event && k === event.key)) {
+                        if (run.tasks.get(task)?.event === event) {
+                            run.unlimitedReservations.delete(task);
+                        }
+                    }
+                },
+                (error) => run.violations.push(`${label}: failed: ${String(error)}`),
             );
             continue;
         }
         if (pending.length === 0) {
             if (whenGateEmpty(scheduler, next >= history.events.length, running) === "done") {
-                break;
+                return;
             }
             continue;
         }
         const index = Math.floor(random() * pending.length);
-        const request = pending[index]!;
-        const fault = drawFault(random, faultRate, request.command);
-        totals.faults += fault === undefined ? 0 : 1;
-        scheduler.release(index, fault);
+        scheduler.release(index, drawFault(random, run.faultRate, pending[index]!.command));
     }
+}
 
-    // Drain: no more faults; every region's backfill, then every mapping delivered and redriven until nothing is left.
-    faultRate = 0;
-    const drain = async (label: string, work: () => Promise<void>): Promise<void> => {
-        const done = scheduler.spawn(label, work);
+async function accountReleased(run: RegionsRun): Promise<void> {
+    for (const request of run.released.splice(0)) {
+        await account(run, request);
+    }
+}
+
+/** Runs one event in its region (a region whose deployment does not run skips it). */
+async function runEvent(run: RegionsRun, event: RegionsEvent, label: string, random: () => number): Promise<void> {
+    const task = run.scheduler.current()!;
+    const region = "region" in event ? run.region(event.region) : undefined;
+    const info: TaskInfo = { region: region?.region ?? "", event, faults: 0 };
+    run.tasks.set(task.id, info);
+    if (region !== undefined && !active(region) && event.op !== "adopt") {
+        return;
+    }
+    switch (event.op) {
+        case "create":
+        case "tryCreate":
+        case "delete":
+        case "count":
+            return runCall(run, region!, event, info, label);
+        case "consume":
+            return region!.mapping.consume({ op: "consume", max: event.max, overlap: 0, crash: event.crash ? "before" : "none" }, [region!.consumer!, region!.consumer!]);
+        case "redrive":
+            return region!.mapping.redrive(region!.redrive!);
+        case "settle":
+            run.stats.settles++;
+            await settle({ config: region!.config, dynamodb: region!.settler, keyBudget: 5, auditItems: 20 }).catch((error: unknown) => {
+                if (info.faults === 0) {
+                    run.violations.push(`${label}: threw ${String(error)} although none of its requests met a fault`);
+                }
+            });
+            return;
+        case "replicate":
+            return run.replication.apply(event.writes, random, (target, kind, before, after) => replaced(run, target, kind, before, after));
+        case "ttl":
+            await run.replication.sweep(region!.region, Math.floor(Date.now() / 1000));
+            return;
+        case "advance":
+            for (const other of run.tasks.values()) {
+                other.faults++;
+            }
+            run.scheduler.time.advance(event.ms);
+            return;
+        case "setLimit":
+            await region!.client!.setLimit(event.key, event.limit).catch(() => undefined);
+            return;
+        case "adopt": {
+            // The documented procedure for adding a member: every existing region takes the new list first, and the
+            // new region's deployment follows once their writes have replicated.
+            const joining = !region!.members.includes(region!.region) || !event.members.every((r) => region!.members.includes(r));
+            const others = [...run.system.regions.values()].filter((r) => r !== region && r.members.includes(r.region));
+            if (!region!.members.includes(region!.region) && (others.some((r) => r.members.length !== event.members.length) || run.replication.pending > 0)) {
+                if (others.every((r) => r.members.length === event.members.length)) {
+                    await run.replication.applyAll((target, kind, before, after) => replaced(run, target, kind, before, after));
+                } else {
+                    return;
+                }
+            }
+            if (joining) {
+                deploy(run.system, region!, run.history, run.streams, event.members);
+            }
+            return;
+        }
+    }
+}
+
+async function runCall(run: RegionsRun, region: RegionParties, event: Extract<RegionsEvent, { op: "create" | "tryCreate" | "delete" | "count" }>, info: TaskInfo, label: string): Promise<void> {
+    const client = region.client!;
+    if (event.op === "tryCreate") {
+        info.limits = await limitsInReplicas(run, event.key);
+    }
+    try {
+        if (event.op === "create") {
+            await client.create(event.key, event.id);
+        } else if (event.op === "tryCreate") {
+            await client.tryCreate(event.key, event.id);
+        } else if (event.op === "delete") {
+            await client.delete(event.key, event.id);
+        } else {
+            await client.count(event.key);
+        }
+    } catch (error) {
+        const known = (error as { $metadata?: unknown }).$metadata !== undefined || ["DeadlineExceededError", "TimeoutError"].includes((error as Error).name);
+        if (!known || info.faults === 0) {
+            run.violations.push(`${label}: threw ${(error as Error).name}: ${(error as Error).message} ${known ? "although none of its requests met a fault" : "(not in the contract)"}`);
+        }
+    }
+}
+
+/** The stored limit of `key` in every replica (the highest is what a region may have read; none: no limit). */
+async function limitsInReplicas(run: RegionsRun, key: string): Promise<number[]> {
+    const limits: number[] = [];
+    for (const region of run.system.regions.values()) {
+        const item = (await run.reader.send(new GetItemCommand({ TableName: region.countersTableName, Key: limitKey(region.config, key), ConsistentRead: true }))).Item;
+        limits.push(item?.["hc_limit"]?.N === undefined ? Infinity : Number(item["hc_limit"].N));
+    }
+    return limits;
+}
+
+/** A replicated write replaced an item in `target`'s replica: a life its client stamped may have ended there. */
+async function replaced(run: RegionsRun, target: string, kind: TableKind, before: Item | undefined, after: Item | undefined): Promise<void> {
+    if (kind !== "user" || before === undefined) {
+        return;
+    }
+    // The life ends in the owner's replica when the write replacing it arrives there: a delete, a soft delete made in
+    // another region, or another life that won last-writer-wins.
+    const token = before["counter_token"]?.S;
+    const ended = after === undefined || after["deleted"]?.BOOL === true || after["counter_token"]?.S !== token;
+    if (token !== undefined && before["hc_region"]?.S === target && before["deleted"]?.BOOL !== true && ended) {
+        run.allowances.get(target)!.end(before["pk"]!.S!, token, homeShard(before["sk"]!.S!, run.history.counterShards), run.index);
+    }
+    await run.region(target).mapping.refresh();
+    const key = (after ?? before)["pk"]!.S!;
+    if (run.keys.includes(key)) {
+        await observe(run, run.region(target), key, `after a replicated write in ${target}`);
+    }
+}
+
+async function account(run: RegionsRun, request: Released): Promise<void> {
+    run.index++;
+    run.stats.requests++;
+    run.stats.faults += request.fault === undefined ? 0 : 1;
+    const line = run.trace.add(request);
+    run.onTrace?.(`${run.index} ${line}`);
+    const info = run.tasks.get(request.task.id);
+    const input = request.input as { TableName?: string; Key?: Item; Item?: Item; UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> };
+    const where = run.tableOf(input.TableName ?? "");
+    if (where === undefined) {
+        return;
+    }
+    const itemKey = input.Key ?? input.Item;
+    if (request.command === "QueryCommand" && where.kind === "user" && info?.event?.op === "settle") {
+        run.healReads.set(`${request.task.id}|${input.ExpressionAttributeValues?.[":pk"]?.S}`, { at: run.index, time: Date.now() });
+    }
+    if (!request.served || itemKey === undefined || !["PutItemCommand", "UpdateItemCommand", "DeleteItemCommand"].includes(request.command)) {
+        return;
+    }
+    const key = itemKey["pk"]!.S!;
+    if (where.kind === "user" && request.command === "PutItemCommand" && info?.event !== undefined && info.event.op !== "settle") {
+        const token = input.Item!["counter_token"]!.S!;
+        run.clientTokens.add(token);
+        if (info.event.op === "create") {
+            run.unlimited.add(token);
+        }
+    }
+    if (where.kind === "user" && request.command === "UpdateItemCommand" && input.ExpressionAttributeValues?.[":true"]?.BOOL === true && info?.region !== undefined) {
+        // A soft delete: by another region's client, it ends a life the owner's best-effort still counts.
+        const before = (await run.reader.send(new GetItemCommand({ TableName: input.TableName, Key: itemKey, ConsistentRead: true }))).Item;
+        const owner = before?.["hc_region"]?.S;
+        if (owner !== undefined && owner !== info.region && before?.["counter_token"]?.S !== undefined) {
+            run.touched.add(before["counter_token"].S);
+            run.allowances.get(owner)?.end(key, before["counter_token"].S, homeShard(before["sk"]!.S!, run.history.counterShards), run.index);
+        }
+    }
+    if (where.kind === "counters" && info?.event?.op === "create" && input.ExpressionAttributeValues?.[":d"]?.N === "1") {
+        run.unlimitedReservations.set(request.task.id, shardOfPartitionKey(key).key);
+    }
+    if (where.kind === "counters" && info?.event?.op === "settle" && (input.UpdateExpression ?? "").startsWith("ADD #c :corr")) {
+        const { key: counterKey, shard } = shardOfPartitionKey(key);
+        const read = run.healReads.get(`${request.task.id}|${counterKey}`);
+        if (read !== undefined) {
+            run.allowances.get(where.region.region)!.healed(counterKey, shard, read.at, read.time);
+        }
+    }
+    await run.replication.wrote(where.region.region, where.kind, itemKey);
+    if (where.kind === "user") {
+        await where.region.mapping.refresh();
+    }
+    const counterKey = shardOfPartitionKey(key).key;
+    if (run.keys.includes(counterKey)) {
+        await observe(run, where.region, counterKey, `after ${request.task.label} ${request.command} in ${where.region.region}`, info);
+    }
+}
+
+/** The lives of `key` in `region`'s replica, its best-effort shards and its eventual item. */
+async function readRegion(run: RegionsRun, region: RegionParties, key: string): Promise<{ items: Item[]; shards: Array<Item | undefined>; eventual: Item | undefined }> {
+    const items = (await run.reader.send(new QueryCommand({ TableName: region.tableName, KeyConditionExpression: "pk = :pk", ExpressionAttributeValues: { ":pk": { S: key } }, ConsistentRead: true }))).Items ?? [];
+    const get = async (k: Item) => (await run.reader.send(new GetItemCommand({ TableName: region.countersTableName, Key: k, ConsistentRead: true }))).Item;
+    const shards: Array<Item | undefined> = [];
+    for (let shard = 0; shard < run.history.counterShards; shard++) {
+        shards.push(await get(bestEffortKey(region.config, key, shard, region.region)));
+    }
+    return { items, shards, eventual: await get(eventualKey(region.config, key, region.region)) };
+}
+
+function ownerOf(run: RegionsRun, image: Item | undefined): string {
+    return image?.["hc_region"]?.S ?? run.system.home;
+}
+
+function countsIn(run: RegionsRun, region: RegionParties, image: Item | undefined): boolean {
+    return image !== undefined && image["counter_token"]?.S !== undefined && image["deleted"]?.BOOL !== true && image["hc_counted"]?.S === region.generation && ownerOf(run, image) === region.region;
+}
+
+const units = (item: Item | undefined) => Number(item?.["count"]?.N ?? 0);
+
+async function observe(run: RegionsRun, region: RegionParties, key: string, context: string, info?: TaskInfo): Promise<void> {
+    const state = await readRegion(run, region, key);
+    const mine = (item: Item) => item["deleted"]?.BOOL !== true && item["hc_region"]?.S === region.region && run.clientTokens.has(item["counter_token"]?.S ?? "");
+    const perShard = new Array<number>(run.history.counterShards).fill(0);
+    for (const item of state.items.filter(mine)) {
+        if (run.history.mode === "utilization" || !run.touched.has(item["counter_token"]!.S!)) {
+            perShard[homeShard(item["sk"]!.S!, run.history.counterShards)]!++;
+        }
+    }
+    const allowance = run.allowances.get(region.region)!;
+    state.shards.forEach((item, shard) => {
+        const be = units(item);
+        if (run.history.mode === "utilization" && be > perShard[shard]! + allowance.of(key, shard)) {
+            run.violations.push(`${context}: ${region.region} ${key} shard ${shard} best-effort ${be} > ${perShard[shard]} lives its client stamped + ${allowance.of(key, shard)} ended elsewhere`);
+        }
+        if (run.history.mode === "strict" && be < perShard[shard]!) {
+            run.violations.push(`${context}: ${region.region} ${key} shard ${shard} best-effort ${be} < ${perShard[shard]} live lives its client stamped`);
+        }
+    });
+    await checkEventual(run, region, key, state.eventual, context);
+    if (info?.event?.op === "tryCreate" && run.history.mode === "strict" && info.region === region.region) {
+        await checkAdmission(run, key, info, context);
+    }
+}
+
+async function checkEventual(run: RegionsRun, region: RegionParties, key: string, eventual: Item | undefined, context: string): Promise<void> {
+    let expected = 0;
+    for (const { record, shardId } of region.mapping.all) {
+        if (record.dynamodb?.Keys?.["pk"]?.S !== key) {
+            continue;
+        }
+        const mark = eventual?.[markName(shardId)]?.S?.split("|")[0];
+        const seenId = `${region.region}|${key}|${shardId}`;
+        const seen = [mark, run.seenMarks.get(seenId)].filter((m): m is string => m !== undefined).sort().at(-1);
+        if (seen !== undefined) {
+            run.seenMarks.set(seenId, seen);
+        }
+        if (seen !== undefined && record.dynamodb.SequenceNumber!.padStart(40, "0") <= seen) {
+            const images = record.dynamodb as { NewImage?: Item; OldImage?: Item };
+            expected += (countsIn(run, region, images.NewImage) ? 1 : 0) - (countsIn(run, region, images.OldImage) ? 1 : 0);
+        }
+    }
+    if (units(eventual) !== expected) {
+        run.violations.push(`${context}: ${region.region} ${key} eventual ${units(eventual)} != ${expected}, the deltas of its records up to its marks`);
+    }
+}
+
+/** Strict: the sum over regions of each one's best-effort (its own replica) stays within the limits the call could read. */
+async function checkAdmission(run: RegionsRun, key: string, info: TaskInfo, context: string): Promise<void> {
+    let sum = 0;
+    let unlimited = 0;
+    const parts: string[] = [];
+    for (const region of run.system.regions.values()) {
+        const state = await readRegion(run, region, key);
+        sum += state.shards.reduce((s, item) => s + units(item), 0);
+        parts.push(`${region.region} ${state.shards.map((item) => `${units(item)}/${item?.["hc_cap"]?.N ?? "-"}/${item?.["hc_rcap"]?.N ?? "-"}`).join(",")}`);
+        unlimited += state.items.filter((item) => item["hc_region"]?.S === region.region && item["deleted"]?.BOOL !== true && run.unlimited.has(item["counter_token"]?.S ?? "")).length;
+    }
+    unlimited += [...run.unlimitedReservations.values()].filter((k) => k === key).length;
+    const before = run.lastSum.get(key) ?? 0;
+    run.lastSum.set(key, sum);
+    const limits = [...(info.limits ?? []), ...(await limitsInReplicas(run, key))];
+    if (sum <= before || limits.length === 0 || limits.includes(Infinity)) {
+        return;
+    }
+    run.stats.admissions++;
+    const allowed = Math.max(...limits);
+    if (sum > allowed + unlimited) {
+        run.violations.push(`${context}: ${key} best-effort summed over the regions is ${sum} after a reservation, over the limit ${allowed} (+ ${unlimited} lives and reservations of plain creates) [count/cap/region cap per shard: ${parts.join("; ")}]`);
+    }
+}
+
+/** The traffic stops: replication and every stream drain, two periods pass, every region settles; then every region converges. */
+async function liveness(run: RegionsRun): Promise<void> {
+    run.faultRate = 0;
+    const drain = async (work: () => Promise<unknown>) => {
+        const done = run.scheduler.spawn("drain", async () => {
+            run.tasks.set(run.scheduler.current()!.id, { region: "", event: undefined, faults: 0 });
+            await work();
+        });
         for (;;) {
-            await scheduler.quiescent();
-            await settleReleased();
-            if (scheduler.fireTimer(false)) {
+            await run.scheduler.quiescent();
+            await accountReleased(run);
+            if (run.scheduler.fireTimer(false) || (run.scheduler.pending.length === 0 && run.scheduler.fireTimer(true))) {
                 continue;
             }
-            if (scheduler.pending.length === 0) {
-                if (scheduler.fireTimer(true)) {
-                    continue;
-                }
+            if (run.scheduler.pending.length === 0) {
                 break;
             }
-            scheduler.release(0, undefined);
+            run.scheduler.release(0, undefined);
         }
         await done;
     };
-    for (const r of regions.values()) {
-        await drain(`backfill ${r.name}`, () => runBackfill(r, "after-drain", 25, `${r.name}'s backfill after the events`));
-    }
-    const allDrained = async () => (await Promise.all([...regions.values()].map((r) => r.mapping.drained()))).every(Boolean);
-    for (let round = 0; round < 50 && !(await allDrained()); round++) {
-        for (const r of regions.values()) {
-            await drain(`drain ${r.name}`, () => r.mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, r.consumer));
-            await drain(`redrive ${r.name}`, () => r.mapping.redrive(r.redrive, fatalMessages));
-        }
-    }
-    for (const r of regions.values()) {
-        if (!(await r.mapping.drained())) {
-            violations.push(`${r.name}'s stream did not drain: ${r.mapping.describe()}`);
-        }
-    }
-    // A fatal message needs an operator: they reconcile its keys, in every region (docs/operating.md).
-    const reconcileAll = async (stage: string) => {
-        for (const key of keys) {
-            for (const r of regions.values()) {
-                await drain(`reconcile ${r.name}`, () => runReconcile(r, key, `${r.name}'s reconcile ${stage}`));
+    const onReplace = (target: string, kind: TableKind, before: Item | undefined, after: Item | undefined) => replaced(run, target, kind, before, after);
+    const settleAll = async () => {
+        for (let round = 0; round < 20; round++) {
+            await drain(() => run.replication.applyAll(onReplace));
+            let undelivered = false;
+            for (const region of [...run.system.regions.values()].filter(active)) {
+                await drain(() => region.mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, [region.consumer!, region.consumer!]));
+                await drain(() => region.mapping.redrive(region.redrive!));
+                undelivered ||= !(await region.mapping.drained());
+            }
+            if (!undelivered && run.replication.pending === 0) {
+                return;
             }
         }
+        run.violations.push("replication and the streams did not drain");
     };
-    if (fatalMessages.length > 0) {
-        await reconcileAll("after a fatal message");
-    }
-    for (const key of keys) {
-        const truth = await observe(key, "after the drain");
-        violations.push(...drainedProblems(truth).map((problem) => `after the drain: ${key} ${problem}`));
-    }
-    // The settler's reconcile in every region: nothing soft-deleted is left, and eventual is still exact.
-    await reconcileAll("after the drain");
-    for (const key of keys) {
-        const truth = await observe(key, "after the settler's reconcile");
-        violations.push(...drainedProblems(truth).map((problem) => `after the settler's reconcile: ${key} ${problem}`));
-        if (truth.softDeleted !== 0) {
-            violations.push(`after the settler's reconcile: ${key} has ${truth.softDeleted} soft-deleted items left`);
-        }
-    }
-    // Every key quiet for the window, then healed in each region: each region's best-effort is what it owns.
-    time.advance(FUZZ_QUIET_WINDOW_MS + 1_000);
-    const perRegion: Record<string, { calls: number; eventual: number; bestEffort: number }> = {};
-    for (const r of regions.values()) {
-        perRegion[r.name] = { calls: r.calls, eventual: 0, bestEffort: 0 };
-    }
-    for (const key of keys) {
-        for (const r of regions.values()) {
-            let outcome = "";
-            await drain(`heal ${r.name}`, async () => {
-                const result = await healKey(key, healOptions(r));
-                outcome = result.outcome === "skipped" ? `skipped (${result.reason})` : result.outcome;
-            });
-            const truth = await observe(key, `after ${r.name}'s final heal`);
-            const problem = healedProblem(r.name, truth.regions.get(r.name)!);
-            if (problem !== undefined) {
-                violations.push(`after ${r.name}'s final heal (${outcome}): ${key} ${problem}`);
+    await settleAll();
+    run.scheduler.time.advance(2 * 600_000 + 1_000);
+    // A heal's removal of a tombstone is a write the other regions' consumers see (a record, replicated): two rounds of
+    // every region's settler, with replication and the streams drained after each.
+    for (let round = 0; round < 2; round++) {
+        for (const region of [...run.system.regions.values()].filter(active)) {
+            for (let i = 0; i <= run.keys.length; i++) {
+                await drain(() => settle({ config: region.config, dynamodb: region.settler, keyBudget: 1 }));
             }
         }
-        const truth = await readKeyTruth(reader, configs, key);
-        for (const [name, r] of truth.regions) {
-            perRegion[name]!.eventual += r.eventual;
-            perRegion[name]!.bestEffort += r.bestEffort;
-        }
+        await settleAll();
     }
-    for (const client of [reader, otherDynamo, backfillDynamo, ...[...regions.values()].flatMap((r) => Object.values(r.dynamodb))]) {
-        client.destroy();
-    }
-    streams.destroy();
-    return {
-        violations,
-        trace: trace.digest(),
-        stats: {
-            events: history.events.length,
-            ...totals,
-            deadLettered: [...regions.values()].reduce((n, r) => n + r.mapping.deadLettered, 0),
-            fatal: fatalMessages.length,
-            perRegion,
-        },
-    };
+    await checkConverged(run);
 }
 
-/** The partition keys a request's input names (a single item's, a batch's or a transaction's). */
-function keysOf(input: Record<string, unknown>, partitionKey: string): string[] {
-    const found = new Set<string>();
-    const visit = (value: unknown, depth: number): void => {
-        if (depth > 6 || value === null || typeof value !== "object") {
-            return;
-        }
-        const record = value as Record<string, unknown>;
-        for (const field of ["Key", "Item"]) {
-            const pk = (record[field] as Record<string, AttributeValue> | undefined)?.[partitionKey]?.S;
-            if (pk !== undefined) {
-                found.add(pk);
+async function checkConverged(run: RegionsRun): Promise<void> {
+    const home = run.region(run.system.home);
+    for (const key of run.keys) {
+        const homeItems = (await readRegion(run, home, key)).items;
+        for (const region of run.system.regions.values()) {
+            const state = await readRegion(run, region, key);
+            if (JSON.stringify(state.items) !== JSON.stringify(homeItems)) {
+                run.violations.push(`at the end: ${region.region}'s replica of ${key} differs from ${home.region}'s`);
+            }
+            if (!active(region)) {
+                continue;
+            }
+            const owned = state.items.filter((item) => item["deleted"]?.BOOL !== true && item["counter_token"]?.S !== undefined && ownerOf(run, item) === region.region);
+            if (units(state.eventual) !== owned.length) {
+                run.violations.push(`at the end: ${region.region} ${key} eventual ${units(state.eventual)} != ${owned.length} live lives it owns`);
+            }
+            const target = new Array<number>(run.history.counterShards).fill(0);
+            for (const item of owned.filter((i) => run.history.mode === "strict" || run.clientTokens.has(i["counter_token"]!.S!))) {
+                target[homeShard(item["sk"]!.S!, run.history.counterShards)]!++;
+            }
+            state.shards.forEach((item, shard) => {
+                if (units(item) !== target[shard]) {
+                    run.violations.push(`at the end: ${region.region} ${key} shard ${shard} best-effort ${units(item)} != ${target[shard]}, what a heal sets`);
+                }
+            });
+            const tombstones = state.items.filter((item) => item["deleted"]?.BOOL === true && ownerOf(run, item) === region.region);
+            if (tombstones.length > 0) {
+                run.violations.push(`at the end: ${region.region} ${key} has ${tombstones.length} soft-deleted lives it owns left: ${JSON.stringify(tombstones)}`);
+            }
+            if (state.eventual?.["hc_due"] !== undefined) {
+                run.violations.push(`at the end: ${region.region} ${key} is still listed on the heal index`);
             }
         }
-        for (const child of Object.values(record)) {
-            visit(child, depth + 1);
-        }
-    };
-    visit(input, 0);
-    return [...found];
+    }
+    if (run.system.fatal.length > 0) {
+        run.violations.push(`the fatal queue received ${run.system.fatal.length} messages`);
+    }
 }

@@ -1,0 +1,264 @@
+/**
+ * The accounting of each released request, in the order the schedule released them, and the observations it triggers.
+ *
+ * Requests are released one at a time and the table is still between two releases, so an observation made after a
+ * request's accounting sees the tables as that request left them. After every write a request served, the run reads
+ * the stream (each new record then carries this instant: record-times.ts) and observes each key the write touched:
+ * - eventual equals the deltas of the key's records up to its marks (model.ts);
+ * - best-effort keeps the mode's bound, per key and per shard (model.ts `boundProblems`);
+ * - strict, right after a tryCreate's reservation on a key only the client wrote: the key's best-effort sum is at most
+ *   the highest limit in force during the call, plus the units of live lives that plain `create` calls made;
+ * - the ledger holds a handful of entries and the eventual item one mark per stream shard.
+ */
+import { GetItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { defaultLimitKey, limitKey } from "../../runtime/shared/keys";
+import { markName } from "../../runtime/stream/marks";
+import { homeShard } from "../../runtime/shards/layout";
+import { boundProblems, delta, live, tokenOf, units } from "./model";
+import type { Released } from "./scheduler";
+import type { Run, TaskInfo } from "./state";
+import { counterKeyOf, readKeyState, type Item, type KeyState } from "./system";
+
+const WRITES = new Set(["PutItemCommand", "UpdateItemCommand", "DeleteItemCommand"]);
+
+interface Target {
+    readonly table: string;
+    readonly key: Record<string, AttributeValue> | undefined;
+}
+
+function targetOf(request: Released): Target {
+    const input = request.input as { TableName?: string; Key?: Record<string, AttributeValue>; Item?: Record<string, AttributeValue> };
+    return { table: input.TableName ?? "", key: input.Key ?? input.Item };
+}
+
+/** Whether a request met a fault: injected, or refused as expired. */
+export function metFault(request: Released): boolean {
+    return request.fault !== undefined;
+}
+
+/**
+ * What a task's answer is checked against, noted as each request runs and before its task goes on (the accounting
+ * comes later, once the schedule is still): its requests and the faults they met; for a call, whether a put of it
+ * applied, whether its soft delete did.
+ */
+export function noteOutcome(run: Run, request: Released): void {
+    const info = run.state.task(request.task.id);
+    if (info !== undefined) {
+        info.requests++;
+        info.faults += metFault(request) ? 1 : 0;
+    }
+    const input = request.input as { TableName?: string; UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> };
+    if (info?.kind !== "call" || !request.served || input.TableName !== run.state.system.config.tableName) {
+        return;
+    }
+    if (request.command === "PutItemCommand") {
+        info.putApplied = true;
+    }
+    if (request.command === "UpdateItemCommand" && input.ExpressionAttributeValues?.[":true"]?.BOOL === true && (input.UpdateExpression ?? "").includes("#deleted = :true")) {
+        info.softDeleted = true;
+    }
+}
+
+/** Accounts for one released request (see the top). `before`: the item another writer's write replaced. */
+export async function account(run: Run, request: Released, before: Item | undefined): Promise<void> {
+    const { state } = run;
+    const { config } = state.system;
+    state.index++;
+    const info = state.task(request.task.id);
+    state.faults += metFault(request) ? 1 : 0;
+    state.stats.expired += request.fault === "expired" ? 1 : 0;
+    const line = state.trace.add(request);
+    state.onTrace?.(`${state.index} ${line}`);
+    const { table, key: itemKey } = targetOf(request);
+    if (request.command === "QueryCommand" && info?.kind === "settle" && table === config.tableName) {
+        const key = ((request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":pk"]?.S) ?? "";
+        state.healReads.set(`${request.task.id}|${key}`, { at: state.index, time: Date.now() });
+    }
+    if (!request.served || !WRITES.has(request.command) || itemKey === undefined) {
+        return;
+    }
+    if (table === config.tableName && !(itemKey[config.sortKey]?.S ?? "").startsWith(config.counterPrefix)) {
+        await accountResourceWrite(run, request, info, itemKey, before);
+        return;
+    }
+    const partition = itemKey[config.partitionKey]?.S ?? "";
+    const sortKey = itemKey[config.sortKey]?.S ?? "";
+    if (accountLimitWrite(run, request, partition, sortKey)) {
+        return;
+    }
+    const { key, shard } = counterKeyOf(partition);
+    if (!state.keys.includes(key)) {
+        return;
+    }
+    const update = (request.input as { UpdateExpression?: string }).UpdateExpression ?? "";
+    if (info?.kind === "call" && info.event?.op === "create" && (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":d"]?.N === "1") {
+        state.unlimitedReservations.set(request.task.id, key);
+    }
+    if (update.startsWith("ADD #c :corr")) {
+        const correction = (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":corr"]?.N;
+        state.stats.healWrites += correction !== "0" ? 1 : 0;
+        state.stats.healWritesLost += correction !== "0" && request.fault === "500-after" ? 1 : 0;
+    }
+    if (info?.kind === "settle" && request.command === "UpdateItemCommand" && update.startsWith("ADD #c :corr")) {
+        const read = state.healReads.get(`${request.task.id}|${key}`);
+        if (read !== undefined) {
+            state.allowance.healed(key, shard, read.at, read.time);
+        }
+    }
+    await observe(run, key, `after ${request.task.label} ${request.command}`, info?.kind === "call" && info.event?.op === "tryCreate" ? info : undefined);
+}
+
+async function accountResourceWrite(run: Run, request: Released, info: TaskInfo | undefined, itemKey: Record<string, AttributeValue>, before: Item | undefined): Promise<void> {
+    const { state } = run;
+    const { config } = state.system;
+    const key = itemKey[config.partitionKey]?.S ?? "";
+    const id = itemKey[config.sortKey]?.S ?? "";
+    const input = request.input as { Item?: Item; UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> };
+    if (info?.kind === "call" && request.command === "PutItemCommand") {
+        const token = tokenOf(input.Item, state.system)!;
+        state.ownership.clientPut(token);
+        if (info.event?.op === "create") {
+            state.unlimited.add(token);
+        }
+    }
+    if (info?.kind === "other") {
+        state.keysWithOthers.add(key);
+        const token = tokenOf(before, state.system);
+        if (before !== undefined && live(before, state.system) && state.ownership.everPut(token)) {
+            state.ownership.othersWrote(token!);
+            state.allowance.end(key, token!, homeShard(id, state.system.shards), state.index);
+        }
+    }
+    if ((info?.kind === "backfill" || info?.kind === "consumer" || info?.kind === "redrive") && request.command === "UpdateItemCommand" && (input.UpdateExpression ?? "").includes("#selFlag")) {
+        state.keysWithOthers.add(key);
+        state.stats.backfillFlagged += info.kind === "backfill" ? 1 : 0;
+    }
+    await run.mapping.refresh();
+    if (state.keys.includes(key)) {
+        await observe(run, key, `after ${request.task.label} ${request.command} of ${id}`);
+    }
+}
+
+/** A write of a stored limit (the key's or the default): the limits in force move, for every call running. */
+function accountLimitWrite(run: Run, request: Released, partition: string, sortKey: string): boolean {
+    const { state } = run;
+    const { config } = state.system;
+    const value = (request.input as { Item?: Item }).Item?.["hc_limit"]?.N;
+    const limit = request.command === "DeleteItemCommand" || value === undefined ? undefined : Number(value);
+    const fallback = defaultLimitKey(config);
+    if (partition === fallback[config.partitionKey]?.S && sortKey === fallback[config.sortKey]?.S) {
+        state.defaultLimit = limit;
+    } else if (sortKey === limitKey(config, partition)[config.sortKey]?.S && state.keys.includes(partition)) {
+        if (limit === undefined) {
+            state.storedLimits.delete(partition);
+        } else {
+            state.storedLimits.set(partition, limit);
+        }
+    } else {
+        return false;
+    }
+    for (const info of state.tasks.values()) {
+        const event = info.event;
+        if (info.inForce !== undefined && event !== undefined && "key" in event) {
+            info.inForce.push(state.limitInForce(event.key));
+        }
+    }
+    return true;
+}
+
+/** Observes `key` (see the top); `admitting`: the tryCreate task whose request came just before. */
+export async function observe(run: Run, key: string, context: string, admitting?: TaskInfo): Promise<KeyState> {
+    const { state } = run;
+    const { system } = state;
+    const keyState = await readKeyState(state.reader, system, key);
+    state.stats.observations++;
+    const owned = state.ownership.liveLives(keyState, system);
+    for (const problem of boundProblems(keyState, system, owned, (shard) => state.allowance.of(key, shard))) {
+        state.violation(`${context}: ${key} ${problem} [lives: ${JSON.stringify(state.ownership.liveIds(keyState, system))}]`);
+    }
+    if (!state.reconciled.has(key)) {
+        const expected = await expectedEventual(run, key, keyState.eventual);
+        const eventual = units(keyState.eventual, system);
+        if (eventual !== expected) {
+            state.violation(`${context}: ${key} eventual ${eventual} != ${expected}, the deltas of its records up to its marks`);
+        }
+    }
+    const sum = keyState.shards.reduce((s, item) => s + units(item, system), 0);
+    const before = state.lastSum.get(key) ?? 0;
+    state.lastSum.set(key, sum);
+    if (admitting !== undefined && system.config.mode === "strict" && sum > before) {
+        admissionProblem(run, key, keyState, sum, admitting, context);
+    }
+    for (const [shard, item] of keyState.shards.entries()) {
+        const entries = Object.keys(item ?? {}).filter((name) => name.startsWith("hc_y_")).length;
+        if (entries > 4) {
+            state.violation(`${context}: ${key} shard ${shard} holds ${entries} ledger entries (a handful at most)`);
+        }
+    }
+    return keyState;
+}
+
+function admissionProblem(run: Run, key: string, keyState: KeyState, sum: number, task: TaskInfo, context: string): void {
+    const { state } = run;
+    if (state.keysWithOthers.has(key)) {
+        return;
+    }
+    const event = task.event as Extract<TaskInfo["event"], { op: "tryCreate" }>;
+    const limits = event.limit !== undefined ? [event.limit] : (task.inForce ?? []);
+    if (limits.length === 0 || limits.some((l) => l === undefined)) {
+        return;
+    }
+    state.stats.admissions++;
+    const allowed = Math.max(...(limits as number[]));
+    const unlimited =
+        keyState.items.filter((item) => live(item, state.system) && state.unlimited.has(tokenOf(item, state.system) ?? "")).length +
+        [...state.unlimitedReservations.values()].filter((k) => k === key).length;
+    if (sum > allowed + unlimited) {
+        state.violation(`${context}: ${key} best-effort ${sum} after a reservation, over the limit ${allowed} (+ ${unlimited} lives of plain creates)`);
+    }
+}
+
+/** The deltas of `key`'s records up to each stream shard's mark (the highest seen: a stale mark is removed). */
+async function expectedEventual(run: Run, key: string, eventual: Item | undefined): Promise<number> {
+    const { state } = run;
+    const seen = state.seenMarks.get(key) ?? new Map<string, string>();
+    state.seenMarks.set(key, seen);
+    for (const [name, value] of Object.entries(eventual ?? {})) {
+        if (name.startsWith("hc_s_") && value.S !== undefined) {
+            const padded = value.S.split("|")[0]!;
+            if ((seen.get(name) ?? "") < padded) {
+                seen.set(name, padded);
+            }
+        }
+    }
+    const newest = [...seen.values()].sort().at(-1);
+    if (newest !== undefined && (run.mapping.newest() ?? "") < newest) {
+        await run.mapping.refresh();
+    }
+    let sum = 0;
+    for (const { record, shardId } of run.mapping.all) {
+        if (record.dynamodb?.Keys?.[state.system.config.partitionKey]?.S !== key) {
+            continue;
+        }
+        const mark = seen.get(markName(shardId));
+        if (mark !== undefined && record.dynamodb.SequenceNumber!.padStart(40, "0") <= mark) {
+            sum += delta(record, state.system);
+        }
+    }
+    return sum;
+}
+
+/** The item `request` is about to write in the user's table (another writer's), read before it is released. */
+export async function itemBefore(run: Run, request: { input: Record<string, unknown> }): Promise<Item | undefined> {
+    const { state } = run;
+    const input = request.input as { TableName?: string; Key?: Item; Item?: Item };
+    const itemKey = input.Key ?? input.Item;
+    if (input.TableName !== state.system.config.tableName || itemKey === undefined) {
+        return undefined;
+    }
+    const { partitionKey, sortKey } = state.system.config;
+    const response = await state.reader.send(
+        new GetItemCommand({ TableName: input.TableName, Key: { [partitionKey]: itemKey[partitionKey]!, [sortKey]: itemKey[sortKey]! }, ConsistentRead: true }),
+    );
+    return response.Item;
+}
