@@ -15,15 +15,15 @@ function resultText(result: ReconcileKeysResult): string {
             ? ["nothing to reconcile"]
             : [
                   table(
-                      ["key", "outcome", "eventual before", "eventual after", "counted items", "flagged"],
-                      result.results.map((r) => [r.key, r.outcome, r.eventualBefore, r.eventualAfter, r.items, r.flagged]),
+                      ["key", "outcome", "eventual before", "eventual after", "counted items", "not flagged"],
+                      result.results.map((r) => [r.key, r.outcome, r.eventualBefore, r.eventualAfter, r.items, r.unflagged]),
                   ),
               ];
     if (result.notStarted.length > 0) {
         lines.push(`interrupted: ${result.notStarted.length} keys not started (run it again)`);
     }
     if (result.results.some((r) => r.outcome === "pending")) {
-        lines.push("pending: items were flagged, and the stream counts them: run it again once it has");
+        lines.push("pending: live items are not flagged yet: run `backfill` (the stream counts each once flagged), then reconcile again once it has");
     }
     if (result.results.some((r) => r.outcome === "busy")) {
         lines.push("busy: the key was written while it was read: run it again once its writes have stopped");

@@ -389,7 +389,7 @@ describe("operator CLI: bad input, help, status, heal, reconcile (built bin, Dyn
         });
     });
 
-    it("reconcile --key and --all set eventual from the items, with progress on stderr; flagged items end it pending (exit 1)", async () => {
+    it("reconcile --key and --all set eventual from the items, with progress on stderr; items not flagged yet end it pending (exit 1) until the backfill flags them", async () => {
         // Prepare: r1 and r2 counted, then their eventual counts lose records; r3 holds another writer's item the
         // consumer has not seen.
         const s = await counterSystem(servers(), "reconcile");
@@ -402,18 +402,19 @@ describe("operator CLI: bad input, help, status, heal, reconcile (built bin, Dyn
         await s.admin.send(
             new PutItemCommand({ TableName: s.tableName, Item: { pk: { S: "r3" }, sk: { S: "d" }, counter_token: { S: newToken() } } }),
         );
-        const result = (key: string, outcome: string, before: number, after: number, items: number, flagged = 0) => ({
+        const result = (key: string, outcome: string, before: number, after: number, items: number, unflagged = 0) => ({
             key,
             outcome,
             eventualBefore: before,
             eventualAfter: after,
             items,
-            flagged,
+            unflagged,
         });
 
-        // Act: one key; then every key; the stream counts the flagged item; every key again.
+        // Act: one key; then every key; the backfill flags r3's item and the stream counts it; every key again.
         const one = await cli(["reconcile", "--key", "r1", ...s.flags]);
         const all = await cli(["reconcile", "--all", ...s.flags]);
+        const backfill = await cli(["backfill", ...s.flags]);
         await s.drain();
         const again = await cli(["reconcile", "--all", ...human(s.flags)]);
         const exact = await cli(["reconcile", "--key", "r1", "r2", ...human(s.flags)]);
@@ -431,14 +432,15 @@ describe("operator CLI: bad input, help, status, heal, reconcile (built bin, Dyn
             notStarted: [],
             incomplete: true,
         });
+        assert.equal(backfill.code, 0, backfill.stderr);
         assert.deepEqual(again, { code: 0, stderr: "reconcile: 0/0\n", stdout: "nothing to reconcile\n" });
         assert.deepEqual(exact, {
             code: 0,
             stderr: "reconcile: 0/2\nreconcile: 1/2 r1\nreconcile: 2/2 r2\n",
             stdout: [
-                "key  outcome  eventual before  eventual after  counted items  flagged",
-                "r1   exact                  2               2              2        0",
-                "r2   exact                  1               1              1        0",
+                "key  outcome  eventual before  eventual after  counted items  not flagged",
+                "r1   exact                  2               2              2            0",
+                "r2   exact                  1               1              1            0",
                 "",
             ].join("\n"),
         });

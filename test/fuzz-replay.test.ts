@@ -4,17 +4,21 @@
  * virtual clock) before the schedule moves; the runtime's sleeps wait on the virtual clock, never on the wall clock;
  * and a shrunk failing history fails the same way on every replay.
  */
-import { ListTablesCommand, type DynamoDBClient, type UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
+import { ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
 import { strict as assert } from "node:assert";
-import { HybridCounterClient } from "../runtime/client/client";
 import { installPauses, pause } from "../runtime/shared/pauses";
-import { createFuzzSystem, fuzzClient } from "./fuzz/adapter";
+import { fuzzClient } from "./fuzz/system";
 import { VirtualTime, VIRTUAL_EPOCH_MS } from "./fuzz/clock";
 import { generateHistory } from "./fuzz/history";
-import { rewrite } from "./fuzz/mutants";
+import { MUTANTS } from "./fuzz/mutants";
 import { runHistory, FUZZ_ENGINE } from "./fuzz/run";
 import { Scheduler } from "./fuzz/scheduler";
 import { shrinkHistory, signature } from "./fuzz/shrink";
+import { parseFuzzArgs, FuzzUsageError } from "../scripts/fuzz";
 import { useEngine } from "./support/engine";
 
 /** Microtask hops: enough that a branch taking them reaches the gate well after one that sends at once. */
@@ -28,17 +32,17 @@ describe("the checker replays a seed request for request", function () {
     const engine = useEngine(FUZZ_ENGINE);
 
     it("runs a seed's history twice with the same trace and request count", async () => {
-        // Prepare: strict, another writer, 3 shards, split consumer invocations, settler runs, backfills, held put
-        // attempts, a fault rate of 0.2 and four callers at once: every parallel path the checker drives.
-        const history = generateHistory({ seed: 126, ops: 80 });
+        // Prepare: a long horizon over 3 shards, a settler that meets faults often, bursts, a fault rate of 0.2: every
+        // parallel path the checker drives (two consumer instances, the settler's concurrent heals, sharded reads).
+        const history = generateHistory(6, { ops: 80 });
         assert.equal(history.counterShards, 3);
-        assert.ok(history.events.some((e) => e.op === "consume" && e.split === true));
+        assert.deepEqual([history.profile.horizon, history.profile.healing, history.profile.bursts], ["long", true, true]);
         assert.ok(history.events.some((e) => e.op === "settle"));
 
         // Act
         const first = await runHistory(engine(), history);
         const second = await runHistory(engine(), history);
-        const other = await runHistory(engine(), generateHistory({ seed: 127, ops: 80 }));
+        const other = await runHistory(engine(), generateHistory(7, { ops: 80 }));
 
         // Assess
         assert.match(first.trace, /^[0-9a-f]{64}$/);
@@ -111,50 +115,16 @@ describe("the checker replays a seed request for request", function () {
         }
     });
 
-    it("gates every shard's read of a sharded count before releasing one", async () => {
-        // Prepare: a key over 3 shards; its count reads the shards in parallel.
-        const reader = engine().dynamodb();
-        const system = await createFuzzSystem(reader, "separate", "client", 3);
-        const scheduler = new Scheduler(new VirtualTime(), () => 1);
-        const dynamodb: DynamoDBClient = fuzzClient(engine(), (ms) => scheduler.sleep(ms));
-        scheduler.gate(dynamodb, () => undefined);
-        const client = new HybridCounterClient({ ...system.config, dynamodb, mode: "utilization" });
-        try {
-            // Act
-            const counting = scheduler.spawn("count", () => client.count("k0"));
-            await scheduler.quiescent();
-            const gated = scheduler.pending.map((r) => r.command);
-            while (scheduler.pending.length > 0) {
-                scheduler.release(scheduler.pending.length - 1, undefined);
-                await scheduler.quiescent();
-            }
-            const value = await counting;
-
-            // Assess
-            assert.deepEqual(gated, ["QueryCommand", "QueryCommand", "QueryCommand"]);
-            assert.equal(value.value, 0);
-        } finally {
-            dynamodb.destroy();
-            reader.destroy();
-        }
-    });
-
     it("shrinks a failure to a history that fails the same way, request for request, on every replay", async () => {
-        // Prepare: a mutant that doubles every best-effort increment, on a small utilization history.
-        const history = generateHistory({ seed: 5, ops: 30, mode: "utilization", faultRate: 0.1, counterShards: 1 });
-        const mutate = ({ api }: { api: DynamoDBClient }) =>
-            rewrite<UpdateItemCommandInput>(api, "UpdateItemCommand", (input) => {
-                const delta = input.ExpressionAttributeValues?.[":delta"];
-                if (delta?.N === "1") {
-                    delta.N = "2";
-                }
-            });
-        const failing = await runHistory(engine(), history, { mutate });
+        // Prepare: a mutant that lets a redelivered record count again, on a small history.
+        const mutant = MUTANTS.consumerBlindToMarks!.mutate;
+        const history = generateHistory(1, { ops: 60 });
+        const failing = await runHistory(engine(), history, { mutant });
         assert.ok(failing.violations.length > 0, "the mutant broke nothing");
 
         // Act
-        const shrunk = await shrinkHistory(engine(), history, failing, { maxRuns: 12, run: { mutate } });
-        const replays = [await runHistory(engine(), shrunk.history, { mutate }), await runHistory(engine(), shrunk.history, { mutate })];
+        const shrunk = await shrinkHistory(engine(), history, failing, { maxRuns: 12, run: { mutant } });
+        const replays = [await runHistory(engine(), shrunk.history, { mutant }), await runHistory(engine(), shrunk.history, { mutant })];
 
         // Assess
         assert.ok(shrunk.history.events.length < history.events.length, "nothing was shrunk");
@@ -164,5 +134,71 @@ describe("the checker replays a seed request for request", function () {
             assert.equal(replay.stats.requests, shrunk.result.stats.requests);
             assert.deepEqual(replay.violations, shrunk.result.violations);
         }
+    });
+});
+
+describe("npm run fuzz: its flags", () => {
+    const root = path.resolve(__dirname, "..");
+    const fuzz = (args: string[]) => spawnSync(path.join(root, "node_modules", ".bin", "tsx"), ["scripts/fuzz.ts", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, NODE_NO_WARNINGS: "1" } });
+
+    it("--help prints every option and exits 0, starting no engine", () => {
+        const result = fuzz(["--help"]);
+        assert.equal(result.status, 0, result.stderr);
+        for (const flag of ["--seeds", "--first", "--ops", "--mode", "--fault-rate", "--selection", "--shards", "--horizon", "--regions", "--mutant", "--mutants", "--replay", "--no-shrink", "--trace", "--json"]) {
+            assert.ok(result.stdout.includes(flag), `the help names ${flag}`);
+        }
+    });
+
+    it("refuses a bad flag or value with one line naming it and exit code 2", () => {
+        for (const [args, named] of [
+            [["--seeds", "0"], "--seeds"],
+            [["--mode", "fast"], "--mode"],
+            [["--fault-rate", "2"], "--fault-rate"],
+            [["--shards", "17"], "--shards"],
+            [["--horizon", "forever"], "--horizon"],
+            [["--regions", "4"], "--regions"],
+            [["--mutant", "nothing"], "--mutant"],
+            [["--mutant", "auditBlind", "--mutants"], "--mutant"],
+            [["--color"], "color"],
+        ] as const) {
+            const result = fuzz([...args]);
+            assert.equal(result.status, 2, `${args.join(" ")}: ${result.stderr}`);
+            assert.match(result.stderr.split("\n")[0]!, new RegExp(`^error: .*${named}`), args.join(" "));
+            assert.doesNotMatch(result.stderr, /\n\s+at /, "no stack trace");
+        }
+    });
+
+    it("parses the options it documents", () => {
+        assert.deepEqual(parseFuzzArgs(["--seeds", "3", "--first", "9", "--ops", "40", "--mode", "strict", "--horizon", "long", "--no-shrink", "--json"]), {
+            seeds: 3,
+            first: 9,
+            ops: 40,
+            mode: "strict",
+            selection: undefined,
+            horizon: "long",
+            mutants: false,
+            shrink: false,
+            trace: false,
+            json: true,
+        });
+        assert.throws(() => parseFuzzArgs(["--ops", "x"]), FuzzUsageError);
+    });
+
+    it("replays a saved history with the trace digest of its first run", function () {
+        // Prepare: a short history saved as a reproduction file is.
+        const history = generateHistory(2, { ops: 20 });
+        const file = path.join(mkdtempSync(path.join(tmpdir(), "fuzz-")), "seed-2.json");
+        writeFileSync(file, JSON.stringify(history));
+
+        // Act
+        const runs = [fuzz(["--replay", file, "--json"]), fuzz(["--replay", file, "--json"])];
+
+        // Assess
+        for (const run of runs) {
+            assert.equal(run.status, 0, run.stderr);
+        }
+        const [a, b] = runs.map((run) => JSON.parse(run.stdout) as { seeds: number; failed: number; histories: Array<{ trace: string }> });
+        assert.deepEqual([a!.seeds, a!.failed], [1, 0]);
+        assert.equal(a!.histories[0]!.trace, b!.histories[0]!.trace);
     });
 });

@@ -154,7 +154,8 @@ function dueAgain(unsettled: readonly number[], claims: number, config: CounterC
     return at === undefined ? {} : { dueAgainAt: at };
 }
 
-function lifeOf(item: Record<string, AttributeValue>, config: CounterConfig, now: number): LifeView {
+/** How the heal sees one item of the key at `now` (runtime/ops/status.ts shows it the same way). */
+export function lifeOf(item: Record<string, AttributeValue>, config: CounterConfig, now: number): LifeView {
     const image = item as ItemImage;
     const token = stringOf(item, config.tokenAttribute);
     const time = tokenTime(token);

@@ -6,7 +6,7 @@
  * meets: it adds a difference that client writes to the young ledger commute with, and guards the rest by the heal
  * generation and the order of its reads.
  */
-export { healKey, readItems, type HealOptions, type HealResult, type ShardHealResult } from "./heal";
+export { healKey, lifeOf, readItems, type HealOptions, type HealResult, type ShardHealResult } from "./heal";
 export { planShardHeal, type LifeView, type ShardHealPlan } from "./plan";
 export { settle, dueKeys, SETTLER_DEFAULTS, type SettleOptions, type SettleReport } from "./settle";
 export { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment, type SettlerConfig } from "./settler-config";

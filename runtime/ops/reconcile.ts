@@ -5,16 +5,15 @@
  * Eventual is the count of the key's counted items once every record of the key is applied (runtime/stream/). A
  * reconcile reads the eventual item, the items, and the eventual item again, and sets the count to the items' only if
  * the eventual item did not move meanwhile and does not move before its write (the write is conditional on the count
- * and every mark it read). It first flags any live item still unflagged (whose record then counts it) and waits for
- * those. What it cannot see is a record written before its read and not yet applied: run it once the key's writes
- * have stopped long enough for the stream to drain (the consumer's lag, normally a second); a key still written is
- * answered "busy" and left as it is.
+ * and every mark it read). A live item not flagged yet is left to the backfill (its flag's record counts it): the
+ * reconcile answers "pending" and writes nothing. What it cannot see is a record written before its read and not yet
+ * applied: run it once the key's writes have stopped long enough for the stream to drain (the consumer's lag,
+ * normally a second); a key still written is answered "busy" and left as it is.
  */
 import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
-import { eventualKey, numberOf, stringOf } from "../shared/keys";
+import { eventualKey, numberOf } from "../shared/keys";
 import { isCounted, wantsFlag, type ItemImage } from "../shared/selection";
-import { flagItem } from "../shared/item-writes";
 import { readItems } from "../heal/heal";
 import { MARK_PREFIX } from "../stream/marks";
 
@@ -27,14 +26,14 @@ export interface ReconcileOptions {
 
 export interface ReconcileResult {
     readonly key: string;
-    /** exact: nothing to do. corrected: eventual set to the items. pending: items were flagged; reconcile again once counted. busy: the key was written meanwhile. */
+    /** exact: nothing to do. corrected: eventual set to the items. pending: live items do not count yet (run the backfill, then reconcile again). busy: the key was written meanwhile. */
     readonly outcome: "exact" | "corrected" | "pending" | "busy";
     readonly eventualBefore: number;
     readonly eventualAfter: number;
     /** Counted items in the table. */
     readonly items: number;
-    /** Items this call flagged. */
-    readonly flagged: number;
+    /** Live items that do not carry the counted flag (the backfill's to flag). */
+    readonly unflagged: number;
 }
 
 export async function reconcileKey(key: string, options: ReconcileOptions): Promise<ReconcileResult> {
@@ -44,13 +43,11 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         const first = await readEventual(key, options);
         before = numberOf(first, config.countAttribute);
         const items = await readItems(key, options);
-        const unflagged = items.filter((item) => wantsFlag(item as ItemImage, config));
-        if (unflagged.length > 0) {
-            let flagged = 0;
-            for (const item of unflagged) {
-                flagged += (await flagItem(options.dynamodb, config, key, stringOf(item, config.sortKey)!)) ? 1 : 0;
-            }
-            return { key, outcome: "pending", eventualBefore: before, eventualAfter: before, items: items.filter((i) => isCounted(i as ItemImage, config)).length, flagged };
+        const unflagged = items.filter((item) => wantsFlag(item as ItemImage, config)).length;
+        if (unflagged > 0) {
+            // Live items that do not count yet: the backfill flags them (their records count them), never a reconcile,
+            // which would count them once more when those records arrive.
+            return { key, outcome: "pending", eventualBefore: before, eventualAfter: before, items: items.filter((i) => isCounted(i as ItemImage, config)).length, unflagged };
         }
         const counted = items.filter((item) => isCounted(item as ItemImage, config)).length;
         const second = await readEventual(key, options);
@@ -58,13 +55,13 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
             continue;
         }
         if (counted === before) {
-            return { key, outcome: "exact", eventualBefore: before, eventualAfter: before, items: counted, flagged: 0 };
+            return { key, outcome: "exact", eventualBefore: before, eventualAfter: before, items: counted, unflagged: 0 };
         }
         if (await write(key, counted, second, options)) {
-            return { key, outcome: "corrected", eventualBefore: before, eventualAfter: counted, items: counted, flagged: 0 };
+            return { key, outcome: "corrected", eventualBefore: before, eventualAfter: counted, items: counted, unflagged: 0 };
         }
     }
-    return { key, outcome: "busy", eventualBefore: before, eventualAfter: before, items: 0, flagged: 0 };
+    return { key, outcome: "busy", eventualBefore: before, eventualAfter: before, items: 0, unflagged: 0 };
 }
 
 async function readEventual(key: string, options: ReconcileOptions): Promise<Record<string, AttributeValue> | undefined> {

@@ -14,12 +14,11 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { ITEM_KINDS, numberOf, prefixOf, stringOf } from "../shared/keys";
 import { isCounted, isLive, isSelected, isSoftDeleted, wantsFlag, type ItemImage } from "../shared/selection";
-import { tokenTime } from "../shared/tokens";
 import { homeShard, shardCount } from "../shards/layout";
 import { homeRegion, memberRegions } from "../regions/ownership";
 import { periodOf } from "../ledger/ledger";
 import { planShardHeal, type LifeView } from "../heal/plan";
-import { MAX_CLIENT_DEADLINE_MS, settledAfterMs } from "../heal/heal-window";
+import { lifeOf } from "../heal/heal";
 import { LIMIT_ATTRIBUTE } from "../limits/limits";
 
 type Item = Record<string, AttributeValue>;
@@ -101,18 +100,6 @@ export const COUNT_FIELDS = [
 /** The same configuration, run as member region `region`. */
 export function asRegion(config: CounterConfig, region: string): CounterConfig {
     return config.regions === undefined ? config : { ...config, regions: { ...config.regions, current: region } };
-}
-
-/** How the heal sees an item (runtime/heal/heal.ts reads its items the same way). */
-function lifeOf(item: Item, config: CounterConfig, now: number): LifeView {
-    const time = tokenTime(stringOf(item, config.tokenAttribute));
-    const claim = tokenTime(stringOf(item, `${config.tokenAttribute}_delete`));
-    return {
-        live: isLive(item as ItemImage, config),
-        counted: isCounted(item as ItemImage, config),
-        period: time === undefined ? undefined : periodOf(time, config.periodMs),
-        claimInFlight: claim !== undefined && now < claim + settledAfterMs(MAX_CLIENT_DEADLINE_MS),
-    };
 }
 
 function counterItem(rows: KeyRows, shard: number, sortKey: string, config: CounterConfig): Item | undefined {

@@ -427,7 +427,7 @@ function readCounterConfig(env: Env, problems: string[]): CounterConfig {
     const named = [
         ...layoutProblems(layout),
         ...counterShardsProblems(counterShards, tableName, countersTableName),
-        ...regionsProblems(undefined, regionAttribute, {}),
+        ...regionsProblems(undefined, regionAttribute, { attributes: { partitionKey: layout.partitionKey, sortKey: layout.sortKey, deletedAttribute: layout.deletedAttribute, tokenAttribute: layout.tokenAttribute } }),
     ];
     problems.push(...named.map((p) => p.replace(/\[(\w+)\]/, (whole, f: string) => (f in ENV ? `[${ENV[f as keyof typeof ENV]}]` : whole))));
     return {

@@ -6,8 +6,8 @@
  * the stream (each new record then carries this instant: record-times.ts) and observes each key the write touched:
  * - eventual equals the deltas of the key's records up to its marks (model.ts);
  * - best-effort keeps the mode's bound, per key and per shard (model.ts `boundProblems`);
- * - strict, right after a tryCreate's reservation on a key only the client wrote: the key's best-effort sum is at most
- *   the highest limit in force during the call, plus the units of live lives that plain `create` calls made;
+ * - strict, right after a tryCreate's reservation under a limit, on a key only the client's tryCreate calls wrote: the
+ *   key's best-effort sum is at most the highest limit in force during the call;
  * - the ledger holds a handful of entries and the eventual item one mark per stream shard.
  */
 import { GetItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
@@ -91,9 +91,11 @@ export async function account(run: Run, request: Released, before: Item | undefi
         return;
     }
     const update = (request.input as { UpdateExpression?: string }).UpdateExpression ?? "";
-    if (info?.kind === "call" && info.event?.op === "create" && (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":d"]?.N === "1") {
-        state.unlimitedReservations.set(request.task.id, key);
+    if (info?.kind === "call" && info.event?.op === "create") {
+        state.plainCreates.add(key);
     }
+    // A tryCreate's reservation (+1) that landed: the admission check follows it.
+    const admitted = info?.event?.op === "tryCreate" && (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":d"]?.N === "1";
     if (update.startsWith("ADD #c :corr")) {
         const correction = (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":corr"]?.N;
         state.stats.healWrites += correction !== "0" ? 1 : 0;
@@ -105,7 +107,7 @@ export async function account(run: Run, request: Released, before: Item | undefi
             state.allowance.healed(key, shard, read.at, read.time);
         }
     }
-    await observe(run, key, `after ${request.task.label} ${request.command}`, info?.kind === "call" && info.event?.op === "tryCreate" ? info : undefined);
+    await observe(run, key, `after ${request.task.label} ${request.command}`, admitted ? info : undefined);
 }
 
 async function accountResourceWrite(run: Run, request: Released, info: TaskInfo | undefined, itemKey: Record<string, AttributeValue>, before: Item | undefined): Promise<void> {
@@ -115,11 +117,7 @@ async function accountResourceWrite(run: Run, request: Released, info: TaskInfo 
     const id = itemKey[config.sortKey]?.S ?? "";
     const input = request.input as { Item?: Item; UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> };
     if (info?.kind === "call" && request.command === "PutItemCommand") {
-        const token = tokenOf(input.Item, state.system)!;
-        state.ownership.clientPut(token);
-        if (info.event?.op === "create") {
-            state.unlimited.add(token);
-        }
+        state.ownership.clientPut(tokenOf(input.Item, state.system)!);
     }
     if (info?.kind === "other") {
         state.keysWithOthers.add(key);
@@ -184,10 +182,8 @@ export async function observe(run: Run, key: string, context: string, admitting?
         }
     }
     const sum = keyState.shards.reduce((s, item) => s + units(item, system), 0);
-    const before = state.lastSum.get(key) ?? 0;
-    state.lastSum.set(key, sum);
-    if (admitting !== undefined && system.config.mode === "strict" && sum > before) {
-        admissionProblem(run, key, keyState, sum, admitting, context);
+    if (admitting !== undefined && system.config.mode === "strict") {
+        admissionProblem(run, key, sum, admitting, context);
     }
     for (const [shard, item] of keyState.shards.entries()) {
         const entries = Object.keys(item ?? {}).filter((name) => name.startsWith("hc_y_")).length;
@@ -198,9 +194,14 @@ export async function observe(run: Run, key: string, context: string, admitting?
     return keyState;
 }
 
-function admissionProblem(run: Run, key: string, keyState: KeyState, sum: number, task: TaskInfo, context: string): void {
+/**
+ * Strict, right after a reservation under a limit landed: the key's best-effort sum is at most the highest limit in
+ * force while the call ran. A key other writers, the backfill or a plain `create` (no limit) put units in is left out:
+ * those units are not the limit's.
+ */
+function admissionProblem(run: Run, key: string, sum: number, task: TaskInfo, context: string): void {
     const { state } = run;
-    if (state.keysWithOthers.has(key)) {
+    if (state.keysWithOthers.has(key) || state.plainCreates.has(key)) {
         return;
     }
     const event = task.event as Extract<TaskInfo["event"], { op: "tryCreate" }>;
@@ -210,11 +211,8 @@ function admissionProblem(run: Run, key: string, keyState: KeyState, sum: number
     }
     state.stats.admissions++;
     const allowed = Math.max(...(limits as number[]));
-    const unlimited =
-        keyState.items.filter((item) => live(item, state.system) && state.unlimited.has(tokenOf(item, state.system) ?? "")).length +
-        [...state.unlimitedReservations.values()].filter((k) => k === key).length;
-    if (sum > allowed + unlimited) {
-        state.violation(`${context}: ${key} best-effort ${sum} after a reservation, over the limit ${allowed} (+ ${unlimited} lives of plain creates)`);
+    if (sum > allowed) {
+        state.violation(`${context}: ${key} best-effort ${sum} after a reservation, over the limit ${allowed}`);
     }
 }
 

@@ -177,7 +177,9 @@ function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, s
     const id = pick(shape.ids);
     const roll = random();
     const late = random() < 0.04 ? ({ late: true } as const) : {};
-    if (roll < 0.16) {
+    // Strict histories keep k0 for tryCreate alone: a plain create reserves without a limit, and the admission check
+    // (the key's sum within its limit) is about the keys only limited calls write.
+    if (roll < 0.16 && !(shape.mode === "strict" && key === "k0")) {
         return { op: "create", key, id, ...late };
     }
     if (roll < 0.34) {

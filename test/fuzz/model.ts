@@ -11,8 +11,8 @@
  *   the client lives other writers ended that no heal has taken out yet (`Allowance`). Per shard too, by each id's
  *   home shard.
  * - **Best-effort, strict**: at least the key's client-owned live items, per key and per shard; right after a tryCreate
- *   reserved, the key's sum is at most the highest limit in force during the call, plus the units of live lives plain
- *   `create` calls made (they reserve without a limit), on a key only the client wrote.
+ *   reserved under a limit, the key's sum is at most the highest limit in force during the call, on a key only the
+ *   client's tryCreate calls wrote (a plain `create` reserves without a limit).
  *
  * A *client-owned* life is an item whose token a client put wrote and that no other writer has written since: another
  * writer's delete, TTL delete, flip out of the selection, or token rewrite ends it as the client's (the README: strict's

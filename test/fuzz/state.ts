@@ -56,18 +56,14 @@ export class RunState {
     readonly allowance: Allowance;
     /** Keys other writers, the backfill or the consumer's flags put items of in: strict's admission check skips them. */
     readonly keysWithOthers = new Set<string>();
-    /** Tokens of lives plain `create` calls made (strict: reserved without a limit). */
-    readonly unlimited = new Set<string>();
-    /** Plain creates whose reservation (without a limit) has landed and whose call still runs: task, and key. */
-    readonly unlimitedReservations = new Map<number, string>();
+    /** Keys a plain `create` (strict: a reservation without a limit) wrote. */
+    readonly plainCreates = new Set<string>();
     /** Per settler task and key: the request index and virtual time of its last read of the key's items. */
     readonly healReads = new Map<string, { at: number; time: number }>();
     readonly storedLimits = new Map<string, number>();
     defaultLimit: number | undefined;
     /** The highest mark seen per key and eventual mark attribute (a mark is removed once stale). */
     readonly seenMarks = new Map<string, Map<string, string>>();
-    /** The best-effort sum last observed per key. */
-    readonly lastSum = new Map<string, number>();
     readonly reconciled = new Set<string>();
     readonly sent: ThresholdEvent[] = [];
     readonly fatal: FatalMessage[] = [];

@@ -104,7 +104,7 @@ function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, s
     if (roll < 0.18) {
         return { op: "tryCreate", region, key, id };
     }
-    if (roll < 0.24) {
+    if (roll < 0.24 && key !== "k0") {
         return { op: "create", region, key, id };
     }
     if (roll < 0.4) {
@@ -129,7 +129,7 @@ function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, s
         return { op: "ttl", region };
     }
     if (roll < 0.89) {
-        return { op: "advance", ms: pick([60_000, 10 * 60_000, HOUR, 12 * HOUR, 30 * HOUR]) };
+        return { op: "advance", ms: pick([60_000, 10 * 60_000, HOUR, 12 * HOUR, 30 * HOUR, 50 * HOUR]) };
     }
     if (roll < 0.95) {
         return { op: "setLimit", region, key, limit: Math.floor(random() * (shape.ids.length + 1)) };

@@ -30,6 +30,7 @@ import { Trace } from "../trace";
 import type { RegionsEvent, RegionsHistory } from "./history";
 import { Replication, type TableKind } from "./replication";
 import { active, createRegions, deploy, type RegionParties, type RegionsSystem } from "./system";
+import type { RegionsMutantSpec } from "./mutants";
 
 export interface RegionsRunResult {
     readonly violations: string[];
@@ -43,6 +44,8 @@ interface TaskInfo {
     faults: number;
     /** A strict tryCreate: the limits any replica held while it ran. */
     limits?: number[];
+    /** Its reservation under a limit (or a cap) has just landed. */
+    admitted?: boolean;
 }
 
 class RegionsRun {
@@ -51,12 +54,10 @@ class RegionsRun {
     readonly released: Released[] = [];
     readonly clientTokens = new Set<string>();
     readonly touched = new Set<string>();
-    readonly unlimited = new Set<string>();
-    /** Plain creates whose reservation (without a limit) has landed and whose call is still running, by task. */
-    readonly unlimitedReservations = new Map<number, string>();
+    /** Keys a plain `create` reserved for (without a limit): strict's admission check leaves them out. */
+    readonly plainCreates = new Set<string>();
     readonly allowances = new Map<string, Allowance>();
     readonly seenMarks = new Map<string, string>();
-    readonly lastSum = new Map<string, number>();
     readonly healReads = new Map<string, { at: number; time: number }>();
     readonly stats = { events: 0, requests: 0, faults: 0, replicated: 0, lost: 0, ttlDeleted: 0, admissions: 0, settles: 0 };
     faultRate: number;
@@ -97,7 +98,13 @@ class RegionsRun {
     }
 }
 
-export async function runRegionsHistory(engine: LocalEngine, history: RegionsHistory, options: { trace?: (line: string) => void } = {}): Promise<RegionsRunResult> {
+export interface RegionsRunOptions {
+    readonly trace?: (line: string) => void;
+    /** A mutant of every region's clients (regions/mutants.ts). */
+    readonly mutant?: RegionsMutantSpec["mutate"];
+}
+
+export async function runRegionsHistory(engine: LocalEngine, history: RegionsHistory, options: RegionsRunOptions = {}): Promise<RegionsRunResult> {
     return onSeededClock(history, async (scheduler) => {
         const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS, direct: true });
         const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
@@ -109,6 +116,7 @@ export async function runRegionsHistory(engine: LocalEngine, history: RegionsHis
         const trace = new Trace([...system.regions.values()].flatMap((r) => [[r.countersTableName, `COUNTERS-${r.region}`] as const, [r.tableName, `TABLE-${r.region}`] as const]));
         const run = new RegionsRun(history, system, scheduler, reader, streams, replication, trace, Object.keys(history.limits).sort());
         run.onTrace = options.trace;
+        const undo = options.mutant === undefined ? [] : [...system.regions.values()].map((region) => options.mutant!(region));
         for (const region of system.regions.values()) {
             for (const client of [region.api, region.pipeline, region.settler]) {
                 scheduler.gate(client, (request) => {
@@ -128,6 +136,7 @@ export async function runRegionsHistory(engine: LocalEngine, history: RegionsHis
             await runEvents(run, seededRandom((history.seed ^ 0x1b873593) >>> 0));
             await liveness(run);
         } finally {
+            undo.forEach((u) => u());
             for (const region of system.regions.values()) {
                 for (const client of [region.api, region.pipeline, region.settler]) {
                     client.destroy();
@@ -171,13 +180,7 @@ async function runEvents(run: RegionsRun, random: () => number): Promise<void> {
                 running,
                 `#${index} ${event.op}`,
                 () => runEvent(run, event, label, random),
-                () => {
-                    for (const [task, ] of [...run.unlimitedReservations].filter(([, k]) => "key" in event && k === event.key)) {
-                        if (run.tasks.get(task)?.event === event) {
-                            run.unlimitedReservations.delete(task);
-                        }
-                    }
-                },
+                () => undefined,
                 (error) => run.violations.push(`${label}: failed: ${String(error)}`),
             );
             continue;
@@ -335,9 +338,6 @@ async function account(run: RegionsRun, request: Released): Promise<void> {
     if (where.kind === "user" && request.command === "PutItemCommand" && info?.event !== undefined && info.event.op !== "settle") {
         const token = input.Item!["counter_token"]!.S!;
         run.clientTokens.add(token);
-        if (info.event.op === "create") {
-            run.unlimited.add(token);
-        }
     }
     if (where.kind === "user" && request.command === "UpdateItemCommand" && input.ExpressionAttributeValues?.[":true"]?.BOOL === true && info?.region !== undefined) {
         // A soft delete: by another region's client, it ends a life the owner's best-effort still counts.
@@ -348,8 +348,11 @@ async function account(run: RegionsRun, request: Released): Promise<void> {
             run.allowances.get(owner)?.end(key, before["counter_token"].S, homeShard(before["sk"]!.S!, run.history.counterShards), run.index);
         }
     }
-    if (where.kind === "counters" && info?.event?.op === "create" && input.ExpressionAttributeValues?.[":d"]?.N === "1") {
-        run.unlimitedReservations.set(request.task.id, shardOfPartitionKey(key).key);
+    if (where.kind === "counters" && info?.event?.op === "create") {
+        run.plainCreates.add(shardOfPartitionKey(key).key);
+    }
+    if (where.kind === "counters" && info?.event?.op === "tryCreate" && run.history.mode === "strict" && input.ExpressionAttributeValues?.[":d"]?.N === "1") {
+        info.admitted = true;
     }
     if (where.kind === "counters" && info?.event?.op === "settle" && (input.UpdateExpression ?? "").startsWith("ADD #c :corr")) {
         const { key: counterKey, shard } = shardOfPartitionKey(key);
@@ -409,7 +412,8 @@ async function observe(run: RegionsRun, region: RegionParties, key: string, cont
         }
     });
     await checkEventual(run, region, key, state.eventual, context);
-    if (info?.event?.op === "tryCreate" && run.history.mode === "strict" && info.region === region.region) {
+    if (info?.admitted === true) {
+        info.admitted = false;
         await checkAdmission(run, key, info, context);
     }
 }
@@ -436,28 +440,30 @@ async function checkEventual(run: RegionsRun, region: RegionParties, key: string
     }
 }
 
-/** Strict: the sum over regions of each one's best-effort (its own replica) stays within the limits the call could read. */
+/**
+ * Strict, right after a reservation under a limit: the sum over regions of each one's best-effort (its own replica)
+ * stays within the highest limit any replica held while the call ran. A key a plain `create` reserved for (without a
+ * limit) is left out: those units are not the limit's.
+ */
 async function checkAdmission(run: RegionsRun, key: string, info: TaskInfo, context: string): Promise<void> {
+    if (run.plainCreates.has(key)) {
+        return;
+    }
     let sum = 0;
-    let unlimited = 0;
     const parts: string[] = [];
     for (const region of run.system.regions.values()) {
         const state = await readRegion(run, region, key);
         sum += state.shards.reduce((s, item) => s + units(item), 0);
         parts.push(`${region.region} ${state.shards.map((item) => `${units(item)}/${item?.["hc_cap"]?.N ?? "-"}/${item?.["hc_rcap"]?.N ?? "-"}`).join(",")}`);
-        unlimited += state.items.filter((item) => item["hc_region"]?.S === region.region && item["deleted"]?.BOOL !== true && run.unlimited.has(item["counter_token"]?.S ?? "")).length;
     }
-    unlimited += [...run.unlimitedReservations.values()].filter((k) => k === key).length;
-    const before = run.lastSum.get(key) ?? 0;
-    run.lastSum.set(key, sum);
     const limits = [...(info.limits ?? []), ...(await limitsInReplicas(run, key))];
-    if (sum <= before || limits.length === 0 || limits.includes(Infinity)) {
+    if (limits.length === 0 || limits.includes(Infinity)) {
         return;
     }
     run.stats.admissions++;
     const allowed = Math.max(...limits);
-    if (sum > allowed + unlimited) {
-        run.violations.push(`${context}: ${key} best-effort summed over the regions is ${sum} after a reservation, over the limit ${allowed} (+ ${unlimited} lives and reservations of plain creates) [count/cap/region cap per shard: ${parts.join("; ")}]`);
+    if (sum > allowed) {
+        run.violations.push(`${context}: ${key} best-effort summed over the regions is ${sum} after a reservation, over the limit ${allowed} [count/cap/region cap per shard: ${parts.join("; ")}]`);
     }
 }
 
