@@ -16,7 +16,7 @@ import {
     type FlatSelection,
     type ItemSelection,
 } from "../shared/config";
-import { COUNTED_ATTRIBUTE } from "../shared/config";
+import { COUNTED_ATTRIBUTE, deleteTokenAttribute as deleteTokenOf } from "../shared/config";
 import { DEFAULT_REGION_ATTRIBUTE, normalizedRegions, REGION_NAME_MAX_BYTES, regionsProblems, type RegionsConfig } from "../regions/config";
 import { FOREIGN_DELETE_ATTRIBUTE } from "../regions/ownership";
 import { MAX_CLIENT_DEADLINE_MS, MIN_CLIENT_DEADLINE_MS, periodCovers, smallestPeriodSeconds } from "../heal/heal-window";
@@ -133,7 +133,7 @@ export function resolveClientOptions(options: ClientOptionFields): ResolvedClien
     }
     const periodSeconds = periodOf(options, problems);
     const deadlineMs = deadlineOf(options, periodSeconds, problems);
-    const deleteTokenAttribute = `${layout.tokenAttribute}_delete`;
+    const deleteTokenAttribute = deleteTokenOf(layout);
     if ([layout.partitionKey, layout.sortKey, layout.deletedAttribute].includes(deleteTokenAttribute)) {
         problems.push(`[tokenAttribute] must leave "${deleteTokenAttribute}" free for a delete's token`);
     }

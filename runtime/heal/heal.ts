@@ -33,7 +33,7 @@ import {
     type AttributeValue,
     type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
-import type { CounterConfig } from "../shared/config";
+import { deleteTokenAttribute, type CounterConfig } from "../shared/config";
 import { bestEffortKey, eventualKey, numberOf, stringOf } from "../shared/keys";
 import { isCounted, isLive, isSelected, isSoftDeleted, type ItemImage } from "../shared/selection";
 import { tokenTime } from "../shared/tokens";
@@ -74,7 +74,7 @@ export interface HealResult {
     readonly healed: boolean;
 }
 
-const DELETE_TOKEN = (config: CounterConfig) => `${config.tokenAttribute}_delete`;
+const DELETE_TOKEN = deleteTokenAttribute;
 
 /** Heals `key` (every shard), removes its settled tombstones, and lists it again if something is left for later. */
 export async function healKey(key: string, options: HealOptions): Promise<HealResult> {

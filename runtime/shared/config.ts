@@ -84,6 +84,11 @@ export interface CounterConfig extends CounterTableLayout {
     readonly regionAttribute?: string;
 }
 
+/** The attribute a delete's claim and a soft delete store their token in: `<tokenAttribute>_delete`. */
+export function deleteTokenAttribute(layout: Pick<CounterTableLayout, "tokenAttribute">): string {
+    return `${layout.tokenAttribute}_delete`;
+}
+
 /** The table the counter items of `config` live in. */
 export function countersTable(config: Pick<CounterConfig, "countersTableName">): string {
     return config.countersTableName;

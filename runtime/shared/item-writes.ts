@@ -6,7 +6,7 @@
  *   token), so a newer life of the id is never removed.
  */
 import { ConditionalCheckFailedException, DeleteItemCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { CounterConfig } from "./config";
+import { deleteTokenAttribute, type CounterConfig } from "./config";
 import { flaggableCondition } from "./selection";
 
 /** Flags item `id` of `key`; false when it no longer needs it (gone, deleted, moved, or flagged already). */
@@ -41,7 +41,7 @@ export interface Tombstone {
 
 /** Removes `tombstone` from `key` if it is still that tombstone; false when it is not (replaced, or gone). */
 export async function removeTombstone(dynamodb: DynamoDBClient, config: CounterConfig, key: string, tombstone: Tombstone): Promise<boolean> {
-    const names: Record<string, string> = { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute, "#deleteToken": `${config.tokenAttribute}_delete` };
+    const names: Record<string, string> = { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute, "#deleteToken": deleteTokenAttribute(config) };
     const values: Record<string, AttributeValue> = { ":true": { BOOL: true } };
     const parts = ["#deleted = :true"];
     parts.push(tombstone.token === null ? "attribute_not_exists(#token)" : "#token = :token");

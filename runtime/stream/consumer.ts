@@ -22,7 +22,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import type { Context, DynamoDBRecord } from "aws-lambda";
-import type { HandlerConfig } from "../shared/config";
+import { deleteTokenAttribute, type HandlerConfig } from "../shared/config";
 import { ConfigurationError } from "../shared/errors";
 import { jsonLogger, Metrics, stdoutSink, type LineSink, type Logger } from "../shared/telemetry";
 import { applyRecords, type ApplyContext, type EventSink } from "./apply";
@@ -246,7 +246,7 @@ export async function applyAfter(frontier: string | undefined, records: readonly
 
 function applyContext(run: ShardRun): ApplyContext {
     const { config, dynamodb, sendEvents } = run.deps;
-    return { config, dynamodb, deleteTokenAttribute: `${config.tokenAttribute}_delete`, sendEvents, remainingMs: run.remainingMs };
+    return { config, dynamodb, deleteTokenAttribute: deleteTokenAttribute(config), sendEvents, remainingMs: run.remainingMs };
 }
 
 function lowest(a: string | undefined, b: string | undefined): string | undefined {

@@ -57,6 +57,10 @@ export function noteOutcome(run: Run, request: Released): void {
     if (request.command === "UpdateItemCommand" && input.ExpressionAttributeValues?.[":true"]?.BOOL === true && (input.UpdateExpression ?? "").includes("#deleted = :true")) {
         info.softDeleted = true;
     }
+    // An item another writer grew past what a soft delete can add: the delete removes it instead.
+    if (request.command === "DeleteItemCommand") {
+        info.softDeleted = true;
+    }
 }
 
 /** Accounts for one released request (see the top). `before`: the item another writer's write replaced. */
@@ -124,7 +128,11 @@ async function accountResourceWrite(run: Run, request: Released, info: TaskInfo 
         const token = tokenOf(before, state.system);
         if (before !== undefined && live(before, state.system) && state.ownership.everPut(token)) {
             state.ownership.othersWrote(token!);
-            state.allowance.end(key, token!, homeShard(id, state.system.shards), state.index);
+            // The life ended unless the item is still live with its token (another writer grew it, say).
+            const after = await itemBefore(run, request);
+            if (!(live(after, state.system) && tokenOf(after, state.system) === token)) {
+                state.allowance.end(key, token!, homeShard(id, state.system.shards), state.index);
+            }
         }
     }
     if ((info?.kind === "backfill" || info?.kind === "consumer" || info?.kind === "redrive") && request.command === "UpdateItemCommand" && (input.UpdateExpression ?? "").includes("#selFlag")) {

@@ -48,6 +48,8 @@ export type FuzzEvent =
     | { readonly op: "otherFlip"; readonly key: string; readonly id: string; readonly status: "active" | "archived" }
     /** Another service's UpdateItem rewriting the client token of an item that has one. */
     | { readonly op: "otherRetoken"; readonly key: string; readonly id: string }
+    /** Another service's UpdateItem growing an item to near DynamoDB's 400 KB: a delete's writes no longer fit on it. */
+    | { readonly op: "otherGrow"; readonly key: string; readonly id: string }
     /** The table's TTL deleting an item (client histories). */
     | { readonly op: "ttlDelete"; readonly key: string; readonly id: string }
     /** The virtual clock moves by `ms` (long histories): calls in flight outlive their deadline across a long move. */
@@ -219,6 +221,9 @@ function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, s
 }
 
 function otherWrite(random: () => number, pick: <T>(values: readonly T[]) => T, shape: Shape, key: string, id: string): FuzzEvent {
+    if (random() < 0.08) {
+        return { op: "otherGrow", key, id };
+    }
     if (shape.selection === "client") {
         return random() < 0.6 ? { op: "ttlDelete", key, id } : { op: "otherRetoken", key, id };
     }

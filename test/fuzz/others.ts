@@ -7,7 +7,10 @@ import { DeleteItemCommand, PutItemCommand, UpdateItemCommand, type DynamoDBClie
 import { ACTIVE, STATUS_ATTRIBUTE, type FuzzEvent } from "./history";
 import type { FuzzSystem } from "./system";
 
-export type OtherEvent = Extract<FuzzEvent, { op: "otherPut" | "otherDelete" | "otherFlip" | "otherRetoken" | "ttlDelete" }>;
+export type OtherEvent = Extract<FuzzEvent, { op: "otherPut" | "otherDelete" | "otherFlip" | "otherRetoken" | "otherGrow" | "ttlDelete" }>;
+
+/** What another writer grows an item by: with the item's own attributes, a few hundred bytes under 400 KB. */
+const GROWTH = "x".repeat(399_500);
 
 /** Sends one other writer's write (`rewrite` numbers a token rewrite within the run); false when it was not served (DynamoDB's answer after the SDK's retries). */
 export async function otherWrite(dynamodb: DynamoDBClient, system: FuzzSystem, event: OtherEvent, rewrite: number): Promise<boolean> {
@@ -36,6 +39,18 @@ export async function otherWrite(dynamodb: DynamoDBClient, system: FuzzSystem, e
                         ConditionExpression: "attribute_exists(#pk)",
                         ExpressionAttributeNames: { "#status": STATUS_ATTRIBUTE, "#pk": partitionKey },
                         ExpressionAttributeValues: { ":status": { S: event.status } },
+                    }),
+                );
+                return true;
+            case "otherGrow":
+                await dynamodb.send(
+                    new UpdateItemCommand({
+                        TableName: tableName,
+                        Key,
+                        UpdateExpression: "SET #pad = :pad",
+                        ConditionExpression: "attribute_exists(#pk)",
+                        ExpressionAttributeNames: { "#pad": "pad", "#pk": partitionKey },
+                        ExpressionAttributeValues: { ":pad": { S: GROWTH } },
                     }),
                 );
                 return true;

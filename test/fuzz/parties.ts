@@ -64,6 +64,7 @@ export async function runEvent(run: Run, event: FuzzEvent, label: string): Promi
         case "otherDelete":
         case "otherFlip":
         case "otherRetoken":
+        case "otherGrow":
         case "ttlDelete":
             state.stats.otherWritesFailed += (await otherWrite(run.parties.other, state.system, event as OtherEvent, ++state.rewrites)) ? 0 : 1;
             return;
@@ -89,6 +90,7 @@ function kindOf(event: FuzzEvent): TaskInfo["kind"] {
         case "otherDelete":
         case "otherFlip":
         case "otherRetoken":
+        case "otherGrow":
         case "ttlDelete":
             return "other";
         default:
