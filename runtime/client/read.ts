@@ -56,7 +56,8 @@ export function parseCounterSortKey(counterPrefix: string, sortKey: string): Par
     return undefined;
 }
 
-async function queryPartition(dynamodb: DynamoDBClient, config: CounterConfig, partition: string): Promise<Record<string, AttributeValue>[]> {
+/** The counter items of one partition of the counters table (every page), strongly consistent. */
+export async function queryCounterItems(dynamodb: DynamoDBClient, config: CounterConfig, partition: string): Promise<Record<string, AttributeValue>[]> {
     const items: Record<string, AttributeValue>[] = [];
     let start: Record<string, AttributeValue> | undefined;
     do {
@@ -79,7 +80,7 @@ async function queryPartition(dynamodb: DynamoDBClient, config: CounterConfig, p
 /** Reads `key`'s counters (one Query per shard, at once). Throws the read's DynamoDB error. */
 export async function readKeyCounters(dynamodb: DynamoDBClient, config: CounterConfig, key: string): Promise<KeyCounters> {
     const shards = shardCount(config);
-    const pages = await Promise.all(Array.from({ length: shards }, (_, s) => queryPartition(dynamodb, config, shardPartitionKey(key, s))));
+    const pages = await Promise.all(Array.from({ length: shards }, (_, s) => queryCounterItems(dynamodb, config, shardPartitionKey(key, s))));
     const own = config.regions?.current;
     const byRegion = new Map<string | undefined, { bestEffort: number; eventual: number; shard0?: Record<string, AttributeValue> }>();
     const mine: Array<Record<string, AttributeValue> | undefined> = Array.from({ length: shards }, () => undefined);

@@ -4,11 +4,11 @@
  *
  * Invariant: reads only. A table-wide figure of a table being written is a moment per page, not one moment.
  */
-import { QueryCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { KEY_SEPARATOR, shardOfPartitionKey, shardPartitionKey, stringOf } from "../shared/keys";
 import { shardCount } from "../shards/layout";
-import { parseCounterSortKey } from "../client/read";
+import { parseCounterSortKey, queryCounterItems } from "../client/read";
 import { readItems } from "../heal/heal";
 import { emptyRows, keyStatus, summarize, type KeyRows, type KeyStatus, type TableStatus } from "./status";
 
@@ -21,25 +21,8 @@ export interface StatusOptions {
     readonly now?: () => number;
 }
 
-async function queryCounters(options: StatusOptions, partition: string): Promise<Item[]> {
-    const { config, dynamodb } = options;
-    const items: Item[] = [];
-    let start: Item | undefined;
-    do {
-        const page = await dynamodb.send(
-            new QueryCommand({
-                TableName: config.countersTableName,
-                KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
-                ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
-                ExpressionAttributeValues: { ":pk": { S: partition }, ":prefix": { S: config.counterPrefix } },
-                ConsistentRead: true,
-                ...(start === undefined ? {} : { ExclusiveStartKey: start }),
-            }),
-        );
-        items.push(...(page.Items ?? []));
-        start = page.LastEvaluatedKey;
-    } while (start !== undefined);
-    return items;
+function queryCounters(options: StatusOptions, partition: string): Promise<Item[]> {
+    return queryCounterItems(options.dynamodb, options.config, partition);
 }
 
 /**
