@@ -200,7 +200,7 @@ export function settlerWidgets(region: string, functionName: string, metricsName
             16,
             [
                 own("KeysAudited", "keys audited"),
-                own("KeysListed", "keys listed by the audit"),
+                own("KeysAuditHealed", "keys healed by the audit"),
                 own("TombstonesRemoved", "tombstones removed"),
             ],
             "Sum",

@@ -151,7 +151,7 @@ const SETTLER_METRICS = [
     "HealsRaced",
     "TombstonesRemoved",
     "KeysAudited",
-    "KeysListed",
+    "KeysAuditHealed",
     "HealFailures",
 ];
 
@@ -661,7 +661,7 @@ describe("HybridCounterComponent", () => {
                 "HybridCounter HealDrift service hybrid-counter-settler",
                 "HybridCounter HealsRaced service hybrid-counter-settler",
                 "HybridCounter KeysAudited service hybrid-counter-settler",
-                "HybridCounter KeysListed service hybrid-counter-settler",
+                "HybridCounter KeysAuditHealed service hybrid-counter-settler",
                 "HybridCounter TombstonesRemoved service hybrid-counter-settler",
             ]);
             // Every metric the consumer and the redrive emit (METRIC_NAMES), and every one the settler emits
