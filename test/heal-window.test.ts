@@ -1,135 +1,100 @@
 /**
- * Settings that break the heal's assumption A4 (issue 19, item 7), and the client's counters table
- * (item 11): the quiet window's floor is derived from the client deadline, the request lifetime and the
- * clock skew, and every party that reads a window or a deadline refuses a pair that breaks it.
+ * The time bounds the ledger and the tombstones rest on (runtime/heal/heal-window.ts): a period must exceed the client
+ * deadline + a request's 300 s lifetime + twice the 60 s clock skew, and the client refuses a deadline the deployed
+ * period does not cover. Pure (the client is only constructed).
  */
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { strict as assert } from "node:assert";
-import { HybridCounterClient, type HybridCounterClientOptions } from "../runtime/client/client";
-import { clientConfigFromEnv, clientEnvironment, DEFAULT_LAYOUT, ENV } from "../runtime/shared/config";
-import { ConfigurationError } from "../runtime/shared/errors";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
     CLOCK_SKEW_MS,
-    largestCoveredDeadlineMs,
-    quietWindowFloorMs,
+    MAX_CLIENT_DEADLINE_MS,
+    MIN_CLIENT_DEADLINE_MS,
+    periodCovers,
+    periodFloorMs,
     REQUEST_LIFETIME_MS,
-    smallestQuietWindowSeconds,
-    windowCovers,
+    settledAfterMs,
+    smallestPeriodSeconds,
 } from "../runtime/heal/heal-window";
-import { SETTLER_ENV, settlerConfigFromEnv } from "../runtime/heal/settler-config";
+import { HybridCounterClient } from "../runtime/client/client";
+import { DEFAULT_DEADLINE_MS } from "../runtime/client/options";
+import { ConfigurationError, DEFAULT_PERIOD_SECONDS } from "../runtime/shared/config";
+import { TOMBSTONE_SETTLED_MS } from "../runtime/stream/effects";
 
-/** Never sends: construction is pure. */
-const dynamodb = new DynamoDBClient({
-    region: "us-east-1",
-    endpoint: "http://127.0.0.1:9",
-    credentials: { accessKeyId: "x", secretAccessKey: "x" },
-});
-
-function problemsOf(build: () => unknown): readonly string[] {
-    try {
-        build();
-    } catch (error) {
-        assert.ok(error instanceof ConfigurationError, String(error));
-        return error.problems;
-    }
-    return [];
-}
-
-const base = { tableName: "orders", countersTableName: "orders-counters", dynamodb } satisfies HybridCounterClientOptions;
-
-describe("the quiet window's floor (heal assumption A4)", () => {
-    it("is the deadline + 300 s request lifetime + 60 s skew, and a window must be strictly above it", () => {
+describe("the period's floor", () => {
+    it("is the deadline + 300 s + 2 x 60 s, and a period must be strictly above it", () => {
         assert.equal(REQUEST_LIFETIME_MS, 300_000);
         assert.equal(CLOCK_SKEW_MS, 60_000);
-        assert.equal(quietWindowFloorMs(10_000), 370_000);
-        assert.equal(windowCovers(370_000, 10_000), false);
-        assert.equal(windowCovers(370_001, 10_000), true);
-        assert.equal(smallestQuietWindowSeconds(10_000), 371);
-        assert.equal(smallestQuietWindowSeconds(60_000), 421);
-        assert.equal(smallestQuietWindowSeconds(10_500), 371);
-        assert.equal(largestCoveredDeadlineMs(600_000), 239_999);
-        assert.equal(windowCovers(600_000, largestCoveredDeadlineMs(600_000)), true);
-        assert.equal(windowCovers(600_000, largestCoveredDeadlineMs(600_000) + 1), false);
+        assert.equal(periodFloorMs(10_000), 430_000);
+        assert.equal(periodFloorMs(60_000), 480_000);
+        assert.equal(periodCovers(430_000, 10_000), false);
+        assert.equal(periodCovers(430_001, 10_000), true);
     });
 
-    it("the client refuses a deadlineMs the deployed window does not cover, naming [deadlineMs]", () => {
-        // The issue's figures: a window of 320 s cannot cover the default 10 s deadline.
-        assert.deepEqual(
-            problemsOf(() => new HybridCounterClient({ ...base, healQuietWindowSeconds: 320 })),
-            [
-                "[deadlineMs] must be below [healQuietWindowSeconds] (320 s) - 300 s request lifetime - 60 s clock skew: the settler's heal would not wait for this client's last write (deadlineMs 10000 needs a window of at least 371 s)",
-            ],
-        );
-        assert.equal(problemsOf(() => new HybridCounterClient({ ...base, healQuietWindowSeconds: 370 })).length, 1);
-        assert.deepEqual(
-            problemsOf(() => new HybridCounterClient({ ...base, healQuietWindowSeconds: 371 })),
-            [],
-        );
-        assert.equal(problemsOf(() => new HybridCounterClient({ ...base, healQuietWindowSeconds: 420, deadlineMs: 60_000 })).length, 1);
-        assert.deepEqual(
-            problemsOf(() => new HybridCounterClient({ ...base, healQuietWindowSeconds: 600, deadlineMs: 60_000 })),
-            [],
-        );
-        assert.deepEqual(
-            problemsOf(() => new HybridCounterClient({ ...base, healQuietWindowSeconds: 0 })),
-            ["[healQuietWindowSeconds] must be a positive integer (the component's clientConfig value)"],
-        );
+    it("asks at least 431 s for the 10 s default deadline, 481 s for the longest, and the default period covers both", () => {
+        assert.equal(DEFAULT_DEADLINE_MS, 10_000);
+        assert.equal(smallestPeriodSeconds(DEFAULT_DEADLINE_MS), 431);
+        assert.equal(smallestPeriodSeconds(MAX_CLIENT_DEADLINE_MS), 481);
+        assert.equal(smallestPeriodSeconds(MIN_CLIENT_DEADLINE_MS), 421);
+        assert.equal(periodCovers(DEFAULT_PERIOD_SECONDS * 1000, MAX_CLIENT_DEADLINE_MS), true);
     });
 
-    it("the environment the component gives an API carries the window, and a client built from it checks its deadline", () => {
-        const env = {
-            ...clientEnvironment({ ...DEFAULT_LAYOUT, tableName: "orders", countersTableName: "orders-counters" }),
-            [ENV.healQuietWindowSeconds]: "400",
-        };
-        const config = clientConfigFromEnv(env);
-        assert.equal(config.healQuietWindowSeconds, 400);
-        assert.deepEqual(
-            problemsOf(() => new HybridCounterClient({ ...config, dynamodb, deadlineMs: 39_999 })),
-            [],
-        );
-        assert.match(problemsOf(() => new HybridCounterClient({ ...config, dynamodb, deadlineMs: 40_000 })).join(), /^\[deadlineMs\]/);
-        assert.throws(
-            () => clientConfigFromEnv({ ...env, [ENV.healQuietWindowSeconds]: "soon" }),
-            (e: unknown) =>
-                e instanceof ConfigurationError && e.problems.includes(`[${ENV.healQuietWindowSeconds}] must be a positive integer`),
-        );
-    });
-
-    it("the settler refuses a window that does not cover the client deadline its environment names", () => {
-        const env = {
-            ...clientEnvironment({ ...DEFAULT_LAYOUT, tableName: "orders", countersTableName: "orders-counters" }),
-            [ENV.fatalQueueUrl]: "https://sqs.local/000000000000/fatal",
-            [SETTLER_ENV.mode]: "strict",
-            [SETTLER_ENV.keyBudget]: "200",
-            [SETTLER_ENV.quietWindowMs]: "420000",
-            [SETTLER_ENV.clientDeadlineMs]: "60000",
-        };
-        assert.throws(
-            () => settlerConfigFromEnv(env),
-            (e: unknown) =>
-                e instanceof ConfigurationError &&
-                e.problems.join() ===
-                    `[${SETTLER_ENV.quietWindowMs}] must be above [${SETTLER_ENV.clientDeadlineMs}] + 300 s request lifetime + 60 s clock skew (420000 ms)`,
-        );
-        assert.equal(settlerConfigFromEnv({ ...env, [SETTLER_ENV.quietWindowMs]: "420001" }).quietWindowMs, 420_001);
+    it("settles a tombstone a deadline + 300 s + 60 s after its life's token: the consumer and the heal use the longest deadline", () => {
+        assert.equal(settledAfterMs(10_000), 370_000);
+        assert.equal(TOMBSTONE_SETTLED_MS, settledAfterMs(MAX_CLIENT_DEADLINE_MS));
+        assert.equal(TOMBSTONE_SETTLED_MS, 420_000);
     });
 });
 
-describe("the client's counters table (no silent same-table default)", () => {
-    it("refuses a client without countersTableName, naming it and the way to ask for the same table", () => {
-        const { countersTableName: _, ...without } = base;
+describe("the client refuses a deadline the deployed period does not cover", () => {
+    const dynamodb = new DynamoDBClient({ region: "us-east-1" });
+    after(() => dynamodb.destroy());
+    const options = (healQuietWindowSeconds: number, deadlineMs?: number) => ({
+        tableName: "orders",
+        countersTableName: "orders-counters",
+        dynamodb,
+        healQuietWindowSeconds,
+        ...(deadlineMs === undefined ? {} : { deadlineMs }),
+    });
+    const problems = (build: () => unknown): readonly string[] => {
+        try {
+            build();
+        } catch (error) {
+            assert.ok(error instanceof ConfigurationError, String(error));
+            return error.problems;
+        }
+        return [];
+    };
+
+    it("the 10 s default deadline under a 430 s period, naming [deadlineMs] and the period it needs", () => {
         assert.deepEqual(
-            problemsOf(() => new HybridCounterClient(without as HybridCounterClientOptions)),
+            problems(() => new HybridCounterClient(options(430))),
             [
-                "[countersTableName] must be set: the counters table the component deploys (its clientConfig's countersTableName), or the same name as [tableName] for the same-table placement",
+                "[deadlineMs] 10000 needs [healQuietWindowSeconds] of at least 431 s (deadline + 300 s request lifetime + twice the 60 s clock skew); the counter's is 430 s",
             ],
+        );
+        assert.deepEqual(
+            problems(() => new HybridCounterClient(options(431))),
+            [],
         );
     });
 
-    it("takes the same-table placement only when asked for by name", () => {
+    it("a longer deadline than the period covers, and a deadline outside 100..60000 ms", () => {
         assert.deepEqual(
-            problemsOf(() => new HybridCounterClient({ ...base, countersTableName: base.tableName })),
+            problems(() => new HybridCounterClient(options(481, 60_000))),
             [],
         );
+        assert.deepEqual(
+            problems(() => new HybridCounterClient(options(480, 60_000))),
+            [
+                "[deadlineMs] 60000 needs [healQuietWindowSeconds] of at least 481 s (deadline + 300 s request lifetime + twice the 60 s clock skew); the counter's is 480 s",
+            ],
+        );
+        for (const bad of [99, 60_001, 1.5]) {
+            assert.deepEqual(
+                problems(() => new HybridCounterClient(options(600, bad))),
+                ["[deadlineMs] must be an integer from 100 to 60000"],
+                String(bad),
+            );
+        }
     });
 });

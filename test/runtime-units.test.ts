@@ -1,3 +1,7 @@
+/**
+ * Small pure parts of the stream path and the functions' configuration: sequence numbers, the fatal queue's message
+ * body, Lambda's on-failure record as the redrive reads it, and the environment the component gives a function.
+ */
 import type { DynamoDBRecord } from "aws-lambda";
 import { strict as assert } from "node:assert";
 import {
@@ -6,57 +10,42 @@ import {
     ENV,
     handlerConfigFromEnv,
     handlerEnvironment,
-    resolveLayout,
-    type CounterTableConfig,
+    type HandlerConfig,
 } from "../runtime/shared/config";
 import { fatalMessageBody, MAX_MESSAGE_BYTES } from "../runtime/stream/fatal";
-import { compareSequenceNumbers, lowestSequenceNumber } from "../runtime/stream/records";
+import { compareSequences, nextSequence, paddedSequence, SEQUENCE_DIGITS } from "../runtime/stream/records";
 import { parseBatchInfo } from "../runtime/stream/redrive";
 
-const config: CounterTableConfig = { ...DEFAULT_LAYOUT, tableName: "orders", countersTableName: "orders-counters" };
-
-let sequence = 100;
-function record(
-    eventName: "INSERT" | "MODIFY" | "REMOVE",
-    pk: string,
-    sk: string,
-    next?: Record<string, unknown>,
-    previous?: Record<string, unknown>,
-): DynamoDBRecord {
-    const image = (flags: Record<string, unknown> | undefined) =>
-        flags && {
-            pk: { S: pk },
-            sk: { S: sk },
-            ...Object.fromEntries(Object.entries(flags).map(([k, v]) => [k, typeof v === "boolean" ? { BOOL: v } : v])),
-        };
+function record(sk: string, blob = ""): DynamoDBRecord {
     return {
-        eventName,
+        eventName: "INSERT",
         eventSourceARN: "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026",
         dynamodb: {
-            Keys: { pk: { S: pk }, sk: { S: sk } },
-            NewImage: image(next) as never,
-            OldImage: image(previous) as never,
-            SequenceNumber: String(sequence++),
+            Keys: { pk: { S: "k" }, sk: { S: sk } },
+            NewImage: { pk: { S: "k" }, sk: { S: sk }, counter_token: { S: "t1" }, ...(blob ? { blob: { S: blob } } : {}) } as never,
+            SequenceNumber: "100",
             ApproximateCreationDateTime: 1_800_000_000,
         },
     };
 }
 
-const created = (pk: string, sk: string) => record("INSERT", pk, sk, { counter_token: { S: "t1" } });
-
 describe("sequence numbers", () => {
-    it("compare as numbers of any length", () => {
-        assert.equal(compareSequenceNumbers("9", "10"), -1);
-        assert.equal(compareSequenceNumbers("100000000000000000000000000001", "100000000000000000000000000000"), 1);
-        assert.equal(lowestSequenceNumber(["300", "25", "1000"]), "25");
-        assert.equal(lowestSequenceNumber([]), undefined);
+    it("compare as numbers of any length, pad to compare as strings, and have a next", () => {
+        assert.equal(compareSequences("9", "10"), -1);
+        assert.equal(compareSequences("100000000000000000000000000001", "100000000000000000000000000000"), 1);
+        assert.equal(compareSequences("42", "42"), 0);
+        assert.equal(paddedSequence("9").length, SEQUENCE_DIGITS);
+        assert.ok(paddedSequence("9") < paddedSequence("10"));
+        assert.equal(nextSequence("99999999999999999999"), "100000000000000000000");
     });
 });
 
 describe("fatalMessageBody", () => {
-    it("keeps a small message whole", () => {
-        const r = created("k", "a");
+    it("keeps a small message whole, with the time it was parked", () => {
+        const r = record("a");
+
         const body = JSON.parse(fatalMessageBody({ reason: "poison-record", problem: "[x] bad", records: [r] }, new Date(0)));
+
         assert.deepEqual(body, {
             reason: "poison-record",
             problem: "[x] bad",
@@ -66,12 +55,14 @@ describe("fatalMessageBody", () => {
     });
 
     it("trims images, never the keys, to fit the queue's size limit", () => {
-        const r = record("INSERT", "k", "a", { counter_token: { S: "t1" }, blob: { S: "x".repeat(300_000) } });
+        const r = record("a", "x".repeat(300_000));
+
         const body = fatalMessageBody({ reason: "poison-record", problem: "[x] bad", records: [r] });
+
         assert.ok(Buffer.byteLength(body) <= MAX_MESSAGE_BYTES);
         const parsed = JSON.parse(body);
         assert.deepEqual(parsed.records[0].dynamodb.Keys, r.dynamodb!.Keys);
-        assert.equal(parsed.records[0].dynamodb.SequenceNumber, r.dynamodb!.SequenceNumber);
+        assert.equal(parsed.records[0].dynamodb.SequenceNumber, "100");
         assert.equal(parsed.records[0].dynamodb.NewImage, undefined);
         assert.match(parsed.truncated, /^images removed/);
     });
@@ -88,7 +79,6 @@ describe("parseBatchInfo", () => {
             shardId: "shardId-0001",
             startSequenceNumber: "100",
             endSequenceNumber: "200",
-            batchSize: 3,
         });
     });
 
@@ -98,7 +88,7 @@ describe("parseBatchInfo", () => {
         [
             "a bad sequence number",
             body({ ...good, startSequenceNumber: "abc" }),
-            "[DDBStreamBatchInfo.startSequenceNumber] must match /^\\d{1,64}$/",
+            "[DDBStreamBatchInfo.startSequenceNumber] must match /^\\d{1,40}$/",
         ],
         [
             "another table's stream",
@@ -108,47 +98,39 @@ describe("parseBatchInfo", () => {
         ["a missing shard", body({ ...good, shardId: undefined }), "[DDBStreamBatchInfo.shardId] must match /^[\\w.-]{1,128}$/"],
     ];
     for (const [name, input, message] of bad) {
-        it(`rejects ${name}`, () => {
+        it(`rejects ${name}, naming the field`, () => {
             assert.throws(() => parseBatchInfo(input, "orders"), { name: "MalformedRedriveMessageError", message });
         });
     }
 });
 
-describe("handler configuration", () => {
-    const handlerConfig = () => ({ ...config, partitionKey: "tenant", fatalQueueUrl: "https://sqs/fatal", metricsNamespace: "Orders" });
+describe("a function's configuration", () => {
+    const config: HandlerConfig = {
+        ...DEFAULT_LAYOUT,
+        partitionKey: "tenant",
+        tableName: "orders",
+        countersTableName: "orders-counters",
+        mode: "strict",
+        periodMs: 900_000,
+        counterShards: 4,
+        fatalQueueUrl: "https://sqs/fatal",
+        metricsNamespace: "Orders",
+        thresholds: [0.5, 1],
+        usageRetentionDays: 30,
+    };
 
-    it("round-trips through the environment the component sets", () => {
-        assert.deepEqual(handlerConfigFromEnv(handlerEnvironment(handlerConfig())), handlerConfig());
+    it("round-trips through the environment the component sets: the mode, the period and the shards included", () => {
+        assert.deepEqual(handlerConfigFromEnv(handlerEnvironment(config)), config);
+        assert.equal(handlerEnvironment(config)[ENV.healQuietWindowSeconds], "900");
     });
 
     it("names every missing or bad variable", () => {
         assert.throws(
-            () => handlerConfigFromEnv({ [ENV.sortKey]: "pk" }),
+            () => handlerConfigFromEnv({ [ENV.sortKey]: "pk", [ENV.counterMode]: "exact", [ENV.healQuietWindowSeconds]: "0" }),
             (e: unknown) =>
                 e instanceof ConfigurationError &&
                 e.problems.join(" | ") ===
-                    `[${ENV.tableName}] must be set | [${ENV.sortKey}] must differ from [partitionKey] (both are "pk") | [${ENV.fatalQueueUrl}] must be set`,
+                    `[${ENV.tableName}] must be set | [${ENV.counterMode}] must be "utilization" or "strict" (got "exact") | [${ENV.healQuietWindowSeconds}] must be a positive integer (got "0") | [${ENV.sortKey}] must differ from [partitionKey] (both are "pk") | [${ENV.fatalQueueUrl}] must be set`,
         );
-    });
-
-    it("refuses the removed processedAttribute by name, in a layout and in the environment", () => {
-        const why = "was removed: nothing reads or writes it (the stream consumer keeps its idempotency in markers)";
-        const legacy = { processedAttribute: "counter_processed" } as Partial<typeof DEFAULT_LAYOUT>;
-
-        assert.throws(() => resolveLayout(legacy), {
-            message: `invalid hybrid-counter configuration: [processedAttribute] ${why}; drop it`,
-        });
-        assert.throws(
-            () => handlerConfigFromEnv({ ...handlerEnvironment(handlerConfig()), HYBRID_COUNTER_PROCESSED_ATTRIBUTE: "counter_processed" }),
-            (e: unknown) =>
-                e instanceof ConfigurationError && e.problems.join(" | ") === `[HYBRID_COUNTER_PROCESSED_ATTRIBUTE] ${why}; unset it`,
-        );
-    });
-
-    it("resolveLayout fills defaults and rejects an empty prefix", () => {
-        assert.deepEqual(resolveLayout({ partitionKey: "tenant" }), { ...DEFAULT_LAYOUT, partitionKey: "tenant" });
-        assert.throws(() => resolveLayout({ counterPrefix: "" }), {
-            message: "invalid hybrid-counter configuration: [counterPrefix] must be a non-empty string",
-        });
     });
 });

@@ -6,7 +6,8 @@
  * Utilization (best-effort <= live): claim -> -1 -> soft delete. The -1 precedes the soft delete of its life, and the
  * soft delete is conditional on this call's claim: concurrent deletes of one life meet the claim and send no -1. A
  * second -1 for a life needs the claim to change hands (taken over once older than the deadline plus a margin, or
- * given back by a delete that failed before its soft delete): an undercount, never an overcount.
+ * given back by a delete that failed before its soft delete): an undercount, never an overcount. A -1 that fails
+ * (it may or may not have landed) ends the call with its error before the soft delete: the item stays live.
  *
  * Strict (live <= best-effort): soft delete -> release, once, by the call whose soft delete committed. A release of a
  * life no ledger entry holds is conditional on the heal generation read before the soft delete; refused, the slot is
@@ -52,6 +53,19 @@ async function endLife(call: Call, id: string, state: ItemState, claim: string |
     }
 }
 
+/**
+ * The -1 of a utilization delete, before its soft delete. A -1 that failed (it may or may not have landed) throws its
+ * error: the item stays live, so best-effort is at most one low, never one high.
+ */
+async function decrement(call: Call, id: string, state: ItemState, deadline: CallDeadline): Promise<void> {
+    const ended = await call.parts.units.end(call.key, call.shardOf(id), call.periodOf(state.token), undefined, "decrement", deadline);
+    if (ended.outcome === "failed") {
+        call.drifted(true);
+        throw ended.error;
+    }
+    call.drifted(ended.outcome !== "done");
+}
+
 export async function deleteUtilization(call: Call, id: string, state: ItemState): Promise<DeleteResult> {
     const { parts } = call;
     const deadline = new CallDeadline(parts.deadlineMs);
@@ -68,7 +82,7 @@ export async function deleteUtilization(call: Call, id: string, state: ItemState
     });
     if (claimed === "too large") {
         // No claim fits: -1 then the removal; a concurrent delete may -1 too (an undercount, healed later).
-        call.drifted((await parts.units.end(call.key, call.shardOf(id), call.periodOf(state.token), undefined, "decrement", deadline)) !== "done");
+        await decrement(call, id, state, deadline);
         const outcome = await parts.puts.remove(call.key, id, state.token, undefined, deadline);
         call.drifted(outcome !== "mine");
         return { deleted: outcome === "mine" };
@@ -78,10 +92,10 @@ export async function deleteUtilization(call: Call, id: string, state: ItemState
     }
     let outcome: WriteOutcome;
     try {
-        call.drifted((await parts.units.end(call.key, call.shardOf(id), call.periodOf(state.token), undefined, "decrement", deadline)) !== "done");
+        await decrement(call, id, state, deadline);
         outcome = await endLife(call, id, state, claim, deadline);
     } catch (error) {
-        // The item may be left live with this call's claim (and best-effort one low): give the claim back.
+        // The item is left live with this call's claim (and best-effort perhaps one low): give the claim back.
         call.drifted(true);
         if (!(await parts.puts.unclaim(call.key, id, claim, deadline))) {
             parts.onFailure({ key: call.key, operation: "unclaim", error });
@@ -109,7 +123,7 @@ export async function deleteStrict(call: Call, id: string, state: ItemState): Pr
     const outcome = await endLife(call, id, state, undefined, deadline);
     if (outcome === "mine") {
         const released = await parts.units.end(call.key, shard, period, gen, "release", deadline);
-        call.drifted(released !== "done");
+        call.drifted(released.outcome !== "done");
     } else {
         // "gone": live a moment ago and removed now (this call's soft delete whose answer was lost, then the removal,
         // or another delete): never release; a slot not given back is only held.

@@ -45,8 +45,11 @@ export type Reservation =
     | { readonly outcome: "refused"; readonly count: number; readonly item?: Record<string, AttributeValue> }
     | { readonly outcome: "failed" };
 
-/** How a delete's write ended: "done", "refused" (a heal since: the slot is held), "failed" (absorbed). */
-export type EndOutcome = "done" | "refused" | "failed";
+/** How a delete's write ended: "done", "refused" (a heal since: the slot is held), "failed" (with the error). */
+export type EndOutcome = { readonly outcome: "done" | "refused" } | { readonly outcome: "failed"; readonly error: unknown };
+
+const DONE: EndOutcome = { outcome: "done" };
+const REFUSED: EndOutcome = { outcome: "refused" };
 
 /** What a strict delete reads of best-effort before its soft delete. */
 export interface UnitState {
@@ -54,6 +57,13 @@ export interface UnitState {
 }
 
 const STALE_CACHE_SIZE = 1024;
+
+/**
+ * How many periods before this clock's current one a life's +1 may still be landing: a create's writes land within
+ * its deadline and a request's lifetime, less than a period, so by any clock within the skew budget its period is at
+ * most one old while they may; one more period of margin.
+ */
+const LANDING_PERIODS = 2;
 
 interface Update {
     readonly update: string;
@@ -101,48 +111,58 @@ export class BestEffortWriter {
 
     /** Strict: gives back the slot of a put that certainly wrote nothing, sent once. */
     async releaseUnmade(key: string, shard: number, period: number, deadline: CallDeadline): Promise<boolean> {
-        return (await this.end(key, shard, period, undefined, "release", deadline)) === "done";
+        return (await this.end(key, shard, period, undefined, "release", deadline)).outcome === "done";
     }
 
     /**
-     * A delete's -1 for a life of `period` (undefined: a life without a token).
-     * - Without a generation (a utilization decrement, a strict release of a put that wrote nothing): into its
-     *   period's entry, created if absent. A decrement can land before its life's +1 (the delete of a life whose
-     *   create is still repeating its increment), and the two must meet in one entry, or a heal would keep the +1 as
-     *   a young unit and drop the -1 with the base. An entry of an old period recreated this way is stale at once, and
-     *   the next heal or client write removes it.
-     * - With the generation `gen` (a strict release of a delete): into its entry while it exists, else into the count
-     *   alone, conditional on `gen` (runtime/heal/heal.ts says why).
+     * A delete's -1 for a life of `period` (undefined: a life without a token). Which entry it moves
+     * (runtime/ledger/ledger.ts says why each is safe):
+     * - A life whose +1 may still be landing (its period is at most LANDING_PERIODS old by this clock), without a
+     *   generation (a utilization decrement, a strict release of a put that wrote nothing): its period's entry,
+     *   created if absent. The -1 can land before the +1 (a create still repeating its increment), and the two must
+     *   meet in one entry, or a heal would keep the +1 as a young unit and drop the -1 with the base.
+     * - Otherwise its entry while it exists, else the count alone: the condition decides, not the clock. So a -1 of
+     *   an old life creates no entry, and the entries stay the few periods around the key's writes.
+     * - A strict release of a delete (`gen`) is conditional on the heal generation it read before the soft delete,
+     *   unless it goes to the entry of this clock's current period, which every heal sees young
+     *   (runtime/heal/heal.ts says why).
      */
     async end(key: string, shard: number, period: number | undefined, gen: number | undefined, operation: "decrement" | "release", deadline: CallDeadline): Promise<EndOutcome> {
-        if (gen === undefined && period !== undefined) {
-            const sent = await this.sendWithRepeats(key, shard, this.withLedger(key, shard, period, -1), operation === "decrement", deadline);
-            if (sent.kind === "error") {
-                this.onFailure({ key, operation, error: sent.error });
-                return "failed";
-            }
-            return "done";
-        }
         const now = periodOf(Date.now(), this.config.periodMs);
-        let young = period !== undefined && period >= now - 1;
+        const unconditional = (): Promise<EndOutcome> => this.sendEnd(key, shard, this.withLedger(key, shard, period!, -1), operation, deadline);
+        if (gen === undefined && period !== undefined && period >= now - LANDING_PERIODS) {
+            return unconditional();
+        }
+        const fenced = gen !== undefined && !(period !== undefined && period >= now);
+        let toEntry = period !== undefined && period >= now - 1;
         for (let tries = 0; tries < 3; tries++) {
-            const write = young ? this.toEntry(key, shard, period!) : this.toBase(key, shard, period, gen);
+            const write = toEntry ? this.toEntry(key, shard, period!, fenced ? gen : undefined) : this.toBase(key, shard, period, gen);
             const sent = await this.sendWithRepeats(key, shard, write, operation === "decrement", deadline);
             if (sent.kind === "ok") {
-                return "done";
+                return DONE;
             }
             if (sent.kind === "error") {
                 this.onFailure({ key, operation, error: sent.error });
-                return "failed";
+                return { outcome: "failed", error: sent.error };
             }
             const entryExists = period !== undefined && sent.item?.[entryName(period)] !== undefined;
-            if (young === entryExists) {
+            if (gen !== undefined && toEntry === entryExists) {
                 // The entry is as the write expected, so the generation refused it: a heal came in between.
-                return "refused";
+                return REFUSED;
             }
-            young = entryExists;
+            toEntry = entryExists;
         }
-        return "refused";
+        // The entry came and went under every attempt: a -1 without a generation goes to its entry, created if absent.
+        return gen === undefined && period !== undefined ? unconditional() : REFUSED;
+    }
+
+    private async sendEnd(key: string, shard: number, write: Update, operation: "decrement" | "release", deadline: CallDeadline): Promise<EndOutcome> {
+        const sent = await this.sendWithRepeats(key, shard, write, operation === "decrement", deadline);
+        if (sent.kind === "error") {
+            this.onFailure({ key, operation, error: sent.error });
+            return { outcome: "failed", error: sent.error };
+        }
+        return DONE;
     }
 
     /** Strict: the heal generation, read before a soft delete (a consistent read of the item). */
@@ -176,9 +196,11 @@ export class BestEffortWriter {
         return { update: `ADD #c :d, #e :d${this.removals(key, shard, names, [period])}`, condition: condition?.condition, names, values };
     }
 
-    private toEntry(key: string, shard: number, period: number): Update {
+    private toEntry(key: string, shard: number, period: number, gen: number | undefined): Update {
         const names: Record<string, string> = { "#c": this.config.countAttribute, "#e": entryName(period) };
-        return { update: `ADD #c :d, #e :d${this.removals(key, shard, names, [period])}`, condition: "attribute_exists(#e)", names, values: { ":d": { N: "-1" } } };
+        const values: Record<string, AttributeValue> = { ":d": { N: "-1" } };
+        const conditions = ["attribute_exists(#e)", ...generationCondition(gen, names, values)];
+        return { update: `ADD #c :d, #e :d${this.removals(key, shard, names, [period])}`, condition: conditions.join(" AND "), names, values };
     }
 
     private toBase(key: string, shard: number, period: number | undefined, gen: number | undefined): Update {
@@ -189,11 +211,7 @@ export class BestEffortWriter {
             names["#e"] = entryName(period);
             conditions.push("attribute_not_exists(#e)");
         }
-        if (gen !== undefined) {
-            names["#g"] = GEN;
-            values[":g"] = { N: String(gen) };
-            conditions.push(gen === 0 ? "(attribute_not_exists(#g) OR #g = :g)" : "#g = :g");
-        }
+        conditions.push(...generationCondition(gen, names, values));
         const keep = period === undefined ? [] : [period];
         return { update: `ADD #c :d${this.removals(key, shard, names, keep)}`, condition: conditions.length > 0 ? conditions.join(" AND ") : undefined, names, values };
     }
@@ -268,6 +286,16 @@ export class BestEffortWriter {
             }
         }
     }
+}
+
+/** The condition that the heal generation is still `gen` (none without one). */
+function generationCondition(gen: number | undefined, names: Record<string, string>, values: Record<string, AttributeValue>): string[] {
+    if (gen === undefined) {
+        return [];
+    }
+    names["#g"] = GEN;
+    values[":g"] = { N: String(gen) };
+    return [gen === 0 ? "(attribute_not_exists(#g) OR #g = :g)" : "#g = :g"];
 }
 
 type Sent = { kind: "ok"; item: Record<string, AttributeValue> } | { kind: "condition"; item?: Record<string, AttributeValue> } | { kind: "error"; error: unknown };

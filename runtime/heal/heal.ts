@@ -2,11 +2,14 @@
  * Healing a key's best-effort from its items: every shard brought to the units the table and the young ledger say it
  * should hold (plan.ts), while the API writes the key, with no quiet window and no transaction.
  *
- * Each shard's heal is one read of the shard (R), one read of the key's items (T), and one conditional UpdateItem (W)
- * that adds the difference and removes the stale entries, conditional on the heal generation (`hc_g`, which W bumps:
- * no two heals add the same difference, and no repeat of one W adds it twice) and on each stale entry's value. Client writes to young entries
- * commute with W. What else could land between the reads and W, and why the bound holds (runtime/heal/heal-window.ts
- * gives the time bounds):
+ * Each attempt is one read of each shard (R), one read of the key's items (T), and per shard one conditional
+ * UpdateItem (W) that adds the difference and removes the stale entries (at most STALE_PER_WRITE; the key stays
+ * listed for the rest), conditional on the heal generation alone (`hc_g`, which W bumps: no two heals add the same
+ * difference, and no repeat of one W adds it twice). Client writes to young entries commute with W, and removing a
+ * stale entry moves no count: a -1 that lands in one between the reads and W is kept by the ADD, and a strict release
+ * there is fenced by the generation (only a release into its clock's current period, young to every heal, is not).
+ * What else could land between the reads and W, and why the bound holds (runtime/heal/heal-window.ts gives the time
+ * bounds):
  *
  * - Utilization (best-effort <= live) reads R, then T. A delete of an old life sends -1 (to the count) after its claim
  *   and before its soft delete. If the -1 landed before R, the claim was there before T: the heal leaves a live item
@@ -76,73 +79,112 @@ export interface HealResult {
 
 const DELETE_TOKEN = deleteTokenAttribute;
 
-/** Heals `key` (every shard), removes its settled tombstones, and lists it again if something is left for later. */
-export async function healKey(key: string, options: HealOptions): Promise<HealResult> {
+/** The most stale entries one write removes (the expression's 4 KB): the key is listed again for the rest. */
+export const STALE_PER_WRITE = 100;
+
+type Item = Record<string, AttributeValue>;
+
+/**
+ * Heals `key` (every shard), removes its settled tombstones, and lists it again if something is left for later.
+ * `listing`: the heal index's mark the caller read for the key (undefined: not listed); read here when not given.
+ */
+export async function healKey(key: string, options: HealOptions, listing?: { readonly due?: AttributeValue }): Promise<HealResult> {
     const { config } = options;
-    const due = await readDue(key, options);
-    const now = Date.now();
-    const items = await readItems(key, options);
-    const removed = await removeTombstones(key, items, now, options);
+    const began = Date.now();
+    const due = listing === undefined ? await readDue(key, options) : listing.due;
+    const pending = new Set(Array.from({ length: shardCount(config) }, (_, s) => s));
     const shards: ShardHealResult[] = [];
     let dueAgainAt: number | undefined;
-    let healed = true;
-    for (let shard = 0; shard < shardCount(config); shard++) {
-        if (options.signal?.aborted) {
-            healed = false;
-            break;
+    let removed = 0;
+    for (let attempt = 0; attempt < (options.attempts ?? 5) && pending.size > 0 && !options.signal?.aborted; attempt++) {
+        const read = await readKey(key, [...pending], options);
+        if (attempt === 0) {
+            removed = await removeTombstones(key, read.items, read.at, options);
+            dueAgainAt = tombstonesDueAt(read.items, config, read.at);
         }
-        const result = await healShard(key, shard, { items: items.filter((i) => homeShard(stringOf(i, config.sortKey)!, shardCount(config)) === shard), at: now }, options);
-        if (result === undefined) {
-            healed = false;
-            continue;
+        for (const shard of [...pending]) {
+            if (options.signal?.aborted) {
+                break;
+            }
+            const homed = read.items.filter((i) => homeShard(stringOf(i, config.sortKey)!, shardCount(config)) === shard);
+            const healed = await healShard(key, shard, read.shards.get(shard)!, homed, read.at, options);
+            if (healed !== undefined) {
+                pending.delete(shard);
+                shards.push(healed.shard);
+                dueAgainAt = earliest(dueAgainAt, healed.dueAgainAt);
+            }
         }
-        shards.push(result.shard);
-        dueAgainAt = earliest(dueAgainAt, result.dueAgainAt);
     }
-    dueAgainAt = earliest(dueAgainAt, tombstonesDueAt(items, config, now));
+    const healed = pending.size === 0;
     if (!healed) {
-        dueAgainAt = earliest(dueAgainAt, now);
+        dueAgainAt = earliest(dueAgainAt, Date.now());
     }
-    await relist(key, due, dueAgainAt, options);
-    return { key, shards, drift: shards.reduce((s, r) => s + Math.abs(r.after - r.before), 0), removed, ...(dueAgainAt === undefined ? {} : { dueAgainAt }), healed };
+    // A mark due after this heal began may be for something it did not see (runtime/heal/index-marks.ts): it stays.
+    const listedAt = due?.N === undefined ? undefined : Number(due.N);
+    if (listedAt !== undefined && listedAt > began) {
+        dueAgainAt = earliest(dueAgainAt, listedAt);
+    }
+    if (dueAgainAt === undefined || dueAgainAt !== listedAt) {
+        await relist(key, due, dueAgainAt, options);
+    }
+    return {
+        key,
+        shards: shards.sort((a, b) => a.shard - b.shard),
+        drift: shards.reduce((s, r) => s + Math.abs(r.after - r.before), 0),
+        removed,
+        ...(dueAgainAt === undefined ? {} : { dueAgainAt }),
+        healed,
+    };
+}
+
+interface ShardRead {
+    readonly item?: Item;
+    readonly gen: number;
 }
 
 /**
- * Heals one shard. `first`: the items the heal read first, and the time just before it read them.
- *
- * The plan judges which lives are young by the clock just before the attempt's first read (strict: the items, T;
- * utilization: the shard, R), never later: a life created after that read is young then, so its units are taken from
- * its entry, however long the heal stalls between its reads (a paused process, a long retry).
+ * One attempt's reads, in the mode's order (see the header): utilization reads the shards, then the items; strict
+ * reads the items, then bumps each shard's generation (the bump returns the item). `at`: the clock just before the
+ * first read, by which the plan judges which lives are young, never later: a life created after that read is young
+ * then, so its units come from its entry, however long the heal stalls between its reads.
  */
-async function healShard(key: string, shard: number, first: { items: ReadonlyArray<Record<string, AttributeValue>>; at: number }, options: HealOptions): Promise<{ shard: ShardHealResult; dueAgainAt?: number } | undefined> {
-    const { config } = options;
-    const homed = (all: ReadonlyArray<Record<string, AttributeValue>>) => all.filter((i) => homeShard(stringOf(i, config.sortKey)!, shardCount(config)) === shard);
-    for (let attempt = 0; attempt < (options.attempts ?? 5); attempt++) {
-        // Utilization reads best-effort before the items; strict after them, bumping the generation (see the header).
-        let read: { item?: Record<string, AttributeValue>; gen: number };
-        let fresh: ReadonlyArray<Record<string, AttributeValue>>;
-        let now: number;
-        if (config.mode === "strict") {
-            now = attempt === 0 ? first.at : Date.now();
-            fresh = attempt === 0 ? first.items : homed(await readItems(key, options));
-            read = await bumpGeneration(key, shard, options);
-        } else {
-            now = Date.now();
-            read = await readShard(key, shard, options);
-            fresh = homed(await readItems(key, options));
-        }
-        const plan = planShardHeal(config.mode, config.countAttribute, read.item, fresh.map((item) => lifeOf(item, config, now)), periodOf(now, config.periodMs));
-        const before = numberOf(read.item, config.countAttribute);
-        const done = plan.correction === 0 && plan.stale.length === 0 ? true : await writeShard(key, shard, read.gen, plan, options);
-        if (done) {
-            return { shard: { shard, before, after: before + plan.correction }, ...dueAgain(plan.unsettled, plan.claimsInFlight, config, now) };
-        }
+async function readKey(key: string, shards: readonly number[], options: HealOptions): Promise<{ at: number; items: Item[]; shards: Map<number, ShardRead> }> {
+    const at = Date.now();
+    const readEach = async (read: (shard: number) => Promise<ShardRead>) => new Map(await Promise.all(shards.map(async (s) => [s, await read(s)] as const)));
+    if (options.config.mode === "strict") {
+        const items = await readItems(key, options);
+        return { at, items, shards: await readEach((s) => bumpGeneration(key, s, options)) };
     }
-    return undefined;
+    const read = await readEach((s) => readShard(key, s, options));
+    return { at, items: await readItems(key, options), shards: read };
+}
+
+/** Plans one shard from the attempt's reads and writes it; undefined when another heal wrote first. */
+async function healShard(
+    key: string,
+    shard: number,
+    read: ShardRead,
+    items: readonly Item[],
+    at: number,
+    options: HealOptions,
+): Promise<{ shard: ShardHealResult; dueAgainAt?: number } | undefined> {
+    const { config } = options;
+    const plan = planShardHeal(config.mode, config.countAttribute, read.item, items.map((item) => lifeOf(item, config, at)), periodOf(at, config.periodMs));
+    const stale = plan.stale.slice(0, STALE_PER_WRITE);
+    const done = plan.correction === 0 && stale.length === 0 ? true : await writeShard(key, shard, read.gen, plan.correction, stale, options);
+    if (!done) {
+        return undefined;
+    }
+    const before = numberOf(read.item, config.countAttribute);
+    let again = dueAgain(plan.unsettled, plan.claimsInFlight, config, at);
+    if (plan.stale.length > stale.length) {
+        again = earliest(again, Date.now());
+    }
+    return { shard: { shard, before, after: before + plan.correction }, ...(again === undefined ? {} : { dueAgainAt: again }) };
 }
 
 /** When a key must be healed again: once its young periods that disagree are old, and its in-flight claims are over. */
-function dueAgain(unsettled: readonly number[], claims: number, config: CounterConfig, now: number): { dueAgainAt?: number } {
+function dueAgain(unsettled: readonly number[], claims: number, config: CounterConfig, now: number): number | undefined {
     let at: number | undefined;
     if (unsettled.length > 0) {
         // Period p is old once the clock is in p + 2.
@@ -151,7 +193,7 @@ function dueAgain(unsettled: readonly number[], claims: number, config: CounterC
     if (claims > 0) {
         at = earliest(at, now + settledAfterMs(MAX_CLIENT_DEADLINE_MS));
     }
-    return at === undefined ? {} : { dueAgainAt: at };
+    return at;
 }
 
 /** How the heal sees one item of the key at `now` (runtime/ops/status.ts shows it the same way). */
@@ -168,7 +210,7 @@ export function lifeOf(item: Record<string, AttributeValue>, config: CounterConf
     };
 }
 
-async function readShard(key: string, shard: number, options: HealOptions): Promise<{ item?: Record<string, AttributeValue>; gen: number }> {
+async function readShard(key: string, shard: number, options: HealOptions): Promise<ShardRead> {
     const { config, dynamodb } = options;
     const response = await dynamodb.send(
         new QueryCommand({
@@ -183,7 +225,7 @@ async function readShard(key: string, shard: number, options: HealOptions): Prom
     return { ...(item === undefined ? {} : { item }), gen: numberOf(item, GEN) };
 }
 
-async function bumpGeneration(key: string, shard: number, options: HealOptions): Promise<{ item?: Record<string, AttributeValue>; gen: number }> {
+async function bumpGeneration(key: string, shard: number, options: HealOptions): Promise<ShardRead> {
     const { config, dynamodb } = options;
     const response = await dynamodb.send(
         new UpdateItemCommand({ TableName: config.countersTableName, Key: bestEffortKey(config, key, shard), UpdateExpression: "ADD #g :one", ExpressionAttributeNames: { "#g": GEN }, ExpressionAttributeValues: { ":one": { N: "1" } }, ReturnValues: "ALL_NEW" }),
@@ -191,30 +233,23 @@ async function bumpGeneration(key: string, shard: number, options: HealOptions):
     return { ...(response.Attributes === undefined ? {} : { item: response.Attributes }), gen: numberOf(response.Attributes, GEN) };
 }
 
-/** W: adds the correction and removes the stale entries, if no other heal and no stale entry moved since the read. */
-async function writeShard(key: string, shard: number, gen: number, plan: ReturnType<typeof planShardHeal>, options: HealOptions): Promise<boolean> {
+/** W: adds the correction and removes `stale`, if no other heal wrote since the read (the generation). */
+async function writeShard(key: string, shard: number, gen: number, correction: number, stale: ReadonlyArray<{ readonly name: string }>, options: HealOptions): Promise<boolean> {
     const { config, dynamodb } = options;
     const names: Record<string, string> = { "#c": config.countAttribute, "#g": GEN };
-    const values: Record<string, AttributeValue> = { ":corr": { N: String(plan.correction) }, ":g": { N: String(gen) } };
-    const conditions = [gen === 0 ? "(attribute_not_exists(#g) OR #g = :g)" : "#g = :g"];
-    plan.stale.forEach((entry, i) => {
-        names[`#s${i}`] = entry.name;
-        values[`:s${i}`] = entry.value;
-        conditions.push(`#s${i} = :s${i}`);
-    });
+    stale.forEach((entry, i) => (names[`#s${i}`] = entry.name));
     // W moves the generation too: a repeat of a W whose answer was lost (a 500 after it committed, which the SDK
     // retries) then fails its condition instead of adding the correction twice.
-    values[":one"] = { N: "1" };
-    const remove = plan.stale.length > 0 ? ` REMOVE ${plan.stale.map((_, i) => `#s${i}`).join(", ")}` : "";
+    const remove = stale.length > 0 ? ` REMOVE ${stale.map((_, i) => `#s${i}`).join(", ")}` : "";
     try {
         await dynamodb.send(
             new UpdateItemCommand({
                 TableName: config.countersTableName,
                 Key: bestEffortKey(config, key, shard),
                 UpdateExpression: `ADD #c :corr, #g :one${remove}`,
-                ConditionExpression: conditions.join(" AND "),
+                ConditionExpression: gen === 0 ? "(attribute_not_exists(#g) OR #g = :g)" : "#g = :g",
                 ExpressionAttributeNames: names,
-                ExpressionAttributeValues: values,
+                ExpressionAttributeValues: { ":corr": { N: String(correction) }, ":g": { N: String(gen) }, ":one": { N: "1" } },
             }),
         );
         return true;

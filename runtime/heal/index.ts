@@ -8,7 +8,7 @@
  */
 export { healKey, lifeOf, readItems, type HealOptions, type HealResult, type ShardHealResult } from "./heal";
 export { planShardHeal, type LifeView, type ShardHealPlan } from "./plan";
-export { settle, dueKeys, SETTLER_DEFAULTS, type SettleOptions, type SettleReport } from "./settle";
+export { settle, dueKeys, SETTLER_DEFAULTS, type DueKey, type SettleOptions, type SettleReport } from "./settle";
 export { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment, type SettlerConfig } from "./settler-config";
 export { HEAL_INDEX_NAME, HEAL_SHARDS, HEAL_PARTITION, HEAL_DUE, healShard } from "./index-marks";
 export { REQUEST_LIFETIME_MS, CLOCK_SKEW_MS, MIN_CLIENT_DEADLINE_MS, MAX_CLIENT_DEADLINE_MS, periodFloorMs, periodCovers, smallestPeriodSeconds, settledAfterMs } from "./heal-window";

@@ -72,13 +72,13 @@ export async function settle(options: SettleOptions): Promise<SettleReport> {
 }
 
 /** Heals `keys`, four at a time, until the signal stops it. */
-async function healAll(keys: readonly string[], options: SettleOptions): Promise<{ results: HealResult[]; failedKeys: string[] }> {
+async function healAll(keys: readonly DueKey[], options: SettleOptions): Promise<{ results: HealResult[]; failedKeys: string[] }> {
     const results: HealResult[] = [];
     const failedKeys: string[] = [];
     for (let i = 0; i < keys.length && !options.signal?.aborted; i += 4) {
         await Promise.all(
-            keys.slice(i, i + 4).map((key) =>
-                healKey(key, options).then(
+            keys.slice(i, i + 4).map(({ key, due }) =>
+                healKey(key, options, { due }).then(
                     (r) => void results.push(r),
                     () => void failedKeys.push(key),
                 ),
@@ -88,11 +88,17 @@ async function healAll(keys: readonly string[], options: SettleOptions): Promise
     return { results, failedKeys };
 }
 
+/** A key the heal index lists, with its mark as the index gave it (the heal takes it off by that value). */
+export interface DueKey {
+    readonly key: string;
+    readonly due?: AttributeValue;
+}
+
 /** The keys listed due by now, oldest first, at most `budget`. */
-export async function dueKeys(options: SettleOptions, budget: number): Promise<string[]> {
+export async function dueKeys(options: SettleOptions, budget: number): Promise<DueKey[]> {
     const { config, dynamodb } = options;
     const now = Date.now();
-    const found: Array<{ key: string; due: number }> = [];
+    const found: Array<DueKey & { at: number }> = [];
     await Promise.all(
         Array.from({ length: HEAL_SHARDS }, async (_, shard) => {
             let start: Record<string, AttributeValue> | undefined;
@@ -110,7 +116,7 @@ export async function dueKeys(options: SettleOptions, budget: number): Promise<s
                     }),
                 );
                 for (const item of page.Items ?? []) {
-                    found.push({ key: stringOf(item, config.partitionKey)!, due: numberOf(item, HEAL_DUE) });
+                    found.push({ key: stringOf(item, config.partitionKey)!, due: item[HEAL_DUE]!, at: numberOf(item, HEAL_DUE) });
                     taken++;
                 }
                 start = page.LastEvaluatedKey;
@@ -118,9 +124,9 @@ export async function dueKeys(options: SettleOptions, budget: number): Promise<s
         }),
     );
     return found
-        .sort((a, b) => a.due - b.due)
+        .sort((a, b) => a.at - b.at)
         .slice(0, budget)
-        .map((f) => f.key);
+        .map(({ key, due }) => ({ key, due }));
 }
 
 /** Audits a page of the counters table from the cursor (see the header). */
@@ -133,7 +139,7 @@ async function auditPage(options: SettleOptions): Promise<{ audited: number; res
         new ScanCommand({ TableName: config.countersTableName, Limit: options.auditItems ?? SETTLER_DEFAULTS.auditItems, ...(saved === undefined ? {} : { ExclusiveStartKey: JSON.parse(saved) as Record<string, AttributeValue> }) }),
     );
     let audited = 0;
-    const off: string[] = [];
+    const off: DueKey[] = [];
     for (const item of page.Items ?? []) {
         const sortKey = stringOf(item, config.sortKey) ?? "";
         const partition = stringOf(item, config.partitionKey) ?? "";
@@ -147,7 +153,7 @@ async function auditPage(options: SettleOptions): Promise<{ audited: number; res
         audited++;
         await sendUnsent(partition, item, options);
         if (item[HEAL_DUE] === undefined && (await looksOff(partition, options))) {
-            off.push(partition);
+            off.push({ key: partition });
         }
     }
     const healed = await healAll(off, options);

@@ -7,12 +7,15 @@
  * entry existed, and `base` (never stored) is the rest. Every client write moves the count and at most one entry by
  * the same amount, in one UpdateItem; removing an entry moves its value into base without changing the count.
  *
- * Which entry a write uses:
+ * Which entry a write uses (runtime/client/units.ts):
  * - a create's writes (a reservation or increment, and the release of a put that certainly wrote nothing) use its
  *   own, current period's entry;
- * - a delete of a life uses that life's entry when it exists (`attribute_exists`), and base otherwise
- *   (`attribute_not_exists`): the condition, not the client's clock, decides, so a write never lands in base while
- *   its life's entry still exists, whatever the clocks say.
+ * - a delete's -1 of a life whose +1 may still be landing (its period at most two old by the writer's clock) uses
+ *   that life's entry, created if absent: the two meet in one entry whatever order they land in;
+ * - any other delete's -1 uses its life's entry when it exists (`attribute_exists`), and base otherwise
+ *   (`attribute_not_exists`): the condition, not the clock, decides, so a -1 never lands in base while its life's
+ *   +1 sits in an entry, and the -1 of an old life creates no entry.
+ * So entries exist only for periods around the key's writes, a few at a time.
  *
  * A life is *young* while its period is the current or the previous one (as the reader's clock says); a heal takes a
  * young life's units from its entry and counts every other life from the table, and removes the entries of older
@@ -37,11 +40,9 @@ export function entryName(period: number): string {
 
 /** The period an attribute name is the entry of (undefined: not an entry). */
 export function entryPeriod(name: string): number | undefined {
-    if (!name.startsWith(ENTRY_PREFIX)) {
-        return undefined;
-    }
-    const period = Number(name.slice(ENTRY_PREFIX.length));
-    return Number.isSafeInteger(period) ? period : undefined;
+    const digits = name.startsWith(ENTRY_PREFIX) ? name.slice(ENTRY_PREFIX.length) : "";
+    const period = /^\d+$/.test(digits) ? Number(digits) : undefined;
+    return period !== undefined && Number.isSafeInteger(period) ? period : undefined;
 }
 
 /** The entries an item holds, by period. */
