@@ -1,70 +1,67 @@
 /**
- * Regions with sharded keys (runtime/regions/, runtime/shards/) on DynamoDB Local: count() reads every region's every
- * shard, past one BatchGetItem's 100 keys, and strict mode's sharded reservation keeps each region within its quota.
+ * Regions with sharded keys (runtime/regions/, runtime/shards/) on DynamoDB Local, each region's replicas tables of
+ * their own (support/regions-replicas.ts): count() reads every region's every shard, and a strict sharded key admits
+ * in each region up to its share of the limit, over its shards.
  */
 import { strict as assert } from "node:assert";
 import { useEngine } from "./support/engine";
-import { regionsFixture } from "./support/regions-fixture";
+import { Replicas } from "./support/regions-replicas";
 
-describe("regions with sharded keys on DynamoDB Local", () => {
+describe("regions with sharded keys (DynamoDB Local, one table per replica)", function () {
     const engine = useEngine();
+    let r: Replicas | undefined;
+    afterEach(() => r?.close());
 
-    it("sums every region's shards in count(), 4 regions x 16 shards (128 counter items, two BatchGetItem requests)", async () => {
+    it("count() sums every region's 16 shards, 4 regions, in every replica once replicated", async () => {
         // Prepare
-        const members = ["us-east-1", "eu-west-1", "ap-southeast-2", "sa-east-1"];
-        const fixture = await regionsFixture(engine(), members, { counterShards: 16 });
+        const regions = ["us-east-1", "eu-west-1", "ap-southeast-2", "sa-east-1"];
+        r = await Replicas.create(engine(), { regions, counterShards: 16 });
 
-        // Act: each region creates its own lives (a client takes the shards in turn), and one more region's are deleted.
-        for (const [i, region] of members.entries()) {
+        // Act: each region creates lives of its own (their ids spread over the shards); one is deleted.
+        for (const [i, region] of regions.entries()) {
             for (let n = 0; n < 3 + i; n++) {
-                assert.deepEqual(await fixture.side(region).client.create("h", `${region}-${n}`), { created: true });
+                assert.deepEqual(await r.region(region).client.create("h", `${region}-${n}`), { created: true });
             }
         }
-        assert.deepEqual(await fixture.side("sa-east-1").client.delete("h", "sa-east-1-0"), { deleted: true });
-        await fixture.drain();
-
-        // Assess: each region's best-effort and eventual over its 16 shards, the last region's read by the second request.
-        const value = await fixture.side("us-east-1").client.count("h");
-        assert.deepEqual(value.regions, [
-            { region: "ap-southeast-2", bestEffort: 5, eventual: 5 },
-            { region: "eu-west-1", bestEffort: 4, eventual: 4 },
-            { region: "sa-east-1", bestEffort: 5, eventual: 5 },
-            { region: "us-east-1", bestEffort: 3, eventual: 3 },
-        ]);
-        assert.deepEqual([value.bestEffort, value.eventual, value.value], [17, 17, 17]);
-        const live = await fixture.liveByOwner("h");
-        assert.equal(
-            [...live.values()].reduce((sum, n) => sum + n, 0),
-            17,
-        );
-    });
-
-    it("admits in each region up to its base quota of the limit, over its shards", async () => {
-        // Prepare: limit 5 over [eu-west-1, us-east-1] (sorted): 3 and 2.
-        const fixture = await regionsFixture(engine(), ["us-east-1", "eu-west-1"], { mode: "strict", counterShards: 4 });
-
-        // Act
-        const admitted = new Map<string, number>();
-        for (const region of ["us-east-1", "eu-west-1"]) {
-            for (let n = 0; n < 6; n++) {
-                const result = await fixture.side(region).client.tryCreate("q", `${region}-${n}`, 5);
-                admitted.set(region, (admitted.get(region) ?? 0) + (result.created ? 1 : 0));
-                assert.ok(result.created || result.reason === "limit", JSON.stringify(result));
-            }
-        }
+        assert.deepEqual(await r.region("sa-east-1").client.delete("h", "sa-east-1-0"), { deleted: true });
+        await r.quiesce();
 
         // Assess
-        assert.deepEqual(
-            [...admitted],
-            [
-                ["us-east-1", 2],
-                ["eu-west-1", 3],
-            ],
-        );
-        const value = await fixture.side("eu-west-1").client.count("q");
-        assert.deepEqual(value.regions, [
-            { region: "eu-west-1", bestEffort: 3, eventual: 0 },
-            { region: "us-east-1", bestEffort: 2, eventual: 0 },
+        for (const region of regions) {
+            const value = await r.region(region).client.count("h");
+            assert.deepEqual(value.regions, [
+                { region: "ap-southeast-2", bestEffort: 5, eventual: 5 },
+                { region: "eu-west-1", bestEffort: 4, eventual: 4 },
+                { region: "sa-east-1", bestEffort: 5, eventual: 5 },
+                { region: "us-east-1", bestEffort: 3, eventual: 3 },
+            ]);
+            assert.deepEqual([value.bestEffort, value.eventual, value.value], [17, 17, 17]);
+        }
+        const live = (await r.items("us-east-1", "h")).filter((i) => i["deleted"]?.BOOL !== true);
+        assert.equal(live.length, 17);
+    });
+
+    it("strict: admits in each region up to its share of the limit, over its 4 shards", async () => {
+        // Prepare: limit 5 over [eu-west-1, us-east-1] (sorted): shares 3 and 2.
+        r = await Replicas.create(engine(), { regions: ["us-east-1", "eu-west-1"], mode: "strict", counterShards: 4 });
+
+        // Act
+        const admitted: Record<string, number> = {};
+        for (const region of ["us-east-1", "eu-west-1"]) {
+            admitted[region] = 0;
+            for (let n = 0; n < 6; n++) {
+                const result = await r.region(region).client.tryCreate("q", `${region}-${n}`, 5);
+                assert.ok(result.created || result.reason === "limit", JSON.stringify(result));
+                admitted[region] += result.created ? 1 : 0;
+            }
+        }
+        await r.quiesce();
+
+        // Assess
+        assert.deepEqual(admitted, { "us-east-1": 2, "eu-west-1": 3 });
+        assert.deepEqual((await r.region("eu-west-1").client.count("q")).regions, [
+            { region: "eu-west-1", bestEffort: 3, eventual: 3 },
+            { region: "us-east-1", bestEffort: 2, eventual: 2 },
         ]);
     });
 });

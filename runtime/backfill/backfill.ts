@@ -6,8 +6,9 @@
  * UpdateItem each: the item still exists, is live, selected and unflagged), and the stream carries the flag's record
  * to the consumer, which counts it once like any other (runtime/shared/selection.ts). So an item the consumer counted
  * already, or whose record is on its way, is never counted twice, and running a backfill again flags nothing new.
- * In strict mode it then lists every key it flagged items of on the heal index: a heal gives those items their units
- * of best-effort, so a key adopted at its limit refuses once healed (docs/limits.md).
+ * It then lists every key it flagged items of on the heal index: a heal gives those items their units of best-effort
+ * (in strict mode every counted item, in utilization the client's lives a copied table holds), so a key adopted at its
+ * limit refuses once healed (docs/limits.md).
  *
  * The Scan is segmented (one worker per segment), rate-limited by token buckets fed with the capacity DynamoDB reports,
  * and checkpointed per segment after each page (checkpoints.ts). A crash between a page's writes and its checkpoint
@@ -150,6 +151,8 @@ interface Run {
     readonly writes: TokenBucket;
     readonly clock: Clock;
     readonly call: { scanned: number; counted: number; alreadyCounted: number; skipped: number; keysListed: number; readUnits: number; writeUnits: number };
+    /** The keys this call listed (a key flagged on several pages is listed after each, counted once). */
+    readonly listed: Set<string>;
     stopped?: BackfillReport["status"];
     failure?: unknown;
 }
@@ -182,6 +185,7 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
         writes: new TokenBucket(rates.write, clock),
         clock,
         call: { scanned: 0, counted: 0, alreadyCounted: 0, skipped: 0, keysListed: 0, readUnits: 0, writeUnits: 0 },
+        listed: new Set(),
     };
     await Promise.all([...checkpoints.values()].filter((c) => !c.done).map((c) => runSegment(run, c.segment).catch((error: unknown) => void (run.failure ??= error))));
     if (run.failure !== undefined) {
@@ -309,7 +313,8 @@ async function flagPage(run: Run, items: ReadonlyArray<Record<string, AttributeV
         await retrying(() => listForHeal(dynamodb, config, key));
         run.call.writeUnits += 1;
     }
-    run.call.keysListed += keys.size;
+    keys.forEach((key) => run.listed.add(key));
+    run.call.keysListed = run.listed.size;
     run.call.scanned += items.length;
     run.call.counted += counted;
     run.call.alreadyCounted += alreadyCounted;

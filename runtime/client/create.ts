@@ -149,7 +149,7 @@ async function reserveInShards(call: Call, shard: number, period: number, tag: s
         if (reservation.outcome !== "refused") {
             return reservation;
         }
-        const caps = await readCaps(parts.dynamodb, parts.config, call.key, shardCount(parts.config), tag).catch(() => undefined);
+        const caps = await readCaps(parts.dynamodb, parts.config, call.key, shardCount(parts.config)).catch(() => undefined);
         if (caps === undefined) {
             continue;
         }

@@ -32,7 +32,7 @@ import type { CounterConfig } from "../shared/config";
 import { fnv1a } from "../shared/config";
 import { bestEffortKey, numberOf, stringOf } from "../shared/keys";
 import { readKeyCounters } from "../client/read";
-import { CAP_TAG } from "../client/units";
+import { CAP, CAP_TAG } from "../client/units";
 import { shardCount } from "../shards/layout";
 import { memberRegions } from "./ownership";
 import type { RegionsConfig } from "./config";
@@ -82,7 +82,6 @@ export async function regionAdmission(dynamodb: DynamoDBClient, config: CounterC
     const all = read.allRegions ?? new Map();
     const own = all.get(regions.current)?.shard0;
     const tag = regionTag(limit, regions);
-    const total = [...all.values()].reduce((sum, r) => sum + r.bestEffort, 0);
     const ownTag = stringOf(own, REGION_TAG);
     const ownCap = numberOf(own, REGION_CAP);
     if (ownTag === tag && ownCap > 0) {
@@ -101,7 +100,8 @@ export async function regionAdmission(dynamodb: DynamoDBClient, config: CounterC
             return { kind: "wait" };
         }
     }
-    return cap > 0 ? { kind: "reserve", regionTag: tag, cap } : { kind: "refuse", count: total };
+    // A refusal answers with this region's best-effort, as every strict refusal in a region does.
+    return cap > 0 ? { kind: "reserve", regionTag: tag, cap } : { kind: "refuse", count: all.get(regions.current)?.bestEffort ?? 0 };
 }
 
 /** The tag of a region's shard caps under region cap `cap` of configuration `tag`. */
@@ -110,8 +110,8 @@ export function shardTag(tag: string, cap: number): string {
 }
 
 /**
- * Moves this region's cap from `from` to `to`, clearing every shard's cap tag in the same transaction, so that no
- * reservation under the old cap lands after it. False when another call moved it first.
+ * Moves this region's cap from `from` to `to`, clearing every shard's cap and its tag in the same transaction, so that
+ * no reservation under the old cap lands after it and the shards are armed afresh for the new one. False when another call moved it first.
  */
 export async function writeRegionCap(
     dynamodb: DynamoDBClient,
@@ -133,9 +133,9 @@ export async function writeRegionCap(
             Update: {
                 TableName: config.countersTableName,
                 Key: bestEffortKey(config, key, 0),
-                UpdateExpression: "SET #rtag = :tag, #rcap = :cap REMOVE #ctag",
+                UpdateExpression: "SET #rtag = :tag, #rcap = :cap REMOVE #ctag, #cap",
                 ConditionExpression: conditions.join(" AND "),
-                ExpressionAttributeNames: { "#rtag": REGION_TAG, "#rcap": REGION_CAP, "#ctag": CAP_TAG },
+                ExpressionAttributeNames: { "#rtag": REGION_TAG, "#rcap": REGION_CAP, "#ctag": CAP_TAG, "#cap": CAP },
                 ExpressionAttributeValues: values,
             },
         },
@@ -143,8 +143,8 @@ export async function writeRegionCap(
             Update: {
                 TableName: config.countersTableName,
                 Key: bestEffortKey(config, key, i + 1),
-                UpdateExpression: "REMOVE #ctag",
-                ExpressionAttributeNames: { "#ctag": CAP_TAG },
+                UpdateExpression: "REMOVE #ctag, #cap",
+                ExpressionAttributeNames: { "#ctag": CAP_TAG, "#cap": CAP },
             },
         })),
     ];

@@ -28,7 +28,7 @@ import { CAP, CAP_TAG } from "../client/units";
 /** One shard as the serializable read saw it. */
 export interface ShardCap {
     readonly count: number;
-    /** The cap, when the shard carries the tag being planned for. */
+    /** The cap the shard carries (undefined: none), whichever tag it was set under. */
     readonly cap: number | undefined;
     /** The tag the shard carries (undefined: none). */
     readonly tag: string | undefined;
@@ -64,7 +64,7 @@ export function planCaps(shards: readonly ShardCap[], limit: number, tag: string
         writes: shards.map((s, shard) => ({
             shard,
             cap: s.count + share + (shard === home ? room - share * shards.length : 0),
-            expect: { tag: s.tag, cap: s.tag === undefined ? undefined : s.cap, maxCount: s.count },
+            expect: { tag: s.tag, cap: s.cap, maxCount: s.count },
         })),
     };
 }
@@ -101,7 +101,7 @@ function planMove(shards: readonly ShardCap[], home: number, total: number): Cap
 }
 
 /** Reads every shard of `key` in one serializable snapshot. */
-export async function readCaps(dynamodb: DynamoDBClient, config: CounterConfig, key: string, shards: number, tag: string): Promise<ShardCap[]> {
+export async function readCaps(dynamodb: DynamoDBClient, config: CounterConfig, key: string, shards: number): Promise<ShardCap[]> {
     const response = await dynamodb.send(
         new TransactGetItemsCommand({
             TransactItems: Array.from({ length: shards }, (_, shard) => ({ Get: { TableName: config.countersTableName, Key: bestEffortKey(config, key, shard) } })),
@@ -112,7 +112,7 @@ export async function readCaps(dynamodb: DynamoDBClient, config: CounterConfig, 
         const carried = stringOf(item, CAP_TAG);
         return {
             count: numberOf(item, config.countAttribute),
-            cap: carried === tag ? numberOf(item, CAP) : carried === undefined ? undefined : numberOf(item, CAP),
+            cap: item?.[CAP] === undefined ? undefined : numberOf(item, CAP),
             tag: carried,
         };
     });
