@@ -7,7 +7,8 @@
  * - the frontier moves only forward (a stale instance, two instances and the redrive at once) and keeps the sequence
  *   number as the stream gave it;
  * - records gone from the stream go to the fatal queue as records-expired;
- * - the cost of the check: a batch that follows the frontier reads one record of the stream.
+ * - the cost of the check: a batch that follows the frontier reads one record of the stream; the frontier is written
+ *   with a process's first batch, then every 1,000 records or a minute.
  */
 import { PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { TrimmedDataAccessException, type ServiceInputTypes, type ServiceOutputTypes } from "@aws-sdk/client-dynamodb-streams";
@@ -30,6 +31,7 @@ import {
     recordRequests,
     refuseRequests,
     storedFrontier,
+    targetOf,
     theShard,
     write,
     writesOf,
@@ -173,7 +175,8 @@ describe("a stream shard's frontier on DynamoDB Local", function () {
         await write(f, "b", 1);
         const b = await recordsAfter(engine(), f, 2);
         await f.consumer(eventOf(f, b.shardId, b.records));
-        const last = b.records.at(-1)!.dynamodb!.SequenceNumber!;
+        // The fixture's consumer wrote the frontier after A (its first batch), and moved it past B in memory only.
+        const last = a.records.at(-1)!.dynamodb!.SequenceNumber!;
         const requests = recordRequests(f.consumerDynamo);
 
         // Act: the stale instance (its cached frontier A's first record) gets A, then B, again; the frontier is moved
@@ -181,7 +184,7 @@ describe("a stream shard's frontier on DynamoDB Local", function () {
         const answers = [await stale(eventOf(f, a.shardId, a.records)), await stale(eventOf(f, b.shardId, b.records))];
         await advanceFrontier(f.config, f.reader, a.shardId, a.records[0]!.dynamodb!.SequenceNumber!);
 
-        // Assess: nothing applied, nothing written, the frontier where B left it (the direct move back refused), and
+        // Assess: nothing applied, nothing written, the frontier where A left it (the direct move back refused), and
         // read back as the stream gave it (its zeros).
         assert.deepEqual(answers, [
             { state: {}, batchItemFailures: [] },
@@ -194,6 +197,35 @@ describe("a stream shard's frontier on DynamoDB Local", function () {
         assert.match(last, /^0+[1-9]\d*$/, "DynamoDB Local's sequence numbers have leading zeros");
         assert.equal(await readFrontier(f.config, f.reader, a.shardId), last);
         await assertExact(f, { a: 3, b: 1 });
+    });
+
+    it("a process writes its shard's frontier with its first batch, then only every 1,000 records (or a minute); a process that starts from the written one re-reads the rest, applies nothing and writes only the frontier", async () => {
+        // Prepare: 1,200 records of 12 keys, in batches of 100
+        f = await counterFixture(engine());
+        for (let k = 0; k < 12; k++) {
+            await write(f, `k${k}`, 100);
+        }
+        const requests = recordRequests(f.consumerDynamo);
+
+        // Act
+        await f.drain();
+        const progressWrites = writesOf(requests).filter((w) => targetOf(f!.config, w) === "progress");
+        const { shardId, records } = await theShard(engine(), f);
+        const written = await storedFrontier(f, shardId);
+        const fresh = consumerOf(engine(), f);
+        const freshRequests = recordRequests(f.consumerDynamo);
+        const answer = await fresh(eventOf(f, shardId, records.slice(-100)));
+
+        // Assess: 12 batches, two frontier writes (the first batch's, and the eleventh's, 1,000 records later); the
+        // process that takes the last batch again (applied, not written) finds every record applied by its mark
+        assert.equal(f.emulator.stats.invocations, 12);
+        assert.equal(progressWrites.length, 2);
+        assert.equal(written, stored(records[1_099]!.dynamodb!.SequenceNumber!));
+        assert.deepEqual(answer, { state: {}, batchItemFailures: [] });
+        assert.deepEqual(appliedSums(f.config, freshRequests), {});
+        assert.equal(writesOf(freshRequests).length, 1, "the frontier only");
+        assert.equal(await storedFrontier(f, shardId), stored(records.at(-1)!.dynamodb!.SequenceNumber!));
+        await assertExact(f, Object.fromEntries(Array.from({ length: 12 }, (_, k) => [`k${k}`, 100])));
     });
 
     it("two instances and the redrive at once apply each record once, and leave the frontier at the last record", async () => {

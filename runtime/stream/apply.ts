@@ -63,7 +63,8 @@ interface KeyWork {
     readonly key: string;
     readonly steps: Step[];
     readonly first: string;
-    due: boolean;
+    /** When the key wants a heal (the earliest of its records'). */
+    dueAt?: number;
 }
 
 /** Applies one stream shard's records (see the header). */
@@ -74,13 +75,15 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
     const removals: Array<{ record: ParsedRecord; tombstone: Tombstone }> = [];
     for (const record of records) {
         const effects = effectsOf(record, ctx.config, ctx.deleteTokenAttribute, now);
-        if (effects.delta !== 0 || effects.due) {
-            const work = keys.get(record.key) ?? { key: record.key, steps: [], first: record.sequenceNumber, due: false };
+        if (effects.delta !== 0 || effects.dueAt !== undefined) {
+            const work: KeyWork = keys.get(record.key) ?? { key: record.key, steps: [], first: record.sequenceNumber };
             keys.set(record.key, work);
             if (effects.delta !== 0) {
                 work.steps.push({ sequenceNumber: record.sequenceNumber, time: record.time, delta: effects.delta });
             }
-            work.due ||= effects.due;
+            if (effects.dueAt !== undefined) {
+                work.dueAt = Math.min(work.dueAt ?? effects.dueAt, effects.dueAt);
+            }
         }
         if (effects.flag) {
             flags.push(record);
@@ -103,7 +106,7 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
         }
         counted += plan.applied.length;
         duplicates += work.steps.length - plan.applied.length;
-        markedDue += work.due ? 1 : 0;
+        markedDue += plan.marked ? 1 : 0;
         writes += plan.write === undefined ? 0 : 1;
     });
     const effects = await inBatches([...flags.map((r) => ({ kind: "flag" as const, record: r })), ...removals.map((r) => ({ kind: "remove" as const, ...r }))], KEY_CONCURRENCY, (e) =>
@@ -127,7 +130,7 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
 async function applyKey(work: KeyWork, shardId: string, ctx: ApplyContext, now: number): Promise<KeyPlan> {
     let { item, limit } = await readKey(work.key, ctx);
     for (let attempt = 1; ; attempt++) {
-        const plan = planKey(ctx.config, { key: work.key, shardId, steps: work.steps, due: work.due, item, limit, thresholds: ctx.config.thresholds, announce: ctx.config.thresholdTopicArn !== undefined, now });
+        const plan = planKey(ctx.config, { key: work.key, shardId, steps: work.steps, ...(work.dueAt === undefined ? {} : { dueAt: work.dueAt }), item, limit, thresholds: ctx.config.thresholds, announce: ctx.config.thresholdTopicArn !== undefined, now });
         try {
             if (plan.write !== undefined) {
                 await writePlan(work.key, shardId, plan, ctx);

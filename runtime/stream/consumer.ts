@@ -80,6 +80,9 @@ export interface ShardRun {
 /** How long this process trusts the frontier it last wrote or read for a shard, instead of reading it again. */
 const FRONTIER_TRUSTED_MS = 60_000;
 
+/** The most records this process moves a shard's frontier past without writing it. */
+export const FRONTIER_WRITE_RECORDS = 1_000;
+
 /**
  * The frontier of each shard this process last handled. A frontier it knows is true (every record up to it is
  * applied): read from the shard's progress item, written by this process, or moved by this process past records it
@@ -89,7 +92,7 @@ const FRONTIER_TRUSTED_MS = 60_000;
  * has handled since.
  */
 export class Frontiers {
-    private readonly known = new Map<string, { sequence: string | undefined; at: number; writtenAt: number }>();
+    private readonly known = new Map<string, { sequence: string | undefined; at: number; writtenAt: number; unwritten: number }>();
 
     constructor(private readonly deps: Pick<StreamHandlerDeps, "config" | "dynamodb">) {}
 
@@ -99,19 +102,25 @@ export class Frontiers {
             return known.sequence;
         }
         const sequence = await readFrontier(this.deps.config, this.deps.dynamodb, shardId);
-        this.known.set(shardId, { sequence, at: Date.now(), writtenAt: 0 });
+        this.known.set(shardId, { sequence, at: Date.now(), writtenAt: 0, unwritten: 0 });
         return sequence;
     }
 
-    /** Moves the frontier to `to`: written when `write`, or when this process has not written it for a minute. */
-    async advance(shardId: string, to: string, write: boolean): Promise<void> {
+    /**
+     * Moves the frontier to `to`, past `records` more records: written when `write`, or when this process has not
+     * written it for a minute or for FRONTIER_WRITE_RECORDS records, else kept in this process. A frontier not written
+     * is only lower in the table: a process that starts from it re-reads at most that many records from the stream
+     * (fewer than one invocation reads, SPAN_MAX_RECORDS) and finds them applied.
+     */
+    async advance(shardId: string, to: string, records: number, write: boolean): Promise<void> {
         const known = this.known.get(shardId);
         const now = Date.now();
-        if (write || known === undefined || now - known.writtenAt >= FRONTIER_TRUSTED_MS) {
+        const unwritten = (known?.unwritten ?? 0) + records;
+        if (write || known === undefined || now - known.writtenAt >= FRONTIER_TRUSTED_MS || unwritten >= FRONTIER_WRITE_RECORDS) {
             await advanceFrontier(this.deps.config, this.deps.dynamodb, shardId, to);
-            this.known.set(shardId, { sequence: to, at: now, writtenAt: now });
+            this.known.set(shardId, { sequence: to, at: now, writtenAt: now, unwritten: 0 });
         } else {
-            this.known.set(shardId, { sequence: to, at: now, writtenAt: known.writtenAt });
+            this.known.set(shardId, { sequence: to, at: now, writtenAt: known.writtenAt, unwritten });
         }
     }
 }
@@ -169,17 +178,18 @@ async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Pr
         return undefined;
     }
     const follows = frontier !== undefined && compareSequences(frontier, first) >= 0;
-    const span = follows ? { records: [], complete: true } : await readSkipped({ after: frontier, until: first, inclusive: false, max: SPAN_MAX_RECORDS }, run);
+    const span = follows ? { records: [], complete: true, expired: false } : await readSkipped({ after: frontier, until: first, inclusive: false, max: SPAN_MAX_RECORDS }, run);
     if (span === undefined) {
         return first;
     }
     run.metrics.add("RangesRedriven", span.records.length > 0 ? 1 : 0);
     if (!span.complete) {
         // More records after the frontier than one invocation applies: these, and the batch again from the start.
-        await applyAfter(frontier, span.records, run);
+        await applyAfter(frontier, span.records, run, span.expired);
         return first;
     }
-    const failedFrom = await applyAfter(frontier, [...span.records, ...fresh], run);
+    // A span the stream no longer held went to the fatal queue: the frontier is written past it, not to park it again.
+    const failedFrom = await applyAfter(frontier, [...span.records, ...fresh], run, span.expired);
     if (failedFrom === undefined) {
         return undefined;
     }
@@ -191,7 +201,7 @@ async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Pr
  * gone from it (older than 24 hours) go to the fatal queue as a records-expired message: the keys they touched need a
  * reconcile. Undefined when the read failed (or the fatal queue refused): the caller tries again later.
  */
-export async function readSkipped(span: Span, run: ShardRun): Promise<{ records: DynamoDBRecord[]; complete: boolean } | undefined> {
+export async function readSkipped(span: Span, run: ShardRun): Promise<{ records: DynamoDBRecord[]; complete: boolean; expired: boolean } | undefined> {
     let read;
     try {
         read = await readSpan(run.deps.streams, run.streamArn, run.shardId, span);
@@ -210,32 +220,33 @@ export async function readSkipped(span: Span, run: ShardRun): Promise<{ records:
         }
         run.metrics.add("RangesExpired");
     }
-    return { records: read.records, complete: read.complete };
+    return { records: read.records, complete: read.complete, expired: read.trimmed };
 }
 
 /**
  * Applies `records` (every record of the shard after `frontier` up to the last of them) and moves the frontier to the
  * last record before the first that failed; returns that first failed record (undefined: all applied).
  *
- * A run that wrote nothing (only records that change no count, or counter items' records in the same-table
- * placement) moves the frontier in this process only, and writes it when this process has not for a minute: the
- * consumer's own writes never feed it batches without end, and a stream of such records costs one write a minute.
+ * The frontier is written when `writeFrontier` (the redrive's rare ranges), when a record was parked (a later process
+ * must not park it again), and otherwise once a minute or every FRONTIER_WRITE_RECORDS records (Frontiers.advance): the marks, not the frontier, keep a record from
+ * being applied twice, so the common batch pays no write for its progress, and the consumer's own writes (the
+ * same-table placement) never feed it batches without end.
  */
-export async function applyAfter(frontier: string | undefined, records: readonly DynamoDBRecord[], run: ShardRun): Promise<string | undefined> {
+export async function applyAfter(frontier: string | undefined, records: readonly DynamoDBRecord[], run: ShardRun, writeFrontier = false): Promise<string | undefined> {
     const { parsed, unparked, parked } = await parseAll(records, run);
     const outcome = await applyRecords(parsed, run.shardId, applyContext(run));
     run.metrics.add("RecordsCounted", outcome.counted);
     run.metrics.add("DuplicatesSkipped", outcome.duplicates);
     run.metrics.add("KeysMarkedDue", outcome.markedDue);
     const failedFrom = lowest(outcome.failedFrom, unparked);
-    const wrote = outcome.writes > 0 || parked > 0;
+
     const applied = records
         .map((r) => r?.dynamodb?.SequenceNumber)
         .filter((s): s is string => typeof s === "string" && /^\d+$/.test(s) && (failedFrom === undefined || compareSequences(s, failedFrom) < 0))
         .reduce<string | undefined>((top, s) => (top === undefined || compareSequences(s, top) > 0 ? s : top), undefined);
     if (applied !== undefined && (frontier === undefined || compareSequences(applied, frontier) > 0)) {
         try {
-            await run.frontiers.advance(run.shardId, applied, wrote);
+            await run.frontiers.advance(run.shardId, applied, records.length, writeFrontier || parked > 0);
         } catch (error) {
             // Every record up to `applied` is applied all the same: the next batch re-reads them and finds them applied.
             run.logger.log("warn", "could not move the shard's frontier", { shardId: run.shardId, to: applied, error: String(error) });

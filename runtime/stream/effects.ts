@@ -9,9 +9,10 @@
  *   land any more (its token older than a deadline, a request's lifetime and the clock skew; or it has no client token);
  *   a younger tombstone stays, keeping a late attempt from landing, and the key is listed for the settler, whose heal
  *   removes it once it is old enough (runtime/heal/heal.ts).
- * - `due`: best-effort may be off the items by a change the client did not make: a live item that stopped being live
- *   other than by the client's own soft delete (another writer's delete or rewrite, TTL, a move out of the selection),
- *   a token another writer rewrote, a soft delete made in another region, or a tombstone left for the settler.
+ * - `dueAt`: when the key wants a heal (runtime/heal/index-marks.ts): now, when best-effort may be off the items by a
+ *   change the client did not make (a live item that stopped being live other than by the client's own soft delete:
+ *   another writer's delete or rewrite, TTL, a move out of the selection; a token another writer rewrote; a soft
+ *   delete made in another region); or, for a tombstone left for the settler, when it may go.
  */
 import type { CounterTableLayout } from "../shared/config";
 import { isCounted, isLive, isSelected, isSoftDeleted, wantsFlag, type ItemImage, type SelectionScope } from "../shared/selection";
@@ -31,7 +32,7 @@ export interface RecordEffects {
     readonly flag: boolean;
     /** A tombstone to remove now. */
     readonly remove?: Tombstone;
-    readonly due: boolean;
+    readonly dueAt?: number;
 }
 
 /** Whether a life made at `token`'s time may still get a put attempt at `now`. */
@@ -53,14 +54,16 @@ export function effectsOf(record: ParsedRecord, scope: SelectionScope, deleteTok
         isSoftDeleted(newImage, scope) &&
         (oldImage === undefined || !isSoftDeleted(oldImage, scope) || tokenOf(oldImage) !== tokenOf(newImage));
     let remove: Tombstone | undefined;
-    let youngTombstone = false;
+    let dueAt = endedByOthers(oldImage, newImage, scope, deleteTokenAttribute) ? now : undefined;
     if (softDeleted) {
         const token = stringOf(newImage, scope.tokenAttribute) ?? null;
-        const tombstone = { id: record.id, token, deleteToken: stringOf(newImage, deleteTokenAttribute) ?? null };
-        youngTombstone = lifeMayStillLand(token, now);
-        remove = youngTombstone ? undefined : tombstone;
+        if (lifeMayStillLand(token, now)) {
+            dueAt ??= tokenTime(token ?? undefined)! + TOMBSTONE_SETTLED_MS;
+        } else {
+            remove = { id: record.id, token, deleteToken: stringOf(newImage, deleteTokenAttribute) ?? null };
+        }
     }
-    return { delta, flag: wantsFlag(newImage, scope), ...(remove === undefined ? {} : { remove }), due: youngTombstone || endedByOthers(oldImage, newImage, scope, deleteTokenAttribute) };
+    return { delta, flag: wantsFlag(newImage, scope), ...(remove === undefined ? {} : { remove }), ...(dueAt === undefined ? {} : { dueAt }) };
 }
 
 /** A live item that stopped being live (or changed its token) other than by the client's own soft delete. */

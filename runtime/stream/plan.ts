@@ -8,7 +8,7 @@
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { numberOf } from "../shared/keys";
-import { healMark } from "../heal/index-marks";
+import { HEAL_DUE, markFor } from "../heal/index-marks";
 import type { CounterConfig } from "../shared/config";
 import { aboveMark, markName, markValue, markedSequence, staleMarks } from "./marks";
 import { addToDay, dayOf, DAY_ATTRIBUTE, usageAttributes, usageDayOf, type UsageDay } from "../limits/usage";
@@ -27,7 +27,8 @@ export interface PlanInput {
     /** The key's records in this batch that move the count, in stream order. */
     readonly steps: readonly Step[];
     /** Whether a record asks for the key to be listed for a heal. */
-    readonly due: boolean;
+    /** When the key wants a heal (undefined: no record asked for one). */
+    readonly dueAt?: number;
     /** The eventual item as read (undefined: none yet). */
     readonly item: Record<string, AttributeValue> | undefined;
     /** The limit in force: the key's stored one, else the default. */
@@ -66,6 +67,8 @@ export interface KeyPlan {
     readonly late: readonly LateDay[];
     /** The outbox after the write: events to send. */
     readonly events: readonly ThresholdEvent[];
+    /** Whether the write lists the key on the heal index. */
+    readonly marked: boolean;
 }
 
 /** Plans one key's write (see the header). */
@@ -74,8 +77,9 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
     const marked = markedSequence(input.item, name);
     const applied = input.steps.filter((step) => aboveMark(marked, step.sequenceNumber));
     const state = readThresholdState(input.item);
-    if (applied.length === 0 && !input.due) {
-        return { applied, archive: [], late: [], events: state?.pending ?? [] };
+    const mark = input.dueAt === undefined ? undefined : markFor(config, input.key, input.item, input.dueAt, input.now);
+    if (applied.length === 0 && mark === undefined) {
+        return { applied, archive: [], late: [], events: state?.pending ?? [], marked: false };
     }
     const start = numberOf(input.item, config.countAttribute);
     const usage = planUsage(usageDayOf(input.item?.[DAY_ATTRIBUTE]?.M), start, applied, input.limit);
@@ -118,11 +122,16 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
         }
         events = next.pending;
     }
-    if (input.due) {
-        const mark = healMark(config, input.key, input.now);
+    if (mark !== undefined) {
         Object.assign(names, mark.names);
         Object.assign(values, mark.values);
         sets.push(mark.update);
+        // On the mark as read: a mark another writer made since is never put off to a later time.
+        const listed = input.item?.[HEAL_DUE];
+        conditions.push(listed === undefined ? "attribute_not_exists(#hd)" : "#hd = :hd0");
+        if (listed !== undefined) {
+            values[":hd0"] = listed;
+        }
     }
     const stale = staleMarks(input.item, input.now, name);
     stale.forEach((mark, i) => (names[`#x${i}`] = mark));
@@ -137,6 +146,7 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
         ...(usage.current === undefined ? {} : { today: usage.current.day }),
         late: usage.late,
         events,
+        marked: mark !== undefined,
     };
 }
 

@@ -16,7 +16,8 @@
  * This needs each batch to be a run of consecutive records of its shard, delivered after the one before it: Lambda's
  * mapping does so with `parallelizationFactor` 1, which the component and the policy pack keep.
  *
- * Cost: one write per batch, and a read of the stream from F (one record, when the batch follows F directly).
+ * Cost: a write once a minute or every 1,000 records (and when a record was parked), and a read of the stream from F
+ * when a batch does not follow the frontier this process holds.
  */
 import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";

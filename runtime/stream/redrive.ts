@@ -89,14 +89,14 @@ export async function redriveRange(info: BatchInfo, run: ShardRun): Promise<bool
         return false;
     }
     const records = span.records;
-    const failedFrom = await applyAfter(frontier, records, run);
+    const failedFrom = await applyAfter(frontier, records, run, true);
     if (failedFrom !== undefined || !span.complete) {
         // Not all applied yet: the message comes back, and the next receive goes on from the frontier.
         return false;
     }
     // Every record up to the message's end is applied (those the stream no longer held went to the fatal queue).
     if (records.length === 0 || compareSequences(records.at(-1)!.dynamodb!.SequenceNumber!, info.endSequenceNumber) < 0) {
-        await run.frontiers.advance(info.shardId, info.endSequenceNumber, true);
+        await run.frontiers.advance(info.shardId, info.endSequenceNumber, 0, true);
     }
     return true;
 }
