@@ -1,41 +1,32 @@
 /**
- * The pure half of the busy-key heal scenario (`npm run bench -- --scenario busy-heal`): its flags, its compressed
- * time, where a faulty call dies or loses its release, the bound it checks at every observation, when a heal counts
- * as landing on a busy key, and the shape of its rows. No engine, no clock: `bench/busy-heal.ts` runs what this module
- * plans, and test/bench-busy-heal.test.ts checks both.
+ * The pure half of the busy-key heal scenario (`npm run bench -- --scenario busy-heal`): its flags, where its faults
+ * land in a call, the mode's bound an observation checks, which of the settler's requests are the heals' own, and the
+ * shape of its rows. No engine, no clock: bench/busy-heal.ts runs what this module plans, and
+ * test/bench-busy-heal.test.ts checks both.
  *
- * Compressed time. The component's quiet window (600 s) and its settler's schedule are divided by COMPRESSION, and
- * the client's deadline is CLIENT_DEADLINE_MS, as the local twin runs them (local/twin/settler.ts, which says why the
- * compressed window still covers the heal's Q > D + L + S, runtime/heal/heal-window.ts). The run measures the longest
- * request (L) and prints it against its budget; `assertCompressionCovers` refuses a window that does not cover
- * D + L + S before anything runs.
+ * Busy keys. Every key has WORKERS_PER_KEY callers of its own in a closed loop, so a key's writes follow each other by
+ * a request's time, and the settler runs beside them on the component's schedule compressed by SETTLER_COMPRESSION
+ * (local/twin/settler.ts). Nothing else is compressed: the ledger's period, the client's deadline and the heal's time
+ * bounds are the deployed ones (runtime/heal/heal-window.ts).
  *
- * Busy keys. Every key has WORKERS_PER_KEY callers of its own in a closed loop, so a key's writes follow each other
- * by a request's time (milliseconds); the run measures the longest gap between two writes of a key and prints it
- * against a hundredth of the window, with the longest time a key had no call in flight (`longestIdle`): the traffic's
- * own pause, without the engine's answer time. A heal counts as landing on a busy key (`healsOnBusyKeys`) when its settler run
- * started and ended while every key had been written within the last window at every instant (`busyThroughout`).
- * The settler's report counts heals per best-effort item (one per shard of a sharded key), and so does this figure.
+ * A key's history. Before the traffic starts each key holds HISTORY_ITEMS lives made two periods earlier (the process's
+ * clock is moved ahead by two periods once they are written), as a key busy for hours holds: the heal counts such old
+ * lives from the table, and takes the young ones (made during the run) from the ledger. So the drift a fault leaves
+ * on an old life (a lost release, another writer's delete) is healed while the key is written, and the drift it leaves
+ * on a young life waits until that life's period is old (at most two periods), as designed.
  */
 import type { CounterMode } from "../runtime/client/client";
-import { COMPRESSED_CLIENT_DEADLINE_MS, SETTLER_COMPRESSION } from "../local/twin/settler";
+import type { CounterConfig } from "../runtime/shared/config";
 import { parseShards, CeilingUsageError } from "./hot-key-ceiling-plan";
+import { SETTLER_COMPRESSION } from "../local/twin/settler";
 
-/**
- * The compressed times, shared with the local twin (local/twin/settler.ts): the component's window and schedule ÷
- * COMPRESSION, the client's deadline, the request lifetime and skew budgets the window covers.
- */
-export {
-    SETTLER_COMPRESSION as COMPRESSION,
-    COMPRESSED_CLIENT_DEADLINE_MS as CLIENT_DEADLINE_MS,
-    REQUEST_LIFETIME_BUDGET_MS,
-    SKEW_BUDGET_MS as SKEW_MS,
-    assertCompressionCovers,
-} from "../local/twin/settler";
+export { SETTLER_COMPRESSION as COMPRESSION };
 /** Callers per key, each in a closed loop on its own key. */
 export const WORKERS_PER_KEY = 2;
 /** The keys each row writes. */
 export const BUSY_KEYS: readonly string[] = ["busy-0", "busy-1", "busy-2"];
+/** Old lives each key holds when the traffic starts. */
+export const HISTORY_ITEMS = 40;
 /** Strict rows create through tryCreate under this limit: far above what a key holds, so refusals never stop its writes. */
 export const STRICT_LIMIT = 1_000;
 /** Share of calls that delete one of the key's live items (when it has one). */
@@ -47,6 +38,15 @@ export const DELETE_RATIO = 0.5;
 export const DIE_EVERY = 100;
 /** Every this many strict deletes of a caller, its first one included, one loses its release (an HTTP 500 before the table). */
 export const FAILED_RELEASE_EVERY = 50;
+/** Another writer hard-deletes one live client item of a key this often. */
+export const OTHER_DELETE_EVERY_MS = 1_000;
+/** How often the row samples what the keys hold off their items while the traffic runs. */
+export const SAMPLE_EVERY_MS = 10_000;
+
+/** The shard counts a run measures when --shards is not given, one row per mode at each. */
+export const BUSY_SHARDS: readonly number[] = [1, 4];
+/** Seconds of traffic per row when --seconds is not given. */
+export const DEFAULT_SECONDS = 60;
 
 /** The fault the `index`-th (from 0) create or delete of a caller carries. */
 export function scheduledFault(mode: CounterMode, operation: "create" | "delete", index: number): CallFault {
@@ -58,31 +58,27 @@ export function scheduledFault(mode: CounterMode, operation: "create" | "delete"
     }
     return index % DIE_EVERY === 0 ? "die" : undefined;
 }
-/** Another writer hard-deletes one live client item of a key this often. */
-export const OTHER_DELETE_EVERY_MS = 1_000;
-
-/** The modes and shard counts a run measures, one row each. */
-export const BUSY_MODES: readonly CounterMode[] = ["utilization", "strict"];
-export const BUSY_SHARDS: readonly number[] = [1, 4];
 
 /** A bad value of one of the scenario's flags: one line naming the flag. */
 export class BusyHealUsageError extends Error {}
 
 export interface BusyHealOptions {
-    /** Quiet windows of traffic per row. */
-    readonly windows: number;
+    /** The modes measured, each at every shard count. */
+    readonly modes: readonly CounterMode[];
+    /** Seconds of traffic per row. */
+    readonly seconds: number;
     readonly shards: readonly number[];
     readonly seed: number;
 }
 
-/** `--windows <n>`: quiet windows of traffic per row, 1 to 1000 (default 10). */
-export function parseWindows(raw: string | undefined): number {
+/** `--seconds <n>`: seconds of traffic per row, 10 to 3600 (default 60). */
+export function parseSeconds(raw: string | undefined): number {
     if (raw === undefined) {
-        return 10;
+        return DEFAULT_SECONDS;
     }
     const n = Number(raw);
-    if (!/^\d+$/.test(raw) || n < 1 || n > 1_000) {
-        throw new BusyHealUsageError(`--windows must be an integer from 1 to 1000 (got "${raw}")`);
+    if (!/^\d+$/.test(raw) || n < 10 || n > 3_600) {
+        throw new BusyHealUsageError(`--seconds must be an integer from 10 to 3600 (got "${raw}")`);
     }
     return n;
 }
@@ -98,7 +94,7 @@ export function parseBusyShards(raw: string | undefined): number[] {
 
 /** What one request of a call is, as a fault decides on it. */
 export interface RequestShape {
-    /** The user's table (items) or a best-effort item; "other" is any other item (markers, eventual). */
+    /** The user's table (items) or a best-effort item; "other" is any other item (eventual, limits). */
     readonly target: "items" | "best-effort" | "other";
     readonly write: boolean;
     /** A write that takes a unit off a count: a release, a decrement. */
@@ -121,17 +117,17 @@ export interface CallProgress {
 }
 
 /**
- * What happens to a request of a faulty call, by the client's order of writes (runtime/client/client.ts):
+ * What happens to a request of a faulty call, by the client's order of writes (runtime/client/create.ts, delete.ts):
  * - "die": the process dies before sending it, and sends nothing after;
  * - "fail": it is answered with an HTTP 500 before reaching the table (local/engine/faults.ts's error), the call goes on;
  * - "send": it goes out.
  * A death leaves one unit of drift by construction (the returned `drift`), counted when it happens:
  * - strict create (reserve -> put): dies at its put, a reservation behind it: one held slot;
- * - utilization create (put -> increment): dies once its put succeeded (`afterAnswer`): one item best-effort misses;
- * - utilization delete (claim -> decrement -> soft delete): dies at its soft delete, one unit low when a decrement
- *   landed after the claim;
- * - strict delete (touch -> soft delete -> release), "fail-release": its release fails once its soft delete succeeded
- *   (the release is sent once, never repeated: a repeat could free a slot still in use), one held slot.
+ * - utilization create (put -> +1): dies once its put succeeded (`faultAfter`): one item best-effort misses;
+ * - utilization delete (claim -> -1 -> soft delete): dies at its soft delete, one unit low when its -1 landed after
+ *   the claim;
+ * - strict delete (soft delete -> release), "fail-release": its release fails once its soft delete succeeded (the
+ *   release is sent once, never repeated: a repeat could free a slot still in use), one held slot.
  */
 export function faultBefore(call: CallProgress, request: RequestShape): { action: "send" | "die" | "fail"; drift: number } {
     if (call.dead) {
@@ -180,7 +176,7 @@ export interface BusyObservation {
 /**
  * The mode's bound on one observation. Strict: live client items <= best-effort (+ the creates that raced the reads)
  * and <= the limit. Utilization: best-effort <= live client items (+ the deletes that raced the reads, + the units of
- * items another writer deleted, which best-effort keeps until a heal: docs/guarantees.md, the checker's bound).
+ * items another writer deleted, which best-effort keeps until a heal).
  */
 export function busyBoundHolds(mode: CounterMode, o: BusyObservation, limit: number): boolean {
     if (mode === "strict") {
@@ -189,139 +185,154 @@ export function busyBoundHolds(mode: CounterMode, o: BusyObservation, limit: num
     return o.bestEffort <= o.clientLive + o.deletes + o.otherDeletes;
 }
 
-/**
- * Whether a key written at `writes` (ascending instants) had been written within `windowMs` at every instant from
- * `from` to `to`: a write at or before `from` no older than the window, and no gap of a window or more up to `to`.
- */
-export function busyThroughout(writes: readonly number[], from: number, to: number, windowMs: number): boolean {
-    let last: number | undefined;
-    for (const at of writes) {
-        if (at > to) {
-            break;
-        }
-        if (at > from && (last === undefined || at - last >= windowMs)) {
-            return false;
-        }
-        if (at <= from || last !== undefined) {
-            last = at;
-        }
-        if (at <= from && from - at >= windowMs) {
-            last = undefined;
-        }
-    }
-    return last !== undefined && to - last < windowMs;
-}
+/** Which part of a settler run a request belongs to. */
+export type SettlerPart = "index" | "audit" | "heal";
 
-/** The longest gap between two writes of a key from `from` on. */
-export function longestGap(writes: readonly number[], from: number): number {
-    let longest = 0;
-    let last: number | undefined;
-    for (const at of writes) {
-        if (at < from) {
-            continue;
-        }
-        if (last !== undefined) {
-            longest = Math.max(longest, at - last);
-        }
-        last = at;
-    }
-    return longest;
+/** A request as the settler sent it: the command's name and its input. */
+export interface SettlerRequest {
+    readonly command: string;
+    readonly input: {
+        readonly IndexName?: string;
+        readonly KeyConditionExpression?: string;
+        readonly Key?: Readonly<Record<string, { readonly S?: string }>>;
+        readonly ExpressionAttributeValues?: Readonly<Record<string, { readonly S?: string }>>;
+    };
 }
 
 /**
- * The longest time from `from` to `to` during which a key had no call in flight: `flights` are [started, ended] of
- * its calls, in the order they started (one not ended ends at Infinity). This is the traffic's own pause: the time
- * between two writes' answers (`longestGap`) also holds the engine's answer time, which one process serving every
- * party (the traffic, the consumer, the settler) stretches where DynamoDB would not.
+ * The part of a settler run (runtime/heal/settle.ts) a request belongs to: the heal index's query ("index"); the audit's
+ * scan, its reads of the keys it looks at (a query of a key's counter items by prefix), its cursor and the stream
+ * progress it expires (items under the counter prefix's own partitions) ("audit"); everything else is a heal's own
+ * (runtime/heal/heal.ts): the reads of the key's listing, its items and its shards, the writes of the shards, the
+ * tombstones and the listing.
  */
-export function longestIdle(flights: ReadonlyArray<readonly [number, number]>, from: number, to: number): number {
-    let longest = 0;
-    let busyUntil = from;
-    for (const [sent, answered] of flights) {
-        if (sent >= to) {
-            break;
-        }
-        if (sent > busyUntil) {
-            longest = Math.max(longest, sent - busyUntil);
-        }
-        busyUntil = Math.max(busyUntil, answered);
+export function settlerPart(request: SettlerRequest, config: Pick<CounterConfig, "partitionKey" | "counterPrefix">): SettlerPart {
+    const { command, input } = request;
+    if (command === "QueryCommand" && input.IndexName !== undefined) {
+        return "index";
     }
-    return Math.max(longest, to - Math.min(busyUntil, to));
+    if (command === "ScanCommand" || (command === "QueryCommand" && (input.KeyConditionExpression ?? "").includes("begins_with"))) {
+        return "audit";
+    }
+    const partition = input.Key?.[config.partitionKey]?.S ?? input.ExpressionAttributeValues?.[":pk"]?.S;
+    return partition !== undefined && partition.startsWith(config.counterPrefix) ? "audit" : "heal";
 }
 
-/** One row: a mode and a shard count. The field of the other mode's name is null. */
+/** One row: a mode and a shard count. */
 export interface BusyHealRow {
     readonly mode: CounterMode;
     readonly shards: number;
-    readonly windows: number;
-    /** Strict: Σ over the keys of |best-effort - live client items| at the end of each window, read while traffic runs. */
-    readonly heldSlotsByWindow: number[] | null;
-    /** Utilization: the same sum. */
-    readonly driftByWindow: number[] | null;
-    /** Units of drift the faults made, each counted when it happened. */
+    readonly seconds: number;
+    /** Settler runs, and those that started with API calls in flight. */
+    readonly settlerRuns: number;
+    readonly runsWithCallsInFlight: number;
+    /** Keys the settler's runs healed (one heal of a key covers all its shards), and the units they moved. */
+    readonly keysHealed: number;
+    readonly healedDrift: number;
+    /** Read and write units of the heals' own requests (`settlerPart`), per key healed. */
+    readonly rcuPerKeyHealed: number;
+    readonly wcuPerKeyHealed: number;
+    /** Every request of the runs (the index, the audit, the heals), per key healed. */
+    readonly runRcuPerKeyHealed: number;
+    readonly runWcuPerKeyHealed: number;
+    /** Units of drift the faults made, each counted when it happened, and the live items another writer deleted. */
     readonly driftMade: number;
-    /** Heals (per best-effort item) of settler runs during which every key had been written within the last window. */
-    readonly healsOnBusyKeys: number;
-    /** The same sum once the traffic stopped and the stream drained, before the keys were quiet for a window. */
+    readonly otherDeletes: number;
+    /** Strict: Σ over the keys of best-effort - live client items, every SAMPLE_EVERY_MS while the traffic ran. */
+    readonly heldSlotsSamples: number[] | null;
+    /** Utilization: Σ of live client items - best-effort, at the same instants. */
+    readonly undercountSamples: number[] | null;
+    /** The same sums once the traffic stopped and the stream drained (the other mode's null). */
     readonly heldSlotsEnd: number | null;
-    readonly driftEnd: number | null;
+    readonly undercountEnd: number | null;
+    /** Σ of best-effort above live client items (utilization: other writers' deletes not healed yet) at the end. */
+    readonly overcountEnd: number | null;
     /** Observations at which the mode's bound failed (`busyBoundHolds`). */
     readonly boundViolations: number;
     /** Errors the client surfaced to callers whose process did not die. */
     readonly apiErrors: number;
-    /** After the drain: eventual == live items and no soft-deleted item left, for every key. */
+    /** After the drain: eventual == live items, for every key. */
     readonly exact: boolean;
 }
 
-/** The figures a run measured for one row, in the row's shape. */
-export function busyHealRow(
-    mode: CounterMode,
-    shards: number,
-    measured: {
-        byWindow: number[];
-        driftMade: number;
-        healsOnBusyKeys: number;
-        end: number;
-        boundViolations: number;
-        apiErrors: number;
-        exact: boolean;
-    },
-): BusyHealRow {
+/** What a run of one row measured, before it is shaped as the row. */
+export interface BusyMeasured {
+    readonly seconds: number;
+    /** The mode's figure (held slots or undercount) at each sample, and at the end with the overcount. */
+    readonly samples: number[];
+    readonly end: { readonly off: number; readonly over: number };
+    readonly settler: { readonly runs: number; readonly runsWithCallsInFlight: number; readonly healed: number; readonly drift: number };
+    /** Units of the heals' own requests, and of every request of the runs. */
+    readonly units: { readonly heal: { read: number; write: number }; readonly run: { read: number; write: number } };
+    readonly driftMade: number;
+    readonly otherDeletes: number;
+    readonly boundViolations: number;
+    readonly apiErrors: number;
+    readonly exact: boolean;
+}
+
+/** The row of a mode and a shard count: units per key healed, and the other mode's fields null. */
+export function busyHealRow(mode: CounterMode, shards: number, m: BusyMeasured): BusyHealRow {
+    const per = (units: number) => (m.settler.healed === 0 ? 0 : Math.round((units / m.settler.healed) * 100) / 100);
     const strict = mode === "strict";
     return {
         mode,
         shards,
-        windows: measured.byWindow.length,
-        heldSlotsByWindow: strict ? measured.byWindow : null,
-        driftByWindow: strict ? null : measured.byWindow,
-        driftMade: measured.driftMade,
-        healsOnBusyKeys: measured.healsOnBusyKeys,
-        heldSlotsEnd: strict ? measured.end : null,
-        driftEnd: strict ? null : measured.end,
-        boundViolations: measured.boundViolations,
-        apiErrors: measured.apiErrors,
-        exact: measured.exact,
+        seconds: m.seconds,
+        settlerRuns: m.settler.runs,
+        runsWithCallsInFlight: m.settler.runsWithCallsInFlight,
+        keysHealed: m.settler.healed,
+        healedDrift: m.settler.drift,
+        rcuPerKeyHealed: per(m.units.heal.read),
+        wcuPerKeyHealed: per(m.units.heal.write),
+        runRcuPerKeyHealed: per(m.units.run.read),
+        runWcuPerKeyHealed: per(m.units.run.write),
+        driftMade: m.driftMade,
+        otherDeletes: m.otherDeletes,
+        heldSlotsSamples: strict ? m.samples : null,
+        undercountSamples: strict ? null : m.samples,
+        heldSlotsEnd: strict ? m.end.off : null,
+        undercountEnd: strict ? null : m.end.off,
+        overcountEnd: strict ? null : m.end.over,
+        boundViolations: m.boundViolations,
+        apiErrors: m.apiErrors,
+        exact: m.exact,
     };
 }
 
-/** The rows for people: one line per row, then its series. */
+/** The rows for people: one line per row, then its samples. */
 export function formatBusyHeal(rows: readonly BusyHealRow[]): string[] {
     const lines = [
-        `Busy-key heal: ${BUSY_KEYS.length} keys written without pause, ${WORKERS_PER_KEY} callers each; the quiet window and the ` +
-            `settler's schedule the component's ÷ ${SETTLER_COMPRESSION}, the client's deadline ${COMPRESSED_CLIENT_DEADLINE_MS} ms`,
-        "mode         shards  windows  drift made  heals on busy keys  at the end  bound violations  API errors  exact",
+        `Busy-key heal: ${BUSY_KEYS.length} keys written without pause, ${WORKERS_PER_KEY} callers each, each key holding ` +
+            `${HISTORY_ITEMS} old lives at the start; the settler's schedule the component's ÷ ${SETTLER_COMPRESSION}, ` +
+            "the ledger's period and the client's deadline as deployed",
+        "mode         shards  seconds  runs (busy)  keys healed  units healed  RCU/WCU per key healed (whole run)  drift made (+other deletes)  held/under at end  over  bound violations  API errors  exact",
     ];
     for (const r of rows) {
-        const end = r.heldSlotsEnd ?? r.driftEnd ?? 0;
+        const end = r.heldSlotsEnd ?? r.undercountEnd ?? 0;
         lines.push(
-            `${r.mode.padEnd(12)} ${String(r.shards).padEnd(7)} ${String(r.windows).padEnd(8)} ${String(r.driftMade).padEnd(11)} ` +
-                `${String(r.healsOnBusyKeys).padEnd(19)} ${String(end).padEnd(11)} ${String(r.boundViolations).padEnd(17)} ` +
-                `${String(r.apiErrors).padEnd(11)} ${r.exact}`,
+            [
+                r.mode.padEnd(12),
+                String(r.shards).padEnd(7),
+                String(r.seconds).padEnd(8),
+                `${r.settlerRuns} (${r.runsWithCallsInFlight})`.padEnd(12),
+                String(r.keysHealed).padEnd(12),
+                String(r.healedDrift).padEnd(13),
+                `${r.rcuPerKeyHealed}/${r.wcuPerKeyHealed} (${r.runRcuPerKeyHealed}/${r.runWcuPerKeyHealed})`.padEnd(35),
+                `${r.driftMade} (+${r.otherDeletes})`.padEnd(28),
+                String(end).padEnd(18),
+                String(r.overcountEnd ?? "-").padEnd(5),
+                String(r.boundViolations).padEnd(17),
+                String(r.apiErrors).padEnd(11),
+                String(r.exact),
+            ].join(" "),
         );
     }
     for (const r of rows) {
-        const series = r.heldSlotsByWindow ?? r.driftByWindow ?? [];
-        lines.push(`  ${r.mode} ${r.shards} shard(s), ${r.heldSlotsByWindow ? "held slots" : "drift"} by window: ${series.join(" ")}`);
+        const samples = r.heldSlotsSamples ?? r.undercountSamples ?? [];
+        lines.push(
+            `  ${r.mode} ${r.shards} shard(s), ${r.heldSlotsSamples ? "held slots" : "undercount"} every ${SAMPLE_EVERY_MS / 1000} s: ${samples.join(" ")}`,
+        );
     }
     return lines;
 }

@@ -3,15 +3,14 @@
  * counter key can take creates before its partition throttles the API's best-effort writes, per mode and
  * per shard count of its counters.
  *
- * Every step runs the system the component deploys (local/deployment/deployment.ts: its tables, its
- * clientConfig, its consumer's environment and its stream mapping, run by the mapping emulator) on a
- * fresh deployment, offers a steady create rate on ONE key (paced, not a closed loop) with the consumer
+ * Every step runs the system the component deploys (bench/system.ts: its tables, its clientConfig, its
+ * shipped functions behind the mapping emulator with its stream mapping's settings) on a fresh deployment, offers a steady create rate on ONE key (paced, not a closed loop) with the consumer
  * running beside the API, then drains the pipeline and checks it. The parity layer meters the counters
- * table at `--partition-wcu` per partition key value (every counter item of a key, best-effort, eventual
- * and markers, shares it), and the user's table per item at the same rate: the most split for heat gives a
- * tenant whose items spread over sort keys. DynamoDB's 1,000 WCU/s is out of DynamoDB Local's reach on two
- * cores; scaled down, the ratio of the API's 1 WCU per best-effort write, the consumer's 2 WCU per marker
- * and 2 per counter update to one partition's capacity stays DynamoDB's.
+ * table at `--partition-wcu` per partition key value (a shard's best-effort item; shard 0 also holds the
+ * eventual item), and the user's table per item at the same rate: the most split for heat gives a tenant whose
+ * items spread over sort keys. DynamoDB's 1,000 WCU/s is out of DynamoDB Local's reach on two cores; scaled
+ * down, the ratio of the API's 1 WCU per best-effort write and the consumer's one write of the eventual item
+ * per batch to one partition's capacity stays DynamoDB's.
  *
  * What a step checks, besides the throttled share the search runs on (hot-key-ceiling-plan.ts):
  * - the mode's bound at observations during the step and after the drain (`boundHolds`), read in the
@@ -33,15 +32,15 @@ import {
 import type { DeserializeMiddleware, InitializeMiddleware } from "@smithy/types";
 import type { HybridCounterComponentArgs } from "../components/args";
 import { deployLocally, type LocalDeployment } from "../local/deployment/deployment";
-import { LOCAL_FIRST_DLQ, startPipeline } from "../local/deployment/pipeline";
 import { startEngine, type LocalEngine } from "../local/engine/engine";
 import type { TableMetering } from "../local/engine/parity-model";
 import { snapshotKey } from "../local/harness/observe";
-import { runWorkload } from "../local/harness/workload";
+import { runWorkload, type WorkloadResult } from "../local/harness/workload";
 import { HybridCounterClient, type CounterMode } from "../runtime/client/client";
-import { bestEffortSortKey } from "../runtime/shared/config";
+import { bestEffortKey } from "../runtime/shared/keys";
 import { isLive } from "../runtime/shared/selection";
-import { shardCount, shardPartitionKeys } from "../runtime/shards/layout";
+import { shardCount } from "../runtime/shards/layout";
+import { startBenchSystem, withServers, type BenchServers, type BenchSystem } from "./system";
 import {
     CEILING_MODES,
     boundHolds,
@@ -93,7 +92,7 @@ export function componentArgs(mode: CounterMode, shards: number): HybridCounterC
  */
 function countBestEffortWrites(client: DynamoDBClient, layout: LocalDeployment["clientLayout"]) {
     const counts = { requests: 0, throttled: 0 };
-    const sortKey = bestEffortSortKey(layout);
+    const sortKey = bestEffortKey(layout, KEY, 0)[layout.sortKey]?.S;
     const middleware: DeserializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
         const input = args.input as { TableName?: string; Key?: Record<string, AttributeValue> };
         if (
@@ -133,11 +132,11 @@ export async function observeBound(
     // utilization mode (read before live), so the order argument holds for the sum.
     const readBestEffort = async () => {
         let sum = 0;
-        for (const partitionKey of shardPartitionKeys(KEY, shardCount(layout))) {
+        for (let shard = 0; shard < shardCount(layout); shard++) {
             const out = await reader.send(
                 new GetItemCommand({
                     TableName: layout.countersTableName,
-                    Key: { [layout.partitionKey]: { S: partitionKey }, [layout.sortKey]: { S: bestEffortSortKey(layout) } },
+                    Key: bestEffortKey(layout, KEY, shard),
                     ConsistentRead: true,
                 }),
             );
@@ -173,7 +172,7 @@ export async function observeBound(
 }
 
 /** The read capacity one `count()` of the deployed client consumes. */
-async function countReadUnits(engine: LocalEngine, deployment: LocalDeployment, mode: CounterMode): Promise<number> {
+async function countReadUnits(engine: LocalEngine, deployment: LocalDeployment): Promise<number> {
     const dynamodb = engine.dynamodb();
     let units = 0;
     const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => async (args) => {
@@ -187,7 +186,7 @@ async function countReadUnits(engine: LocalEngine, deployment: LocalDeployment, 
     };
     dynamodb.middlewareStack.add(middleware, { step: "initialize", name: "hotKeyCeilingCountRcu" });
     try {
-        await new HybridCounterClient({ ...deployment.clientConfig, dynamodb, mode }).count(KEY);
+        await new HybridCounterClient({ ...deployment.clientConfig, dynamodb }).count(KEY);
         return units;
     } finally {
         dynamodb.destroy();
@@ -226,15 +225,45 @@ export interface MeasuredStep extends CeilingStep {
     readonly bestEffortRequests: number;
     readonly consumerRetries: number;
     readonly dlq: number;
-    /** Records per consumer invocation: what one transaction per key per batch spreads its counter update over. */
+    /** Records per consumer invocation: what the consumer's one write per key per batch spreads over. */
     readonly recordsPerInvocation: number;
     /** Seconds spent deploying, offering load, draining and checking. */
     readonly seconds: { deploy: number; load: number; drain: number; check: number };
 }
 
+/** The offered load of a step, with the consumer and the bound's observer beside it; then both are waited for. */
+async function offerStep(
+    system: BenchSystem,
+    observe: () => Promise<number>,
+    mode: CounterMode,
+    rate: number,
+    options: HotKeyCeilingOptions,
+): Promise<{ workload: WorkloadResult; boundViolations: number }> {
+    let apiDone = false;
+    let boundViolations = 0;
+    const consuming = system.pipeline.runUntil(() => apiDone);
+    const observing = (async () => {
+        while (!apiDone) {
+            boundViolations += await observe();
+            await new Promise((r) => setTimeout(r, OBSERVE_EVERY_MS));
+        }
+    })();
+    const workload = await runWorkload(system.client, {
+        ops: Number.MAX_SAFE_INTEGER,
+        keys: [KEY],
+        concurrency: PACED_CONCURRENCY,
+        deleteRatio: 0,
+        limit: mode === "strict" ? STRICT_LIMIT : undefined,
+        seed: options.seed,
+        ...offeredRate(rate, Date.now() + options.stepSeconds * 1000),
+    }).finally(() => (apiDone = true));
+    await Promise.all([consuming, observing]);
+    return { workload, boundViolations };
+}
+
 /** One step: a fresh deployment of the component, `rate` creates per second on one key for `stepSeconds`, a drain, the checks. */
 export async function measureStep(
-    engine: LocalEngine,
+    servers: BenchServers,
     meterings: Map<string, TableMetering>,
     mode: CounterMode,
     shards: number,
@@ -242,114 +271,70 @@ export async function measureStep(
     options: HotKeyCeilingOptions,
 ): Promise<MeasuredStep> {
     const t0 = Date.now();
-    const admin = engine.dynamodb();
-    const observer = engine.dynamodb({ direct: true });
-    const deployment = await deployLocally(admin, `ceiling-${++deployments}`, componentArgs(mode, shards));
-    const layout = deployment.clientLayout;
-    if (layout.countersTableName === layout.tableName) {
-        throw new Error("the hot-key ceiling measures the counters table apart from the user's table");
-    }
-    const scaled = { writeUnitsPerSecond: options.partitionWcu, readUnitsPerSecond: options.partitionWcu * READS_PER_WRITE_UNIT };
-    meterings.set(layout.countersTableName, { ...scaled, per: "partition" });
-    meterings.set(layout.tableName, { ...scaled, per: "item" });
-
-    const api = engine.dynamodb();
-    const bestEffort = countBestEffortWrites(api, layout);
-    const consumerDynamo = engine.dynamodb();
-    const streams = engine.streams();
     let consumerRetries = 0;
-    const { emulator, queues } = startPipeline(
-        deployment,
-        { dynamodb: consumerDynamo, streams },
-        {
-            functionName: "bench",
-            metricsNamespace: "Bench",
-            onInvoked: (_event, response) => {
-                consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;
+    const system = await startBenchSystem(servers, `ceiling-${++deployments}`, {
+        args: componentArgs(mode, shards),
+        onInvoked: (_event, response) => (consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0),
+    });
+    const observer = servers.engine.dynamodb({ direct: true });
+    try {
+        const { deployment, pipeline } = system;
+        const layout = deployment.clientLayout;
+        if (layout.countersTableName === layout.tableName) {
+            throw new Error("the hot-key ceiling measures the counters table apart from the user's table");
+        }
+        const scaled = { writeUnitsPerSecond: options.partitionWcu, readUnitsPerSecond: options.partitionWcu * READS_PER_WRITE_UNIT };
+        meterings.set(layout.countersTableName, { ...scaled, per: "partition" });
+        meterings.set(layout.tableName, { ...scaled, per: "item" });
+        const bestEffort = countBestEffortWrites(system.api, layout);
+
+        const observe = async () => (boundHolds(mode, await observeBound(observer, layout, mode), STRICT_LIMIT) ? 0 : 1);
+        const started = Date.now();
+        const { workload, boundViolations: during } = await offerStep(system, observe, mode, rate, options);
+        const loaded = Date.now();
+        const seconds = (loaded - started) / 1000;
+        await pipeline.drain();
+        const drained = Date.now();
+        const boundViolations = during + (await observe());
+        const s = await snapshotKey(observer, layout, KEY);
+        const countRcu = await countReadUnits(servers.engine, deployment);
+        for (const table of [layout.tableName, layout.countersTableName]) {
+            await system.admin.send(new DeleteTableCommand({ TableName: table }));
+            meterings.delete(table);
+        }
+        return {
+            offeredOpsPerSec: rate,
+            sustainedOpsPerSec: workload.created / seconds,
+            throttledBestEffortShare: bestEffort.requests === 0 ? 0 : bestEffort.throttled / bestEffort.requests,
+            exact: s.eventual === s.live,
+            boundViolations,
+            apiErrors: workload.apiErrors.length,
+            countRcu,
+            created: workload.created,
+            unavailable: workload.unavailable,
+            bestEffortRequests: bestEffort.requests,
+            consumerRetries,
+            dlq: pipeline.counts.toFirstDlq,
+            recordsPerInvocation: pipeline.emulator.stats.recordsDelivered / Math.max(1, pipeline.emulator.stats.invocations),
+            seconds: {
+                deploy: (started - t0) / 1000,
+                load: seconds,
+                drain: (drained - loaded) / 1000,
+                check: (Date.now() - drained) / 1000,
             },
-        },
-    );
-    const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api, mode });
-
-    let apiDone = false;
-    const consuming = (async () => {
-        while (!apiDone) {
-            const read = await emulator.poll();
-            emulator.start();
-            if (read === 0) {
-                await new Promise((r) => setTimeout(r, 25));
-            }
-        }
-        await emulator.settled();
-    })();
-    let boundViolations = 0;
-    const observe = async () => {
-        if (!boundHolds(mode, await observeBound(observer, layout, mode), STRICT_LIMIT)) {
-            boundViolations++;
-        }
-    };
-    const observing = (async () => {
-        while (!apiDone) {
-            await observe();
-            await new Promise((r) => setTimeout(r, OBSERVE_EVERY_MS));
-        }
-    })();
-    const started = Date.now();
-    const deadline = started + options.stepSeconds * 1000;
-    const workload = await runWorkload(client, {
-        ops: Number.MAX_SAFE_INTEGER,
-        keys: [KEY],
-        concurrency: PACED_CONCURRENCY,
-        deleteRatio: 0,
-        limit: mode === "strict" ? STRICT_LIMIT : undefined,
-        seed: options.seed,
-        ...offeredRate(rate, deadline),
-    }).finally(() => (apiDone = true));
-    const loaded = Date.now();
-    const seconds = (loaded - started) / 1000;
-    await Promise.all([consuming, observing]);
-    await emulator.drain({ idlePolls: 3, pollIntervalMs: 50 });
-    const drained = Date.now();
-
-    await observe();
-    const s = await snapshotKey(observer, layout.tableName, layout, KEY, layout.countersTableName, shardCount(layout));
-    const countRcu = await countReadUnits(engine, deployment, mode);
-    for (const table of [layout.tableName, layout.countersTableName]) {
-        await admin.send(new DeleteTableCommand({ TableName: table }));
-        meterings.delete(table);
+        };
+    } finally {
+        observer.destroy();
+        system.close();
     }
-    for (const c of [admin, observer, api, consumerDynamo, streams]) {
-        c.destroy();
-    }
-    return {
-        offeredOpsPerSec: rate,
-        sustainedOpsPerSec: workload.created / seconds,
-        throttledBestEffortShare: bestEffort.requests === 0 ? 0 : bestEffort.throttled / bestEffort.requests,
-        exact: s.eventual === s.live && s.softDeleted === 0,
-        boundViolations,
-        apiErrors: workload.apiErrors.length,
-        countRcu,
-        created: workload.created,
-        unavailable: workload.unavailable,
-        bestEffortRequests: bestEffort.requests,
-        consumerRetries,
-        dlq: queues.sent.get(LOCAL_FIRST_DLQ) ?? 0,
-        recordsPerInvocation: emulator.stats.recordsDelivered / Math.max(1, emulator.stats.invocations),
-        seconds: {
-            deploy: (started - t0) / 1000,
-            load: seconds,
-            drain: (drained - loaded) / 1000,
-            check: (Date.now() - drained) / 1000,
-        },
-    };
 }
 
 /**
- * The first rate offered: a create costs at least 3 WCU on its key's counters partitions (1 best-effort, 2 marker),
- * spread over the key's shards.
+ * The first rate offered: a create costs 1 WCU on one of its key's shards (its best-effort write), and the consumer's
+ * write of the eventual item lands on shard 0 once per batch; half of what the shards take leaves room for both.
  */
 export function firstRate(partitionWcu: number, shards = 1): number {
-    return (partitionWcu * shards) / 8;
+    return (partitionWcu * shards) / 2;
 }
 
 /** The limit the refusal measurement fills its key to: a quota of 2 in each of 16 shards. */
@@ -365,7 +350,7 @@ export async function measureRefusals(engine: LocalEngine, shards: number): Prom
     const admin = engine.dynamodb();
     const deployment = await deployLocally(admin, `refusals-${++deployments}`, componentArgs("strict", shards));
     const api = engine.dynamodb();
-    const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api, mode: "strict" });
+    const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api });
     for (let i = 0; i < REFUSAL_LIMIT; i++) {
         if (!(await client.tryCreate(KEY, `fill-${i}`, REFUSAL_LIMIT)).created) {
             throw new Error(`the refusal measurement could not fill its key: create ${i} of ${REFUSAL_LIMIT} refused`);
@@ -398,14 +383,7 @@ export async function measureRefusals(engine: LocalEngine, shards: number): Prom
         const result = await client.tryCreate(KEY, `refused-${i}`, REFUSAL_LIMIT);
         exact &&= !result.created && result.reason === "limit" && result.count === REFUSAL_LIMIT;
     }
-    const s = await snapshotKey(
-        admin,
-        deployment.clientLayout.tableName,
-        deployment.clientLayout,
-        KEY,
-        deployment.clientLayout.countersTableName,
-        shards,
-    );
+    const s = await snapshotKey(admin, deployment.clientLayout, KEY);
     exact &&= s.bestEffort === REFUSAL_LIMIT && s.live === REFUSAL_LIMIT;
     for (const table of [deployment.clientLayout.tableName, deployment.clientLayout.countersTableName]) {
         await admin.send(new DeleteTableCommand({ TableName: table }));
@@ -423,36 +401,38 @@ export async function measureRefusals(engine: LocalEngine, shards: number): Prom
     };
 }
 
-/** Searches each mode and shard count on a fresh engine; one row each. */
+/** One step's progress line. */
+function describeStep(mode: CounterMode, shards: number, rate: number, step: MeasuredStep): string {
+    const t = step.seconds;
+    return (
+        `  ${mode} ${shards} shard(s) ` +
+        `(${[t.deploy, t.load, t.drain, t.check].map((n) => n.toFixed(1)).join("+")} s deploy+load+drain+check): ` +
+        `${rate.toFixed(2)}/s offered, ${step.sustainedOpsPerSec.toFixed(2)}/s created, ` +
+        `${step.bestEffortRequests} best-effort writes, ${(step.throttledBestEffortShare * 100).toFixed(1)}% throttled; ` +
+        `${step.exact ? "exact" : "NOT EXACT"}, ${step.boundViolations} bound violations, ${step.apiErrors} API errors, ` +
+        `${step.unavailable} unavailable, ${step.recordsPerInvocation.toFixed(1)} records per invocation, ` +
+        `${step.consumerRetries} consumer retries, ${step.dlq} to the DLQ`
+    );
+}
+
+/** Searches each mode and shard count on fresh servers; one row each. */
 export async function runHotKeyCeiling(options: HotKeyCeilingOptions, log: (line: string) => void): Promise<CeilingReport> {
     const report: CeilingReport = { partitionWcu: options.partitionWcu, rows: [] };
     for (const mode of CEILING_MODES) {
         for (const shards of options.shards) {
             const meterings = new Map<string, TableMetering>();
-            const engine = await startEngine({ parity: { metering: (table) => meterings.get(table) } });
-            try {
-                const search = await searchCeiling(
+            const search = await withServers({ parity: { metering: (table) => meterings.get(table) } }, (servers) =>
+                searchCeiling(
                     async (rate) => {
-                        const step = await measureStep(engine, meterings, mode, shards, rate, options);
-                        const t = step.seconds;
-                        log(
-                            `  ${mode} ${shards} shard(s) ` +
-                                `(${[t.deploy, t.load, t.drain, t.check].map((n) => n.toFixed(1)).join("+")} s deploy+load+drain+check): ` +
-                                `${rate.toFixed(2)}/s offered, ${step.sustainedOpsPerSec.toFixed(2)}/s created, ` +
-                                `${step.bestEffortRequests} best-effort writes, ${(step.throttledBestEffortShare * 100).toFixed(1)}% throttled; ` +
-                                `${step.exact ? "exact" : "NOT EXACT"}, ${step.boundViolations} bound violations, ${step.apiErrors} API errors, ` +
-                                `${step.unavailable} unavailable, ${step.recordsPerInvocation.toFixed(1)} records per invocation, ` +
-                                `${step.consumerRetries} consumer retries, ${step.dlq} to the DLQ`,
-                        );
+                        const step = await measureStep(servers, meterings, mode, shards, rate, options);
+                        log(describeStep(mode, shards, rate, step));
                         return step;
                     },
                     (step) => step.throttledBestEffortShare,
                     { startRate: firstRate(options.partitionWcu, shards), maxSteps: options.maxSteps },
-                );
-                report.rows.push(ceilingRow(mode, shards, search));
-            } finally {
-                await engine.stop();
-            }
+                ),
+            );
+            report.rows.push(ceilingRow(mode, shards, search));
         }
     }
     const engine = await startEngine({});

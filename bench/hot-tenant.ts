@@ -3,7 +3,7 @@
  * serves (1,000 WCU/s), with the parity layer (local/engine/parity.ts) throttling it as DynamoDB would.
  *
  * Every write of a tenant lands on its partition: the resource items, the best-effort counter (API)
- * and the consumer's transactions (2 WCU per KB per item). The scenario drives one key with
+ * and the consumer's write of the eventual counter (one per batch). The scenario drives one key with
  * resource items of a realistic size, runs the consumer beside the API, and reports what throttling
  * does to the counter: API errors surfaced, best-effort drift (utilization undercounts) and held
  * slots (strict), lag, and the share of requests throttled.
@@ -15,19 +15,13 @@
  * - "own-table": in the counters table the component creates by default (`counterPlacement: "separate"`),
  *   whose partitions the parity layer meters apart from the tenant's.
  */
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { assertHarnessAgrees, deployLocally, type LocalDeployment } from "../local/deployment/deployment";
-import { LOCAL_FIRST_DLQ, localConsumerEnvironment, startPipeline } from "../local/deployment/pipeline";
-import { startEngine, type LocalEngine } from "../local/engine/engine";
-import { LagMeter } from "../local/harness/lag";
+import type { LocalEngine } from "../local/engine/engine";
 import { snapshotKey } from "../local/harness/observe";
 import { describeParity } from "../local/engine/parity";
 import { runWorkload } from "../local/harness/workload";
-import { HybridCounterClient, type CounterMode, type HybridCounterClientOptions } from "../runtime/client/client";
-import { handlerConfigFromEnv, type HandlerConfig } from "../runtime/shared/config";
-
-export type CounterPlacement = "tenant-partition" | "own-table";
-export const PLACEMENTS: readonly CounterPlacement[] = ["tenant-partition", "own-table"];
+import type { CounterMode, HybridCounterClient } from "../runtime/client/client";
+import { startBenchSystem, withServers, type BenchServers } from "./system";
+import type { CounterPlacement } from "./options";
 
 export interface HotTenantOptions {
     readonly ops: number;
@@ -65,6 +59,7 @@ export interface HotTenantRow {
     throttledOnCounters: number;
     /** Batches the consumer gave back for redelivery. */
     consumerRetries: number;
+    /** Batches the mapping sent to the first DLQ. */
     dlq: number;
     parity: string;
 }
@@ -79,136 +74,89 @@ export const COMPONENT_PLACEMENT = {
     "own-table": "separate",
 } as const satisfies Record<CounterPlacement, "same-table" | "separate">;
 
-/** What one run starts: the component deployed in the placement, the client's options and the consumer's configuration. */
-export interface HotTenantSystem {
-    readonly deployment: LocalDeployment;
-    readonly clientOptions: HybridCounterClientOptions;
-    readonly consumerConfig: HandlerConfig;
-}
+let runs = 0;
 
-/**
- * Deploys the component in `placement` on the engine and builds the pair the run starts: the client from its
- * `clientConfig`, the consumer from its environment as the pipeline runs it (`localConsumerEnvironment`: the
- * local fatal queue's name in place of the URL). Throws HarnessMismatchError, naming the fields, when they
- * would count in different places.
- */
-export async function deployHotTenant(
-    admin: DynamoDBClient,
-    placement: CounterPlacement,
-    client: Pick<HybridCounterClientOptions, "dynamodb" | "mode">,
-): Promise<HotTenantSystem> {
-    const deployment = await deployLocally(admin, `hot-tenant-${placement}`, { counterPlacement: COMPONENT_PLACEMENT[placement] });
-    const clientOptions: HybridCounterClientOptions = { ...deployment.clientConfig, ...client };
-    const consumerEnvironment = localConsumerEnvironment(deployment);
-    assertHarnessAgrees(clientOptions, { consumer: consumerEnvironment });
-    return { deployment, clientOptions, consumerConfig: handlerConfigFromEnv(consumerEnvironment) };
+/** The client's calls with items of `bytes` bytes of payload: the workload's carry one byte, a tenant's real items more. */
+function withPayload(client: HybridCounterClient, bytes: number) {
+    const payload = "x".repeat(bytes);
+    return {
+        create: (key: string, id: string) => client.create(key, id, { payload }),
+        tryCreate: (key: string, id: string, limit?: number) => client.tryCreate(key, id, limit, { payload }),
+        delete: (key: string, id: string) => client.delete(key, id),
+    };
 }
 
 async function runOne(
-    engine: LocalEngine,
+    servers: BenchServers,
     placement: CounterPlacement,
     mode: CounterMode,
     options: HotTenantOptions,
 ): Promise<HotTenantRow> {
-    const admin = engine.dynamodb();
-    const api = engine.dynamodb();
-    const { deployment, clientOptions } = await deployHotTenant(admin, placement, { dynamodb: api, mode });
-    const { clientLayout: layout } = deployment;
-    const { tableName, countersTableName } = layout;
-    const consumerDynamo = engine.dynamodb();
-    const streams = engine.streams();
-    const lag = new LagMeter(layout);
-    lag.watchCommits(consumerDynamo);
+    const { engine } = servers;
     let consumerRetries = 0;
-    const { emulator, queues } = startPipeline(
-        deployment,
-        { dynamodb: consumerDynamo, streams },
-        {
-            functionName: "bench",
-            onRead: (record, at) => lag.read(record, at),
-            onInvoked: (event, response) => {
-                consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0;
-                lag.invoked(event, response);
+    const system = await startBenchSystem(servers, `hot-tenant-${++runs}`, {
+        args: { counterPlacement: COMPONENT_PLACEMENT[placement], counterMode: mode },
+        onInvoked: (_event, response) => (consumerRetries += response.batchItemFailures.length > 0 ? 1 : 0),
+    });
+    try {
+        const { deployment, pipeline, lag } = system;
+        const { tableName, countersTableName } = deployment.clientLayout;
+        const target = withPayload(system.client, options.itemBytes);
+        const before = snapshotStats(engine);
+        const started = Date.now();
+        let done = false;
+        const consuming = pipeline.runUntil(() => done);
+        const result = await runWorkload(
+            target,
+            {
+                ops: options.ops,
+                keys: [TENANT],
+                concurrency: options.concurrency,
+                deleteRatio: 0.3,
+                limit: mode === "strict" ? STRICT_LIMIT : undefined,
+                seed: options.seed,
             },
-        },
-    );
-    const client = new HybridCounterClient(clientOptions);
-    const payload = "x".repeat(options.itemBytes);
-    // The workload's items carry a one-byte payload; a tenant's real items are larger.
-    const target = {
-        create: (key: string, id: string) => client.create(key, id, { payload }),
-        tryCreate: (key: string, id: string, limit: number) => client.tryCreate(key, id, limit, { payload }),
-        delete: (key: string, id: string) => client.delete(key, id),
-    };
-    const before = snapshotStats(engine);
-
-    const started = Date.now();
-    let done = false;
-    const consuming = (async () => {
-        while (!done) {
-            const read = await emulator.poll();
-            const invoked = await emulator.deliver();
-            if (read === 0 && invoked === 0) {
-                await new Promise((r) => setTimeout(r, 25));
-            }
-        }
-    })();
-    const result = await runWorkload(
-        target,
-        {
-            ops: options.ops,
-            keys: [TENANT],
-            concurrency: options.concurrency,
-            deleteRatio: 0.3,
-            limit: mode === "strict" ? STRICT_LIMIT : undefined,
-            seed: options.seed,
-        },
-        (r) => {
-            const e = r.events.at(-1);
-            if (e) {
-                lag.wrote(e);
-            }
-        },
-    );
-    const apiSeconds = (Date.now() - started) / 1000;
-    done = true;
-    await consuming;
-    await emulator.drain({ idlePolls: 3, pollIntervalMs: 50 });
-
-    const s = await snapshotKey(admin, tableName, layout, TENANT, countersTableName);
-    const after = snapshotStats(engine);
-    const sumOn = (map: Map<string, number> | undefined, prefix: string) =>
-        [...(map ?? new Map<string, number>())].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
-    const seconds = (Date.now() - started) / 1000;
-    const throttledOn = (prefix: string) =>
-        [...(engine.parity?.stats.throttledByKey ?? new Map<string, number>())]
-            .filter(([k]) => k.startsWith(prefix))
-            .reduce((n, [, v]) => n + v, 0);
-    for (const c of [admin, api, consumerDynamo, streams]) {
-        c.destroy();
+            (r) => {
+                const e = r.events.at(-1);
+                if (e) {
+                    lag.wrote(e);
+                }
+            },
+        ).finally(() => (done = true));
+        const apiSeconds = (Date.now() - started) / 1000;
+        await consuming;
+        await pipeline.drain();
+        const s = await snapshotKey(system.admin, deployment.clientLayout, TENANT);
+        const after = snapshotStats(engine);
+        const seconds = (Date.now() - started) / 1000;
+        const sumOn = (map: Map<string, number> | undefined, prefix: string) =>
+            [...(map ?? new Map<string, number>())].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
+        const throttledOn = (prefix: string) => sumOn(engine.parity?.stats.throttledByKey, prefix);
+        const requests = after.requests - before.requests;
+        const r3 = (n: number) => Math.round(n * 1000) / 1000;
+        return {
+            placement,
+            mode,
+            ops: result.ops,
+            opsPerSec: Math.round((result.ops / apiSeconds) * 10) / 10,
+            apiErrors: result.apiErrors.length,
+            unavailable: result.unavailable,
+            bestEffortUndercount: Math.max(0, s.live - s.bestEffort),
+            heldSlots: Math.max(0, s.bestEffort - s.live),
+            eventualExact: s.eventual === s.live,
+            lagMs: lag.figures(),
+            tenantWcuPerSec: Math.round(sumOn(engine.parity?.stats.writeUnitsByKey, `${tableName}/`) / seconds),
+            throttledShare: requests === 0 ? 0 : r3((after.throttled - before.throttled) / requests),
+            throttledOnTenant: throttledOn(`${tableName}/`),
+            // Beside the tenant's items, the counters' throttles are the tenant's.
+            throttledOnCounters: countersTableName === tableName ? 0 : throttledOn(`${countersTableName}/`),
+            consumerRetries,
+            dlq: pipeline.counts.toFirstDlq,
+            parity: describeParity(engine.parity),
+        };
+    } finally {
+        system.close();
     }
-    const requests = after.requests - before.requests;
-    const r3 = (n: number) => Math.round(n * 1000) / 1000;
-    return {
-        placement,
-        mode,
-        ops: result.ops,
-        opsPerSec: Math.round((result.ops / apiSeconds) * 10) / 10,
-        apiErrors: result.apiErrors.length,
-        unavailable: result.unavailable,
-        bestEffortUndercount: Math.max(0, s.live - s.bestEffort),
-        heldSlots: Math.max(0, s.bestEffort - s.live),
-        eventualExact: s.eventual === s.live,
-        lagMs: lag.figures(),
-        tenantWcuPerSec: Math.round(sumOn(engine.parity?.stats.writeUnitsByKey, `${tableName}/`) / seconds),
-        throttledShare: requests === 0 ? 0 : r3((after.throttled - before.throttled) / requests),
-        throttledOnTenant: throttledOn(`${tableName}/`),
-        // Beside the tenant's items, the counters' throttles are the tenant's.
-        throttledOnCounters: countersTableName === tableName ? 0 : throttledOn(`${countersTableName}/`),
-        consumerRetries,
-        dlq: queues.sent.get(LOCAL_FIRST_DLQ) ?? 0,
-        parity: describeParity(engine.parity),
-    };
 }
 
 function snapshotStats(engine: LocalEngine): { requests: number; throttled: number } {
@@ -224,16 +172,13 @@ export async function runHotTenant(options: HotTenantOptions, log: (line: string
     const rows: HotTenantRow[] = [];
     for (const placement of options.placements) {
         for (const mode of ["utilization", "strict"] as const) {
-            const engine = await startEngine({ parity: options.parity ? undefined : false });
-            try {
-                const row = await runOne(engine, placement, mode, options);
-                rows.push(row);
-                log(
-                    `  hot tenant ${placement.padEnd(16)} ${mode.padEnd(11)} done: ${(row.throttledShare * 100).toFixed(1)}% of requests throttled`,
-                );
-            } finally {
-                await engine.stop();
-            }
+            const row = await withServers({ parity: options.parity ? undefined : false }, (servers) =>
+                runOne(servers, placement, mode, options),
+            );
+            rows.push(row);
+            log(
+                `  hot tenant ${placement.padEnd(16)} ${mode.padEnd(11)} done: ${(row.throttledShare * 100).toFixed(1)}% of requests throttled`,
+            );
         }
     }
     return rows;

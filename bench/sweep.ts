@@ -1,29 +1,22 @@
 /**
  * The performance envelope (`npm run bench -- --sweep`): lag against offered load, consumer cost
  * against key spread for two batch sizes with and without a batching window, and the consumer's
- * sustainable rate. Each point runs on a fresh table beside a yardstick measured on the same engine
- * just before it (raw PutItem/s; raw two-item transactions/s for the throughput points), so every
- * figure reads as a ratio within one run. Writes sweep.json and SVG charts to `--out`.
+ * sustainable rate. Each point runs on a fresh deployment of the component (bench/system.ts) beside a
+ * yardstick measured on the same engine just before it (raw PutItem/s), so every figure reads as a ratio
+ * within one run. Writes sweep.json and SVG charts to `--out`.
  */
-import { shardCount } from "../runtime/shards/layout";
-import { DeleteTableCommand, PutItemCommand, TransactWriteItemsCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteTableCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { HybridCounterComponent } from "../components/component";
-import { meterWrites } from "../local/engine/capacity";
-import { startEngine, type LocalEngine } from "../local/engine/engine";
-import { injectFaults, seededRandom } from "../local/engine/faults";
-import { LagMeter } from "../local/harness/lag";
 import { snapshotKey } from "../local/harness/observe";
 import { runProgramWithResult } from "../local/deployment/pulumi-mocks";
 import { describeDeployedSystem } from "../local/deployment/system";
-import { deployLocally } from "../local/deployment/deployment";
-import { startPipeline } from "../local/deployment/pipeline";
 import { execFileSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { createCounterTable } from "../local/engine/table";
 import { runWorkload, type WorkloadTarget } from "../local/harness/workload";
-import { HybridCounterClient } from "../runtime/client/client";
+import { consumerUnits, r2, startBenchSystem, withServers, type BenchServers, type BenchSystem } from "./system";
 import {
     parseSweepArgs,
     planSweep,
@@ -65,18 +58,6 @@ const rawPut = (client: DynamoDBClient, ops: number) =>
         client.send(new PutItemCommand({ TableName, Item: { pk: { S: `k${i % 8}` }, sk: { S: `r${i}` }, payload: { S: "x" } } })),
     );
 
-const rawTransact = (client: DynamoDBClient, ops: number) =>
-    yardstick(client, ops, (TableName, i) =>
-        client.send(
-            new TransactWriteItemsCommand({
-                TransactItems: [
-                    { Put: { TableName, Item: { pk: { S: `k${i % 8}` }, sk: { S: `r${i}` }, payload: { S: "x" } } } },
-                    { Put: { TableName, Item: { pk: { S: `k${i % 8}` }, sk: { S: `s${i}` }, payload: { S: "x" } } } },
-                ],
-            }),
-        ),
-    );
-
 /** Spaces the calls `perSecond` apart, whoever makes them: an offered load, not a closed loop. */
 export function paced(target: WorkloadTarget, perSecond: number): WorkloadTarget {
     let nextSlot = Date.now();
@@ -95,142 +76,126 @@ export function paced(target: WorkloadTarget, perSecond: number): WorkloadTarget
     };
 }
 
-/** Measures one point on a fresh table, beside its own yardstick of `yardstickOps` operations. */
+/** Measures one point on a fresh deployment, beside its own yardstick of `yardstickOps` operations. */
 export async function measurePoint(
-    engine: LocalEngine,
+    servers: BenchServers,
     point: SweepPoint,
     options: SweepOptions,
     yardstickOps = YARDSTICK_OPS,
 ): Promise<PointResult> {
-    const admin = engine.dynamodb();
-    const rawPutPerSec = await rawPut(admin, yardstickOps);
-    const rawTransactPerSec = point.kind === "throughput" ? await rawTransact(admin, yardstickOps) : null;
-
-    // The system the component deploys (tables, heal index, client, consumer and stream mapping), from its outputs;
-    // the point replaces the mapping's batch size and batching window, nothing else.
-    const deployment = await deployLocally(admin, `sweep-${++tables}`);
-    const { clientLayout: layout } = deployment;
-    const tableName = layout.tableName;
-    const api = engine.dynamodb();
-    const consumerDynamo = engine.dynamodb();
-    const streams = engine.streams();
-    const consumerMeter = meterWrites(consumerDynamo);
-    if (options.faults > 0) {
-        injectFaults(api, { rate: options.faults, random: seededRandom(options.seed + 1) });
-        injectFaults(consumerDynamo, { rate: options.faults, random: seededRandom(options.seed + 2) });
+    const yardstickClient = servers.engine.dynamodb();
+    const rawPutPerSec = await rawPut(yardstickClient, yardstickOps).finally(() => yardstickClient.destroy());
+    // The system the component deploys; the point replaces the mapping's batch size and batching window, nothing else.
+    const system = await startBenchSystem(servers, `sweep-${++tables}`, {
+        batching: { batchSize: point.batchSize, maximumBatchingWindowInSeconds: point.windowSeconds },
+        ...(options.faults > 0 ? { faults: { rate: options.faults, seed: options.seed } } : {}),
+    });
+    try {
+        const keys = Array.from({ length: point.keys }, (_, i) => `k${String(i).padStart(4, "0")}`);
+        const measured =
+            point.kind === "throughput"
+                ? await drainBacklog(system, keys, options)
+                : await offerLoad(system, point, keys, options, rawPutPerSec);
+        const layout = system.deployment.clientLayout;
+        let exact = true;
+        for (const key of keys) {
+            const s = await snapshotKey(system.admin, layout, key);
+            exact &&= s.eventual === s.live;
+        }
+        // DynamoDB Local slows as data accumulates: the next point starts from an engine holding no other deployment.
+        for (const table of new Set([layout.tableName, layout.countersTableName])) {
+            await system.admin.send(new DeleteTableCommand({ TableName: table }));
+        }
+        const { lag, pipeline } = system;
+        const b = lag.breakdown();
+        const st = pipeline.emulator.stats;
+        return {
+            point,
+            rawPutPerSec: Math.round(rawPutPerSec),
+            offeredOpsPerSec: measured.offered === null ? null : r2(measured.offered),
+            achievedOpsPerSec: r2(measured.achieved),
+            achievedRatio: r3(measured.achieved / rawPutPerSec),
+            ops: measured.ops,
+            recordsCounted: lag.counted,
+            invocations: st.invocations,
+            recordsPerInvocation: r2(st.recordsDelivered / Math.max(1, st.invocations)),
+            consumerWcuPerRecord: r2(consumerUnits(system) / Math.max(1, lag.counted)),
+            lagMs: { total: b.total, stream: b.stream, pipeline: b.pipeline },
+            consumerRecordsPerSec: measured.consumerRecordsPerSec === null ? null : r2(measured.consumerRecordsPerSec),
+            consumerRatioToRawPut: measured.consumerRecordsPerSec === null ? null : r3(measured.consumerRecordsPerSec / rawPutPerSec),
+            exact,
+        };
+    } finally {
+        system.close();
     }
-    const lag = new LagMeter(layout);
-    lag.watchCommits(consumerDynamo);
-    const { emulator } = startPipeline(
-        deployment,
-        { dynamodb: consumerDynamo, streams },
-        {
-            functionName: "sweep",
-            metricsNamespace: "Sweep",
-            batching: { batchSize: point.batchSize, maximumBatchingWindowInSeconds: point.windowSeconds },
-            onRead: (record, at) => lag.read(record, at),
-            onInvoked: (event, response) => lag.invoked(event, response),
-        },
-    );
-    const client = new HybridCounterClient({ ...deployment.clientConfig, dynamodb: api });
-    const keys = Array.from({ length: point.keys }, (_, i) => `k${String(i).padStart(4, "0")}`);
-    const onProgress = (r: { events: Array<{ key: string; id: string; at: number; delta: 1 | -1 }> }) => {
+}
+
+const r3 = (n: number) => Math.round(n * 1000) / 1000;
+
+interface Measured {
+    readonly offered: number | null;
+    readonly achieved: number;
+    readonly ops: number;
+    readonly consumerRecordsPerSec: number | null;
+}
+
+function lagOf(system: BenchSystem) {
+    return (r: { events: Array<{ key: string; id: string; at: number; delta: 1 | -1 }> }) => {
         const e = r.events.at(-1);
         if (e) {
-            lag.wrote(e);
+            system.lag.wrote(e);
         }
     };
-    let consumingUntil = () => false;
-    const consume = async () => {
-        while (!consumingUntil()) {
-            const read = await emulator.poll();
-            emulator.start();
-            if (read === 0) {
-                await new Promise((r) => setTimeout(r, 25));
-            }
-        }
-        await emulator.settled();
-    };
+}
 
-    let offeredOpsPerSec: number | null = null;
-    let achievedOpsPerSec: number;
-    let ops: number;
-    let consumerRecordsPerSec: number | null = null;
-    if (point.kind === "throughput") {
-        // The backlog first, with the consumer stopped; then the consumer alone drains it.
-        const started = Date.now();
-        const workload = await runWorkload(
-            client,
-            { ops: options.backlog, keys, concurrency: 16, deleteRatio: 0.3, seed: options.seed },
-            onProgress,
-        );
-        ops = workload.ops;
-        achievedOpsPerSec = ops / ((Date.now() - started) / 1000);
-        // The consumer drains it as Lambda would, reading while it invokes; then the last pages settle.
-        const expected = workload.events.length;
-        const drainStarted = Date.now();
-        consumingUntil = () => lag.counted >= expected || Date.now() - drainStarted > 600_000;
-        await consume();
-        consumerRecordsPerSec = lag.counted / ((Date.now() - drainStarted) / 1000);
-        await emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
-    } else {
-        offeredOpsPerSec = point.load * rawPutPerSec;
-        let apiDone = false;
-        consumingUntil = () => apiDone;
-        const consuming = consume();
-        const started = Date.now();
-        const deadline = started + options.seconds * 1000;
-        const workload = await runWorkload(
-            paced(client, offeredOpsPerSec),
-            {
-                ops: Number.MAX_SAFE_INTEGER,
-                keys,
-                concurrency: PACED_CONCURRENCY,
-                deleteRatio: 0.3,
-                seed: options.seed,
-                hotKeyShare: point.kind === "load" ? 1 : 0,
-                stop: () => Date.now() >= deadline,
-            },
-            onProgress,
-        ).finally(() => (apiDone = true));
-        ops = workload.ops;
-        achievedOpsPerSec = ops / ((Date.now() - started) / 1000);
-        await consuming;
-        await emulator.drain({ idlePolls: 2, pollIntervalMs: 25 });
-    }
+/** A throughput point: the backlog written with the consumer stopped; then the consumer alone drains it. */
+async function drainBacklog(system: BenchSystem, keys: string[], options: SweepOptions): Promise<Measured> {
+    const started = Date.now();
+    const workload = await runWorkload(
+        system.client,
+        { ops: options.backlog, keys, concurrency: 16, deleteRatio: 0.3, seed: options.seed },
+        lagOf(system),
+    );
+    const achieved = workload.ops / ((Date.now() - started) / 1000);
+    // The consumer drains it as Lambda would, reading while it invokes; then the last pages settle.
+    const expected = workload.events.length;
+    const drainStarted = Date.now();
+    await system.pipeline.runUntil(() => system.lag.counted >= expected || Date.now() - drainStarted > 600_000);
+    const consumerRecordsPerSec = system.lag.counted / ((Date.now() - drainStarted) / 1000);
+    await system.pipeline.drain();
+    return { offered: null, achieved, ops: workload.ops, consumerRecordsPerSec };
+}
 
-    let exact = true;
-    for (const key of keys) {
-        const s = await snapshotKey(admin, tableName, layout, key, layout.countersTableName, shardCount(layout));
-        exact &&= s.eventual === s.live && s.softDeleted === 0;
-    }
-    for (const table of new Set([tableName, layout.countersTableName])) {
-        await admin.send(new DeleteTableCommand({ TableName: table }));
-    }
-    for (const c of [admin, api, consumerDynamo, streams]) {
-        c.destroy();
-    }
-    const b = lag.breakdown();
-    const r2 = (n: number) => Math.round(n * 100) / 100;
-    const r3 = (n: number) => Math.round(n * 1000) / 1000;
-    return {
-        point,
-        rawPutPerSec: Math.round(rawPutPerSec),
-        rawTransactPerSec: rawTransactPerSec === null ? null : Math.round(rawTransactPerSec),
-        offeredOpsPerSec: offeredOpsPerSec === null ? null : r2(offeredOpsPerSec),
-        achievedOpsPerSec: r2(achievedOpsPerSec),
-        achievedRatio: r3(achievedOpsPerSec / rawPutPerSec),
-        ops,
-        recordsCounted: lag.counted,
-        invocations: emulator.stats.invocations,
-        recordsPerInvocation: r2(emulator.stats.recordsDelivered / Math.max(1, emulator.stats.invocations)),
-        consumerWcuPerRecord: r2(consumerMeter.billed / Math.max(1, lag.counted)),
-        lagMs: { total: b.total, stream: b.stream, pipeline: b.pipeline },
-        consumerRecordsPerSec: consumerRecordsPerSec === null ? null : r2(consumerRecordsPerSec),
-        consumerRatioToRawTransact:
-            consumerRecordsPerSec === null || rawTransactPerSec === null ? null : r3(consumerRecordsPerSec / rawTransactPerSec),
-        exact,
-    };
+/** A load or spread point: an offered load, paced, with the consumer beside it. */
+async function offerLoad(
+    system: BenchSystem,
+    point: SweepPoint,
+    keys: string[],
+    options: SweepOptions,
+    rawPutPerSec: number,
+): Promise<Measured> {
+    const offered = (point as { load: number }).load * rawPutPerSec;
+    let apiDone = false;
+    const consuming = system.pipeline.runUntil(() => apiDone);
+    const started = Date.now();
+    const deadline = started + options.seconds * 1000;
+    const workload = await runWorkload(
+        paced(system.client, offered),
+        {
+            ops: Number.MAX_SAFE_INTEGER,
+            keys,
+            concurrency: PACED_CONCURRENCY,
+            deleteRatio: 0.3,
+            seed: options.seed,
+            hotKeyShare: point.kind === "load" ? 1 : 0,
+            stop: () => Date.now() >= deadline,
+        },
+        lagOf(system),
+    ).finally(() => (apiDone = true));
+    const achieved = workload.ops / ((Date.now() - started) / 1000);
+    await consuming;
+    await system.pipeline.drain();
+    return { offered, achieved, ops: workload.ops, consumerRecordsPerSec: null };
 }
 
 function describePoint(p: SweepPoint): string {
@@ -267,14 +232,16 @@ export async function runSweep(argv: readonly string[]): Promise<void> {
         }
         throw error;
     }
-    const log = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
+    // Progress goes to stderr: the functions run in this process, and their stdout is muted while they run.
+    const log = (line: string) => process.stderr.write(`${line}\n`);
+    const result = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`);
     if (options.render !== undefined) {
         const saved = JSON.parse(readFileSync(options.render, "utf8")) as { options: SweepOptions; points: PointResult[] };
         const out = path.resolve(argv.includes("--out") ? options.out : path.dirname(options.render));
         for (const [name, svg] of Object.entries(sweepCharts(saved.points, saved.options))) {
             writeFileSync(path.join(out, name), svg);
         }
-        log(`charts redrawn from ${options.render} into ${out}`);
+        result(`charts redrawn from ${options.render} into ${out}`);
         return;
     }
     const run = await runProgramWithResult(() => new HybridCounterComponent("sweep", {}));
@@ -288,24 +255,19 @@ export async function runSweep(argv: readonly string[]): Promise<void> {
     const results: PointResult[] = [];
     // DynamoDB Local slows as a run accumulates data: each curve gets a fresh engine, each point a fresh table.
     for (const kind of ["load", "spread", "throughput"] as const) {
-        const engine = await startEngine();
-        try {
+        await withServers({}, async (servers) => {
             for (const point of points.filter((p) => p.kind === kind)) {
-                const result = await measurePoint(engine, point, options);
+                const result = await measurePoint(servers, point, options);
                 results.push(result);
                 log(
                     `  ${describePoint(point).padEnd(48)} ${result.achievedRatio.toFixed(3)} x raw put (${result.rawPutPerSec}/s), ` +
                         `lag p50/p99 ${result.lagMs.total.p50}/${result.lagMs.total.p99} ms (pipeline p99 ${result.lagMs.pipeline.p99}), ` +
                         `${result.consumerWcuPerRecord} WCU/record, ${result.recordsPerInvocation} records/invocation` +
-                        (result.consumerRatioToRawTransact === null
-                            ? ""
-                            : `, ${result.consumerRatioToRawTransact} x raw 2-item transactions`) +
+                        (result.consumerRatioToRawPut === null ? "" : `, ${result.consumerRatioToRawPut} x raw PutItem`) +
                         (result.exact ? "" : ", NOT EXACT"),
                 );
             }
-        } finally {
-            await engine.stop();
-        }
+        });
     }
     const report = {
         // Where and on what it ran: a figure means little without the machine's load and the code's commit.
@@ -322,7 +284,7 @@ export async function runSweep(argv: readonly string[]): Promise<void> {
     for (const [name, svg] of Object.entries(sweepCharts(results, options))) {
         writeFileSync(path.join(out, name), svg);
     }
-    log(`sweep done in ${report.seconds} s: ${out}/sweep.json and ${Object.keys(sweepCharts([], options)).length} SVG charts`);
+    result(`sweep done in ${report.seconds} s: ${out}/sweep.json and ${Object.keys(sweepCharts([], options)).length} SVG charts`);
     if (options.json) {
         process.stdout.write(`${JSON.stringify(report)}\n`);
     }

@@ -1,7 +1,8 @@
 /**
  * The hot-key ceiling's pure parts (bench/hot-key-ceiling-plan.ts): the search over offered rates, given a
- * function from rate to throttled share; the row it reports; the bound it checks; its flags. No engine and
- * no clock: the measurement itself is `npm run bench -- --scenario hot-key-ceiling`.
+ * function from rate to throttled share; the row it reports; the bound it checks; its flags; and, on DynamoDB Local,
+ * the requests and units a refused strict create costs. No clock: the measurement itself is
+ * `npm run bench -- --scenario hot-key-ceiling`.
  */
 import { strict as assert } from "node:assert";
 import { BenchUsageError, parseOptions } from "../bench/run";
@@ -113,11 +114,11 @@ describe("the hot-key ceiling: its search over offered rates", () => {
         assert.equal(search.best, undefined);
     });
 
-    it("starts at an eighth of the partition's rate: a create costs at least 3 WCU on its key's partition", () => {
+    it("starts at half the shards' rate: a create's best-effort write costs 1 WCU on one shard, the consumer's lands per batch", () => {
         // Assess
-        assert.equal(firstRate(10), 1.25);
-        assert.equal(firstRate(1_000), 125);
-        assert.equal(firstRate(10, 16), 20);
+        assert.equal(firstRate(10), 5);
+        assert.equal(firstRate(1_000), 500);
+        assert.equal(firstRate(10, 16), 80);
     });
 });
 
@@ -228,7 +229,7 @@ describe("the hot-key ceiling: its flags and its shard counts", () => {
         if (given === "help" || defaults === "help") return;
         assert.deepEqual(given.ceiling, { partitionWcu: 20, shards: [1], stepSeconds: 4, maxSteps: 3, seed: 1 });
         assert.deepEqual(defaults.ceiling, { partitionWcu: 10, shards: [1, 4, 16], stepSeconds: 10, maxSteps: 6, seed: 1 });
-        assert.deepEqual(defaults.scenarios, { approaches: false, hotTenant: false });
+        assert.deepEqual(defaults.scenarios, { approaches: false, hotTenant: false, backfill: false, healing: false });
     });
 
     it("refuses a shard count above the component's most, naming the flag", () => {
@@ -351,7 +352,7 @@ describe("the hot-key ceiling: the workload's pace", () => {
 describe("the hot-key ceiling: strict mode's cost at its limit (DynamoDB Local)", function () {
     const engine = useEngine({ parity: false });
 
-    it("an unsharded key refuses with one conditional write; 3 shards with a refused write per shard and one snapshot of them", async () => {
+    it("an unsharded key refuses with one conditional write; 3 shards with one refused write and one serializable read of the caps", async () => {
         // Act
         const one = await measureRefusals(engine(), 1);
         const three = await measureRefusals(engine(), 3);
@@ -367,8 +368,9 @@ describe("the hot-key ceiling: strict mode's cost at its limit (DynamoDB Local)"
         assert.deepEqual(three, {
             shards: 3,
             limit: 32,
-            requestsPerRefusal: 4,
-            writeUnitsPerRefusal: 3,
+            requestsPerRefusal: 2,
+            writeUnitsPerRefusal: 1,
+            // A transactional read bills 2 RCU per item: the three shards' caps read at once (runtime/shards/caps.ts).
             readUnitsPerRefusal: 6,
             exact: true,
         });

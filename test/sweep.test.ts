@@ -14,6 +14,7 @@ import {
 } from "../bench/sweep-plan";
 import { barChartSvg, escapeXml, lineChartSvg, niceStep } from "../bench/sweep-svg";
 import { useEngine } from "./support/engine";
+import { startLocalSqs, type LocalSqs } from "../local/aws/sqs";
 
 const lag = (p50: number, p99: number) => ({ p50, p99, max: p99 });
 
@@ -21,7 +22,6 @@ function result(point: SweepPoint, overrides: Partial<PointResult> = {}): PointR
     return {
         point,
         rawPutPerSec: 500,
-        rawTransactPerSec: point.kind === "throughput" ? 250 : null,
         offeredOpsPerSec: point.kind === "throughput" ? null : 50,
         achievedOpsPerSec: 50,
         achievedRatio: 0.1,
@@ -32,7 +32,7 @@ function result(point: SweepPoint, overrides: Partial<PointResult> = {}): PointR
         consumerWcuPerRecord: 2.5,
         lagMs: { total: lag(100, 400), stream: lag(40, 200), pipeline: lag(60, 300) },
         consumerRecordsPerSec: point.kind === "throughput" ? 500 : null,
-        consumerRatioToRawTransact: point.kind === "throughput" ? 2 : null,
+        consumerRatioToRawPut: point.kind === "throughput" ? 2 : null,
         exact: true,
         ...overrides,
     };
@@ -117,7 +117,7 @@ describe("the sweep's plan", () => {
         const results = points.map((p) =>
             result(p, {
                 consumerWcuPerRecord: p.kind === "spread" ? (p.keys === 64 ? 3.25 : 2.1) : 2,
-                consumerRatioToRawTransact: p.kind === "throughput" ? (p.batchSize === 100 ? 1.5 : 2.75) : null,
+                consumerRatioToRawPut: p.kind === "throughput" ? (p.batchSize === 100 ? 1.5 : 2.75) : null,
             }),
         );
 
@@ -143,16 +143,18 @@ describe("the sweep's plan", () => {
 });
 
 describe("the consumer's cost model", () => {
-    it("costs 2 WCU per record plus 2 per distinct key a batch holds", () => {
-        assert.equal(modelWcuPerRecord(1, 100), 2.02);
-        assert.equal(Math.round(modelWcuPerRecord(64, 100) * 100) / 100, 3.01);
-        assert.equal(Math.round(modelWcuPerRecord(64, 500) * 100) / 100, 2.26);
+    it("costs one write per distinct key a batch holds and one of its shard's progress, spread over its records", () => {
+        // Assess: one key, 100 records: 2 writes; 64 keys, 100 records: about 50 distinct keys + 1.
+        assert.equal(modelWcuPerRecord(1, 100), 0.02);
+        assert.equal(Math.round(modelWcuPerRecord(64, 100) * 100) / 100, 0.52);
+        assert.equal(Math.round(modelWcuPerRecord(64, 1_000) * 1000) / 1000, 0.065);
     });
 
-    it("needs about 430 records per batch for 2.3 WCU per record at 64 keys, more than a batch of 100 holds", () => {
-        assert.equal(recordsPerBatchFor(64, 2.3), 427);
-        assert.equal(recordsPerBatchFor(1, 2.3), 7);
-        assert.ok(modelWcuPerRecord(64, 100) > 2.3);
+    it("reaches 1 WCU per record at 12 records per batch on 64 keys, and at 2 on one key", () => {
+        // Assess
+        assert.equal(recordsPerBatchFor(64, 1), 12);
+        assert.equal(recordsPerBatchFor(1, 1), 2);
+        assert.ok(modelWcuPerRecord(64, 11) > 1);
     });
 });
 
@@ -232,18 +234,30 @@ describe("the sweep's SVG", () => {
 
 describe("a sweep point on DynamoDB Local", () => {
     const engine = useEngine();
+    let sqs: LocalSqs | undefined;
+    before(async () => {
+        sqs = await startLocalSqs();
+    });
+    after(async () => {
+        await sqs?.stop();
+    });
 
-    it("measures a throughput point beside its yardsticks, ends exact, and counts every write it made", async function () {
-        // Two yardsticks, a backlog and its drain on a shared 2-core machine: slow, never timed (the suite allows a test 10 min).
+    it("measures a throughput point beside its yardstick on the component's system, ends exact, and counts every write", async function () {
+        // Prepare: a yardstick, a backlog and its drain on a shared 2-core machine: slow, never timed.
         const options = { ...SWEEP_DEFAULTS, backlog: 20 };
-
-        const drain = await measurePoint(engine(), { kind: "throughput", keys: 2, batchSize: 1000, windowSeconds: 0 }, options, 20);
-
+        // Act
+        const drain = await measurePoint(
+            { engine: engine(), sqs: sqs! },
+            { kind: "throughput", keys: 2, batchSize: 1000, windowSeconds: 0 },
+            options,
+            20,
+        );
+        // Assess
         assert.equal(drain.exact, true);
         assert.equal(drain.ops, 20);
-        assert.ok(drain.recordsCounted >= 20, "every operation wrote a creation or a deletion the consumer counted");
-        assert.ok(drain.rawPutPerSec > 0 && drain.rawTransactPerSec! > 0);
-        assert.ok(drain.consumerRecordsPerSec! > 0 && drain.consumerRatioToRawTransact! > 0);
+        assert.equal(drain.recordsCounted, 20, "every operation wrote one creation or one deletion, counted once");
+        assert.ok(drain.rawPutPerSec > 0);
+        assert.ok(drain.consumerRecordsPerSec! > 0 && drain.consumerRatioToRawPut! > 0);
         assert.ok(drain.consumerWcuPerRecord > 0);
         assert.equal(drain.offeredOpsPerSec, null);
         // Delivered records per invocation: at least the counted ones (a delete's claim is delivered and changes nothing).

@@ -31,8 +31,28 @@ export interface BundleEndpoints {
     readonly messaging: string;
 }
 
-/** Loads `file` with `environment`, its clients pinned to `endpoints`. */
+/** The counter's settings (`HYBRID_COUNTER_*`) as the process started with them. */
+const STARTING_SETTINGS: Readonly<Record<string, string | undefined>> = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith("HYBRID_COUNTER_")));
+
+/**
+ * Puts the counter's settings back as the process started with them: an environment leaves out a setting at its
+ * default (one shard, no topic), so a bundle loaded after another deployment's would otherwise read that deployment's
+ * value (its shard count) where its own environment says nothing.
+ */
+function forgetEarlierEnvironments(): void {
+    for (const name of Object.keys(process.env).filter((n) => n.startsWith("HYBRID_COUNTER_"))) {
+        const own = STARTING_SETTINGS[name];
+        if (own === undefined) {
+            delete process.env[name];
+        } else {
+            process.env[name] = own;
+        }
+    }
+}
+
+/** Loads `file` with `environment` (and no other deployment's settings), its clients pinned to `endpoints`. */
 export function loadBundle<H>(file: string, environment: Readonly<Record<string, string>>, endpoints: BundleEndpoints): Bundle<H> {
+    forgetEarlierEnvironments();
     Object.assign(process.env, environment, {
         AWS_REGION: process.env.AWS_REGION ?? LOCAL_REGION,
         AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
