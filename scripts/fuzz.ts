@@ -18,6 +18,9 @@ import { generateHistory, type History, type Mode, type SelectionKind } from "..
 import { MUTANTS } from "../test/fuzz/mutants";
 import { FUZZ_ENGINE, runHistory, type RunResult } from "../test/fuzz/run";
 import { reproduction, shrinkHistory } from "../test/fuzz/shrink";
+import { generateRegionsHistory, type RegionsHistory } from "../test/fuzz/regions/history";
+import { REGIONS_MUTANTS } from "../test/fuzz/regions/mutants";
+import { runRegionsHistory } from "../test/fuzz/regions/run";
 
 export const FUZZ_USAGE = `Usage: npm run fuzz -- [options]
 
@@ -30,6 +33,7 @@ Options:
   --selection <s>    client | prefix | attribute (default: chosen by each seed)
   --shards <n>       counterShards of every key, 1..${COUNTER_SHARDS_MAX} (default: 1, 3 or 8, chosen by each seed)
   --horizon <h>      short | long: seconds, or days of virtual time (default: chosen by each seed)
+  --regions <n>      multi-region histories over 2 or 3 regions (default: one region)
   --mutant <name>    run the seeds against one mutant (the run fails if no seed rejects it)
   --mutants          run every mutant over the seeds, each until a seed rejects it
   --replay <f|seed>  run one saved history (a reproduction's file), or one seed's history
@@ -49,6 +53,7 @@ export interface FuzzOptions {
     readonly selection?: SelectionKind;
     readonly counterShards?: number;
     readonly horizon?: "short" | "long";
+    readonly regions?: number;
     readonly mutant?: string;
     readonly mutants: boolean;
     readonly replay?: string;
@@ -90,6 +95,7 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
                 selection: { type: "string" },
                 shards: { type: "string" },
                 horizon: { type: "string" },
+                regions: { type: "string" },
                 mutant: { type: "string" },
                 mutants: { type: "boolean" },
                 replay: { type: "string" },
@@ -115,8 +121,13 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
     if (faultRate !== undefined && !(faultRate >= 0 && faultRate <= 1)) {
         throw new FuzzUsageError(`--fault-rate must be between 0 and 1 (got "${v["fault-rate"]}")`);
     }
-    if (v.mutant !== undefined && !(v.mutant in MUTANTS)) {
-        throw new FuzzUsageError(`--mutant must name a mutant: ${Object.keys(MUTANTS).join(", ")} (got "${v.mutant}")`);
+    const regions = v.regions === undefined ? undefined : positive("regions", v.regions, 2);
+    if (regions !== undefined && (regions < 2 || regions > 3)) {
+        throw new FuzzUsageError(`--regions must be 2 or 3 (got "${v.regions}")`);
+    }
+    const mutants: Record<string, unknown> = regions === undefined ? MUTANTS : REGIONS_MUTANTS;
+    if (v.mutant !== undefined && !(v.mutant in mutants)) {
+        throw new FuzzUsageError(`--mutant must name a mutant: ${Object.keys(mutants).join(", ")} (got "${v.mutant}")`);
     }
     if (v.mutant !== undefined && v.mutants) {
         throw new FuzzUsageError("--mutant and --mutants exclude each other");
@@ -130,6 +141,7 @@ export function parseFuzzArgs(argv: readonly string[]): FuzzOptions | "help" {
         selection: oneOf("selection", v.selection, ["client", "prefix", "attribute"] as const),
         ...(counterShards === undefined ? {} : { counterShards }),
         horizon: oneOf("horizon", v.horizon, ["short", "long"] as const),
+        ...(regions === undefined ? {} : { regions }),
         ...(v.mutant === undefined ? {} : { mutant: v.mutant }),
         mutants: v.mutants ?? false,
         ...(v.replay === undefined ? {} : { replay: v.replay }),
@@ -235,6 +247,43 @@ async function runMutants(engine: LocalEngine, options: FuzzOptions): Promise<Re
     return caught;
 }
 
+/** `--regions <n>`: multi-region histories (test/fuzz/regions/), reported per seed; no shrinking. */
+async function runRegionsSeeds(engine: LocalEngine, options: FuzzOptions): Promise<Summary> {
+    const generate = (seed: number) => generateRegionsHistory(seed, { ops: options.ops, regions: options.regions!, ...(options.mode === undefined ? {} : { mode: options.mode }), ...(options.faultRate === undefined ? {} : { faultRate: options.faultRate }) });
+    const histories: RegionsHistory[] =
+        options.replay === undefined
+            ? Array.from({ length: options.seeds }, (_, i) => generate(options.first + i))
+            : /^\d+$/.test(options.replay) && !existsSync(options.replay)
+              ? [generate(Number(options.replay))]
+              : [JSON.parse(readFileSync(options.replay, "utf8")) as RegionsHistory];
+    const mutant = options.mutant === undefined ? undefined : REGIONS_MUTANTS[options.mutant]!.mutate;
+    const summary: Summary = { seeds: 0, failed: 0, histories: [] };
+    for (const history of histories) {
+        const result = await runRegionsHistory(engine, history, { ...(mutant === undefined ? {} : { mutant }), ...(options.trace ? { trace: (line: string) => process.stderr.write(`  ${line}\n`) } : {}) });
+        summary.seeds++;
+        summary.histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
+        const s = result.stats;
+        process.stderr.write(
+            `seed ${history.seed} ${history.mode} ${history.regions.length} regions (${history.members.length} members at first) ${history.counterShards} shards: ` +
+                `${s.requests} requests, ${s.faults} faults, ${s.replicated} writes replicated (${s.lost} lost to a later one), ${s.ttlDeleted} deleted by TTL, ` +
+                `${s.admissions} admissions checked, ${s.settles} settler runs; ${result.violations.length} violations, trace ${result.trace}\n`,
+        );
+        if (result.violations.length > 0) {
+            summary.failed++;
+            if (mutant !== undefined) {
+                process.stderr.write(`  the mutant is rejected: ${result.violations[0]}\n`);
+                break;
+            }
+            const dir = path.join(".local", "fuzz");
+            mkdirSync(dir, { recursive: true });
+            const file = path.join(dir, `regions-seed-${history.seed}.json`);
+            writeFileSync(file, `${JSON.stringify(history, null, 2)}\n`);
+            process.stderr.write(`${result.violations.slice(0, 10).map((v) => `  ${v}`).join("\n")}\n  replay: npm run fuzz -- --regions ${history.regions.length} --replay ${file}\n`);
+        }
+    }
+    return summary;
+}
+
 function fail(message: string): never {
     process.stderr.write(`error: ${message}\n${FUZZ_USAGE}\n`);
     process.exit(2);
@@ -256,6 +305,12 @@ async function main(): Promise<void> {
     }
     const engine = await startEngine(FUZZ_ENGINE);
     try {
+        if (options.regions !== undefined) {
+            const summary = await runRegionsSeeds(engine, options);
+            process.stdout.write(options.json ? `${JSON.stringify(summary)}\n` : `${summary.seeds} multi-region histories: ${summary.failed} failed\n`);
+            process.exitCode = options.mutant === undefined ? (summary.failed > 0 ? 1 : 0) : summary.failed > 0 ? 0 : 1;
+            return;
+        }
         if (options.mutants) {
             const caught = await runMutants(engine, options);
             const missed = Object.entries(caught).filter(([, seed]) => seed === null).map(([name]) => name);

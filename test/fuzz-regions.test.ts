@@ -17,6 +17,7 @@ const OPS = 120;
 /** A seed that rejects each regions mutant, found with `npm run fuzz -- --regions 3 --mutant <name>`. */
 const MUTANT_SEEDS: Readonly<Record<keyof typeof REGIONS_MUTANTS, { readonly seed: number; readonly ops: number; readonly regions: number }>> = {
     regionRaisesAlone: { seed: 10, ops: 100, regions: 3 },
+    regionCapLeftBehind: { seed: 2, ops: 120, regions: 3 },
 };
 
 describe("the multi-region checker", function () {

@@ -109,6 +109,7 @@ async function setUp(engine: LocalEngine, history: History, options: RunOptions,
     const trace = new Trace([
         [`${system.config.tableName}-counters`, "COUNTERS"],
         [system.config.tableName, "TABLE"],
+        [system.generation, "GENERATION"],
     ]);
     const state = new RunState(history, system, scheduler, reader, streams, trace, historyKeys(history));
     state.onTrace = options.trace;

@@ -4,8 +4,9 @@
  * history that give the same digest released the same requests, with the same inputs and the same answers, in the
  * same order: the digest is what `npm run fuzz -- --json` prints per history and what a replay is compared against.
  *
- * What a run cannot repeat is left out: the names of its tables (they carry the process id and a counter), the stream
- * records' sequence numbers (DynamoDB Local numbers every table's records from one sequence: a sequence number is
+ * What a run cannot repeat is left out: the names of its tables (they carry the process id and a counter) and the
+ * counted flag's generation (a hash of one), the stream shards' ids and the marks named after them (written as the
+ * order of their first appearance), the stream records' sequence numbers, whole or inside a value (DynamoDB Local numbers every table's records from one sequence: a sequence number is
  * written as the order of its first appearance in the trace instead, which depends on the released requests alone,
  * not on when a stream reader saw the record), the transactions' idempotency tokens (random UUIDs, which change nothing DynamoDB
  * does when they do not collide), the answers' `$metadata` (request ids) and the answers to Describe* requests (they
@@ -40,21 +41,25 @@ export class Trace {
         for (const [name, standIn] of this.names) {
             line = line.split(name).join(standIn);
         }
+        line = line
+            .replace(/shardId-\d+-[0-9a-f]+/g, (id) => `shard ${ordinal(this.shards, id)}`)
+            .replace(/hc_s_[0-9a-z]+/g, (mark) => `hc_s_${ordinal(this.marks, mark)}`)
+            .replace(/\d{20,}/g, (digits) => `sequence ${this.sequenceOrdinal(digits)}`);
         this.hash.update(`${line}\n`);
         this.count++;
         return line;
     }
 
+    /** Each stream shard id, and each mark name (a hash of one), by first appearance. */
+    private readonly shards = new Map<string, number>();
+    private readonly marks = new Map<string, number>();
+
+    private sequenceOrdinal(digits: string): number {
+        return ordinal(this.sequences, BigInt(digits).toString());
+    }
+
     private canonical(value: unknown): string {
-        return canonical(value, (digits) => {
-            const value = BigInt(digits).toString();
-            const known = this.sequences.get(value);
-            if (known !== undefined) {
-                return known;
-            }
-            this.sequences.set(value, this.sequences.size);
-            return this.sequences.size - 1;
-        });
+        return canonical(value, (digits) => this.sequenceOrdinal(digits));
     }
 
     /** Requests added. */
@@ -66,6 +71,16 @@ export class Trace {
     digest(): string {
         return this.hash.copy().digest("hex");
     }
+}
+
+/** The order of `value`'s first appearance in `seen`. */
+function ordinal(seen: Map<string, number>, value: string): number {
+    const known = seen.get(value);
+    if (known !== undefined) {
+        return known;
+    }
+    seen.set(value, seen.size);
+    return seen.size - 1;
 }
 
 /** What a stream record's sequence number looks like (DynamoDB Local's: 21 digits; the markers' copy: 40). */

@@ -11,10 +11,12 @@
  *   the members one deployment at a time;
  * - once the traffic stops, replication and every stream drain, and two periods later every region's settler has run:
  *   the replicas agree, each region's eventual equals the live lives it owns, its best-effort what a heal sets, and
- *   nothing is left listed or soft-deleted; each replica's TTL having deleted what expired there on the way.
+ *   nothing is left listed or soft-deleted; each replica's TTL having deleted what expired there on the way; and
+ *   (strict) each region, alone and with no fault, admits or refuses a tryCreate, never answers unavailable.
  */
 import { GetItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { settle } from "../../../runtime/heal/settle";
+import { countingGeneration } from "../../../runtime/shared/config";
 import { markName } from "../../../runtime/stream/marks";
 import { bestEffortKey, eventualKey, limitKey, shardOfPartitionKey } from "../../../runtime/shared/keys";
 import { homeShard } from "../../../runtime/shards/layout";
@@ -113,7 +115,13 @@ export async function runRegionsHistory(engine: LocalEngine, history: RegionsHis
         scheduler.track(reader);
         const system = await createRegions(engine, reader, streams, history, scheduler);
         const replication = new Replication(reader, history.regions, (region, kind) => (kind === "user" ? system.regions.get(region)!.tableName : system.regions.get(region)!.countersTableName), { partitionKey: "pk", sortKey: "sk" });
-        const trace = new Trace([...system.regions.values()].flatMap((r) => [[r.countersTableName, `COUNTERS-${r.region}`] as const, [r.tableName, `TABLE-${r.region}`] as const]));
+        const trace = new Trace(
+            [...system.regions.values()].flatMap((r) => [
+                [r.countersTableName, `COUNTERS-${r.region}`] as const,
+                [r.tableName, `TABLE-${r.region}`] as const,
+                [countingGeneration(r.config), `GENERATION-${r.region}`] as const,
+            ]),
+        );
         const run = new RegionsRun(history, system, scheduler, reader, streams, replication, trace, Object.keys(history.limits).sort());
         run.onTrace = options.trace;
         const undo = options.mutant === undefined ? [] : [...system.regions.values()].map((region) => options.mutant!(region));
@@ -517,6 +525,19 @@ async function liveness(run: RegionsRun): Promise<void> {
         await settleAll();
     }
     await checkConverged(run);
+    // Strict: each region, alone and with no fault, admits a create under the key's limit or refuses it: a region whose
+    // caps can never be armed again (answering unavailable for ever) fails here.
+    if (run.history.mode === "strict") {
+        for (const key of Object.keys(run.history.limits)) {
+            for (const region of [...run.system.regions.values()].filter(active)) {
+                let answer: { created: boolean; reason?: string } | undefined;
+                await drain(async () => (answer = await region.client!.tryCreate(key, `probe-${region.region}`)));
+                if (answer?.reason === "unavailable") {
+                    run.violations.push(`at the end: ${region.region} answers a tryCreate of ${key}, alone and with no fault, unavailable`);
+                }
+            }
+        }
+    }
 }
 
 async function checkConverged(run: RegionsRun): Promise<void> {
