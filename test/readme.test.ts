@@ -1,9 +1,13 @@
 /**
- * The README and the pages of docs/ say only what is true of this repository: every link resolves (to a file,
- * and for an `#anchor` into a page, to one of its headings), every page is linked from the front page, the
- * front page stays a front page (at most 250 lines), each Guarantees row names its proof, and every command
- * the docs give runs: the repository's own programs (the twin, the bench and its sweep, the checker, the CLI)
- * answer `--help`, in process, and accept every flag the docs pass them.
+ * The README and the pages of docs/ (docs/design/ included) say only what is true of this repository: every link
+ * resolves (to a file, and for an `#anchor` into a page, to one of its headings), every page is linked from the front
+ * page, and the front page stays a front page: at most 250 lines, its first screen saying what the package is, how to
+ * install it, how to add it to a program and how to run it; its Guarantees at most 600 words, the one-mode assumption
+ * and every term defined before the table, each exception a link to its own heading in docs/limits.md, and each row
+ * proven (docs/guarantees.md names a test file that exists, or the checker). The bench's figures sit in one table per
+ * page, under the line naming the command that measures them. Every command the docs give runs: the repository's own
+ * programs (the twin, the bench and its sweep, the checker, the CLI) answer `--help`, in process, and accept every flag
+ * the docs pass them.
  */
 import { strict as assert } from "node:assert";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -18,12 +22,14 @@ import { FUZZ_USAGE, parseFuzzArgs } from "../scripts/fuzz";
 import { CONFIG_KEYS, CONFIG_NAMESPACE, stackSettingsFromConfig } from "../stack/config";
 
 const root = path.resolve(__dirname, "..");
-/** The front page, then every page of docs/, by path from the root. */
+/** The front page, then every page of docs/ and docs/design/, by path from the root. */
 const pages = [
     "README.md",
-    ...readdirSync(path.join(root, "docs"))
-        .filter((f) => f.endsWith(".md"))
-        .map((f) => `docs/${f}`),
+    ...["docs", "docs/design"].flatMap((dir) =>
+        readdirSync(path.join(root, dir))
+            .filter((f) => f.endsWith(".md"))
+            .map((f) => `${dir}/${f}`),
+    ),
 ];
 const text = new Map(pages.map((page) => [page, readFileSync(path.join(root, page), "utf8")]));
 const readme = text.get("README.md")!;
@@ -295,56 +301,104 @@ describe("the README and docs/ are true", () => {
         });
     }
 
-    it("gives one key's hot-key ceiling with the same figures wherever it is quoted", () => {
-        // docs/local.md holds the run's table (mode | shards | sustained creates/s | ...): the others quote it.
-        const measured = new Map<string, string>();
-        for (const [, mode, shards, rate] of text.get("docs/local.md")!.matchAll(/^\| (utilization|strict) \| (\d+) \| ([\d.]+) \|/gm)) {
-            measured.set(`${mode} ${shards}`, rate!);
+    it("keeps each page's bench figures in one table, under the line naming the command that measures them", () => {
+        for (const page of ["docs/costs.md", "docs/performance.md", "docs/sharding.md"]) {
+            const body = prose(text.get(page)!);
+            const marked = [...body.matchAll(/^Measured by `npm run bench[^\n]*(?:\n[^\n|][^\n]*)*\n\n((?:\|[^\n]*\n)+)/gm)];
+            assert.equal(marked.length, 1, `${page}: one "Measured by \`npm run bench ...\`" line, followed by its table`);
+            const rows = marked[0]![1]!.trimEnd().split("\n");
+            const width = rows[0]!.split(" | ").length;
+            assert.ok(rows.length >= 3, `${page}: the measured table has rows`);
+            for (const row of rows) {
+                assert.equal(row.split(" | ").length, width, `${page}: every row of the measured table has its header's cells: ${row}`);
+            }
+            const tables = [...body.matchAll(/^\|[^\n]*\n\|( --- \|)+$/gm)].map((m) => m.index);
+            const measuredAt = body.indexOf(marked[0]![1]!);
+            for (const at of tables.filter((at) => at !== measuredAt)) {
+                const table = body.slice(at).split("\n\n")[0]!;
+                assert.ok(!/to be measured|\d+(\.\d+)? (ms|creates\/s|items\/s)\b/.test(table), `${page}: a figure outside the measured table: ${table.split("\n")[0]}`);
+            }
         }
-        assert.equal(measured.size, 6, "docs/local.md gives both modes at 1, 4 and 16 shards");
-        const sharding = new Map<string, string>();
-        for (const [, mode, shards, rate] of text.get("docs/sharding.md")!.matchAll(/^\| (utilization|strict) \| (\d+) \| ([\d.]+) \|/gm)) {
-            sharding.set(`${mode} ${shards}`, rate!);
-        }
-        assert.deepEqual(sharding, measured, "docs/sharding.md");
-        const readmeRows = [...readme.matchAll(/^\| (\d+) \| ([\d.]+) \| ([\d.]+) \| \d+ \|$/gm)];
-        assert.equal(readmeRows.length, 3, "the README's ceiling table has a row per shard count");
-        for (const [, shards, utilization, strict] of readmeRows) {
-            assert.equal(utilization, measured.get(`utilization ${shards}`), `README, utilization, ${shards} shards`);
-            assert.equal(strict, measured.get(`strict ${shards}`), `README, strict, ${shards} shards`);
-        }
-        const limits = /([\d.]+) \(utilization\) and ([\d.]+) \(strict\) creates a second at 10 WCU\/s with 16 shards/.exec(
-            text.get("docs/limits.md")!,
-        );
-        assert.deepEqual(limits?.slice(1), [measured.get("utilization 16"), measured.get("strict 16")], "docs/limits.md");
     });
 
-    it("names, for every Guarantees row, a test file that exists or the model-based checker", () => {
-        // Every table whose header has a "proven by" column, on any page: the README's Guarantees.
-        let tables = 0;
-        for (const page of pages) {
-            for (const [table] of prose(text.get(page)!).matchAll(/^\|[^\n]*proven by[^\n]*\n(\|[^\n]*\n?)+/gm)) {
-                tables++;
-                const rows = table.split("\n").filter((line) => line.startsWith("| **"));
-                assert.ok(rows.length >= 10, `${page}: ${rows.length} rows`);
-                for (const row of rows) {
-                    const cells = row.split(" | ");
-                    const proof = cells[cells.length - 1]!.replace(/ \|$/, "");
-                    const named = proof.split(";").map((part) => part.trim().split(" ")[0]!);
-                    assert.ok(named.length > 0 && proof.length > 0, `${cells[0]} names no proof`);
-                    for (const name of named) {
-                        if (name !== "checker:") {
-                            assert.ok(
-                                existsSync(path.join(root, "test", `${name}.test.ts`)),
-                                `${cells[0]}: test/${name}.test.ts does not exist`,
-                            );
-                        }
-                    }
+    it("says on its first screen what the package is, how to install it, how to add it to a program and how to run it", () => {
+        const sections = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+        assert.deepEqual(sections.slice(0, 4), ["Install", "Add it to a Pulumi program", "Run it locally, and test it", "Guarantees"]);
+        const intro = readme.slice(0, readme.indexOf("## Install"));
+        assert.ok(intro.split("\n").filter((l) => l.trim() !== "").length <= 6, "the opening says what it is in a few lines");
+        const add = readme.slice(readme.indexOf("## Add it to a Pulumi program"), readme.indexOf("## Run it locally"));
+        assert.match(add, /new HybridCounterComponent\(/);
+        assert.match(add, /export const clientConfig = counter\.clientConfig;/);
+        assert.match(add, /new HybridCounterClient\(\{ \.\.\.clientConfig, dynamodb/, "the API builds its client from clientConfig, the mode travelling in it");
+        assert.doesNotMatch(add, /\bmode: "/, "the client is given no mode of its own");
+    });
+
+    /** The README's Guarantees section, and its table's rows as [promise, utilization, strict, exceptions]. */
+    const guarantees = readme.slice(readme.indexOf("## Guarantees\n"), readme.indexOf("\n## ", readme.indexOf("## Guarantees\n") + 1));
+    const tableAt = guarantees.indexOf("| Promise |");
+    const promiseRows = guarantees
+        .slice(tableAt)
+        .split("\n")
+        .filter((line) => line.startsWith("| **"))
+        .map((line) => line.slice(2, -2).split(" | "));
+
+    it("keeps its Guarantees under 600 words, the one-mode assumption and every term defined before the table", () => {
+        const words = guarantees.split(/\s+/).filter((w) => w !== "").length;
+        assert.ok(words <= 600, `the Guarantees have ${words} words`);
+        assert.ok(tableAt > 0, "the Guarantees have a table of promises");
+        const before = guarantees.slice(0, tableAt);
+        assert.match(before.split("\n\n")[1]!, /^A counter has one mode/, "the one-mode assumption comes first");
+        for (const term of ["best-effort", "eventual", "live", "slot", "settler", "ledger"]) {
+            assert.ok(before.toLowerCase().includes(`**${term}**`), `${term} is defined before the table`);
+        }
+        assert.ok(promiseRows.length >= 8, `${promiseRows.length} promises`);
+    });
+
+    it("links each exception of a Guarantees row to its own heading in docs/limits.md", () => {
+        const limitHeadings = anchors(text.get("docs/limits.md")!);
+        for (const [promise, , , exceptions] of promiseRows) {
+            assert.ok(exceptions !== undefined, `${promise}: an exceptions cell`);
+            if (exceptions === "none") {
+                continue;
+            }
+            const links = exceptions.split(", ");
+            for (const link of links) {
+                const [, anchor] = /^\[[^\]]+\]\(docs\/limits\.md#([^)]+)\)$/.exec(link) ?? [];
+                assert.ok(anchor !== undefined, `${promise}: "${link}" is a link to a heading of docs/limits.md`);
+                assert.ok(limitHeadings.has(anchor), `${promise}: docs/limits.md has a heading #${anchor}`);
+            }
+        }
+    });
+
+    it("groups docs/limits.md by effect, one heading per caveat", () => {
+        const limits = prose(text.get("docs/limits.md")!);
+        assert.deepEqual(
+            [...limits.matchAll(/^## (.+)$/gm)].map((m) => m[1]),
+            ["Passes the limit", "Holds a slot", "Undercounts", "Heals later", "Needs an operator", "Not built"],
+        );
+        const caveats = [...limits.matchAll(/^### (.+)$/gm)].map((m) => githubSlug(m[1]!));
+        assert.equal(new Set(caveats).size, caveats.length, "no two caveats share a heading");
+        assert.ok(caveats.length >= 20, `${caveats.length} caveats`);
+    });
+
+    it("proves every Guarantees row in docs/guarantees.md: a test file that exists, or the model-based checker", () => {
+        const proofs = new Map(
+            prose(text.get("docs/guarantees.md")!)
+                .split("\n")
+                .filter((line) => line.startsWith("| **"))
+                .map((line) => line.slice(2, -2).split(" | "))
+                .map((cells) => [cells[0]!, cells[cells.length - 1]!]),
+        );
+        assert.deepEqual([...proofs.keys()], promiseRows.map(([promise]) => promise), "one proof row per promise, in the README's order");
+        for (const [promise, proof] of proofs) {
+            const named = proof.split(";").map((part) => part.trim().split(" ")[0]!);
+            assert.ok(named.some((name) => name !== "checker:"), `${promise} names a test file`);
+            for (const name of named) {
+                if (name !== "checker:") {
+                    assert.ok(existsSync(path.join(root, "test", `${name}.test.ts`)), `${promise}: test/${name}.test.ts exists`);
                 }
             }
         }
-        assert.ok(readme.includes("## Guarantees\n"), "the README has its Guarantees");
-        assert.equal(tables, 1, "one Guarantees table, on the README");
     });
 
     it("has the two commands of a fresh machine, each alone on its line of an sh block", () => {

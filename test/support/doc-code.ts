@@ -21,10 +21,6 @@ export const FRAGMENT_NAMES = {
     dynamodb: { type: 'import("@aws-sdk/client-dynamodb").DynamoDBClient', value: "new DocsDynamoDBClient({})" },
     tenantId: { type: "string", value: '"tenant-42"' },
     orderId: { type: "string", value: '"order-1"' },
-    fatal: {
-        type: 'Parameters<typeof import("hybrid-counter/runtime").settle>[0]["fatal"]',
-        value: "{ park: async (m: unknown) => (console.log(m), true) }",
-    },
 } as const;
 
 /** The package's public entries, as its `exports` map names them, mapped to their sources for type-checking. */

@@ -80,7 +80,7 @@ const SIZES: Record<string, Record<string, number>> = {
     twin: { ops: 24, "seed-items": 200 },
     bench: { ops: 10, "backfill-items": 100, "many-keys": 2 },
     ceiling: { "step-seconds": 2, "max-steps": 1 },
-    busy: { windows: 1 },
+    busy: { seconds: 10 },
     sweep: { seconds: 1, backlog: 50 },
     fuzz: { seeds: 2, ops: 40 },
 };
