@@ -20,13 +20,14 @@ const OPS = 150;
 /** A seed (and its options) that rejects each mutant, found with `npm run fuzz -- --mutants`. */
 const MUTANT_SEEDS: Readonly<Record<keyof typeof MUTANTS, { readonly seed: number; readonly options: GenerateOptions }>> = {
     consumerBlindToMarks: { seed: 1, options: { ops: 80 } },
-    noSkippedRead: { seed: 3, options: { ops: 80 } },
-    healWriteRepeats: { seed: 131, options: { ops: 250 } },
-    healWithoutGeneration: { seed: 115, options: { ops: 250 } },
+    noSkippedRead: { seed: 1, options: { ops: 150 } },
+    healWriteRepeats: { seed: 3, options: { ops: 200, faultRate: 0.2 } },
+    healWithoutGeneration: { seed: 3, options: { ops: 200, faultRate: 0.2 } },
     decrementToBase: { seed: 1, options: { ops: 80 } },
+    deleteDespiteFailedDecrement: { seed: 3, options: { ops: 150 } },
     releaseWithoutGeneration: { seed: 115, options: { ops: 250 } },
     putOverAnything: { seed: 1, options: { ops: 80 } },
-    admitPastLimit: { seed: 4, options: { ops: 100, mode: "strict" } },
+    admitPastLimit: { seed: 8, options: { ops: 150, mode: "strict" } },
     staleEntriesKept: { seed: 1, options: { ops: 80 } },
     thresholdsWithoutOutbox: { seed: 1, options: { ops: 80 } },
     auditBlind: { seed: 6, options: { ops: 80 } },

@@ -19,6 +19,8 @@ import { parseSweepArgs, SWEEP_USAGE } from "../bench/sweep-plan";
 import { buildProgram } from "../cli/index";
 import { parseTwinArgs, USAGE as TWIN_USAGE } from "../local/twin/twin";
 import { FUZZ_USAGE, parseFuzzArgs } from "../scripts/fuzz";
+import { MUTANTS } from "./fuzz/mutants";
+import { REGIONS_MUTANTS } from "./fuzz/regions/mutants";
 import { CONFIG_KEYS, CONFIG_NAMESPACE, stackSettingsFromConfig } from "../stack/config";
 
 const root = path.resolve(__dirname, "..");
@@ -399,6 +401,11 @@ describe("the README and docs/ are true", () => {
                 }
             }
         }
+    });
+
+    it("lists every mutant of the checker in docs/checker.md, and no other", () => {
+        const listed = [...prose(text.get("docs/checker.md")!).matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1]).sort();
+        assert.deepEqual(listed, [...Object.keys(MUTANTS), ...Object.keys(REGIONS_MUTANTS)].sort());
     });
 
     it("has the two commands of a fresh machine, each alone on its line of an sh block", () => {

@@ -7,6 +7,7 @@
  * Every rewrite is a middleware on a party's DynamoDB (or Streams) client, added for one run and removed after it.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { eventualKey } from "../../runtime/shared/keys";
 import type { Run } from "./state";
 
 type Input = {
@@ -149,6 +150,28 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                 }
             }),
     },
+    deleteDespiteFailedDecrement: {
+        description: "a utilization delete whose -1 failed goes on to its soft delete: best-effort counts a life that is gone",
+        mutate: (run) => {
+            const stack = run.parties.api.middlewareStack as unknown as Stack;
+            stack.add(
+                (next: (args: { input: Input }) => Promise<{ output: Record<string, unknown> }>, context: { commandName?: string }) =>
+                    async (args: { input: Input }) => {
+                        const decrement = context.commandName === "UpdateItemCommand" && isBestEffort(run, args.input) && args.input.ExpressionAttributeValues?.[":d"]?.N === "-1" && run.state.history.mode === "utilization";
+                        try {
+                            return await next(args);
+                        } catch (error) {
+                            if (!decrement) {
+                                throw error;
+                            }
+                            return { output: { $metadata: {}, Attributes: {} } };
+                        }
+                    },
+                { step: "initialize", name: "mutantDeleteDespiteFailedDecrement" },
+            );
+            return () => void stack.remove("mutantDeleteDespiteFailedDecrement");
+        },
+    },
     decrementToBase: {
         description: "a utilization decrement goes to the count alone: with its life's +1 in the entry, a heal keeps the +1 and drops the -1",
         mutate: (run) =>
@@ -168,6 +191,35 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                     prune(input);
                 }
             }),
+    },
+    backfillCountsFromTable: {
+        description: "the backfill counts each item it flags on eventual itself: the flag's record, in flight, counts it again",
+        mutate: (run) => {
+            const stack = run.parties.backfill.middlewareStack as unknown as Stack;
+            const config = run.state.system.config;
+            stack.add(
+                (next: (args: { input: Input }) => Promise<{ output: Record<string, unknown> }>, context: { commandName?: string }) =>
+                    async (args: { input: Input }) => {
+                        const result = await next(args);
+                        if (context.commandName === "UpdateItemCommand" && args.input.TableName === config.tableName && (args.input.UpdateExpression ?? "").startsWith("SET #selFlag")) {
+                            const key = args.input.Key?.[config.partitionKey]?.S ?? "";
+                            await next({
+                                ...args,
+                                input: {
+                                    TableName: config.countersTableName,
+                                    Key: eventualKey(config, key),
+                                    UpdateExpression: "ADD #c :one",
+                                    ExpressionAttributeNames: { "#c": config.countAttribute },
+                                    ExpressionAttributeValues: { ":one": { N: "1" } },
+                                },
+                            });
+                        }
+                        return result;
+                    },
+                { step: "initialize", name: "mutantBackfillCountsFromTable" },
+            );
+            return () => void stack.remove("mutantBackfillCountsFromTable");
+        },
     },
     putOverAnything: {
         description: "the client's put is unconditional: a put attempt that lands late brings a deleted life back",

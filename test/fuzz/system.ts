@@ -4,12 +4,13 @@
  * gated by the scheduler, with the SDK's retry decisions slept on the virtual clock). And the checker's own read of one
  * key: its items, its best-effort shards and its eventual item, read straight from the engine.
  */
-import { DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient, GetItemCommand, PutItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { createCounterTable, createCountersTable } from "../../local/engine/table";
 import type { LocalEngine } from "../../local/engine/engine";
 import { DEFAULT_LAYOUT, clientConfigOf, countingGeneration, type HandlerConfig, type ItemSelection } from "../../runtime/shared/config";
 import { bestEffortKey, eventualKey, shardOfPartitionKey } from "../../runtime/shared/keys";
 import { writeDefaultLimit, writeKeyLimit } from "../../runtime/limits/limits";
+import { readItems } from "../../runtime/heal/heal";
 import { ACTIVE, ID_PREFIX, STATUS_ATTRIBUTE, type History, type SelectionKind } from "./history";
 import { fuzzRetries } from "./scheduler";
 
@@ -125,22 +126,7 @@ export interface KeyState {
 
 export async function readKeyState(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<KeyState> {
     const { config } = system;
-    const items: Item[] = [];
-    let start: Item | undefined;
-    do {
-        const page = await reader.send(
-            new QueryCommand({
-                TableName: config.tableName,
-                KeyConditionExpression: "#pk = :pk",
-                ExpressionAttributeNames: { "#pk": config.partitionKey },
-                ExpressionAttributeValues: { ":pk": { S: key } },
-                ConsistentRead: true,
-                ...(start === undefined ? {} : { ExclusiveStartKey: start }),
-            }),
-        );
-        items.push(...(page.Items ?? []).filter((item) => !(item[config.sortKey]?.S ?? "").startsWith(config.counterPrefix)));
-        start = page.LastEvaluatedKey;
-    } while (start !== undefined);
+    const items: Item[] = await readItems(key, { config, dynamodb: reader });
     const get = async (itemKey: Item) => (await reader.send(new GetItemCommand({ TableName: config.countersTableName, Key: itemKey, ConsistentRead: true }))).Item;
     const shards: Array<Item | undefined> = [];
     for (let shard = 0; shard < system.shards; shard++) {
