@@ -11,6 +11,7 @@
  */
 import { DeadlineExceededError } from "../shared/errors";
 import { CallDeadline } from "../shared/retry";
+import { tokenTime } from "../shared/tokens";
 import { shardCount } from "../shards/layout";
 import { capTag, planCaps, readCaps, writeCaps, type RegionGuard } from "../shards/caps";
 import { readKeyCounters } from "./read";
@@ -68,7 +69,7 @@ export async function createUtilization(call: Call, resource: ResourceItem, limi
             return unavailable(call);
         }
     }
-    const deadline = new CallDeadline(parts.deadlineMs);
+    const deadline = createDeadline(call, resource);
     const put = await parts.puts.put(resource, deadline);
     if (put.outcome === "taken") {
         call.drifted(put.doubt);
@@ -87,10 +88,19 @@ export async function createUtilization(call: Call, resource: ResourceItem, limi
     return { created: true, count: value + 1 };
 }
 
+/**
+ * A create's deadline runs from its token's time, not from its first write: a heal takes a life's period from its
+ * token, and takes a life as young only while every write of its create may still land (runtime/ledger/ledger.ts). A
+ * create whose reads outlast the deadline sends no write.
+ */
+function createDeadline(call: Call, resource: ResourceItem): CallDeadline {
+    return new CallDeadline(call.parts.deadlineMs, tokenTime(resource.token));
+}
+
 /** Strict: reserve under the limit (none: unlimited), put, give the slot back only when the put wrote nothing. */
 export async function createStrict(call: Call, resource: ResourceItem, limit: number | undefined): Promise<TryCreateResult> {
     const { parts } = call;
-    const deadline = new CallDeadline(parts.deadlineMs);
+    const deadline = createDeadline(call, resource);
     const shard = call.shardOf(resource.id);
     const period = call.periodOf(resource.token)!;
     const reservation = await reserveUnder(call, shard, period, limit, deadline);

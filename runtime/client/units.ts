@@ -27,6 +27,7 @@ import type { CounterConfig } from "../shared/config";
 import { bestEffortKey, eventualKey, numberOf } from "../shared/keys";
 import { entriesOf, entryName, periodOf, stalePeriods } from "../ledger/ledger";
 import { isRetryable, isUnwritten } from "../shared/aws-errors";
+import { DeadlineExceededError } from "../shared/errors";
 import { backoff, mayHaveCommitted, sendOnce, withRetries, type CallDeadline } from "../shared/retry";
 import { healMark } from "../heal/index-marks";
 
@@ -236,7 +237,7 @@ export class BestEffortWriter {
     private async sendWithRepeats(key: string, shard: number, write: Update, any: boolean, deadline: CallDeadline): Promise<Sent> {
         for (let attempt = 1; ; attempt++) {
             if (!deadline.open()) {
-                return { kind: "error", error: new Error("the call's deadline passed before its best-effort write could be sent") };
+                return { kind: "error", error: new DeadlineExceededError("best-effort write", deadline.ms) };
             }
             const sent = await this.send(key, shard, write);
             if (sent.kind !== "error") {
