@@ -142,6 +142,27 @@ describe("the heal races the API's calls, request by request (DynamoDB Local)", 
         assert.equal((await f.snapshot(KEY)).clientLive, 1);
     });
 
+    it("strict: a heal leaves no fence behind: a later delete of an old life, overlapping no heal, gives its slot back at once", async () => {
+        // Prepare: three old lives, healed twice (the second heal corrected nothing), then the clock moves on
+        await setUp({ mode: "strict" });
+        for (const id of ["x", "y", "z"]) {
+            await f.client.create(KEY, id);
+        }
+        f.clock.advance(2 * f.config.periodMs);
+        await f.heal(KEY);
+        await f.heal(KEY);
+        f.clock.advance(5 * f.config.periodMs);
+        const before = await ledgerOf(f, KEY);
+
+        // Act
+        const results = [await f.client.delete(KEY, "x"), await f.client.delete(KEY, "y")];
+
+        // Assess
+        assert.deepEqual(results, [{ deleted: true }, { deleted: true }]);
+        assert.deepEqual(await ledgerOf(f, KEY), { count: 1, entries: {}, gen: before.gen }, "both releases landed, in the count");
+        assert.equal((await f.snapshot(KEY)).clientLive, 1);
+    });
+
     it("strict: a release sent after a heal's R read the live item holds its slot; the next heal gives it back", async () => {
         // Prepare
         await setUp({ mode: "strict" });

@@ -21,7 +21,8 @@
  * young life's units from its entry and counts every other life from the table, and removes the entries of older
  * periods. A create's writes land within its deadline plus a request's lifetime, less than a period (the component
  * refuses a shorter one), so no create write reaches an entry after a heal removed it. A client removes the entries
- * of older periods it saw (every write returns the item), so the entries stay at most a few, with or without a heal.
+ * of older periods it saw (every write returns the item), so the entries stay at most a few where the same hosts
+ * write a key; entries left by hosts that wrote a key once go with the next heal (docs/limits.md, the settler off).
  */
 import { numberOf } from "../shared/keys";
 

@@ -19,8 +19,8 @@
  *
  * What it cannot do: see a region's admissions before they replicate. A region whose latest counter items have not
  * reached R's replica is judged by the older ones, so while a lowered limit replicates the sum stays within the limit
- * before it. A member removed from the list keeps its cap until its own deployment adopts the new list (its share is
- * 0) or an operator retires it (`hybrid-counter regions retire`): until then the other regions wait.
+ * before it. A member removed from the list keeps the units its region admitted (no command lowers them), so the other
+ * regions refuse on that key until their own are within their shares (docs/limits.md, changing the members).
  */
 import {
     TransactWriteItemsCommand,
