@@ -23,7 +23,9 @@ function resultText(result: ReconcileKeysResult): string {
         lines.push(`interrupted: ${result.notStarted.length} keys not started (run it again)`);
     }
     if (result.results.some((r) => r.outcome === "pending")) {
-        lines.push("pending: live items are not flagged yet: run `backfill` (the stream counts each once flagged), then reconcile again once it has");
+        lines.push(
+            "pending: live items are not flagged yet: run `backfill` (the stream counts each once flagged), then reconcile again once it has",
+        );
     }
     if (result.results.some((r) => r.outcome === "busy")) {
         lines.push("busy: the key was written while it was read: run it again once its writes have stopped");

@@ -190,7 +190,10 @@ async function runSeeds(engine: LocalEngine, options: FuzzOptions): Promise<Summ
     const mutant = options.mutant === undefined ? undefined : MUTANTS[options.mutant]!.mutate;
     const summary: Summary = { seeds: 0, failed: 0, histories: [] };
     for (const history of histories) {
-        const runOptions = { ...(mutant === undefined ? {} : { mutant }), ...(options.trace ? { trace: (line: string) => process.stderr.write(`  ${line}\n`) } : {}) };
+        const runOptions = {
+            ...(mutant === undefined ? {} : { mutant }),
+            ...(options.trace ? { trace: (line: string) => process.stderr.write(`  ${line}\n`) } : {}),
+        };
         const result = await runHistory(engine, history, runOptions);
         summary.seeds++;
         summary.histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
@@ -214,10 +217,14 @@ async function report(engine: LocalEngine, options: FuzzOptions, history: Histor
     let shownResult = result;
     if (options.shrink && options.replay === undefined) {
         process.stderr.write(`  shrinking seed ${history.seed}...\n`);
-        ({ history: shown, result: shownResult } = await shrinkHistory(engine, history, result, { onProgress: (n) => process.stderr.write(`  ${n} events\n`) }));
+        ({ history: shown, result: shownResult } = await shrinkHistory(engine, history, result, {
+            onProgress: (n) => process.stderr.write(`  ${n} events\n`),
+        }));
         const again = await runHistory(engine, shown);
         if (again.trace !== shownResult.trace) {
-            process.stderr.write(`  the shrunk history did not replay: trace ${shownResult.trace} then ${again.trace}; the schedule let something escape\n`);
+            process.stderr.write(
+                `  the shrunk history did not replay: trace ${shownResult.trace} then ${again.trace}; the schedule let something escape\n`,
+            );
         }
     }
     const dir = path.join(".local", "fuzz");
@@ -241,7 +248,9 @@ async function runMutants(engine: LocalEngine, options: FuzzOptions): Promise<Re
             }
         }
         if (caught[name] === null) {
-            process.stderr.write(`${name}: no seed of ${options.first}..${options.first + options.seeds - 1} rejected it (${spec.description})\n`);
+            process.stderr.write(
+                `${name}: no seed of ${options.first}..${options.first + options.seeds - 1} rejected it (${spec.description})\n`,
+            );
         }
     }
     return caught;
@@ -249,7 +258,13 @@ async function runMutants(engine: LocalEngine, options: FuzzOptions): Promise<Re
 
 /** `--regions <n>`: multi-region histories (test/fuzz/regions/), reported per seed; no shrinking. */
 async function runRegionsSeeds(engine: LocalEngine, options: FuzzOptions): Promise<Summary> {
-    const generate = (seed: number) => generateRegionsHistory(seed, { ops: options.ops, regions: options.regions!, ...(options.mode === undefined ? {} : { mode: options.mode }), ...(options.faultRate === undefined ? {} : { faultRate: options.faultRate }) });
+    const generate = (seed: number) =>
+        generateRegionsHistory(seed, {
+            ops: options.ops,
+            regions: options.regions!,
+            ...(options.mode === undefined ? {} : { mode: options.mode }),
+            ...(options.faultRate === undefined ? {} : { faultRate: options.faultRate }),
+        });
     const histories: RegionsHistory[] =
         options.replay === undefined
             ? Array.from({ length: options.seeds }, (_, i) => generate(options.first + i))
@@ -259,7 +274,10 @@ async function runRegionsSeeds(engine: LocalEngine, options: FuzzOptions): Promi
     const mutant = options.mutant === undefined ? undefined : REGIONS_MUTANTS[options.mutant]!.mutate;
     const summary: Summary = { seeds: 0, failed: 0, histories: [] };
     for (const history of histories) {
-        const result = await runRegionsHistory(engine, history, { ...(mutant === undefined ? {} : { mutant }), ...(options.trace ? { trace: (line: string) => process.stderr.write(`  ${line}\n`) } : {}) });
+        const result = await runRegionsHistory(engine, history, {
+            ...(mutant === undefined ? {} : { mutant }),
+            ...(options.trace ? { trace: (line: string) => process.stderr.write(`  ${line}\n`) } : {}),
+        });
         summary.seeds++;
         summary.histories.push({ seed: history.seed, requests: result.stats.requests, trace: result.trace, violations: result.violations });
         const s = result.stats;
@@ -278,7 +296,12 @@ async function runRegionsSeeds(engine: LocalEngine, options: FuzzOptions): Promi
             mkdirSync(dir, { recursive: true });
             const file = path.join(dir, `regions-seed-${history.seed}.json`);
             writeFileSync(file, `${JSON.stringify(history, null, 2)}\n`);
-            process.stderr.write(`${result.violations.slice(0, 10).map((v) => `  ${v}`).join("\n")}\n  replay: npm run fuzz -- --regions ${history.regions.length} --replay ${file}\n`);
+            process.stderr.write(
+                `${result.violations
+                    .slice(0, 10)
+                    .map((v) => `  ${v}`)
+                    .join("\n")}\n  replay: npm run fuzz -- --regions ${history.regions.length} --replay ${file}\n`,
+            );
         }
     }
     return summary;
@@ -307,14 +330,22 @@ async function main(): Promise<void> {
     try {
         if (options.regions !== undefined) {
             const summary = await runRegionsSeeds(engine, options);
-            process.stdout.write(options.json ? `${JSON.stringify(summary)}\n` : `${summary.seeds} multi-region histories: ${summary.failed} failed\n`);
+            process.stdout.write(
+                options.json ? `${JSON.stringify(summary)}\n` : `${summary.seeds} multi-region histories: ${summary.failed} failed\n`,
+            );
             process.exitCode = options.mutant === undefined ? (summary.failed > 0 ? 1 : 0) : summary.failed > 0 ? 0 : 1;
             return;
         }
         if (options.mutants) {
             const caught = await runMutants(engine, options);
-            const missed = Object.entries(caught).filter(([, seed]) => seed === null).map(([name]) => name);
-            process.stdout.write(options.json ? `${JSON.stringify({ caught, missed })}\n` : `${Object.keys(caught).length - missed.length} of ${Object.keys(caught).length} mutants rejected${missed.length > 0 ? `; not: ${missed.join(", ")}` : ""}\n`);
+            const missed = Object.entries(caught)
+                .filter(([, seed]) => seed === null)
+                .map(([name]) => name);
+            process.stdout.write(
+                options.json
+                    ? `${JSON.stringify({ caught, missed })}\n`
+                    : `${Object.keys(caught).length - missed.length} of ${Object.keys(caught).length} mutants rejected${missed.length > 0 ? `; not: ${missed.join(", ")}` : ""}\n`,
+            );
             process.exitCode = missed.length > 0 ? 1 : 0;
             return;
         }

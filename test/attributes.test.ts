@@ -19,7 +19,9 @@ function files(dir: string): string[] {
 
 /** The `hc_*` names in a literal's text: a name that ends in `_` at the literal's end is a family (`hc_y_`). */
 function namesIn(text: string, family: boolean): string[] {
-    return [...text.matchAll(/\bhc_[a-z]+(?:_[a-z]+)*_?/g)].map((m) => (family && m.index! + m[0].length === text.length && m[0].endsWith("_") ? `${m[0]}*` : m[0].replace(/_$/, "_*")));
+    return [...text.matchAll(/\bhc_[a-z]+(?:_[a-z]+)*_?/g)].map((m) =>
+        family && m.index! + m[0].length === text.length && m[0].endsWith("_") ? `${m[0]}*` : m[0].replace(/_$/, "_*"),
+    );
 }
 
 /** The names the runtime's code writes or reads, by file. */
@@ -28,7 +30,12 @@ function codeNames(): Map<string, Set<string>> {
     for (const file of files("runtime")) {
         const source = ts.createSourceFile(file, readFileSync(path.join(root, file), "utf8"), ts.ScriptTarget.Latest, true);
         const visit = (node: ts.Node): void => {
-            const names = ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) ? namesIn(node.text, false) : ts.isTemplateHead(node) ? namesIn(node.text, true) : [];
+            const names =
+                ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)
+                    ? namesIn(node.text, false)
+                    : ts.isTemplateHead(node)
+                      ? namesIn(node.text, true)
+                      : [];
             for (const name of names) {
                 found.set(name, (found.get(name) ?? new Set()).add(file));
             }
@@ -68,13 +75,19 @@ describe("the attributes the counting writes (docs/design/core.md's table)", () 
     });
 
     it("has no row for an attribute the runtime no longer names", () => {
-        assert.deepEqual([...rows.keys()].filter((name) => !code.has(name)), []);
+        assert.deepEqual(
+            [...rows.keys()].filter((name) => !code.has(name)),
+            [],
+        );
     });
 
     it("gives every row where it lives, its writer, its remover and its size bound", () => {
         for (const [name, cells] of rows) {
             assert.equal(cells.length, 4, name);
-            assert.ok(cells.every((cell) => cell.length > 0), `${name}: an empty cell`);
+            assert.ok(
+                cells.every((cell) => cell.length > 0),
+                `${name}: an empty cell`,
+            );
         }
     });
 

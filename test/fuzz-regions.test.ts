@@ -15,7 +15,9 @@ const SEEDS = [1, 2, 4, 5, 8];
 const OPS = 120;
 
 /** A seed that rejects each regions mutant, found with `npm run fuzz -- --regions 3 --mutant <name>`. */
-const MUTANT_SEEDS: Readonly<Record<keyof typeof REGIONS_MUTANTS, { readonly seed: number; readonly ops: number; readonly regions: number }>> = {
+const MUTANT_SEEDS: Readonly<
+    Record<keyof typeof REGIONS_MUTANTS, { readonly seed: number; readonly ops: number; readonly regions: number }>
+> = {
     regionRaisesAlone: { seed: 10, ops: 100, regions: 3 },
     regionCapLeftBehind: { seed: 2, ops: 120, regions: 3 },
 };
@@ -28,9 +30,15 @@ describe("the multi-region checker", function () {
         assert.deepEqual(new Set(histories.map((h) => h.regions.length)), new Set([2, 3]));
         assert.deepEqual(new Set(histories.map((h) => h.mode)), new Set(["utilization", "strict"]));
         assert.deepEqual(new Set(histories.map((h) => h.counterShards)), new Set([1, 2]));
-        assert.ok(histories.some((h) => h.members.length < h.regions.length && h.events.some((e) => e.op === "adopt")), "no seed adds a member");
+        assert.ok(
+            histories.some((h) => h.members.length < h.regions.length && h.events.some((e) => e.op === "adopt")),
+            "no seed adds a member",
+        );
         for (const op of ["setLimit", "ttl", "replicate", "advance", "settle", "redrive"] as const) {
-            assert.ok(histories.some((h) => h.events.some((e) => e.op === op)), `no seed has a ${op} event`);
+            assert.ok(
+                histories.some((h) => h.events.some((e) => e.op === op)),
+                `no seed has a ${op} event`,
+            );
         }
     });
 
@@ -43,7 +51,11 @@ describe("the multi-region checker", function () {
             const result = await runRegionsHistory(engine(), history);
 
             // Assess
-            assert.deepEqual(result.violations, [], `replay: npm run fuzz -- --regions ${history.regions.length} --replay ${seed} --ops ${OPS}`);
+            assert.deepEqual(
+                result.violations,
+                [],
+                `replay: npm run fuzz -- --regions ${history.regions.length} --replay ${seed} --ops ${OPS}`,
+            );
             assert.ok(result.stats.replicated > 0, "nothing replicated");
         });
     }
@@ -51,7 +63,9 @@ describe("the multi-region checker", function () {
     for (const [name, { seed, ops, regions }] of Object.entries(MUTANT_SEEDS)) {
         it(`rejects the mutant ${name}: ${REGIONS_MUTANTS[name as keyof typeof REGIONS_MUTANTS].description}`, async () => {
             const history = generateRegionsHistory(seed, { ops, regions });
-            const result = await runRegionsHistory(engine(), history, { mutant: REGIONS_MUTANTS[name as keyof typeof REGIONS_MUTANTS].mutate });
+            const result = await runRegionsHistory(engine(), history, {
+                mutant: REGIONS_MUTANTS[name as keyof typeof REGIONS_MUTANTS].mutate,
+            });
             assert.ok(result.violations.length > 0, `seed ${seed} no longer rejects ${name}`);
         });
     }

@@ -139,12 +139,33 @@ describe("the checker replays a seed request for request", function () {
 
 describe("npm run fuzz: its flags", () => {
     const root = path.resolve(__dirname, "..");
-    const fuzz = (args: string[]) => spawnSync(path.join(root, "node_modules", ".bin", "tsx"), ["scripts/fuzz.ts", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, NODE_NO_WARNINGS: "1" } });
+    const fuzz = (args: string[]) =>
+        spawnSync(path.join(root, "node_modules", ".bin", "tsx"), ["scripts/fuzz.ts", ...args], {
+            cwd: root,
+            encoding: "utf8",
+            env: { ...process.env, NODE_NO_WARNINGS: "1" },
+        });
 
     it("--help prints every option and exits 0, starting no engine", () => {
         const result = fuzz(["--help"]);
         assert.equal(result.status, 0, result.stderr);
-        for (const flag of ["--seeds", "--first", "--ops", "--mode", "--fault-rate", "--selection", "--shards", "--horizon", "--regions", "--mutant", "--mutants", "--replay", "--no-shrink", "--trace", "--json"]) {
+        for (const flag of [
+            "--seeds",
+            "--first",
+            "--ops",
+            "--mode",
+            "--fault-rate",
+            "--selection",
+            "--shards",
+            "--horizon",
+            "--regions",
+            "--mutant",
+            "--mutants",
+            "--replay",
+            "--no-shrink",
+            "--trace",
+            "--json",
+        ]) {
             assert.ok(result.stdout.includes(flag), `the help names ${flag}`);
         }
     });
@@ -169,18 +190,34 @@ describe("npm run fuzz: its flags", () => {
     });
 
     it("parses the options it documents", () => {
-        assert.deepEqual(parseFuzzArgs(["--seeds", "3", "--first", "9", "--ops", "40", "--mode", "strict", "--horizon", "long", "--no-shrink", "--json"]), {
-            seeds: 3,
-            first: 9,
-            ops: 40,
-            mode: "strict",
-            selection: undefined,
-            horizon: "long",
-            mutants: false,
-            shrink: false,
-            trace: false,
-            json: true,
-        });
+        assert.deepEqual(
+            parseFuzzArgs([
+                "--seeds",
+                "3",
+                "--first",
+                "9",
+                "--ops",
+                "40",
+                "--mode",
+                "strict",
+                "--horizon",
+                "long",
+                "--no-shrink",
+                "--json",
+            ]),
+            {
+                seeds: 3,
+                first: 9,
+                ops: 40,
+                mode: "strict",
+                selection: undefined,
+                horizon: "long",
+                mutants: false,
+                shrink: false,
+                trace: false,
+                json: true,
+            },
+        );
         assert.throws(() => parseFuzzArgs(["--ops", "x"]), FuzzUsageError);
     });
 

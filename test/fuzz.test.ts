@@ -48,13 +48,42 @@ describe("the model-based checker", function () {
             assert.deepEqual(new Set(ofMode.map((h) => h.selection)), new Set(["client", "prefix", "attribute"]), mode);
             assert.deepEqual(new Set(ofMode.map((h) => h.counterShards)), new Set([1, 3, 8]), mode);
         }
-        assert.deepEqual(each((h) => h.profile.horizon), new Set(["short", "long"]));
-        assert.deepEqual(each((h) => h.placement), new Set(["separate", "same-table"]));
-        assert.deepEqual(each((h) => h.profile.healing), new Set([true, false]));
-        assert.deepEqual(each((h) => h.profile.bursts), new Set([true, false]));
-        assert.deepEqual(each((h) => h.profile.settings), new Set([true, false]));
+        assert.deepEqual(
+            each((h) => h.profile.horizon),
+            new Set(["short", "long"]),
+        );
+        assert.deepEqual(
+            each((h) => h.placement),
+            new Set(["separate", "same-table"]),
+        );
+        assert.deepEqual(
+            each((h) => h.profile.healing),
+            new Set([true, false]),
+        );
+        assert.deepEqual(
+            each((h) => h.profile.bursts),
+            new Set([true, false]),
+        );
+        assert.deepEqual(
+            each((h) => h.profile.settings),
+            new Set([true, false]),
+        );
         const ops = new Set(histories.flatMap((h) => h.events.map((e) => e.op)));
-        for (const op of ["advance", "setLimit", "setDefault", "pause", "resume", "burst", "backfill", "otherPut", "otherFlip", "ttlDelete", "land", "redrive", "invalid"] as const) {
+        for (const op of [
+            "advance",
+            "setLimit",
+            "setDefault",
+            "pause",
+            "resume",
+            "burst",
+            "backfill",
+            "otherPut",
+            "otherFlip",
+            "ttlDelete",
+            "land",
+            "redrive",
+            "invalid",
+        ] as const) {
             assert.ok(ops.has(op), `no seed has a ${op} event`);
         }
     });
@@ -86,7 +115,10 @@ describe("the model-based checker", function () {
             const result = await runHistory(engine(), history, { mutant: MUTANTS[name as keyof typeof MUTANTS].mutate });
 
             // Assess
-            assert.ok(result.violations.length > 0, `seed ${seed} no longer rejects ${name}: find another with npm run fuzz -- --mutant ${name}`);
+            assert.ok(
+                result.violations.length > 0,
+                `seed ${seed} no longer rejects ${name}: find another with npm run fuzz -- --mutant ${name}`,
+            );
         });
     }
 
@@ -96,8 +128,25 @@ describe("the model-based checker", function () {
 });
 
 describe("the checker's model (test/fuzz/model.ts)", () => {
-    const system = { config: { sortKey: "sk", counterPrefix: "#counter#", tokenAttribute: "counter_token", deletedAttribute: "deleted", countAttribute: "count", selection: { kind: "client" }, mode: "utilization" }, generation: "g1", shards: 1 } as unknown as FuzzSystem;
-    const item = (id: string, extra: Record<string, unknown> = {}) => ({ sk: { S: id }, counter_token: { S: `t-${id}` }, hc_counted: { S: "g1" }, ...extra });
+    const system = {
+        config: {
+            sortKey: "sk",
+            counterPrefix: "#counter#",
+            tokenAttribute: "counter_token",
+            deletedAttribute: "deleted",
+            countAttribute: "count",
+            selection: { kind: "client" },
+            mode: "utilization",
+        },
+        generation: "g1",
+        shards: 1,
+    } as unknown as FuzzSystem;
+    const item = (id: string, extra: Record<string, unknown> = {}) => ({
+        sk: { S: id },
+        counter_token: { S: `t-${id}` },
+        hc_counted: { S: "g1" },
+        ...extra,
+    });
 
     it("moves eventual by counts(new) - counts(old): a flag, a soft delete, another generation, a counter item", () => {
         const record = (oldImage: unknown, newImage: unknown) => ({ dynamodb: { OldImage: oldImage, NewImage: newImage } }) as never;
@@ -110,11 +159,16 @@ describe("the checker's model (test/fuzz/model.ts)", () => {
 
     it("holds utilization to the live lives plus the allowance, and strict to at least the owned lives", () => {
         const state = (units: number) => ({ items: [], shards: [{ count: { N: String(units) } }], eventual: undefined });
-        assert.deepEqual(boundProblems(state(2), system, [1], () => 1), []);
+        assert.deepEqual(
+            boundProblems(state(2), system, [1], () => 1),
+            [],
+        );
         assert.equal(boundProblems(state(3), system, [1], () => 1).length, 1);
         const strict = { ...system, config: { ...system.config, mode: "strict" } } as FuzzSystem;
-        assert.deepEqual(boundProblems(state(1), strict, [1], () => 0), []);
+        assert.deepEqual(
+            boundProblems(state(1), strict, [1], () => 0),
+            [],
+        );
         assert.equal(boundProblems(state(0), strict, [1], () => 0).length, 1);
     });
 });
-

@@ -94,7 +94,11 @@ describe("the young ledger stays small (DynamoDB Local, no settler)", function (
 
         // Assess: the entries are the creates' own, fewer and fewer; none of the deletes' periods appears
         assert.ok(before.length <= 3, `the creates left a handful: ${before.join(", ")}`);
-        assert.deepEqual([...seen].filter((name) => !before.includes(name)), [], "no delete made an entry");
+        assert.deepEqual(
+            [...seen].filter((name) => !before.includes(name)),
+            [],
+            "no delete made an entry",
+        );
         const left = await ledgerOf(f, KEY);
         assert.deepEqual({ count: left.count, entries: left.entries }, { count: 0, entries: {} });
     });
@@ -130,7 +134,10 @@ describe("the young ledger stays small (DynamoDB Local, no settler)", function (
             const input = args.input as { UpdateExpression?: string; ConditionExpression?: string };
             if (context.commandName === "UpdateItemCommand" && input.UpdateExpression?.startsWith("ADD #c :corr")) {
                 const removed = (input.UpdateExpression.split(" REMOVE ")[1] ?? "").split(",").filter((name) => name.trim() !== "").length;
-                writes.push({ removed, bytes: Buffer.byteLength(input.UpdateExpression) + Buffer.byteLength(input.ConditionExpression ?? "") });
+                writes.push({
+                    removed,
+                    bytes: Buffer.byteLength(input.UpdateExpression) + Buffer.byteLength(input.ConditionExpression ?? ""),
+                });
             }
             return next(args);
         };
@@ -171,7 +178,12 @@ describe("the young ledger stays small (DynamoDB Local, no settler)", function (
         for (let at = 0; at < ids.length; at += 25) {
             const puts = ids.slice(at, at + 25).map((id, i) => ({
                 PutRequest: {
-                    Item: { ...countedFlag(f.config), pk: { S: KEY }, sk: { S: id }, [f.config.tokenAttribute]: { S: newToken(timeOf(at + i)) } },
+                    Item: {
+                        ...countedFlag(f.config),
+                        pk: { S: KEY },
+                        sk: { S: id },
+                        [f.config.tokenAttribute]: { S: newToken(timeOf(at + i)) },
+                    },
                 },
             }));
             await f.reader.send(new BatchWriteItemCommand({ RequestItems: { [f.config.tableName]: puts } }));

@@ -28,20 +28,18 @@ process.env.JDK_JAVA_OPTIONS ??= "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
 
 const LONGEST_FIRST = [
     "fuzz",
-    "runtime-faults",
+    "fuzz-regions",
     "twin",
     "bench-busy-heal",
-    "backfill-concurrent",
-    "fuzz-paths",
-    "runtime-marker-bound",
+    "adopt-backfill",
     "examples",
-    "runtime-adoption",
-    "runtime-e2e",
+    "adopt-concurrent",
+    "ledger-bounds",
     "policy-pack",
-    "runtime-heal-race",
     "docs-run",
     "schema",
     "fuzz-replay",
+    "runtime-heal-race",
     "cli",
 ].map((name) => `test/${name}.test.ts`);
 

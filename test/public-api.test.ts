@@ -180,10 +180,7 @@ const PUBLIC_NAMES: Record<string, string[]> = {
         "writeDefaultLimit",
         "writeKeyLimit",
     ],
-    "hybrid-counter/runtime/client": [
-        "CLIENT_METRIC_NAMES",
-        "HybridCounterClient",
-    ],
+    "hybrid-counter/runtime/client": ["CLIENT_METRIC_NAMES", "HybridCounterClient"],
     "hybrid-counter/policy": [
         "COUNTER_CONSUMER_VARIABLE",
         "COUNTER_REGIONS_VARIABLE",

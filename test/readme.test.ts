@@ -318,7 +318,10 @@ describe("the README and docs/ are true", () => {
             const measuredAt = body.indexOf(marked[0]![1]!);
             for (const at of tables.filter((at) => at !== measuredAt)) {
                 const table = body.slice(at).split("\n\n")[0]!;
-                assert.ok(!/to be measured|\d+(\.\d+)? (ms|creates\/s|items\/s)\b/.test(table), `${page}: a figure outside the measured table: ${table.split("\n")[0]}`);
+                assert.ok(
+                    !/to be measured|\d+(\.\d+)? (ms|creates\/s|items\/s)\b/.test(table),
+                    `${page}: a figure outside the measured table: ${table.split("\n")[0]}`,
+                );
             }
         }
     });
@@ -331,7 +334,11 @@ describe("the README and docs/ are true", () => {
         const add = readme.slice(readme.indexOf("## Add it to a Pulumi program"), readme.indexOf("## Run it locally"));
         assert.match(add, /new HybridCounterComponent\(/);
         assert.match(add, /export const clientConfig = counter\.clientConfig;/);
-        assert.match(add, /new HybridCounterClient\(\{ \.\.\.clientConfig, dynamodb/, "the API builds its client from clientConfig, the mode travelling in it");
+        assert.match(
+            add,
+            /new HybridCounterClient\(\{ \.\.\.clientConfig, dynamodb/,
+            "the API builds its client from clientConfig, the mode travelling in it",
+        );
         assert.doesNotMatch(add, /\bmode: "/, "the client is given no mode of its own");
     });
 
@@ -391,10 +398,17 @@ describe("the README and docs/ are true", () => {
                 .map((line) => line.slice(2, -2).split(" | "))
                 .map((cells) => [cells[0]!, cells[cells.length - 1]!]),
         );
-        assert.deepEqual([...proofs.keys()], promiseRows.map(([promise]) => promise), "one proof row per promise, in the README's order");
+        assert.deepEqual(
+            [...proofs.keys()],
+            promiseRows.map(([promise]) => promise),
+            "one proof row per promise, in the README's order",
+        );
         for (const [promise, proof] of proofs) {
             const named = proof.split(";").map((part) => part.trim().split(" ")[0]!);
-            assert.ok(named.some((name) => name !== "checker:"), `${promise} names a test file`);
+            assert.ok(
+                named.some((name) => name !== "checker:"),
+                `${promise} names a test file`,
+            );
             for (const name of named) {
                 if (name !== "checker:") {
                     assert.ok(existsSync(path.join(root, "test", `${name}.test.ts`)), `${promise}: test/${name}.test.ts exists`);

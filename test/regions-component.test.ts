@@ -111,7 +111,11 @@ describe("a multi-region counter: examples/multi-region under mocks", () => {
     it("delivers every record of each region's stream to its consumer: no filter (the frontier needs them all)", () => {
         // Assess
         for (const region of [HOME, "eu-west-1", "ap-southeast-2"]) {
-            assert.equal(findResource(run.resources, MAPPING, `${component(region)}-stream-mapping`).inputs.filterCriteria, undefined, region);
+            assert.equal(
+                findResource(run.resources, MAPPING, `${component(region)}-stream-mapping`).inputs.filterCriteria,
+                undefined,
+                region,
+            );
         }
     });
 

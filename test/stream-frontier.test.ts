@@ -376,7 +376,11 @@ describe("a stream shard's frontier on DynamoDB Local", function () {
         const writes: string[] = [];
         f.consumerDynamo.middlewareStack.add(
             (next, context) => async (args) => {
-                if (["UpdateItemCommand", "PutItemCommand", "DeleteItemCommand", "TransactWriteItemsCommand"].includes(context.commandName ?? "")) {
+                if (
+                    ["UpdateItemCommand", "PutItemCommand", "DeleteItemCommand", "TransactWriteItemsCommand"].includes(
+                        context.commandName ?? "",
+                    )
+                ) {
                     writes.push(context.commandName!);
                 }
                 return next(args);

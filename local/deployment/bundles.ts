@@ -32,7 +32,9 @@ export interface BundleEndpoints {
 }
 
 /** The counter's settings (`HYBRID_COUNTER_*`) as the process started with them. */
-const STARTING_SETTINGS: Readonly<Record<string, string | undefined>> = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith("HYBRID_COUNTER_")));
+const STARTING_SETTINGS: Readonly<Record<string, string | undefined>> = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => name.startsWith("HYBRID_COUNTER_")),
+);
 
 /**
  * Puts the counter's settings back as the process started with them: an environment leaves out a setting at its

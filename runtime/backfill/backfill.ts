@@ -94,7 +94,12 @@ export interface BackfillReport {
     /** Across every call of this run. */
     readonly total: BackfillCounts;
     /** This call only, with the keys it listed for a heal and the capacity it used. */
-    readonly thisCall: BackfillCounts & { readonly keysListed: number; readonly readUnits: number; readonly writeUnits: number; readonly elapsedMs: number };
+    readonly thisCall: BackfillCounts & {
+        readonly keysListed: number;
+        readonly readUnits: number;
+        readonly writeUnits: number;
+        readonly elapsedMs: number;
+    };
 }
 
 /** A backfill that cannot go on (a non-retryable error, or retries exhausted). Its checkpoints stay valid. */
@@ -150,7 +155,15 @@ interface Run {
     readonly reads: TokenBucket;
     readonly writes: TokenBucket;
     readonly clock: Clock;
-    readonly call: { scanned: number; counted: number; alreadyCounted: number; skipped: number; keysListed: number; readUnits: number; writeUnits: number };
+    readonly call: {
+        scanned: number;
+        counted: number;
+        alreadyCounted: number;
+        skipped: number;
+        keysListed: number;
+        readUnits: number;
+        writeUnits: number;
+    };
     /** The keys this call listed (a key flagged on several pages is listed after each, counted once). */
     readonly listed: Set<string>;
     stopped?: BackfillReport["status"];
@@ -170,7 +183,9 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
     const existing = await retrying(() => store.read(runId));
     const stored = [...existing.values()][0]?.totalSegments;
     if (stored !== undefined && options.segments !== undefined && options.segments !== stored) {
-        throw new ConfigurationError([`[segments] run "${runId}" was started with ${stored} segments; resume it with the same number or start a new run`]);
+        throw new ConfigurationError([
+            `[segments] run "${runId}" was started with ${stored} segments; resume it with the same number or start a new run`,
+        ]);
     }
     const segments = stored ?? options.segments ?? BACKFILL_DEFAULTS.segments;
     const checkpoints = new Map(Array.from({ length: segments }, (_, s) => [s, existing.get(s) ?? freshCheckpoint(s, segments)] as const));
@@ -187,9 +202,15 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
         call: { scanned: 0, counted: 0, alreadyCounted: 0, skipped: 0, keysListed: 0, readUnits: 0, writeUnits: 0 },
         listed: new Set(),
     };
-    await Promise.all([...checkpoints.values()].filter((c) => !c.done).map((c) => runSegment(run, c.segment).catch((error: unknown) => void (run.failure ??= error))));
+    await Promise.all(
+        [...checkpoints.values()]
+            .filter((c) => !c.done)
+            .map((c) => runSegment(run, c.segment).catch((error: unknown) => void (run.failure ??= error))),
+    );
     if (run.failure !== undefined) {
-        throw run.failure instanceof BackfillError ? run.failure : new BackfillError(`backfill failed: ${JSON.stringify(describeError(run.failure))}`, run.failure);
+        throw run.failure instanceof BackfillError
+            ? run.failure
+            : new BackfillError(`backfill failed: ${JSON.stringify(describeError(run.failure))}`, run.failure);
     }
     const segmentsDone = [...checkpoints.values()].filter((c) => c.done).length;
     const total = totals(checkpoints);
@@ -213,7 +234,12 @@ export async function backfill(options: BackfillOptions): Promise<BackfillReport
 function totals(checkpoints: ReadonlyMap<number, SegmentCheckpoint>): BackfillCounts {
     const all = [...checkpoints.values()];
     const sum = (f: (c: SegmentCheckpoint) => number) => all.reduce((n, c) => n + f(c), 0);
-    return { scanned: sum((c) => c.scanned), counted: sum((c) => c.counted), alreadyCounted: sum((c) => c.alreadyCounted), skipped: sum((c) => c.skipped) };
+    return {
+        scanned: sum((c) => c.scanned),
+        counted: sum((c) => c.counted),
+        alreadyCounted: sum((c) => c.alreadyCounted),
+        skipped: sum((c) => c.skipped),
+    };
 }
 
 async function capacityRates(options: BackfillOptions): Promise<{ read: number; write: number }> {
@@ -222,10 +248,15 @@ async function capacityRates(options: BackfillOptions): Promise<{ read: number; 
         return { read: options.readUnitsPerSecond, write: options.writeUnitsPerSecond };
     }
     const table = (await retrying(() => options.dynamodb.send(new DescribeTableCommand({ TableName: options.config.tableName })))).Table;
-    const provisioned = table?.BillingModeSummary?.BillingMode !== "PAY_PER_REQUEST" && (table?.ProvisionedThroughput?.ReadCapacityUnits ?? 0) > 0;
+    const provisioned =
+        table?.BillingModeSummary?.BillingMode !== "PAY_PER_REQUEST" && (table?.ProvisionedThroughput?.ReadCapacityUnits ?? 0) > 0;
     return {
-        read: options.readUnitsPerSecond ?? (provisioned ? table!.ProvisionedThroughput!.ReadCapacityUnits! * share : BACKFILL_DEFAULTS.readUnitsPerSecond),
-        write: options.writeUnitsPerSecond ?? (provisioned ? table!.ProvisionedThroughput!.WriteCapacityUnits! * share : BACKFILL_DEFAULTS.writeUnitsPerSecond),
+        read:
+            options.readUnitsPerSecond ??
+            (provisioned ? table!.ProvisionedThroughput!.ReadCapacityUnits! * share : BACKFILL_DEFAULTS.readUnitsPerSecond),
+        write:
+            options.writeUnitsPerSecond ??
+            (provisioned ? table!.ProvisionedThroughput!.WriteCapacityUnits! * share : BACKFILL_DEFAULTS.writeUnitsPerSecond),
     };
 }
 
@@ -277,12 +308,20 @@ async function runSegment(run: Run, segment: number): Promise<void> {
         }
         checkpoint = next;
         run.checkpoints.set(segment, next);
-        run.options.onProgress?.({ runId: run.runId, segments: run.segments, segmentsDone: [...run.checkpoints.values()].filter((c) => c.done).length, ...totals(run.checkpoints) });
+        run.options.onProgress?.({
+            runId: run.runId,
+            segments: run.segments,
+            segmentsDone: [...run.checkpoints.values()].filter((c) => c.done).length,
+            ...totals(run.checkpoints),
+        });
     }
 }
 
 /** Flags a page's live unflagged items and lists the keys that need a heal; returns what it did. */
-async function flagPage(run: Run, items: ReadonlyArray<Record<string, AttributeValue>>): Promise<{ counted: number; alreadyCounted: number; skipped: number }> {
+async function flagPage(
+    run: Run,
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+): Promise<{ counted: number; alreadyCounted: number; skipped: number }> {
     const { config, dynamodb } = run.options;
     let counted = 0;
     let alreadyCounted = 0;
@@ -299,7 +338,9 @@ async function flagPage(run: Run, items: ReadonlyArray<Record<string, AttributeV
             continue;
         }
         await run.writes.take();
-        const flagged = await retrying(() => flagItem(dynamodb, config, stringOf(item, config.partitionKey)!, stringOf(item, config.sortKey)!));
+        const flagged = await retrying(() =>
+            flagItem(dynamodb, config, stringOf(item, config.partitionKey)!, stringOf(item, config.sortKey)!),
+        );
         run.writes.spend(1);
         run.call.writeUnits += 1;
         if (flagged) {
@@ -325,7 +366,15 @@ async function flagPage(run: Run, items: ReadonlyArray<Record<string, AttributeV
 /** Lists `key` on the heal index: a heal gives the flagged items units of best-effort (runtime/heal/plan.ts). */
 async function listForHeal(dynamodb: DynamoDBClient, config: CounterConfig, key: string): Promise<void> {
     const mark = healMark(config, key, Date.now());
-    await dynamodb.send(new UpdateItemCommand({ TableName: config.countersTableName, Key: eventualKey(config, key), UpdateExpression: `SET ${mark.update}`, ExpressionAttributeNames: mark.names, ExpressionAttributeValues: mark.values }));
+    await dynamodb.send(
+        new UpdateItemCommand({
+            TableName: config.countersTableName,
+            Key: eventualKey(config, key),
+            UpdateExpression: `SET ${mark.update}`,
+            ExpressionAttributeNames: mark.names,
+            ExpressionAttributeValues: mark.values,
+        }),
+    );
 }
 
 async function retrying<T>(fn: () => Promise<T>): Promise<T> {

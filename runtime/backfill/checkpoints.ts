@@ -108,9 +108,14 @@ export class CheckpointStore {
                     TableName: this.config.countersTableName,
                     Key: key,
                     UpdateExpression: "SET #bf = :bf, #exp = :exp",
-                    ConditionExpression: checkpoint.pages === 1 ? "attribute_not_exists(#bf) OR #bf.#pages < :pages" : "#bf.#pages < :pages",
+                    ConditionExpression:
+                        checkpoint.pages === 1 ? "attribute_not_exists(#bf) OR #bf.#pages < :pages" : "#bf.#pages < :pages",
                     ExpressionAttributeNames: { "#bf": CHECKPOINT_ATTRIBUTE, "#pages": "pages", "#exp": EXPIRES_ATTRIBUTE },
-                    ExpressionAttributeValues: { ":bf": toItem(checkpoint), ":pages": { N: String(checkpoint.pages) }, ":exp": { N: String(Math.floor(Date.now() / 1000) + CHECKPOINT_TTL_SECONDS) } },
+                    ExpressionAttributeValues: {
+                        ":bf": toItem(checkpoint),
+                        ":pages": { N: String(checkpoint.pages) },
+                        ":exp": { N: String(Math.floor(Date.now() / 1000) + CHECKPOINT_TTL_SECONDS) },
+                    },
                     ReturnValuesOnConditionCheckFailure: "ALL_OLD",
                 }),
             );
@@ -128,7 +133,10 @@ export class CheckpointStore {
     async remove(run: string): Promise<void> {
         for (const item of await this.items(run)) {
             await this.dynamodb.send(
-                new DeleteItemCommand({ TableName: this.config.countersTableName, Key: { [this.config.partitionKey]: item[this.config.partitionKey]!, [this.config.sortKey]: item[this.config.sortKey]! } }),
+                new DeleteItemCommand({
+                    TableName: this.config.countersTableName,
+                    Key: { [this.config.partitionKey]: item[this.config.partitionKey]!, [this.config.sortKey]: item[this.config.sortKey]! },
+                }),
             );
         }
     }
@@ -144,7 +152,10 @@ export class CheckpointStore {
                     ConsistentRead: true,
                     KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
                     ExpressionAttributeNames: { "#pk": this.config.partitionKey, "#sk": this.config.sortKey },
-                    ExpressionAttributeValues: { ":pk": key[this.config.partitionKey]!, ":prefix": { S: backfillRunPrefix(this.config, run) } },
+                    ExpressionAttributeValues: {
+                        ":pk": key[this.config.partitionKey]!,
+                        ":prefix": { S: backfillRunPrefix(this.config, run) },
+                    },
                     ...(start === undefined ? {} : { ExclusiveStartKey: start }),
                 }),
             );

@@ -33,7 +33,10 @@ export function checkLimit(limit: unknown, field = "limit"): asserts limit is nu
 }
 
 /** Marshals the caller's attributes, refusing reserved names and values DynamoDB cannot store. */
-export function marshalAttributes(attributes: Record<string, unknown> | undefined, reserved: ReadonlySet<string>): Record<string, AttributeValue> {
+export function marshalAttributes(
+    attributes: Record<string, unknown> | undefined,
+    reserved: ReadonlySet<string>,
+): Record<string, AttributeValue> {
     if (attributes === undefined) {
         return {};
     }

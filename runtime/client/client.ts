@@ -110,7 +110,9 @@ export class HybridCounterClient {
         this.mode = config.mode;
         this.reserved = resolved.reserved;
         this.headroom = resolved.headroom;
-        this.metrics = options.metrics ? new Metrics(options.metrics.namespace, "hybrid-counter-client", options.metrics.sink ?? stdoutSink) : undefined;
+        this.metrics = options.metrics
+            ? new Metrics(options.metrics.namespace, "hybrid-counter-client", options.metrics.sink ?? stdoutSink)
+            : undefined;
         const report = options.onBestEffortFailure ?? (() => undefined);
         const onFailure = (failure: BestEffortFailure): void => {
             this.metrics?.add(FAILURE_METRIC[failure.operation]);
@@ -135,7 +137,9 @@ export class HybridCounterClient {
      */
     async create(key: string, id: string, attributes?: Record<string, unknown>): Promise<CreateResult> {
         const resource = this.resourceItem(key, id, attributes);
-        const result = await this.call(key, (call) => (this.mode === "strict" ? createStrict(call, resource, undefined) : createUtilization(call, resource, "none")));
+        const result = await this.call(key, (call) =>
+            this.mode === "strict" ? createStrict(call, resource, undefined) : createUtilization(call, resource, "none"),
+        );
         return { created: result.created };
     }
 
@@ -182,7 +186,12 @@ export class HybridCounterClient {
             return { bestEffort: read.bestEffort, eventual: read.eventual, value: Math.max(read.bestEffort, read.eventual) };
         }
         const sum = (pick: (r: RegionCounters) => number) => read.regions!.reduce((s, r) => s + pick(r), 0);
-        return { bestEffort: sum((r) => r.bestEffort), eventual: sum((r) => r.eventual), value: sum((r) => Math.max(r.bestEffort, r.eventual)), regions: read.regions };
+        return {
+            bestEffort: sum((r) => r.bestEffort),
+            eventual: sum((r) => r.eventual),
+            value: sum((r) => Math.max(r.bestEffort, r.eventual)),
+            regions: read.regions,
+        };
     }
 
     /** Stores `limit` as `key`'s limit (null removes it: the key then runs under the default). */

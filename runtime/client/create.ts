@@ -55,11 +55,18 @@ export async function createUtilization(call: Call, resource: ResourceItem, limi
     if (limit !== "none") {
         try {
             const [read, stored] = await withRetries(
-                () => Promise.all([readKeyCounters(parts.dynamodb, parts.config, call.key), limit === undefined ? readLimits(parts.dynamodb, parts.config, call.key) : undefined]),
+                () =>
+                    Promise.all([
+                        readKeyCounters(parts.dynamodb, parts.config, call.key),
+                        limit === undefined ? readLimits(parts.dynamodb, parts.config, call.key) : undefined,
+                    ]),
                 isRetryable,
                 3,
             );
-            value = read.regions === undefined ? Math.max(read.bestEffort, read.eventual) : read.regions.reduce((s, r) => s + Math.max(r.bestEffort, r.eventual), 0);
+            value =
+                read.regions === undefined
+                    ? Math.max(read.bestEffort, read.eventual)
+                    : read.regions.reduce((s, r) => s + Math.max(r.bestEffort, r.eventual), 0);
             const effective = limit ?? resolveLimit(stored!).limit;
             if (effective !== undefined && value >= effective) {
                 return { created: false, count: value, reason: "limit" };
@@ -129,7 +136,13 @@ export async function createStrict(call: Call, resource: ResourceItem, limit: nu
 }
 
 /** Strict: one reservation, under the limit, a shard's cap, or a region's. */
-async function reserveUnder(call: Call, shard: number, period: number, limit: number | undefined, deadline: CallDeadline): Promise<Reservation> {
+async function reserveUnder(
+    call: Call,
+    shard: number,
+    period: number,
+    limit: number | undefined,
+    deadline: CallDeadline,
+): Promise<Reservation> {
     const { parts } = call;
     if (limit === 0) {
         const read = await readKeyCounters(parts.dynamodb, parts.config, call.key).catch(() => undefined);
@@ -151,7 +164,15 @@ async function reserveUnder(call: Call, shard: number, period: number, limit: nu
  * A sharded key (or any key of a multi-region counter): within the shard's cap, moving room or re-arming the caps when
  * it has none. `guard`: the region cap the caps are cut from (runtime/regions/caps.ts).
  */
-async function reserveInShards(call: Call, shard: number, period: number, tag: string, limit: number, deadline: CallDeadline, guard?: RegionGuard): Promise<Reservation> {
+async function reserveInShards(
+    call: Call,
+    shard: number,
+    period: number,
+    tag: string,
+    limit: number,
+    deadline: CallDeadline,
+    guard?: RegionGuard,
+): Promise<Reservation> {
     const { parts } = call;
     const admission: Admission = { capTag: tag };
     for (let round = 0; deadline.open() && round < 2 * parts.attempts; round++) {
@@ -185,7 +206,10 @@ async function reserveInRegion(call: Call, shard: number, period: number, limit:
         if (admission.kind === "wait") {
             continue;
         }
-        return reserveInShards(call, shard, period, shardTag(admission.regionTag, admission.cap), admission.cap, deadline, { tag: admission.regionTag, cap: admission.cap });
+        return reserveInShards(call, shard, period, shardTag(admission.regionTag, admission.cap), admission.cap, deadline, {
+            tag: admission.regionTag,
+            cap: admission.cap,
+        });
     }
     return { outcome: "failed" };
 }

@@ -74,12 +74,14 @@ export async function deleteUtilization(call: Call, id: string, state: ItemState
         return { deleted: (await endLife(call, id, state, undefined, deadline)) !== "taken" };
     }
     const claim = newToken();
-    const claimed = await parts.puts.claim(call.key, id, state.token, claim, parts.deadlineMs + CLAIM_TAKEOVER_MARGIN_MS, deadline).catch((error: unknown) => {
-        if (isItemTooLarge(error)) {
-            return "too large" as const;
-        }
-        throw error;
-    });
+    const claimed = await parts.puts
+        .claim(call.key, id, state.token, claim, parts.deadlineMs + CLAIM_TAKEOVER_MARGIN_MS, deadline)
+        .catch((error: unknown) => {
+            if (isItemTooLarge(error)) {
+                return "too large" as const;
+            }
+            throw error;
+        });
     if (claimed === "too large") {
         // No claim fits: -1 then the removal; a concurrent delete may -1 too (an undercount, healed later).
         await decrement(call, id, state, deadline);

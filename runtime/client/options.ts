@@ -61,13 +61,18 @@ export interface ResolvedClientOptions {
 const TOKEN_BYTES = 36;
 
 function tableNameProblem(value: unknown, field: string): string[] {
-    return typeof value === "string" && value.length >= 3 && value.length <= 255 ? [] : [`[${field}] must be a table name of 3 to 255 characters`];
+    return typeof value === "string" && value.length >= 3 && value.length <= 255
+        ? []
+        : [`[${field}] must be a table name of 3 to 255 characters`];
 }
 
 /** The mode: `counterMode` (clientConfig) and `mode` (the caller) name one, or the default. */
 function modeOf(options: ClientOptionFields, problems: string[]): CounterMode {
     const { mode, counterMode } = options;
-    for (const [field, value] of [["mode", mode], ["counterMode", counterMode]] as const) {
+    for (const [field, value] of [
+        ["mode", mode],
+        ["counterMode", counterMode],
+    ] as const) {
         if (value !== undefined && !COUNTER_MODES.includes(value as CounterMode)) {
             problems.push(`[${field}] must be "utilization" or "strict" (got ${JSON.stringify(value)})`);
         }
@@ -83,7 +88,12 @@ function modeOf(options: ClientOptionFields, problems: string[]): CounterMode {
 
 function deadlineOf(options: ClientOptionFields, periodSeconds: number, problems: string[]): number {
     const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
-    if (typeof deadlineMs !== "number" || !Number.isInteger(deadlineMs) || deadlineMs < MIN_CLIENT_DEADLINE_MS || deadlineMs > MAX_CLIENT_DEADLINE_MS) {
+    if (
+        typeof deadlineMs !== "number" ||
+        !Number.isInteger(deadlineMs) ||
+        deadlineMs < MIN_CLIENT_DEADLINE_MS ||
+        deadlineMs > MAX_CLIENT_DEADLINE_MS
+    ) {
         problems.push(`[deadlineMs] must be an integer from ${MIN_CLIENT_DEADLINE_MS} to ${MAX_CLIENT_DEADLINE_MS}`);
         return DEFAULT_DEADLINE_MS;
     }
@@ -109,7 +119,11 @@ function periodOf(options: ClientOptionFields, problems: string[]): number {
 export function resolveClientOptions(options: ClientOptionFields): ResolvedClientOptions {
     const problems: string[] = [];
     const layout = layoutWithDefaults(options);
-    problems.push(...layoutProblems(layout).map((p) => p.replace(/^\[counted(\w+)\]/, (_, f: string) => `[selection.${f.charAt(0).toLowerCase()}${f.slice(1)}]`)));
+    problems.push(
+        ...layoutProblems(layout).map((p) =>
+            p.replace(/^\[counted(\w+)\]/, (_, f: string) => `[selection.${f.charAt(0).toLowerCase()}${f.slice(1)}]`),
+        ),
+    );
     problems.push(...tableNameProblem(options.tableName, "tableName"));
     if (options.countersTableName === undefined) {
         problems.push(
@@ -121,7 +135,18 @@ export function resolveClientOptions(options: ClientOptionFields): ResolvedClien
     const tableName = typeof options.tableName === "string" ? options.tableName : undefined;
     const countersTableName = typeof options.countersTableName === "string" ? options.countersTableName : undefined;
     problems.push(...counterShardsProblems(options.counterShards, tableName, countersTableName));
-    problems.push(...regionsProblems(options.regions, options.regionAttribute, { tableName, countersTableName, attributes: { partitionKey: layout.partitionKey, sortKey: layout.sortKey, deletedAttribute: layout.deletedAttribute, tokenAttribute: layout.tokenAttribute } }));
+    problems.push(
+        ...regionsProblems(options.regions, options.regionAttribute, {
+            tableName,
+            countersTableName,
+            attributes: {
+                partitionKey: layout.partitionKey,
+                sortKey: layout.sortKey,
+                deletedAttribute: layout.deletedAttribute,
+                tokenAttribute: layout.tokenAttribute,
+            },
+        }),
+    );
     const dynamodb = options.dynamodb as { send?: unknown } | undefined;
     if (!dynamodb || typeof dynamodb.send !== "function") {
         problems.push("[dynamodb] must be a DynamoDBClient");
@@ -142,7 +167,14 @@ export function resolveClientOptions(options: ClientOptionFields): ResolvedClien
     }
     const regions = options.regions === undefined ? undefined : normalizedRegions(options.regions as RegionsConfig);
     const regionAttribute = typeof options.regionAttribute === "string" ? options.regionAttribute : undefined;
-    const reserved = new Set([layout.partitionKey, layout.sortKey, layout.deletedAttribute, layout.tokenAttribute, deleteTokenAttribute, COUNTED_ATTRIBUTE]);
+    const reserved = new Set([
+        layout.partitionKey,
+        layout.sortKey,
+        layout.deletedAttribute,
+        layout.tokenAttribute,
+        deleteTokenAttribute,
+        COUNTED_ATTRIBUTE,
+    ]);
     if (layout.selection.kind === "attribute") {
         reserved.add(layout.selection.name);
     }
@@ -157,7 +189,9 @@ export function resolveClientOptions(options: ClientOptionFields): ResolvedClien
             countersTableName: countersTableName!,
             mode,
             periodMs: periodSeconds * 1000,
-            ...(options.counterShards === undefined || options.counterShards === 1 ? {} : { counterShards: options.counterShards as number }),
+            ...(options.counterShards === undefined || options.counterShards === 1
+                ? {}
+                : { counterShards: options.counterShards as number }),
             ...(regions === undefined ? {} : { regions }),
             ...(regionAttribute === undefined ? {} : { regionAttribute }),
         },

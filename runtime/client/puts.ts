@@ -59,7 +59,8 @@ export interface ItemState {
 }
 
 /** What a repeat must find where the id is: nothing, or the exact tombstone seen there. */
-type Expected = { readonly kind: "absent" } | { readonly kind: "tombstone"; readonly token: string | null; readonly deleteToken: string | null };
+type Expected =
+    { readonly kind: "absent" } | { readonly kind: "tombstone"; readonly token: string | null; readonly deleteToken: string | null };
 
 export class ResourceWriter {
     constructor(
@@ -143,7 +144,15 @@ export class ResourceWriter {
     ): Promise<{ kind: "mine" } | { kind: "taken" } | { kind: "moved"; expected: Expected } | { kind: "error"; error: unknown }> {
         const condition = this.putCondition(expected);
         try {
-            await sendOnce(this.dynamodb, new PutItemCommand({ TableName: this.config.tableName, Item: resource.item, ...condition, ReturnValuesOnConditionCheckFailure: "ALL_OLD" }));
+            await sendOnce(
+                this.dynamodb,
+                new PutItemCommand({
+                    TableName: this.config.tableName,
+                    Item: resource.item,
+                    ...condition,
+                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                }),
+            );
             return { kind: "mine" };
         } catch (error) {
             if (!(error instanceof ConditionalCheckFailedException)) {
@@ -171,7 +180,11 @@ export class ResourceWriter {
         if (expected.kind === "absent") {
             return { ConditionExpression: "attribute_not_exists(#pk)", ExpressionAttributeNames: { "#pk": this.config.partitionKey } };
         }
-        const names = { "#deleted": this.config.deletedAttribute, "#token": this.config.tokenAttribute, "#deleteToken": this.deleteTokenAttribute };
+        const names = {
+            "#deleted": this.config.deletedAttribute,
+            "#token": this.config.tokenAttribute,
+            "#deleteToken": this.deleteTokenAttribute,
+        };
         const values: Record<string, AttributeValue> = { ":true": { BOOL: true } };
         const parts = ["#deleted = :true"];
         parts.push(expected.token === null ? "attribute_not_exists(#token)" : "#token = :token");
@@ -188,7 +201,8 @@ export class ResourceWriter {
     /** Reads the item (strongly consistent); undefined when the id holds nothing. */
     async read(key: string, id: string): Promise<ItemState | undefined> {
         const response = await withRetries(
-            () => this.dynamodb.send(new GetItemCommand({ TableName: this.config.tableName, Key: this.key(key, id), ConsistentRead: true })),
+            () =>
+                this.dynamodb.send(new GetItemCommand({ TableName: this.config.tableName, Key: this.key(key, id), ConsistentRead: true })),
             isRetryable,
             this.attempts,
         );
@@ -196,7 +210,11 @@ export class ResourceWriter {
         if (item === undefined) {
             return undefined;
         }
-        return { item, token: stringOf(item, this.config.tokenAttribute) ?? null, deleted: item[this.config.deletedAttribute]?.BOOL === true };
+        return {
+            item,
+            token: stringOf(item, this.config.tokenAttribute) ?? null,
+            deleted: item[this.config.deletedAttribute]?.BOOL === true,
+        };
     }
 
     /**
@@ -205,7 +223,14 @@ export class ResourceWriter {
      * claim was abandoned (its caller sends nothing after its deadline): taking it over can at most decrement twice
      * for one life, which only undercounts.
      */
-    async claim(key: string, id: string, createToken: string | null, claim: string, takeoverAfterMs: number, deadline: CallDeadline): Promise<WriteOutcome> {
+    async claim(
+        key: string,
+        id: string,
+        createToken: string | null,
+        claim: string,
+        takeoverAfterMs: number,
+        deadline: CallDeadline,
+    ): Promise<WriteOutcome> {
         // UUIDv7 text sorts by its leading time: a claim made before `expired`'s time sorts below it.
         const expired = newToken((tokenTime(claim) ?? Date.now()) - takeoverAfterMs).slice(0, 13);
         return this.lifeUpdate(key, id, createToken, {
@@ -230,7 +255,10 @@ export class ResourceWriter {
                             Key: this.key(key, id),
                             UpdateExpression: "REMOVE #deleteToken",
                             ConditionExpression: "#deleteToken = :claim AND (attribute_not_exists(#deleted) OR #deleted = :false)",
-                            ExpressionAttributeNames: { "#deleteToken": this.deleteTokenAttribute, "#deleted": this.config.deletedAttribute },
+                            ExpressionAttributeNames: {
+                                "#deleteToken": this.deleteTokenAttribute,
+                                "#deleted": this.config.deletedAttribute,
+                            },
                             ExpressionAttributeValues: { ":claim": { S: claim }, ":false": { BOOL: false } },
                         }),
                     ),
@@ -250,8 +278,22 @@ export class ResourceWriter {
      * is still this call's; without, storing a delete token of its own. `deletedIn`: the deleting region, for a life
      * another region owns (runtime/regions/).
      */
-    async softDelete(key: string, id: string, createToken: string | null, claim: string | undefined, deadline: CallDeadline, deletedIn?: string): Promise<WriteOutcome> {
-        const foreign = deletedIn === undefined ? {} : { update: ", #deletedIn = :deletedIn", names: { "#deletedIn": FOREIGN_DELETE_ATTRIBUTE }, values: { ":deletedIn": { S: deletedIn } } };
+    async softDelete(
+        key: string,
+        id: string,
+        createToken: string | null,
+        claim: string | undefined,
+        deadline: CallDeadline,
+        deletedIn?: string,
+    ): Promise<WriteOutcome> {
+        const foreign =
+            deletedIn === undefined
+                ? {}
+                : {
+                      update: ", #deletedIn = :deletedIn",
+                      names: { "#deletedIn": FOREIGN_DELETE_ATTRIBUTE },
+                      values: { ":deletedIn": { S: deletedIn } },
+                  };
         const claimed = claim !== undefined && deletedIn === undefined;
         return this.lifeUpdate(key, id, createToken, {
             update: (claimed ? "SET #deleted = :true" : "SET #deleted = :true, #deleteToken = :token") + (foreign.update ?? ""),
@@ -268,7 +310,13 @@ export class ResourceWriter {
      * Removes the life read, as another writer's delete would: only for an item another writer grew until the soft
      * delete's attributes no longer fit under DynamoDB's 400 KB. With `claim`, only while the claim is this call's.
      */
-    async remove(key: string, id: string, createToken: string | null, claim: string | undefined, deadline: CallDeadline): Promise<WriteOutcome> {
+    async remove(
+        key: string,
+        id: string,
+        createToken: string | null,
+        claim: string | undefined,
+        deadline: CallDeadline,
+    ): Promise<WriteOutcome> {
         const life = this.liveLife(createToken);
         const names: Record<string, string> = { ...life.names };
         const values: Record<string, AttributeValue> = { ...life.values };
@@ -280,11 +328,23 @@ export class ResourceWriter {
         }
         const attempt = async (): Promise<WriteOutcome> => {
             try {
-                await sendOnce(this.dynamodb, new DeleteItemCommand({ TableName: this.config.tableName, Key: this.key(key, id), ConditionExpression: condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: "ALL_OLD" }));
+                await sendOnce(
+                    this.dynamodb,
+                    new DeleteItemCommand({
+                        TableName: this.config.tableName,
+                        Key: this.key(key, id),
+                        ConditionExpression: condition,
+                        ExpressionAttributeNames: names,
+                        ExpressionAttributeValues: values,
+                        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                    }),
+                );
                 return "mine";
             } catch (error) {
                 if (error instanceof ConditionalCheckFailedException) {
-                    return error.Item === undefined || (stringOf(error.Item, this.config.tokenAttribute) ?? null) !== createToken ? "gone" : "taken";
+                    return error.Item === undefined || (stringOf(error.Item, this.config.tokenAttribute) ?? null) !== createToken
+                        ? "gone"
+                        : "taken";
                 }
                 throw error;
             }
@@ -341,7 +401,11 @@ export class ResourceWriter {
     }
 
     /** The condition every write of one life carries: it exists, is not deleted, and is the life `createToken` names. */
-    private liveLife(createToken: string | null): { condition: string; names: Record<string, string>; values: Record<string, AttributeValue> } {
+    private liveLife(createToken: string | null): {
+        condition: string;
+        names: Record<string, string>;
+        values: Record<string, AttributeValue>;
+    } {
         const { partitionKey, deletedAttribute, tokenAttribute } = this.config;
         return {
             condition:
@@ -366,5 +430,10 @@ function matches(expected: Expected, seen: ItemState | undefined, deleteTokenAtt
     if (expected.kind === "absent") {
         return seen === undefined;
     }
-    return seen !== undefined && seen.deleted && seen.token === expected.token && (stringOf(seen.item, deleteTokenAttribute) ?? null) === expected.deleteToken;
+    return (
+        seen !== undefined &&
+        seen.deleted &&
+        seen.token === expected.token &&
+        (stringOf(seen.item, deleteTokenAttribute) ?? null) === expected.deleteToken
+    );
 }

@@ -57,7 +57,11 @@ export function parseCounterSortKey(counterPrefix: string, sortKey: string): Par
 }
 
 /** The counter items of one partition of the counters table (every page), strongly consistent. */
-export async function queryCounterItems(dynamodb: DynamoDBClient, config: CounterConfig, partition: string): Promise<Record<string, AttributeValue>[]> {
+export async function queryCounterItems(
+    dynamodb: DynamoDBClient,
+    config: CounterConfig,
+    partition: string,
+): Promise<Record<string, AttributeValue>[]> {
     const items: Record<string, AttributeValue>[] = [];
     let start: Record<string, AttributeValue> | undefined;
     do {
@@ -80,7 +84,9 @@ export async function queryCounterItems(dynamodb: DynamoDBClient, config: Counte
 /** Reads `key`'s counters (one Query per shard, at once). Throws the read's DynamoDB error. */
 export async function readKeyCounters(dynamodb: DynamoDBClient, config: CounterConfig, key: string): Promise<KeyCounters> {
     const shards = shardCount(config);
-    const pages = await Promise.all(Array.from({ length: shards }, (_, s) => queryCounterItems(dynamodb, config, shardPartitionKey(key, s))));
+    const pages = await Promise.all(
+        Array.from({ length: shards }, (_, s) => queryCounterItems(dynamodb, config, shardPartitionKey(key, s))),
+    );
     const own = config.regions?.current;
     const byRegion = new Map<string | undefined, { bestEffort: number; eventual: number; shard0?: Record<string, AttributeValue> }>();
     const mine: Array<Record<string, AttributeValue> | undefined> = Array.from({ length: shards }, () => undefined);
@@ -118,11 +124,17 @@ export async function readKeyCounters(dynamodb: DynamoDBClient, config: CounterC
             : {
                   // Every member, and every other region with counter items (a region removed from the members still
                   // counts the lives its clients stamped).
-                  regions: [...new Set([...memberRegions(config.regions), ...[...byRegion.keys()].filter((r): r is string => r !== undefined)])].sort().map((region) => {
-                      const counters = byRegion.get(region) ?? { bestEffort: 0, eventual: 0 };
-                      return { region, bestEffort: counters.bestEffort, eventual: counters.eventual };
-                  }),
-                  allRegions: new Map([...byRegion].filter(([region]) => region !== undefined).map(([region, c]) => [region!, { region: region!, ...c }])),
+                  regions: [
+                      ...new Set([...memberRegions(config.regions), ...[...byRegion.keys()].filter((r): r is string => r !== undefined)]),
+                  ]
+                      .sort()
+                      .map((region) => {
+                          const counters = byRegion.get(region) ?? { bestEffort: 0, eventual: 0 };
+                          return { region, bestEffort: counters.bestEffort, eventual: counters.eventual };
+                      }),
+                  allRegions: new Map(
+                      [...byRegion].filter(([region]) => region !== undefined).map(([region, c]) => [region!, { region: region!, ...c }]),
+                  ),
               }),
     };
 }

@@ -95,7 +95,9 @@ export class BestEffortWriter {
             }
             if (sent.kind === "condition") {
                 // A refusal after an attempt that may have committed: whether that slot was taken cannot be told.
-                return doubt ? { outcome: "failed" } : { outcome: "refused", count: numberOf(sent.item, this.config.countAttribute), item: sent.item };
+                return doubt
+                    ? { outcome: "failed" }
+                    : { outcome: "refused", count: numberOf(sent.item, this.config.countAttribute), item: sent.item };
             }
             doubt ||= mayHaveCommitted(sent.error);
             if (!isRetryable(sent.error) || attempt >= this.attempts || !(await backoff(attempt, deadline))) {
@@ -128,9 +130,17 @@ export class BestEffortWriter {
      *   unless it goes to the entry of this clock's current period, which every heal sees young
      *   (runtime/heal/heal.ts says why).
      */
-    async end(key: string, shard: number, period: number | undefined, gen: number | undefined, operation: "decrement" | "release", deadline: CallDeadline): Promise<EndOutcome> {
+    async end(
+        key: string,
+        shard: number,
+        period: number | undefined,
+        gen: number | undefined,
+        operation: "decrement" | "release",
+        deadline: CallDeadline,
+    ): Promise<EndOutcome> {
         const now = periodOf(Date.now(), this.config.periodMs);
-        const unconditional = (): Promise<EndOutcome> => this.sendEnd(key, shard, this.withLedger(key, shard, period!, -1), operation, deadline);
+        const unconditional = (): Promise<EndOutcome> =>
+            this.sendEnd(key, shard, this.withLedger(key, shard, period!, -1), operation, deadline);
         if (gen === undefined && period !== undefined && period >= now - LANDING_PERIODS) {
             return unconditional();
         }
@@ -157,7 +167,13 @@ export class BestEffortWriter {
         return gen === undefined && period !== undefined ? unconditional() : REFUSED;
     }
 
-    private async sendEnd(key: string, shard: number, write: Update, operation: "decrement" | "release", deadline: CallDeadline): Promise<EndOutcome> {
+    private async sendEnd(
+        key: string,
+        shard: number,
+        write: Update,
+        operation: "decrement" | "release",
+        deadline: CallDeadline,
+    ): Promise<EndOutcome> {
         const sent = await this.sendWithRepeats(key, shard, write, operation === "decrement", deadline);
         if (sent.kind === "error") {
             this.onFailure({ key, operation, error: sent.error });
@@ -171,7 +187,13 @@ export class BestEffortWriter {
         const response = await withRetries(
             () =>
                 this.dynamodb.send(
-                    new GetItemCommand({ TableName: this.config.countersTableName, Key: bestEffortKey(this.config, key, shard), ConsistentRead: true, ProjectionExpression: "#g", ExpressionAttributeNames: { "#g": GEN } }),
+                    new GetItemCommand({
+                        TableName: this.config.countersTableName,
+                        Key: bestEffortKey(this.config, key, shard),
+                        ConsistentRead: true,
+                        ProjectionExpression: "#g",
+                        ExpressionAttributeNames: { "#g": GEN },
+                    }),
                 ),
             isRetryable,
             this.attempts,
@@ -184,7 +206,13 @@ export class BestEffortWriter {
         const mark = healMark(this.config, key, Date.now());
         try {
             await this.dynamodb.send(
-                new UpdateItemCommand({ TableName: this.config.countersTableName, Key: eventualKey(this.config, key), UpdateExpression: `SET ${mark.update}`, ExpressionAttributeNames: mark.names, ExpressionAttributeValues: mark.values }),
+                new UpdateItemCommand({
+                    TableName: this.config.countersTableName,
+                    Key: eventualKey(this.config, key),
+                    UpdateExpression: `SET ${mark.update}`,
+                    ExpressionAttributeNames: mark.names,
+                    ExpressionAttributeValues: mark.values,
+                }),
             );
         } catch (error) {
             this.onFailure({ key, operation: "due", error });
@@ -201,7 +229,12 @@ export class BestEffortWriter {
         const names: Record<string, string> = { "#c": this.config.countAttribute, "#e": entryName(period) };
         const values: Record<string, AttributeValue> = { ":d": { N: "-1" } };
         const conditions = ["attribute_exists(#e)", ...generationCondition(gen, names, values)];
-        return { update: `ADD #c :d, #e :d${this.removals(key, shard, names, [period])}`, condition: conditions.join(" AND "), names, values };
+        return {
+            update: `ADD #c :d, #e :d${this.removals(key, shard, names, [period])}`,
+            condition: conditions.join(" AND "),
+            names,
+            values,
+        };
     }
 
     private toBase(key: string, shard: number, period: number | undefined, gen: number | undefined): Update {
@@ -214,7 +247,12 @@ export class BestEffortWriter {
         }
         conditions.push(...generationCondition(gen, names, values));
         const keep = period === undefined ? [] : [period];
-        return { update: `ADD #c :d${this.removals(key, shard, names, keep)}`, condition: conditions.length > 0 ? conditions.join(" AND ") : undefined, names, values };
+        return {
+            update: `ADD #c :d${this.removals(key, shard, names, keep)}`,
+            condition: conditions.length > 0 ? conditions.join(" AND ") : undefined,
+            names,
+            values,
+        };
     }
 
     /** " REMOVE ..." for the stale entries last seen on the item (none it is about to use). */
@@ -225,7 +263,13 @@ export class BestEffortWriter {
         return stale.length === 0 ? "" : ` REMOVE ${stale.map((_, i) => `#s${i}`).join(", ")}`;
     }
 
-    private async once(key: string, write: Update, shard: number, operation: BestEffortFailure["operation"], deadline: CallDeadline): Promise<boolean> {
+    private async once(
+        key: string,
+        write: Update,
+        shard: number,
+        operation: BestEffortFailure["operation"],
+        deadline: CallDeadline,
+    ): Promise<boolean> {
         const sent = await this.sendWithRepeats(key, shard, write, false, deadline);
         if (sent.kind === "error") {
             this.onFailure({ key, operation, error: sent.error });
@@ -299,7 +343,10 @@ function generationCondition(gen: number | undefined, names: Record<string, stri
     return [gen === 0 ? "(attribute_not_exists(#g) OR #g = :g)" : "#g = :g"];
 }
 
-type Sent = { kind: "ok"; item: Record<string, AttributeValue> } | { kind: "condition"; item?: Record<string, AttributeValue> } | { kind: "error"; error: unknown };
+type Sent =
+    | { kind: "ok"; item: Record<string, AttributeValue> }
+    | { kind: "condition"; item?: Record<string, AttributeValue> }
+    | { kind: "error"; error: unknown };
 
 /** The heal generation on a best-effort item: +1 by every heal (runtime/heal/heal.ts). */
 export const GEN = "hc_g";
@@ -313,7 +360,12 @@ function admissionCondition(admission: Admission, countAttribute: string): Updat
         return undefined;
     }
     if ("limit" in admission) {
-        return { update: "", condition: "attribute_not_exists(#c) OR #c < :limit", names: { "#c": countAttribute }, values: { ":limit": { N: String(admission.limit) } } };
+        return {
+            update: "",
+            condition: "attribute_not_exists(#c) OR #c < :limit",
+            names: { "#c": countAttribute },
+            values: { ":limit": { N: String(admission.limit) } },
+        };
     }
     return {
         update: "",

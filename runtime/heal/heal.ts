@@ -148,9 +148,14 @@ interface ShardRead {
  * first read, by which the plan judges which lives are young, never later: a life created after that read is young
  * then, so its units come from its entry, however long the heal stalls between its reads.
  */
-async function readKey(key: string, shards: readonly number[], options: HealOptions): Promise<{ at: number; items: Item[]; shards: Map<number, ShardRead> }> {
+async function readKey(
+    key: string,
+    shards: readonly number[],
+    options: HealOptions,
+): Promise<{ at: number; items: Item[]; shards: Map<number, ShardRead> }> {
     const at = Date.now();
-    const readEach = async (read: (shard: number) => Promise<ShardRead>) => new Map(await Promise.all(shards.map(async (s) => [s, await read(s)] as const)));
+    const readEach = async (read: (shard: number) => Promise<ShardRead>) =>
+        new Map(await Promise.all(shards.map(async (s) => [s, await read(s)] as const)));
     if (options.config.mode === "strict") {
         const items = await readItems(key, options);
         return { at, items, shards: await readEach((s) => bumpGeneration(key, s, options)) };
@@ -169,9 +174,16 @@ async function healShard(
     options: HealOptions,
 ): Promise<{ shard: ShardHealResult; dueAgainAt?: number } | undefined> {
     const { config } = options;
-    const plan = planShardHeal(config.mode, config.countAttribute, read.item, items.map((item) => lifeOf(item, config, at)), periodOf(at, config.periodMs));
+    const plan = planShardHeal(
+        config.mode,
+        config.countAttribute,
+        read.item,
+        items.map((item) => lifeOf(item, config, at)),
+        periodOf(at, config.periodMs),
+    );
     const stale = plan.stale.slice(0, STALE_PER_WRITE);
-    const done = plan.correction === 0 && stale.length === 0 ? true : await writeShard(key, shard, read.gen, plan.correction, stale, options);
+    const done =
+        plan.correction === 0 && stale.length === 0 ? true : await writeShard(key, shard, read.gen, plan.correction, stale, options);
     if (!done) {
         return undefined;
     }
@@ -217,7 +229,10 @@ async function readShard(key: string, shard: number, options: HealOptions): Prom
             TableName: config.countersTableName,
             KeyConditionExpression: "#pk = :pk AND #sk = :sk",
             ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
-            ExpressionAttributeValues: { ":pk": bestEffortKey(config, key, shard)[config.partitionKey]!, ":sk": bestEffortKey(config, key, shard)[config.sortKey]! },
+            ExpressionAttributeValues: {
+                ":pk": bestEffortKey(config, key, shard)[config.partitionKey]!,
+                ":sk": bestEffortKey(config, key, shard)[config.sortKey]!,
+            },
             ConsistentRead: true,
         }),
     );
@@ -228,13 +243,27 @@ async function readShard(key: string, shard: number, options: HealOptions): Prom
 async function bumpGeneration(key: string, shard: number, options: HealOptions): Promise<ShardRead> {
     const { config, dynamodb } = options;
     const response = await dynamodb.send(
-        new UpdateItemCommand({ TableName: config.countersTableName, Key: bestEffortKey(config, key, shard), UpdateExpression: "ADD #g :one", ExpressionAttributeNames: { "#g": GEN }, ExpressionAttributeValues: { ":one": { N: "1" } }, ReturnValues: "ALL_NEW" }),
+        new UpdateItemCommand({
+            TableName: config.countersTableName,
+            Key: bestEffortKey(config, key, shard),
+            UpdateExpression: "ADD #g :one",
+            ExpressionAttributeNames: { "#g": GEN },
+            ExpressionAttributeValues: { ":one": { N: "1" } },
+            ReturnValues: "ALL_NEW",
+        }),
     );
     return { ...(response.Attributes === undefined ? {} : { item: response.Attributes }), gen: numberOf(response.Attributes, GEN) };
 }
 
 /** W: adds the correction and removes `stale`, if no other heal wrote since the read (the generation). */
-async function writeShard(key: string, shard: number, gen: number, correction: number, stale: ReadonlyArray<{ readonly name: string }>, options: HealOptions): Promise<boolean> {
+async function writeShard(
+    key: string,
+    shard: number,
+    gen: number,
+    correction: number,
+    stale: ReadonlyArray<{ readonly name: string }>,
+    options: HealOptions,
+): Promise<boolean> {
     const { config, dynamodb } = options;
     const names: Record<string, string> = { "#c": config.countAttribute, "#g": GEN };
     stale.forEach((entry, i) => (names[`#s${i}`] = entry.name));
@@ -284,7 +313,12 @@ export async function readItems(key: string, options: HealOptions): Promise<Arra
 }
 
 /** Removes the tombstones of lives no put attempt can reach any more; returns how many went. */
-async function removeTombstones(key: string, items: ReadonlyArray<Record<string, AttributeValue>>, now: number, options: HealOptions): Promise<number> {
+async function removeTombstones(
+    key: string,
+    items: ReadonlyArray<Record<string, AttributeValue>>,
+    now: number,
+    options: HealOptions,
+): Promise<number> {
     const { config, dynamodb } = options;
     let removed = 0;
     for (const item of items) {
@@ -320,7 +354,10 @@ async function readDue(key: string, options: HealOptions): Promise<AttributeValu
             TableName: config.countersTableName,
             KeyConditionExpression: "#pk = :pk AND #sk = :sk",
             ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
-            ExpressionAttributeValues: { ":pk": eventualKey(config, key)[config.partitionKey]!, ":sk": eventualKey(config, key)[config.sortKey]! },
+            ExpressionAttributeValues: {
+                ":pk": eventualKey(config, key)[config.partitionKey]!,
+                ":sk": eventualKey(config, key)[config.sortKey]!,
+            },
             ConsistentRead: true,
         }),
     );

@@ -41,7 +41,11 @@ export function healShardValue(config: Scope, shard: number): string {
 }
 
 /** The SET clause (without "SET") that lists `key` as due at `now`. */
-export function healMark(config: Scope, key: string, now: number): { update: string; names: Record<string, string>; values: Record<string, AttributeValue> } {
+export function healMark(
+    config: Scope,
+    key: string,
+    now: number,
+): { update: string; names: Record<string, string>; values: Record<string, AttributeValue> } {
     return {
         update: "#hh = :hh, #hd = :hd",
         names: { "#hh": HEAL_PARTITION, "#hd": HEAL_DUE },
@@ -53,7 +57,13 @@ export function healMark(config: Scope, key: string, now: number): { update: str
  * The mark a writer that wants `key` healed at `wanted` (epoch ms) makes on an eventual item that reads `item`, at
  * `now`; undefined when the key is listed already for a time that serves (see the header).
  */
-export function markFor(config: Scope, key: string, item: Record<string, AttributeValue> | undefined, wanted: number, now: number): ReturnType<typeof healMark> | undefined {
+export function markFor(
+    config: Scope,
+    key: string,
+    item: Record<string, AttributeValue> | undefined,
+    wanted: number,
+    now: number,
+): ReturnType<typeof healMark> | undefined {
     const listed = item?.[HEAL_DUE] === undefined ? undefined : numberOf(item, HEAL_DUE);
     const settled = now + CLOCK_SKEW_MS;
     if (listed !== undefined && listed > settled && listed <= wanted) {

@@ -11,4 +11,13 @@ export { planShardHeal, type LifeView, type ShardHealPlan } from "./plan";
 export { settle, dueKeys, SETTLER_DEFAULTS, type DueKey, type SettleOptions, type SettleReport } from "./settle";
 export { SETTLER_ENV, settlerConfigFromEnv, settlerEnvironment, type SettlerConfig } from "./settler-config";
 export { HEAL_INDEX_NAME, HEAL_SHARDS, HEAL_PARTITION, HEAL_DUE, healShard } from "./index-marks";
-export { REQUEST_LIFETIME_MS, CLOCK_SKEW_MS, MIN_CLIENT_DEADLINE_MS, MAX_CLIENT_DEADLINE_MS, periodFloorMs, periodCovers, smallestPeriodSeconds, settledAfterMs } from "./heal-window";
+export {
+    REQUEST_LIFETIME_MS,
+    CLOCK_SKEW_MS,
+    MIN_CLIENT_DEADLINE_MS,
+    MAX_CLIENT_DEADLINE_MS,
+    periodFloorMs,
+    periodCovers,
+    smallestPeriodSeconds,
+    settledAfterMs,
+} from "./heal-window";

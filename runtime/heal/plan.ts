@@ -49,7 +49,13 @@ export interface ShardHealPlan {
 }
 
 /** The plan for one shard whose best-effort item read `item` at period `nowPeriod`. */
-export function planShardHeal(mode: CounterMode, countAttribute: string, item: Record<string, AttributeValue> | undefined, lives: readonly LifeView[], nowPeriod: number): ShardHealPlan {
+export function planShardHeal(
+    mode: CounterMode,
+    countAttribute: string,
+    item: Record<string, AttributeValue> | undefined,
+    lives: readonly LifeView[],
+    nowPeriod: number,
+): ShardHealPlan {
     const entries = entriesOf(item);
     let young = 0;
     const stale: Array<{ name: string; value: AttributeValue }> = [];
@@ -94,5 +100,11 @@ export function planShardHeal(mode: CounterMode, countAttribute: string, item: R
         }
     }
     const target = old + missed + young;
-    return { target, correction: target - numberOf(item, countAttribute), stale, unsettled: unsettled.sort((a, b) => a - b), claimsInFlight };
+    return {
+        target,
+        correction: target - numberOf(item, countAttribute),
+        stale,
+        unsettled: unsettled.sort((a, b) => a - b),
+        claimsInFlight,
+    };
 }

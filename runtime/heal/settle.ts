@@ -7,7 +7,14 @@
  * every attempt leaves it listed. Once writes stop and the stream has drained, two periods later (every life old),
  * every listed key is healed within ceil(listed / budget) runs, and every other key within one pass of the audit.
  */
-import { DeleteItemCommand, QueryCommand, ScanCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+    DeleteItemCommand,
+    QueryCommand,
+    ScanCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { backfillPartitionKey, eventualKey, numberOf, settlerCursorKey, streamPartitionKey, stringOf } from "../shared/keys";
 import { readKeyCounters, parseCounterSortKey } from "../client/read";
@@ -133,10 +140,21 @@ export async function dueKeys(options: SettleOptions, budget: number): Promise<D
 async function auditPage(options: SettleOptions): Promise<{ audited: number; results: HealResult[]; failedKeys: string[] }> {
     const { config, dynamodb } = options;
     const cursorKey = settlerCursorKey(config);
-    const cursor = await dynamodb.send(new QueryCommand({ TableName: config.countersTableName, KeyConditionExpression: "#pk = :pk AND #sk = :sk", ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey }, ExpressionAttributeValues: { ":pk": cursorKey[config.partitionKey]!, ":sk": cursorKey[config.sortKey]! } }));
+    const cursor = await dynamodb.send(
+        new QueryCommand({
+            TableName: config.countersTableName,
+            KeyConditionExpression: "#pk = :pk AND #sk = :sk",
+            ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
+            ExpressionAttributeValues: { ":pk": cursorKey[config.partitionKey]!, ":sk": cursorKey[config.sortKey]! },
+        }),
+    );
     const saved = stringOf(cursor.Items?.[0], "hc_cursor");
     const page = await dynamodb.send(
-        new ScanCommand({ TableName: config.countersTableName, Limit: options.auditItems ?? SETTLER_DEFAULTS.auditItems, ...(saved === undefined ? {} : { ExclusiveStartKey: JSON.parse(saved) as Record<string, AttributeValue> }) }),
+        new ScanCommand({
+            TableName: config.countersTableName,
+            Limit: options.auditItems ?? SETTLER_DEFAULTS.auditItems,
+            ...(saved === undefined ? {} : { ExclusiveStartKey: JSON.parse(saved) as Record<string, AttributeValue> }),
+        }),
     );
     let audited = 0;
     const off: DueKey[] = [];
@@ -159,7 +177,13 @@ async function auditPage(options: SettleOptions): Promise<{ audited: number; res
     const healed = await healAll(off, options);
     const next = page.LastEvaluatedKey === undefined ? undefined : JSON.stringify(page.LastEvaluatedKey);
     await dynamodb.send(
-        new UpdateItemCommand({ TableName: config.countersTableName, Key: cursorKey, ...(next === undefined ? { UpdateExpression: "REMOVE hc_cursor" } : { UpdateExpression: "SET hc_cursor = :c", ExpressionAttributeValues: { ":c": { S: next } } }) }),
+        new UpdateItemCommand({
+            TableName: config.countersTableName,
+            Key: cursorKey,
+            ...(next === undefined
+                ? { UpdateExpression: "REMOVE hc_cursor" }
+                : { UpdateExpression: "SET hc_cursor = :c", ExpressionAttributeValues: { ":c": { S: next } } }),
+        }),
     );
     return { audited, ...healed };
 }
@@ -181,7 +205,12 @@ async function looksOff(key: string, options: SettleOptions): Promise<boolean> {
 /** Sends the threshold events a consumer recorded and never sent, then clears them (on the state it read). */
 async function sendUnsent(key: string, item: Record<string, AttributeValue>, options: SettleOptions): Promise<void> {
     const state = readThresholdState(item);
-    if (state === undefined || state.pending.length === 0 || options.sendEvents === undefined || !(await options.sendEvents(state.pending))) {
+    if (
+        state === undefined ||
+        state.pending.length === 0 ||
+        options.sendEvents === undefined ||
+        !(await options.sendEvents(state.pending))
+    ) {
         return;
     }
     await options.dynamodb

@@ -13,7 +13,12 @@ import { snsEventSink } from "../limits/publish";
 import { jsonLogger } from "../shared/telemetry";
 
 /** The SDK clients the handler uses, exported so a host can add middleware (tracing, local endpoints). */
-export const clients = { dynamodb: new DynamoDBClient({}), streams: new DynamoDBStreamsClient({}), sqs: new SQSClient({}), sns: new SNSClient({}) };
+export const clients = {
+    dynamodb: new DynamoDBClient({}),
+    streams: new DynamoDBStreamsClient({}),
+    sqs: new SQSClient({}),
+    sns: new SNSClient({}),
+};
 
 const config = handlerConfigFromEnv(process.env);
 const logger = jsonLogger("hybrid-counter-redrive");

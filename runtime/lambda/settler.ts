@@ -41,7 +41,16 @@ export const handler = async (): Promise<SettleReport> => {
     const metrics = settlerMetrics(report);
     stdoutSink(
         JSON.stringify({
-            _aws: { Timestamp: Date.now(), CloudWatchMetrics: [{ Namespace: config.metricsNamespace, Dimensions: [["service"]], Metrics: Object.keys(metrics).map((Name) => ({ Name, Unit: "Count" })) }] },
+            _aws: {
+                Timestamp: Date.now(),
+                CloudWatchMetrics: [
+                    {
+                        Namespace: config.metricsNamespace,
+                        Dimensions: [["service"]],
+                        Metrics: Object.keys(metrics).map((Name) => ({ Name, Unit: "Count" })),
+                    },
+                ],
+            },
             service: "hybrid-counter-settler",
             ...metrics,
         }),

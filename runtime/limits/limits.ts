@@ -37,7 +37,10 @@ export async function readLimits(dynamodb: DynamoDBClient, config: Scope, key: s
         return readLimits(dynamodb, config, key);
     }
     const find = (wanted: (typeof keys)[number]) =>
-        items.find((item) => item[config.partitionKey]?.S === wanted[config.partitionKey]?.S && item[config.sortKey]?.S === wanted[config.sortKey]?.S);
+        items.find(
+            (item) =>
+                item[config.partitionKey]?.S === wanted[config.partitionKey]?.S && item[config.sortKey]?.S === wanted[config.sortKey]?.S,
+        );
     const own = find(keys[0]!);
     const fallback = find(keys[1]!);
     return {
@@ -64,10 +67,17 @@ export async function writeDefaultLimit(dynamodb: DynamoDBClient, config: Scope,
     await writeLimitItem(dynamodb, config, defaultLimitKey(config), limit);
 }
 
-async function writeLimitItem(dynamodb: DynamoDBClient, config: Scope, key: ReturnType<typeof limitKey>, limit: number | null): Promise<void> {
+async function writeLimitItem(
+    dynamodb: DynamoDBClient,
+    config: Scope,
+    key: ReturnType<typeof limitKey>,
+    limit: number | null,
+): Promise<void> {
     if (limit === null) {
         await dynamodb.send(new DeleteItemCommand({ TableName: config.countersTableName, Key: key }));
         return;
     }
-    await dynamodb.send(new PutItemCommand({ TableName: config.countersTableName, Item: { ...key, [LIMIT_ATTRIBUTE]: { N: String(limit) } } }));
+    await dynamodb.send(
+        new PutItemCommand({ TableName: config.countersTableName, Item: { ...key, [LIMIT_ATTRIBUTE]: { N: String(limit) } } }),
+    );
 }

@@ -21,7 +21,10 @@ export function snsEventSink(sns: SNSClient, topicArn: string, logger: Logger): 
                         PublishBatchRequestEntries: chunk.map((event, j) => ({
                             Id: String(j),
                             Message: JSON.stringify(event),
-                            MessageAttributes: { id: { DataType: "String", StringValue: event.id }, direction: { DataType: "String", StringValue: event.direction } },
+                            MessageAttributes: {
+                                id: { DataType: "String", StringValue: event.id },
+                                direction: { DataType: "String", StringValue: event.direction },
+                            },
                         })),
                     }),
                 );
@@ -32,7 +35,9 @@ export function snsEventSink(sns: SNSClient, topicArn: string, logger: Logger): 
             }
             return true;
         } catch (error) {
-            logger.log("warn", "threshold events not sent", { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+            logger.log("warn", "threshold events not sent", {
+                error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+            });
             return false;
         }
     };

@@ -51,10 +51,26 @@ export function crossings(
     const events: ThresholdEvent[] = [];
     const time = new Date(base.time).toISOString();
     for (let b = from; b < to; b++) {
-        events.push({ id: `${base.key}:${base.cause}:${thresholds[b]}:up`, key: base.key, count: base.count, limit: base.limit, threshold: thresholds[b]!, direction: "up", time });
+        events.push({
+            id: `${base.key}:${base.cause}:${thresholds[b]}:up`,
+            key: base.key,
+            count: base.count,
+            limit: base.limit,
+            threshold: thresholds[b]!,
+            direction: "up",
+            time,
+        });
     }
     for (let b = from; b > to; b--) {
-        events.push({ id: `${base.key}:${base.cause}:${thresholds[b - 1]}:down`, key: base.key, count: base.count, limit: base.limit, threshold: thresholds[b - 1]!, direction: "down", time });
+        events.push({
+            id: `${base.key}:${base.cause}:${thresholds[b - 1]}:down`,
+            key: base.key,
+            count: base.count,
+            limit: base.limit,
+            threshold: thresholds[b - 1]!,
+            direction: "down",
+            time,
+        });
     }
     return events;
 }
@@ -107,7 +123,14 @@ export function advance(
     const startBand = band(start, limit, thresholds);
     if (startBand !== current) {
         // The limit moved under the key since its last record: announce the band it is in now.
-        pending.push(...crossings(current, startBand, { key, count: start, limit, time: steps[0]?.time ?? Date.now(), cause: `limit@${markRead}` }, thresholds));
+        pending.push(
+            ...crossings(
+                current,
+                startBand,
+                { key, count: start, limit, time: steps[0]?.time ?? Date.now(), cause: `limit@${markRead}` },
+                thresholds,
+            ),
+        );
         current = startBand;
     }
     let count = start;

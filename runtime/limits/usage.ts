@@ -88,7 +88,13 @@ export function addToDay(usage: UsageDay, start: number, deltas: readonly number
  * `key`'s usage from `from` to `to` (inclusive): the days that had any, oldest first; with regions, summed over every
  * region that counted any (member or not).
  */
-export async function readUsage(dynamodb: DynamoDBClient, config: CounterConfig, key: string, from: string, to: string): Promise<UsageDay[]> {
+export async function readUsage(
+    dynamodb: DynamoDBClient,
+    config: CounterConfig,
+    key: string,
+    from: string,
+    to: string,
+): Promise<UsageDay[]> {
     const byDay = new Map<string, UsageDay>();
     const add = (day: UsageDay) => {
         if (day.day >= from && day.day <= to) {
@@ -124,7 +130,13 @@ export async function readUsage(dynamodb: DynamoDBClient, config: CounterConfig,
 
 function merge(a: UsageDay, b: UsageDay): UsageDay {
     const limit = a.limit === undefined ? b.limit : b.limit === undefined ? a.limit : Math.max(a.limit, b.limit);
-    return { day: a.day, creates: a.creates + b.creates, deletes: a.deletes + b.deletes, peak: a.peak + b.peak, ...(limit === undefined ? {} : { limit }) };
+    return {
+        day: a.day,
+        creates: a.creates + b.creates,
+        deletes: a.deletes + b.deletes,
+        peak: a.peak + b.peak,
+        ...(limit === undefined ? {} : { limit }),
+    };
 }
 
 /** The current day of every region's eventual item of `key` (one Query of the key's partition of counter items). */
@@ -155,12 +167,21 @@ export async function dropDaysBefore(dynamodb: DynamoDBClient, config: CounterCo
             TableName: config.countersTableName,
             KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
             ExpressionAttributeNames: { "#pk": config.partitionKey, "#sk": config.sortKey },
-            ExpressionAttributeValues: { ":pk": { S: usagePartitionKey(key) }, ":from": { S: prefix }, ":to": { S: `${prefix}${daysBefore(day, 1)}` } },
+            ExpressionAttributeValues: {
+                ":pk": { S: usagePartitionKey(key) },
+                ":from": { S: prefix },
+                ":to": { S: `${prefix}${daysBefore(day, 1)}` },
+            },
             ProjectionExpression: "#pk, #sk",
             Limit: DROP_PAGE,
         }),
     );
     for (const item of page.Items ?? []) {
-        await dynamodb.send(new DeleteItemCommand({ TableName: config.countersTableName, Key: { [config.partitionKey]: item[config.partitionKey]!, [config.sortKey]: item[config.sortKey]! } }));
+        await dynamodb.send(
+            new DeleteItemCommand({
+                TableName: config.countersTableName,
+                Key: { [config.partitionKey]: item[config.partitionKey]!, [config.sortKey]: item[config.sortKey]! },
+            }),
+        );
     }
 }

@@ -10,7 +10,13 @@
  * applied: run it once the key's writes have stopped long enough for the stream to drain (the consumer's lag,
  * normally a second); a key still written is answered "busy" and left as it is.
  */
-import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+    ConditionalCheckFailedException,
+    GetItemCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { eventualKey, numberOf } from "../shared/keys";
 import { isCounted, wantsFlag, type ItemImage } from "../shared/selection";
@@ -47,7 +53,14 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
         if (unflagged > 0) {
             // Live items that do not count yet: the backfill flags them (their records count them), never a reconcile,
             // which would count them once more when those records arrive.
-            return { key, outcome: "pending", eventualBefore: before, eventualAfter: before, items: items.filter((i) => isCounted(i as ItemImage, config)).length, unflagged };
+            return {
+                key,
+                outcome: "pending",
+                eventualBefore: before,
+                eventualAfter: before,
+                items: items.filter((i) => isCounted(i as ItemImage, config)).length,
+                unflagged,
+            };
         }
         const counted = items.filter((item) => isCounted(item as ItemImage, config)).length;
         const second = await readEventual(key, options);
@@ -65,18 +78,34 @@ export async function reconcileKey(key: string, options: ReconcileOptions): Prom
 }
 
 async function readEventual(key: string, options: ReconcileOptions): Promise<Record<string, AttributeValue> | undefined> {
-    const response = await options.dynamodb.send(new GetItemCommand({ TableName: options.config.countersTableName, Key: eventualKey(options.config, key), ConsistentRead: true }));
+    const response = await options.dynamodb.send(
+        new GetItemCommand({ TableName: options.config.countersTableName, Key: eventualKey(options.config, key), ConsistentRead: true }),
+    );
     return response.Item;
 }
 
 /** The count and every mark: what says the consumer applied nothing between two reads. */
-function same(a: Record<string, AttributeValue> | undefined, b: Record<string, AttributeValue> | undefined, countAttribute: string): boolean {
+function same(
+    a: Record<string, AttributeValue> | undefined,
+    b: Record<string, AttributeValue> | undefined,
+    countAttribute: string,
+): boolean {
     const view = (item: Record<string, AttributeValue> | undefined) =>
-        JSON.stringify([item?.[countAttribute]?.N ?? null, ...Object.entries(item ?? {}).filter(([n]) => n.startsWith(MARK_PREFIX)).sort(([x], [y]) => (x < y ? -1 : 1))]);
+        JSON.stringify([
+            item?.[countAttribute]?.N ?? null,
+            ...Object.entries(item ?? {})
+                .filter(([n]) => n.startsWith(MARK_PREFIX))
+                .sort(([x], [y]) => (x < y ? -1 : 1)),
+        ]);
     return view(a) === view(b);
 }
 
-async function write(key: string, count: number, read: Record<string, AttributeValue> | undefined, options: ReconcileOptions): Promise<boolean> {
+async function write(
+    key: string,
+    count: number,
+    read: Record<string, AttributeValue> | undefined,
+    options: ReconcileOptions,
+): Promise<boolean> {
     const { config } = options;
     const names: Record<string, string> = { "#c": config.countAttribute };
     const values: Record<string, AttributeValue> = { ":n": { N: String(count) } };
@@ -92,7 +121,16 @@ async function write(key: string, count: number, read: Record<string, AttributeV
             conditions.push(`#m${i} = :m${i}`);
         });
     try {
-        await options.dynamodb.send(new UpdateItemCommand({ TableName: config.countersTableName, Key: eventualKey(config, key), UpdateExpression: "SET #c = :n", ConditionExpression: conditions.join(" AND "), ExpressionAttributeNames: names, ExpressionAttributeValues: values }));
+        await options.dynamodb.send(
+            new UpdateItemCommand({
+                TableName: config.countersTableName,
+                Key: eventualKey(config, key),
+                UpdateExpression: "SET #c = :n",
+                ConditionExpression: conditions.join(" AND "),
+                ExpressionAttributeNames: names,
+                ExpressionAttributeValues: values,
+            }),
+        );
         return true;
     } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {

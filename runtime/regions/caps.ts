@@ -22,12 +22,7 @@
  * before it. A member removed from the list keeps the units its region admitted (no command lowers them), so the other
  * regions refuse on that key until their own are within their shares (docs/limits.md, changing the members).
  */
-import {
-    TransactWriteItemsCommand,
-    type AttributeValue,
-    type DynamoDBClient,
-    type TransactWriteItem,
-} from "@aws-sdk/client-dynamodb";
+import { TransactWriteItemsCommand, type AttributeValue, type DynamoDBClient, type TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
 import { fnv1a } from "../shared/config";
 import { bestEffortKey, numberOf, stringOf } from "../shared/keys";
@@ -76,7 +71,12 @@ export function capFor(limit: number, regions: RegionsConfig, others: ReadonlyMa
 }
 
 /** Decides, and writes when its own cap must move, what a strict call in this region may do under `limit`. */
-export async function regionAdmission(dynamodb: DynamoDBClient, config: CounterConfig, key: string, limit: number): Promise<RegionAdmission> {
+export async function regionAdmission(
+    dynamodb: DynamoDBClient,
+    config: CounterConfig,
+    key: string,
+    limit: number,
+): Promise<RegionAdmission> {
     const regions = config.regions!;
     const read = await readKeyCounters(dynamodb, config, key);
     const all = read.allRegions ?? new Map();
@@ -95,7 +95,13 @@ export async function regionAdmission(dynamodb: DynamoDBClient, config: CounterC
     }
     const cap = capFor(limit, regions, others);
     if (ownTag !== tag || ownCap !== cap) {
-        const written = await writeRegionCap(dynamodb, config, key, { tag: ownTag, cap: own?.[REGION_CAP] === undefined ? undefined : ownCap }, { tag, cap });
+        const written = await writeRegionCap(
+            dynamodb,
+            config,
+            key,
+            { tag: ownTag, cap: own?.[REGION_CAP] === undefined ? undefined : ownCap },
+            { tag, cap },
+        );
         if (!written) {
             return { kind: "wait" };
         }
@@ -121,7 +127,10 @@ export async function writeRegionCap(
     to: { readonly tag: string; readonly cap: number },
 ): Promise<boolean> {
     const values: Record<string, AttributeValue> = { ":tag": { S: to.tag }, ":cap": { N: String(to.cap) } };
-    const conditions = [from.tag === undefined ? "attribute_not_exists(#rtag)" : "#rtag = :oldTag", from.cap === undefined ? "attribute_not_exists(#rcap)" : "#rcap = :oldCap"];
+    const conditions = [
+        from.tag === undefined ? "attribute_not_exists(#rtag)" : "#rtag = :oldTag",
+        from.cap === undefined ? "attribute_not_exists(#rcap)" : "#rcap = :oldCap",
+    ];
     if (from.tag !== undefined) {
         values[":oldTag"] = { S: from.tag };
     }

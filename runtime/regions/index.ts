@@ -18,5 +18,16 @@ export {
     type RegionsConfig,
     type RegionsContext,
 } from "./config";
-export { FOREIGN_DELETE_ATTRIBUTE, homeRegion, isMember, memberRegions, ownerOf, ownsImage, regionAttributeOf, stampOf, type Image, type OwnershipScope } from "./ownership";
+export {
+    FOREIGN_DELETE_ATTRIBUTE,
+    homeRegion,
+    isMember,
+    memberRegions,
+    ownerOf,
+    ownsImage,
+    regionAttributeOf,
+    stampOf,
+    type Image,
+    type OwnershipScope,
+} from "./ownership";
 export { REGION_CAP, REGION_TAG, capFor, regionShare, regionTag } from "./caps";

@@ -41,7 +41,10 @@ export interface CapWrite {
     readonly expect: { readonly tag: string | undefined; readonly cap: number | undefined; readonly maxCount: number | undefined };
 }
 
-export type CapPlan = { readonly kind: "retry" } | { readonly kind: "limit"; readonly count: number } | { readonly kind: "write"; readonly writes: readonly CapWrite[] };
+export type CapPlan =
+    | { readonly kind: "retry" }
+    | { readonly kind: "limit"; readonly count: number }
+    | { readonly kind: "write"; readonly writes: readonly CapWrite[] };
 
 /** The tag of caps set for `limit`. */
 export function capTag(limit: number): string {
@@ -104,7 +107,9 @@ function planMove(shards: readonly ShardCap[], home: number, total: number): Cap
 export async function readCaps(dynamodb: DynamoDBClient, config: CounterConfig, key: string, shards: number): Promise<ShardCap[]> {
     const response = await dynamodb.send(
         new TransactGetItemsCommand({
-            TransactItems: Array.from({ length: shards }, (_, shard) => ({ Get: { TableName: config.countersTableName, Key: bestEffortKey(config, key, shard) } })),
+            TransactItems: Array.from({ length: shards }, (_, shard) => ({
+                Get: { TableName: config.countersTableName, Key: bestEffortKey(config, key, shard) },
+            })),
         }),
     );
     return (response.Responses ?? []).map((r) => {
@@ -129,7 +134,14 @@ export interface RegionGuard {
  * `guard`, also conditional on the region's cap being unchanged on shard 0: no shard cap outlives the region cap it
  * was cut from.
  */
-export async function writeCaps(dynamodb: DynamoDBClient, config: CounterConfig, key: string, tag: string, writes: readonly CapWrite[], guard?: RegionGuard): Promise<void> {
+export async function writeCaps(
+    dynamodb: DynamoDBClient,
+    config: CounterConfig,
+    key: string,
+    tag: string,
+    writes: readonly CapWrite[],
+    guard?: RegionGuard,
+): Promise<void> {
     const items: TransactWriteItem[] = writes.map((w) => {
         const names: Record<string, string> = { "#cap": CAP, "#tag": CAP_TAG };
         const values: Record<string, AttributeValue> = { ":cap": { N: String(w.cap) }, ":tag": { S: tag } };

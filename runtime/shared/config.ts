@@ -432,9 +432,18 @@ function readCounterConfig(env: Env, problems: string[]): CounterConfig {
     const named = [
         ...layoutProblems(layout),
         ...counterShardsProblems(counterShards, tableName, countersTableName),
-        ...regionsProblems(undefined, regionAttribute, { attributes: { partitionKey: layout.partitionKey, sortKey: layout.sortKey, deletedAttribute: layout.deletedAttribute, tokenAttribute: layout.tokenAttribute } }),
+        ...regionsProblems(undefined, regionAttribute, {
+            attributes: {
+                partitionKey: layout.partitionKey,
+                sortKey: layout.sortKey,
+                deletedAttribute: layout.deletedAttribute,
+                tokenAttribute: layout.tokenAttribute,
+            },
+        }),
     ];
-    problems.push(...named.map((p) => p.replace(/\[(\w+)\]/g, (whole, f: string) => (f in ENV ? `[${ENV[f as keyof typeof ENV]}]` : whole))));
+    problems.push(
+        ...named.map((p) => p.replace(/\[(\w+)\]/g, (whole, f: string) => (f in ENV ? `[${ENV[f as keyof typeof ENV]}]` : whole))),
+    );
     return {
         ...layout,
         tableName,

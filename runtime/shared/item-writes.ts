@@ -5,7 +5,13 @@
  * - a tombstone's removal (the consumer, a heal): only of the very soft-deleted life seen (its token and its delete's
  *   token), so a newer life of the id is never removed.
  */
-import { ConditionalCheckFailedException, DeleteItemCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+    ConditionalCheckFailedException,
+    DeleteItemCommand,
+    UpdateItemCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
 import { deleteTokenAttribute, type CounterConfig } from "./config";
 import { flaggableCondition } from "./selection";
 
@@ -40,8 +46,17 @@ export interface Tombstone {
 }
 
 /** Removes `tombstone` from `key` if it is still that tombstone; false when it is not (replaced, or gone). */
-export async function removeTombstone(dynamodb: DynamoDBClient, config: CounterConfig, key: string, tombstone: Tombstone): Promise<boolean> {
-    const names: Record<string, string> = { "#deleted": config.deletedAttribute, "#token": config.tokenAttribute, "#deleteToken": deleteTokenAttribute(config) };
+export async function removeTombstone(
+    dynamodb: DynamoDBClient,
+    config: CounterConfig,
+    key: string,
+    tombstone: Tombstone,
+): Promise<boolean> {
+    const names: Record<string, string> = {
+        "#deleted": config.deletedAttribute,
+        "#token": config.tokenAttribute,
+        "#deleteToken": deleteTokenAttribute(config),
+    };
     const values: Record<string, AttributeValue> = { ":true": { BOOL: true } };
     const parts = ["#deleted = :true"];
     parts.push(tombstone.token === null ? "attribute_not_exists(#token)" : "#token = :token");

@@ -93,7 +93,9 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
         }
     }
     const failed: string[] = [];
-    const results = await inBatches([...keys.values()], KEY_CONCURRENCY, (work) => applyKey(work, shardId, ctx, now).catch(() => undefined));
+    const results = await inBatches([...keys.values()], KEY_CONCURRENCY, (work) =>
+        applyKey(work, shardId, ctx, now).catch(() => undefined),
+    );
     let counted = 0;
     let duplicates = 0;
     let markedDue = 0;
@@ -109,11 +111,17 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
         markedDue += plan.marked ? 1 : 0;
         writes += plan.write === undefined ? 0 : 1;
     });
-    const effects = await inBatches([...flags.map((r) => ({ kind: "flag" as const, record: r })), ...removals.map((r) => ({ kind: "remove" as const, ...r }))], KEY_CONCURRENCY, (e) =>
-        (e.kind === "flag" ? flagItem(ctx.dynamodb, ctx.config, e.record.key, e.record.id) : removeTombstone(ctx.dynamodb, ctx.config, e.record.key, e.tombstone)).then(
-            (wrote) => ({ wrote }),
-            () => ({ failed: e.record.sequenceNumber }),
-        ),
+    const effects = await inBatches(
+        [...flags.map((r) => ({ kind: "flag" as const, record: r })), ...removals.map((r) => ({ kind: "remove" as const, ...r }))],
+        KEY_CONCURRENCY,
+        (e) =>
+            (e.kind === "flag"
+                ? flagItem(ctx.dynamodb, ctx.config, e.record.key, e.record.id)
+                : removeTombstone(ctx.dynamodb, ctx.config, e.record.key, e.tombstone)
+            ).then(
+                (wrote) => ({ wrote }),
+                () => ({ failed: e.record.sequenceNumber }),
+            ),
     );
     for (const effect of effects) {
         if ("failed" in effect) {
@@ -128,9 +136,21 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
 
 /** One key: read, plan, write (again on a condition that no longer holds), then send its events. */
 async function applyKey(work: KeyWork, shardId: string, ctx: ApplyContext, now: number): Promise<KeyPlan> {
-    let { item, limit } = await readKey(work.key, ctx);
+    const read = await readKey(work.key, ctx);
+    const limit = read.limit;
+    let item = read.item;
     for (let attempt = 1; ; attempt++) {
-        const plan = planKey(ctx.config, { key: work.key, shardId, steps: work.steps, ...(work.dueAt === undefined ? {} : { dueAt: work.dueAt }), item, limit, thresholds: ctx.config.thresholds, announce: ctx.config.thresholdTopicArn !== undefined, now });
+        const plan = planKey(ctx.config, {
+            key: work.key,
+            shardId,
+            steps: work.steps,
+            ...(work.dueAt === undefined ? {} : { dueAt: work.dueAt }),
+            item,
+            limit,
+            thresholds: ctx.config.thresholds,
+            announce: ctx.config.thresholdTopicArn !== undefined,
+            now,
+        });
         try {
             if (plan.write !== undefined) {
                 await writePlan(work.key, shardId, plan, ctx);
@@ -163,7 +183,13 @@ async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: Apply
                     UpdateExpression: "ADD creates :c, deletes :x SET #m = :m, #d = if_not_exists(#d, :day)",
                     ConditionExpression: "attribute_not_exists(#m) OR #m < :first",
                     ExpressionAttributeNames: { "#m": markName(shardId), "#d": "day" },
-                    ExpressionAttributeValues: { ":c": { N: String(late.creates) }, ":x": { N: String(late.deletes) }, ":m": { S: paddedSequence(late.last) }, ":first": { S: paddedSequence(late.first) }, ":day": { S: late.day } },
+                    ExpressionAttributeValues: {
+                        ":c": { N: String(late.creates) },
+                        ":x": { N: String(late.deletes) },
+                        ":m": { S: paddedSequence(late.last) },
+                        ":first": { S: paddedSequence(late.first) },
+                        ":day": { S: late.day },
+                    },
                 }),
             )
             .catch((error: unknown) => {
@@ -194,14 +220,23 @@ async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: Apply
                     TransactItems: [
                         { Update: update },
                         ...archive.map((day) => ({
-                            Put: { TableName: config.countersTableName, Item: { ...usageKey(config, key, day.day), ...usageAttributes(day), [EXPIRES_ATTRIBUTE]: { N: String(expiresOf(day.day, config.usageRetentionDays)) } } },
+                            Put: {
+                                TableName: config.countersTableName,
+                                Item: {
+                                    ...usageKey(config, key, day.day),
+                                    ...usageAttributes(day),
+                                    [EXPIRES_ATTRIBUTE]: { N: String(expiresOf(day.day, config.usageRetentionDays)) },
+                                },
+                            },
                         })),
                     ],
                 }),
             )
             .catch((error: unknown) => {
                 const reasons = (error as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons;
-                throw reasons?.[0]?.Code === "ConditionalCheckFailed" ? new ConditionalCheckFailedException({ message: "the eventual item moved", $metadata: {} }) : error;
+                throw reasons?.[0]?.Code === "ConditionalCheckFailed"
+                    ? new ConditionalCheckFailedException({ message: "the eventual item moved", $metadata: {} })
+                    : error;
             });
     }
     if (plan.archive.length > 0) {
@@ -241,21 +276,32 @@ async function sendPending(key: string, plan: KeyPlan, ctx: ApplyContext): Promi
 }
 
 /** The key's eventual item and the limit in force (its own, else the default), read strongly consistent. */
-async function readKey(key: string, ctx: ApplyContext): Promise<{ item: Record<string, AttributeValue> | undefined; limit: number | undefined }> {
+async function readKey(
+    key: string,
+    ctx: ApplyContext,
+): Promise<{ item: Record<string, AttributeValue> | undefined; limit: number | undefined }> {
     const { config } = ctx;
     const keys = [eventualKey(config, key), limitKey(config, key), defaultLimitKey(config)];
-    const response = await ctx.dynamodb.send(new BatchGetItemCommand({ RequestItems: { [config.countersTableName]: { Keys: keys, ConsistentRead: true } } }));
+    const response = await ctx.dynamodb.send(
+        new BatchGetItemCommand({ RequestItems: { [config.countersTableName]: { Keys: keys, ConsistentRead: true } } }),
+    );
     if ((response.UnprocessedKeys?.[config.countersTableName]?.Keys?.length ?? 0) > 0) {
         throw Object.assign(new Error("the read of the key's counter was throttled"), { name: "ProvisionedThroughputExceededException" });
     }
     const items = response.Responses?.[config.countersTableName] ?? [];
-    const find = (wanted: Record<string, AttributeValue>) => items.find((i) => i[config.partitionKey]?.S === wanted[config.partitionKey]?.S && i[config.sortKey]?.S === wanted[config.sortKey]?.S);
-    const limitOf = (item: Record<string, AttributeValue> | undefined) => (item?.[LIMIT_ATTRIBUTE]?.N === undefined ? undefined : Number(item[LIMIT_ATTRIBUTE].N));
+    const find = (wanted: Record<string, AttributeValue>) =>
+        items.find(
+            (i) => i[config.partitionKey]?.S === wanted[config.partitionKey]?.S && i[config.sortKey]?.S === wanted[config.sortKey]?.S,
+        );
+    const limitOf = (item: Record<string, AttributeValue> | undefined) =>
+        item?.[LIMIT_ATTRIBUTE]?.N === undefined ? undefined : Number(item[LIMIT_ATTRIBUTE].N);
     return { item: find(keys[0]!), limit: limitOf(find(keys[1]!)) ?? limitOf(find(keys[2]!)) };
 }
 
 async function readEventual(key: string, ctx: ApplyContext): Promise<Record<string, AttributeValue> | undefined> {
-    const response = await ctx.dynamodb.send(new GetItemCommand({ TableName: ctx.config.countersTableName, Key: eventualKey(ctx.config, key), ConsistentRead: true }));
+    const response = await ctx.dynamodb.send(
+        new GetItemCommand({ TableName: ctx.config.countersTableName, Key: eventualKey(ctx.config, key), ConsistentRead: true }),
+    );
     return response.Item;
 }
 

@@ -137,9 +137,19 @@ export function createStreamHandler(deps: StreamHandlerDeps): (event: StreamEven
                 return { state: {}, batchItemFailures: [] };
             }
             if (typeof event.shardId !== "string" || event.shardId.length === 0) {
-                throw new ConfigurationError(["[shardId] the stream event names no shard: the event source mapping needs a tumbling window (TumblingWindowInSeconds)"]);
+                throw new ConfigurationError([
+                    "[shardId] the stream event names no shard: the event source mapping needs a tumbling window (TumblingWindowInSeconds)",
+                ]);
             }
-            const run: ShardRun = { deps, shardId: event.shardId, streamArn: event.eventSourceARN ?? records[0]!.eventSourceARN ?? "", logger, metrics, remainingMs: remainingTime(context), frontiers };
+            const run: ShardRun = {
+                deps,
+                shardId: event.shardId,
+                streamArn: event.eventSourceARN ?? records[0]!.eventSourceARN ?? "",
+                logger,
+                metrics,
+                remainingMs: remainingTime(context),
+                frontiers,
+            };
             const failedFrom = await countBatch(records, run);
             if (failedFrom !== undefined) {
                 metrics.add("BatchItemFailures");
@@ -172,13 +182,20 @@ async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Pr
         run.logger.log("warn", "could not read the shard's frontier", { shardId: run.shardId, error: String(error) });
         return first;
     }
-    const fresh = records.filter((r) => frontier === undefined || !/^\d+$/.test(r?.dynamodb?.SequenceNumber ?? "") || compareSequences(r.dynamodb!.SequenceNumber!, frontier) > 0);
+    const fresh = records.filter(
+        (r) =>
+            frontier === undefined ||
+            !/^\d+$/.test(r?.dynamodb?.SequenceNumber ?? "") ||
+            compareSequences(r.dynamodb!.SequenceNumber!, frontier) > 0,
+    );
     run.metrics.add("DuplicatesSkipped", records.length - fresh.length);
     if (fresh.length === 0) {
         return undefined;
     }
     const follows = frontier !== undefined && compareSequences(frontier, first) >= 0;
-    const span = follows ? { records: [], complete: true, expired: false } : await readSkipped({ after: frontier, until: first, inclusive: false, max: SPAN_MAX_RECORDS }, run);
+    const span = follows
+        ? { records: [], complete: true, expired: false }
+        : await readSkipped({ after: frontier, until: first, inclusive: false, max: SPAN_MAX_RECORDS }, run);
     if (span === undefined) {
         return first;
     }
@@ -201,12 +218,20 @@ async function countBatch(records: readonly DynamoDBRecord[], run: ShardRun): Pr
  * gone from it (older than 24 hours) go to the fatal queue as a records-expired message: the keys they touched need a
  * reconcile. Undefined when the read failed (or the fatal queue refused): the caller tries again later.
  */
-export async function readSkipped(span: Span, run: ShardRun): Promise<{ records: DynamoDBRecord[]; complete: boolean; expired: boolean } | undefined> {
+export async function readSkipped(
+    span: Span,
+    run: ShardRun,
+): Promise<{ records: DynamoDBRecord[]; complete: boolean; expired: boolean } | undefined> {
     let read;
     try {
         read = await readSpan(run.deps.streams, run.streamArn, run.shardId, span);
     } catch (error) {
-        run.logger.log("warn", "could not read the records after the frontier", { shardId: run.shardId, after: span.after, until: span.until, error: String(error) });
+        run.logger.log("warn", "could not read the records after the frontier", {
+            shardId: run.shardId,
+            after: span.after,
+            until: span.until,
+            error: String(error),
+        });
         return undefined;
     }
     if (read.trimmed) {
@@ -232,7 +257,12 @@ export async function readSkipped(span: Span, run: ShardRun): Promise<{ records:
  * being applied twice, so the common batch pays no write for its progress, and the consumer's own writes (the
  * same-table placement) never feed it batches without end.
  */
-export async function applyAfter(frontier: string | undefined, records: readonly DynamoDBRecord[], run: ShardRun, writeFrontier = false): Promise<string | undefined> {
+export async function applyAfter(
+    frontier: string | undefined,
+    records: readonly DynamoDBRecord[],
+    run: ShardRun,
+    writeFrontier = false,
+): Promise<string | undefined> {
     const { parsed, unparked, parked } = await parseAll(records, run);
     const outcome = await applyRecords(parsed, run.shardId, applyContext(run));
     run.metrics.add("RecordsCounted", outcome.counted);
@@ -242,7 +272,10 @@ export async function applyAfter(frontier: string | undefined, records: readonly
 
     const applied = records
         .map((r) => r?.dynamodb?.SequenceNumber)
-        .filter((s): s is string => typeof s === "string" && /^\d+$/.test(s) && (failedFrom === undefined || compareSequences(s, failedFrom) < 0))
+        .filter(
+            (s): s is string =>
+                typeof s === "string" && /^\d+$/.test(s) && (failedFrom === undefined || compareSequences(s, failedFrom) < 0),
+        )
         .reduce<string | undefined>((top, s) => (top === undefined || compareSequences(s, top) > 0 ? s : top), undefined);
     if (applied !== undefined && (frontier === undefined || compareSequences(applied, frontier) > 0)) {
         try {
@@ -271,7 +304,10 @@ function lowest(a: string | undefined, b: string | undefined): string | undefine
  * Parses records; poison goes to the fatal queue (in full) and counts as nothing. `unparked`: the first poison record
  * the queue refused, to deliver again rather than lose.
  */
-async function parseAll(records: readonly DynamoDBRecord[], run: ShardRun): Promise<{ parsed: ParsedRecord[]; unparked?: string; parked: number }> {
+async function parseAll(
+    records: readonly DynamoDBRecord[],
+    run: ShardRun,
+): Promise<{ parsed: ParsedRecord[]; unparked?: string; parked: number }> {
     const parsed: ParsedRecord[] = [];
     let unparked: string | undefined;
     let parked = 0;
@@ -281,7 +317,12 @@ async function parseAll(records: readonly DynamoDBRecord[], run: ShardRun): Prom
             parsed.push(result.record);
         } else if (result.kind === "poison") {
             run.metrics.add("PoisonRecords");
-            const sent = await run.deps.fatal.park({ reason: "poison-record", problem: `[${result.field}] ${result.problem}`, ...(result.key === undefined ? {} : { counterKey: result.key }), records: [record] });
+            const sent = await run.deps.fatal.park({
+                reason: "poison-record",
+                problem: `[${result.field}] ${result.problem}`,
+                ...(result.key === undefined ? {} : { counterKey: result.key }),
+                records: [record],
+            });
             unparked = sent ? unparked : lowest(unparked, result.sequenceNumber);
             parked += sent ? 1 : 0;
         }

@@ -26,7 +26,6 @@ import type { Tombstone } from "../shared/item-writes";
 /** After this long no put attempt of a life can land: its tombstone may go. */
 export const TOMBSTONE_SETTLED_MS = settledAfterMs(MAX_CLIENT_DEADLINE_MS);
 
-
 export interface RecordEffects {
     readonly delta: -1 | 0 | 1;
     readonly flag: boolean;
@@ -63,11 +62,21 @@ export function effectsOf(record: ParsedRecord, scope: SelectionScope, deleteTok
             remove = { id: record.id, token, deleteToken: stringOf(newImage, deleteTokenAttribute) ?? null };
         }
     }
-    return { delta, flag: wantsFlag(newImage, scope), ...(remove === undefined ? {} : { remove }), ...(dueAt === undefined ? {} : { dueAt }) };
+    return {
+        delta,
+        flag: wantsFlag(newImage, scope),
+        ...(remove === undefined ? {} : { remove }),
+        ...(dueAt === undefined ? {} : { dueAt }),
+    };
 }
 
 /** A live item that stopped being live (or changed its token) other than by the client's own soft delete. */
-function endedByOthers(oldImage: ItemImage | undefined, newImage: ItemImage | undefined, scope: SelectionScope, deleteTokenAttribute: string): boolean {
+function endedByOthers(
+    oldImage: ItemImage | undefined,
+    newImage: ItemImage | undefined,
+    scope: SelectionScope,
+    deleteTokenAttribute: string,
+): boolean {
     if (!isLive(oldImage, scope)) {
         return false;
     }
@@ -79,6 +88,15 @@ function endedByOthers(oldImage: ItemImage | undefined, newImage: ItemImage | un
 }
 
 /** A soft delete as the client writes it in the owning region: the flag, a delete token, no other region named. */
-function clientSoftDelete(image: ItemImage | undefined, scope: Pick<CounterTableLayout, "deletedAttribute">, deleteTokenAttribute: string): boolean {
-    return image !== undefined && isSoftDeleted(image, scope) && stringOf(image, deleteTokenAttribute) !== undefined && image[FOREIGN_DELETE_ATTRIBUTE] === undefined;
+function clientSoftDelete(
+    image: ItemImage | undefined,
+    scope: Pick<CounterTableLayout, "deletedAttribute">,
+    deleteTokenAttribute: string,
+): boolean {
+    return (
+        image !== undefined &&
+        isSoftDeleted(image, scope) &&
+        stringOf(image, deleteTokenAttribute) !== undefined &&
+        image[FOREIGN_DELETE_ATTRIBUTE] === undefined
+    );
 }

@@ -45,6 +45,8 @@ export function aboveMark(marked: string | undefined, sequenceNumber: string): b
 export function staleMarks(item: Record<string, AttributeValue> | undefined, now: number, keep: string): string[] {
     const today = Math.floor(now / DAY_MS);
     return Object.entries(item ?? {})
-        .filter(([name, value]) => name.startsWith(MARK_PREFIX) && name !== keep && Number((value.S ?? "").split("|")[1] ?? today) <= today - 2)
+        .filter(
+            ([name, value]) => name.startsWith(MARK_PREFIX) && name !== keep && Number((value.S ?? "").split("|")[1] ?? today) <= today - 2,
+        )
         .map(([name]) => name);
 }

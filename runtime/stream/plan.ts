@@ -115,7 +115,11 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
             values[":day0"] = dayRead;
         }
         const next = advance(state, start, applied, input.key, input.limit, input.thresholds, marked ?? "0", input.announce);
-        if (state === undefined || next.band !== state.band || next.pending.map((e) => e.id).join() !== state.pending.map((e) => e.id).join()) {
+        if (
+            state === undefined ||
+            next.band !== state.band ||
+            next.pending.map((e) => e.id).join() !== state.pending.map((e) => e.id).join()
+        ) {
             names["#th"] = THRESHOLD_ATTRIBUTE;
             values[":th"] = thresholdStateValue(next);
             sets.push("#th = :th");
@@ -165,7 +169,12 @@ export function planUsage(
         const stepDay = dayOf(step.time);
         if (day !== undefined && stepDay < day.day) {
             const entry = late.get(stepDay) ?? { creates: 0, deletes: 0, first: step.sequenceNumber, last: step.sequenceNumber };
-            late.set(stepDay, { ...entry, creates: entry.creates + Math.max(0, step.delta), deletes: entry.deletes + Math.max(0, -step.delta), last: step.sequenceNumber });
+            late.set(stepDay, {
+                ...entry,
+                creates: entry.creates + Math.max(0, step.delta),
+                deletes: entry.deletes + Math.max(0, -step.delta),
+                last: step.sequenceNumber,
+            });
         } else if (day === undefined || stepDay > day.day) {
             if (day !== undefined) {
                 archive.push(day);

@@ -38,7 +38,13 @@ const PROGRESS_TTL_SECONDS = 48 * 3600;
 /** The frontier of stream shard `shardId` (undefined: no batch of it has been applied), read strongly consistent. */
 export async function readFrontier(config: CounterConfig, dynamodb: DynamoDBClient, shardId: string): Promise<string | undefined> {
     const response = await dynamodb.send(
-        new GetItemCommand({ TableName: config.countersTableName, Key: streamShardKey(config, shardId), ConsistentRead: true, ProjectionExpression: "#f", ExpressionAttributeNames: { "#f": FRONTIER_ATTRIBUTE } }),
+        new GetItemCommand({
+            TableName: config.countersTableName,
+            Key: streamShardKey(config, shardId),
+            ConsistentRead: true,
+            ProjectionExpression: "#f",
+            ExpressionAttributeNames: { "#f": FRONTIER_ATTRIBUTE },
+        }),
     );
     const value = response.Item?.[FRONTIER_ATTRIBUTE]?.S;
     return value === undefined ? undefined : value.slice(value.indexOf("|") + 1);
@@ -57,7 +63,10 @@ export async function advanceFrontier(config: CounterConfig, dynamodb: DynamoDBC
                 UpdateExpression: "SET #f = :to, #exp = :exp",
                 ConditionExpression: "attribute_not_exists(#f) OR #f < :to",
                 ExpressionAttributeNames: { "#f": FRONTIER_ATTRIBUTE, "#exp": EXPIRES_ATTRIBUTE },
-                ExpressionAttributeValues: { ":to": { S: `${paddedSequence(to)}|${to}` }, ":exp": { N: String(Math.floor(Date.now() / 1000) + PROGRESS_TTL_SECONDS) } },
+                ExpressionAttributeValues: {
+                    ":to": { S: `${paddedSequence(to)}|${to}` },
+                    ":exp": { N: String(Math.floor(Date.now() / 1000) + PROGRESS_TTL_SECONDS) },
+                },
             }),
         );
     } catch (error) {

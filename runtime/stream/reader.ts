@@ -132,7 +132,12 @@ export async function readSpan(streams: DynamoDBStreamsClient, streamArn: string
     return { records: out, trimmed, complete: true };
 }
 
-async function iteratorAfter(streams: DynamoDBStreamsClient, streamArn: string, shardId: string, after: string | undefined): Promise<string | undefined> {
+async function iteratorAfter(
+    streams: DynamoDBStreamsClient,
+    streamArn: string,
+    shardId: string,
+    after: string | undefined,
+): Promise<string | undefined> {
     const response = await streams.send(
         new GetShardIteratorCommand(
             after === undefined

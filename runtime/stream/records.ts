@@ -31,7 +31,13 @@ export interface ParsedRecord {
 export type Parsed =
     | { readonly kind: "record"; readonly record: ParsedRecord }
     | { readonly kind: "ignored"; readonly sequenceNumber: string }
-    | { readonly kind: "poison"; readonly sequenceNumber: string | undefined; readonly field: string; readonly problem: string; readonly key?: string };
+    | {
+          readonly kind: "poison";
+          readonly sequenceNumber: string | undefined;
+          readonly field: string;
+          readonly problem: string;
+          readonly key?: string;
+      };
 
 const SEQUENCE_NUMBER = new RegExp(`^\\d{1,${SEQUENCE_DIGITS}}$`);
 
@@ -71,16 +77,30 @@ function present(image: unknown): image is ItemImage {
 }
 
 /** Parses one record (see the header). */
-export function parseRecord(record: DynamoDBRecord, layout: Pick<CounterTableLayout, "partitionKey" | "sortKey" | "counterPrefix">): Parsed {
+export function parseRecord(
+    record: DynamoDBRecord,
+    layout: Pick<CounterTableLayout, "partitionKey" | "sortKey" | "counterPrefix">,
+): Parsed {
     if (record === null || typeof record !== "object" || record.dynamodb === null || typeof record.dynamodb !== "object") {
         return { kind: "poison", sequenceNumber: undefined, field: "dynamodb", problem: "is missing" };
     }
     const stream = record.dynamodb;
     const sequenceNumber = stream.SequenceNumber;
     if (typeof sequenceNumber !== "string" || !SEQUENCE_NUMBER.test(sequenceNumber)) {
-        return { kind: "poison", sequenceNumber: undefined, field: "dynamodb.SequenceNumber", problem: `must be a decimal string of at most ${SEQUENCE_DIGITS} digits` };
+        return {
+            kind: "poison",
+            sequenceNumber: undefined,
+            field: "dynamodb.SequenceNumber",
+            problem: `must be a decimal string of at most ${SEQUENCE_DIGITS} digits`,
+        };
     }
-    const poison = (field: string, problem: string, key?: string): Parsed => ({ kind: "poison", sequenceNumber, field, problem, ...(key === undefined ? {} : { key }) });
+    const poison = (field: string, problem: string, key?: string): Parsed => ({
+        kind: "poison",
+        sequenceNumber,
+        field,
+        problem,
+        ...(key === undefined ? {} : { key }),
+    });
     const keys = stream.Keys;
     if (keys === null || typeof keys !== "object") {
         return poison("dynamodb.Keys", "is missing");
@@ -107,11 +127,23 @@ export function parseRecord(record: DynamoDBRecord, layout: Pick<CounterTableLay
     const seconds = typeof stream.ApproximateCreationDateTime === "number" ? stream.ApproximateCreationDateTime : Date.now() / 1000;
     return {
         kind: "record",
-        record: { sequenceNumber, key, id, eventName: record.eventName as ParsedRecord["eventName"], ...images, time: Math.round(seconds * 1000), raw: record },
+        record: {
+            sequenceNumber,
+            key,
+            id,
+            eventName: record.eventName as ParsedRecord["eventName"],
+            ...images,
+            time: Math.round(seconds * 1000),
+            raw: record,
+        },
     };
 }
 
-function imagesOf(eventName: unknown, previous: unknown, next: unknown): { oldImage?: ItemImage; newImage?: ItemImage } | { field: string; problem: string } {
+function imagesOf(
+    eventName: unknown,
+    previous: unknown,
+    next: unknown,
+): { oldImage?: ItemImage; newImage?: ItemImage } | { field: string; problem: string } {
     const missing = (field: string) => ({ field, problem: "is missing: the stream must carry new and old images" });
     switch (eventName) {
         case "INSERT":

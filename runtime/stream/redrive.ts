@@ -112,9 +112,21 @@ export function createRedriveHandler(deps: RedriveHandlerDeps): (event: SQSEvent
         } catch (error) {
             const problem = error instanceof MalformedRedriveMessageError ? error.message : String(error);
             logger.log("error", "redrive message is not a batch of this table's stream", { messageId: message.messageId, problem });
-            return deps.fatal.park({ reason: "malformed-redrive-message", problem, detail: { messageId: message.messageId, body: message.body } });
+            return deps.fatal.park({
+                reason: "malformed-redrive-message",
+                problem,
+                detail: { messageId: message.messageId, body: message.body },
+            });
         }
-        const run: ShardRun = { deps: deps as StreamHandlerDeps, shardId: info.shardId, streamArn: info.streamArn, logger, metrics, remainingMs, frontiers };
+        const run: ShardRun = {
+            deps: deps as StreamHandlerDeps,
+            shardId: info.shardId,
+            streamArn: info.streamArn,
+            logger,
+            metrics,
+            remainingMs,
+            frontiers,
+        };
         try {
             return await redriveRange(info, run);
         } catch (error) {

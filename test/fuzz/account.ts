@@ -47,14 +47,22 @@ export function noteOutcome(run: Run, request: Released): void {
         info.requests++;
         info.faults += metFault(request) ? 1 : 0;
     }
-    const input = request.input as { TableName?: string; UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> };
+    const input = request.input as {
+        TableName?: string;
+        UpdateExpression?: string;
+        ExpressionAttributeValues?: Record<string, AttributeValue>;
+    };
     if (info?.kind !== "call" || !request.served || input.TableName !== run.state.system.config.tableName) {
         return;
     }
     if (request.command === "PutItemCommand") {
         info.putApplied = true;
     }
-    if (request.command === "UpdateItemCommand" && input.ExpressionAttributeValues?.[":true"]?.BOOL === true && (input.UpdateExpression ?? "").includes("#deleted = :true")) {
+    if (
+        request.command === "UpdateItemCommand" &&
+        input.ExpressionAttributeValues?.[":true"]?.BOOL === true &&
+        (input.UpdateExpression ?? "").includes("#deleted = :true")
+    ) {
         info.softDeleted = true;
     }
     // An item another writer grew past what a soft delete can add: the delete removes it instead.
@@ -75,7 +83,8 @@ export async function account(run: Run, request: Released, before: Item | undefi
     state.onTrace?.(`${state.index} ${line}`);
     const { table, key: itemKey } = targetOf(request);
     if (request.command === "QueryCommand" && info?.kind === "settle" && table === config.tableName) {
-        const key = ((request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":pk"]?.S) ?? "";
+        const key =
+            (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":pk"]?.S ?? "";
         state.healReads.set(`${request.task.id}|${key}`, { at: state.index, time: Date.now() });
     }
     if (!request.served || !WRITES.has(request.command) || itemKey === undefined) {
@@ -99,9 +108,13 @@ export async function account(run: Run, request: Released, before: Item | undefi
         state.plainCreates.add(key);
     }
     // A tryCreate's reservation (+1) that landed: the admission check follows it.
-    const admitted = info?.event?.op === "tryCreate" && (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":d"]?.N === "1";
+    const admitted =
+        info?.event?.op === "tryCreate" &&
+        (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":d"]?.N === "1";
     if (update.startsWith("ADD #c :corr")) {
-        const correction = (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":corr"]?.N;
+        const correction = (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[
+            ":corr"
+        ]?.N;
         state.stats.healWrites += correction !== "0" ? 1 : 0;
         state.stats.healWritesLost += correction !== "0" && request.fault === "500-after" ? 1 : 0;
     }
@@ -114,7 +127,13 @@ export async function account(run: Run, request: Released, before: Item | undefi
     await observe(run, key, `after ${request.task.label} ${request.command}`, admitted ? info : undefined);
 }
 
-async function accountResourceWrite(run: Run, request: Released, info: TaskInfo | undefined, itemKey: Record<string, AttributeValue>, before: Item | undefined): Promise<void> {
+async function accountResourceWrite(
+    run: Run,
+    request: Released,
+    info: TaskInfo | undefined,
+    itemKey: Record<string, AttributeValue>,
+    before: Item | undefined,
+): Promise<void> {
     const { state } = run;
     const { config } = state.system;
     const key = itemKey[config.partitionKey]?.S ?? "";
@@ -135,7 +154,11 @@ async function accountResourceWrite(run: Run, request: Released, info: TaskInfo 
             }
         }
     }
-    if ((info?.kind === "backfill" || info?.kind === "consumer" || info?.kind === "redrive") && request.command === "UpdateItemCommand" && (input.UpdateExpression ?? "").includes("#selFlag")) {
+    if (
+        (info?.kind === "backfill" || info?.kind === "consumer" || info?.kind === "redrive") &&
+        request.command === "UpdateItemCommand" &&
+        (input.UpdateExpression ?? "").includes("#selFlag")
+    ) {
         state.keysWithOthers.add(key);
         state.stats.backfillFlagged += info.kind === "backfill" ? 1 : 0;
     }
@@ -264,7 +287,11 @@ export async function itemBefore(run: Run, request: { input: Record<string, unkn
     }
     const { partitionKey, sortKey } = state.system.config;
     const response = await state.reader.send(
-        new GetItemCommand({ TableName: input.TableName, Key: { [partitionKey]: itemKey[partitionKey]!, [sortKey]: itemKey[sortKey]! }, ConsistentRead: true }),
+        new GetItemCommand({
+            TableName: input.TableName,
+            Key: { [partitionKey]: itemKey[partitionKey]!, [sortKey]: itemKey[sortKey]! },
+            ConsistentRead: true,
+        }),
     );
     return response.Item;
 }

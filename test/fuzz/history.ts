@@ -33,7 +33,13 @@ export type FuzzEvent =
      * redelivery). `crash` "before" fails it unrun; "after" runs it and loses its answer. `twice`: delivered to two
      * invocations at once (at-least-once delivery).
      */
-    | { readonly op: "consume"; readonly max: number; readonly overlap: number; readonly crash: "none" | "before" | "after"; readonly twice?: true }
+    | {
+          readonly op: "consume";
+          readonly max: number;
+          readonly overlap: number;
+          readonly crash: "none" | "before" | "after";
+          readonly twice?: true;
+      }
     /** One redrive invocation over the first DLQ. */
     | { readonly op: "redrive" }
     /** One settler run (skipped while the settler is paused), healing at most `keyBudget` listed keys. */
@@ -185,7 +191,13 @@ function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, s
         return { op: "create", key, id, ...late };
     }
     if (roll < 0.34) {
-        return { op: "tryCreate", key, id, ...late, ...(shape.profile.settings && random() < 0.2 ? { limit: Math.floor(random() * shape.ids.length) } : {}) };
+        return {
+            op: "tryCreate",
+            key,
+            id,
+            ...late,
+            ...(shape.profile.settings && random() < 0.2 ? { limit: Math.floor(random() * shape.ids.length) } : {}),
+        };
     }
     if (roll < 0.52) {
         return { op: "delete", key, id };
@@ -197,7 +209,13 @@ function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, s
         return { op: "settle", keyBudget: pick([1, 2, 50]) };
     }
     if (roll < 0.66) {
-        return { op: "consume", max: 1 + Math.floor(random() * 12), overlap: random() < 0.2 ? Math.floor(random() * 4) : 0, crash: pick(["none", "none", "none", "before", "after"] as const), ...(random() < 0.1 ? { twice: true as const } : {}) };
+        return {
+            op: "consume",
+            max: 1 + Math.floor(random() * 12),
+            overlap: random() < 0.2 ? Math.floor(random() * 4) : 0,
+            crash: pick(["none", "none", "none", "before", "after"] as const),
+            ...(random() < 0.1 ? { twice: true as const } : {}),
+        };
     }
     if (roll < 0.7) {
         return { op: "settle", keyBudget: pick([1, 2, 50]) };
@@ -215,7 +233,12 @@ function drawEvent(random: () => number, pick: <T>(values: readonly T[]) => T, s
         return { op: "land" };
     }
     if (roll < 0.83) {
-        return { op: "invalid", call: pick(["create", "tryCreate", "delete", "count"] as const), key, field: pick(["key", "id", "limit", "attributes"] as const) };
+        return {
+            op: "invalid",
+            call: pick(["create", "tryCreate", "delete", "count"] as const),
+            key,
+            field: pick(["key", "id", "limit", "attributes"] as const),
+        };
     }
     return changeOf(random, pick, shape, key);
 }
@@ -256,7 +279,11 @@ function changeOf(random: () => number, pick: <T>(values: readonly T[]) => T, sh
         return random() < 0.5 ? { op: "pause" } : { op: "resume" };
     }
     if (shape.profile.bursts) {
-        return { op: "burst", requests: 2 + Math.floor(random() * 12), kind: pick(["throttle", "500-before", "500-after", "conflict"] as const) };
+        return {
+            op: "burst",
+            requests: 2 + Math.floor(random() * 12),
+            kind: pick(["throttle", "500-before", "500-after", "conflict"] as const),
+        };
     }
     return { op: "count", key };
 }

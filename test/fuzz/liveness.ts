@@ -56,7 +56,16 @@ export async function checkLiveness(run: Run, drain: Drain): Promise<void> {
     }
     state.scheduler.time.advance(2 * state.system.config.periodMs + 1_000);
     for (let i = 0; i <= state.keys.length; i++) {
-        await drain(() => settle({ config: state.system.config, dynamodb: run.parties.settler, keyBudget: 1, sendEvents: (events) => sendEvents(run, events) }), "settle");
+        await drain(
+            () =>
+                settle({
+                    config: state.system.config,
+                    dynamodb: run.parties.settler,
+                    keyBudget: 1,
+                    sendEvents: (events) => sendEvents(run, events),
+                }),
+            "settle",
+        );
     }
     const bands = new Map<string, number>();
     for (const key of state.keys) {
@@ -64,7 +73,9 @@ export async function checkLiveness(run: Run, drain: Drain): Promise<void> {
         await checkUsage(run, key);
     }
     checkThresholds(run, bands);
-    const checkpoints = await state.reader.send(new ScanCommand({ TableName: state.system.config.countersTableName, FilterExpression: "attribute_exists(hc_bf)" }));
+    const checkpoints = await state.reader.send(
+        new ScanCommand({ TableName: state.system.config.countersTableName, FilterExpression: "attribute_exists(hc_bf)" }),
+    );
     if ((checkpoints.Items ?? []).length > 0) {
         state.violation(`at the end: ${checkpoints.Items!.length} backfill checkpoints left`);
     }
@@ -82,7 +93,9 @@ async function deliverAll(run: Run, drain: Drain): Promise<void> {
         state.violation(`the stream did not drain: ${mapping.describe()}`);
     }
     if (state.fatal.length > 0) {
-        state.violation(`the fatal queue received ${state.fatal.length} messages (${state.fatal.map((m) => m.reason).join(", ")}), though no record was poison or expired`);
+        state.violation(
+            `the fatal queue received ${state.fatal.length} messages (${state.fatal.map((m) => m.reason).join(", ")}), though no record was poison or expired`,
+        );
         for (const key of state.keys) {
             state.reconciled.add(key);
             await drain(() => reconcileKey(key, { config: state.system.config, dynamodb: run.parties.pipeline }), "admin");
@@ -137,7 +150,9 @@ function checkThresholds(run: Run, bands: ReadonlyMap<string, number>): void {
     for (const event of unique.values()) {
         const reached = event.count >= level(event.threshold, event.limit);
         if (reached !== (event.direction === "up")) {
-            state.violation(`threshold event ${event.id}: count ${event.count} under limit ${event.limit} is not ${event.direction} of ${event.threshold}`);
+            state.violation(
+                `threshold event ${event.id}: count ${event.count} under limit ${event.limit} is not ${event.direction} of ${event.threshold}`,
+            );
         }
     }
     const byKey = new Map<string, Array<(typeof state.sent)[number]>>();
@@ -184,7 +199,9 @@ async function checkUsage(run: Run, key: string): Promise<void> {
         }
         const found = stored.find((d) => d.day === day);
         if (found?.creates !== tally.creates || found?.deletes !== tally.deletes) {
-            state.violation(`at the end: ${key} usage of ${day} is ${found ? `${found.creates} creates, ${found.deletes} deletes` : "missing"}, not ${tally.creates} and ${tally.deletes}`);
+            state.violation(
+                `at the end: ${key} usage of ${day} is ${found ? `${found.creates} creates, ${found.deletes} deletes` : "missing"}, not ${tally.creates} and ${tally.deletes}`,
+            );
         }
     }
     const old = await state.reader.send(
@@ -195,7 +212,9 @@ async function checkUsage(run: Run, key: string): Promise<void> {
             ExpressionAttributeValues: { ":pk": { S: usagePartitionKey(key) } },
         }),
     );
-    const tooOld = (old.Items ?? []).map((item: Item) => item["day"]?.S ?? "").filter((day) => day < dayOf(Date.parse(`${kept}T00:00:00Z`) - 86_400_000));
+    const tooOld = (old.Items ?? [])
+        .map((item: Item) => item["day"]?.S ?? "")
+        .filter((day) => day < dayOf(Date.parse(`${kept}T00:00:00Z`) - 86_400_000));
     if (tooOld.length > 0) {
         state.violation(`at the end: ${key} keeps usage days ${tooOld.join(", ")}, past the ${FUZZ_USAGE_DAYS}-day retention`);
     }

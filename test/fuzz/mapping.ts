@@ -5,7 +5,12 @@
  * first dead-letter queue and the checkpoint moves past it (records the consumer never applied, below the next
  * batch); redeliveries of records already applied, and one batch delivered to two invocations at once.
  */
-import { DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand, type DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import {
+    DescribeStreamCommand,
+    GetRecordsCommand,
+    GetShardIteratorCommand,
+    type DynamoDBStreamsClient,
+} from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBRecord, SQSEvent } from "aws-lambda";
 import { toLambdaRecord } from "../../runtime/stream/reader";
 import type { StreamEvent, StreamResponse } from "../../runtime/stream/consumer";
@@ -69,8 +74,18 @@ export class StreamMapping {
             const shardId = shard.ShardId!;
             let lane = this.lanes.get(shardId);
             if (lane === undefined) {
-                const { ShardIterator } = await this.streams.send(new GetShardIteratorCommand({ StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: "TRIM_HORIZON" }));
-                lane = { shardId, ...(shard.ParentShardId === undefined ? {} : { parent: shard.ParentShardId }), records: [], iterator: ShardIterator, closed: false, checkpoint: 0, attempts: 0 };
+                const { ShardIterator } = await this.streams.send(
+                    new GetShardIteratorCommand({ StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: "TRIM_HORIZON" }),
+                );
+                lane = {
+                    shardId,
+                    ...(shard.ParentShardId === undefined ? {} : { parent: shard.ParentShardId }),
+                    records: [],
+                    iterator: ShardIterator,
+                    closed: false,
+                    checkpoint: 0,
+                    attempts: 0,
+                };
                 this.lanes.set(shardId, lane);
             }
             await this.readLane(lane);
@@ -91,7 +106,12 @@ export class StreamMapping {
                     new GetShardIteratorCommand(
                         last === undefined
                             ? { StreamArn: this.streamArn, ShardId: lane.shardId, ShardIteratorType: "TRIM_HORIZON" }
-                            : { StreamArn: this.streamArn, ShardId: lane.shardId, ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: last },
+                            : {
+                                  StreamArn: this.streamArn,
+                                  ShardId: lane.shardId,
+                                  ShardIteratorType: "AFTER_SEQUENCE_NUMBER",
+                                  SequenceNumber: last,
+                              },
                     ),
                 );
                 lane.iterator = ShardIterator;
@@ -126,7 +146,10 @@ export class StreamMapping {
 
     /** The highest sequence number read so far (padded to 40 digits), if any. */
     newest(): string | undefined {
-        return this.all.map((r) => r.record.dynamodb!.SequenceNumber!.padStart(40, "0")).sort().at(-1);
+        return this.all
+            .map((r) => r.record.dynamodb!.SequenceNumber!.padStart(40, "0"))
+            .sort()
+            .at(-1);
     }
 
     /**
@@ -144,7 +167,14 @@ export class StreamMapping {
         const end = Math.min(lane.records.length, from + event.max);
         const batch = lane.records.slice(start, end);
         const first = this.invocations++ % 2;
-        const invoke = (instance: number) => consumers[instance]!({ Records: batch, shardId: lane.shardId, eventSourceARN: this.streamArn, state: {}, isFinalInvokeForWindow: false });
+        const invoke = (instance: number) =>
+            consumers[instance]!({
+                Records: batch,
+                shardId: lane.shardId,
+                eventSourceARN: this.streamArn,
+                state: {},
+                isFinalInvokeForWindow: false,
+            });
         let failedAt: number | undefined;
         if (event.crash === "before") {
             failedAt = from;
@@ -173,7 +203,12 @@ export class StreamMapping {
         this.firstDlq.push({
             receives: 0,
             body: JSON.stringify({
-                requestContext: { requestId: `fuzz-${this.deadLettered}`, functionArn: "arn:aws:lambda:us-east-1:000000000000:function:consumer", condition: "RetryAttemptsExhausted", approximateInvokeCount: MAX_RETRIES + 1 },
+                requestContext: {
+                    requestId: `fuzz-${this.deadLettered}`,
+                    functionArn: "arn:aws:lambda:us-east-1:000000000000:function:consumer",
+                    condition: "RetryAttemptsExhausted",
+                    approximateInvokeCount: MAX_RETRIES + 1,
+                },
                 responseContext: { statusCode: 200, executedVersion: "$LATEST" },
                 version: "1.0",
                 timestamp: new Date(0).toISOString(),
@@ -201,7 +236,12 @@ export class StreamMapping {
                 messageId: `m${i}`,
                 receiptHandle: `r${i}`,
                 body: m.body,
-                attributes: { ApproximateReceiveCount: String(++m.receives), SentTimestamp: "0", SenderId: "fuzz", ApproximateFirstReceiveTimestamp: "0" },
+                attributes: {
+                    ApproximateReceiveCount: String(++m.receives),
+                    SentTimestamp: "0",
+                    SenderId: "fuzz",
+                    ApproximateFirstReceiveTimestamp: "0",
+                },
                 messageAttributes: {},
                 md5OfBody: "",
                 eventSource: "aws:sqs",

@@ -164,13 +164,20 @@ export class Allowance {
 }
 
 /** The bound problems of one observation of a key (empty: the bound holds). */
-export function boundProblems(state: KeyState, system: FuzzSystem, owned: readonly number[], allowance: (shard?: number) => number): string[] {
+export function boundProblems(
+    state: KeyState,
+    system: FuzzSystem,
+    owned: readonly number[],
+    allowance: (shard?: number) => number,
+): string[] {
     const problems: string[] = [];
     const shardUnits = state.shards.map((item) => units(item, system));
     const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
     const check = (be: number, own: number, allowed: number, where: string) => {
         if (system.config.mode === "utilization" && be > own + allowed) {
-            problems.push(`${where}best-effort ${be} > ${own} live client lives + ${allowed} ended by other writers (utilization may only undercount)`);
+            problems.push(
+                `${where}best-effort ${be} > ${own} live client lives + ${allowed} ended by other writers (utilization may only undercount)`,
+            );
         }
         if (system.config.mode === "strict" && be < own) {
             problems.push(`${where}best-effort ${be} < ${own} client-owned live items (strict must hold a slot for each)`);

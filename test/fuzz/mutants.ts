@@ -113,7 +113,9 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                         strip(output["Item"] as Record<string, AttributeValue> | undefined);
                     }
                     if (command === "BatchGetItemCommand") {
-                        for (const items of Object.values((output["Responses"] ?? {}) as Record<string, Array<Record<string, AttributeValue>>>)) {
+                        for (const items of Object.values(
+                            (output["Responses"] ?? {}) as Record<string, Array<Record<string, AttributeValue>>>,
+                        )) {
                             items.forEach(strip);
                         }
                     }
@@ -123,18 +125,27 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
     noSkippedRead: {
         description: "the consumer and the redrive do not re-read the records Lambda gave up on: their marks pass them",
         mutate: (run) =>
-            rewrite(run.handlerStreams, "mutantNoSkippedRead", () => undefined, (command, output) => {
-                if (command === "GetRecordsCommand") {
-                    output["Records"] = [];
-                    delete output["NextShardIterator"];
-                }
-            }),
+            rewrite(
+                run.handlerStreams,
+                "mutantNoSkippedRead",
+                () => undefined,
+                (command, output) => {
+                    if (command === "GetRecordsCommand") {
+                        output["Records"] = [];
+                        delete output["NextShardIterator"];
+                    }
+                },
+            ),
     },
     healWriteRepeats: {
         description: "a heal's write does not move the generation: a repeat after a lost answer adds its correction twice",
         mutate: (run) =>
             rewrite(run.parties.settler, "mutantHealWriteRepeats", (command, input) => {
-                if (command === "UpdateItemCommand" && isBestEffort(run, input) && (input.UpdateExpression ?? "").startsWith("ADD #c :corr, #g :one")) {
+                if (
+                    command === "UpdateItemCommand" &&
+                    isBestEffort(run, input) &&
+                    (input.UpdateExpression ?? "").startsWith("ADD #c :corr, #g :one")
+                ) {
                     input.UpdateExpression = input.UpdateExpression!.replace("ADD #c :corr, #g :one", "ADD #c :corr");
                     prune(input);
                 }
@@ -144,7 +155,11 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
         description: "a heal's write is not conditional on the generation it read: two heals add one difference twice",
         mutate: (run) =>
             rewrite(run.parties.settler, "mutantHealWithoutGeneration", (command, input) => {
-                if (command === "UpdateItemCommand" && isBestEffort(run, input) && (input.UpdateExpression ?? "").startsWith("ADD #c :corr")) {
+                if (
+                    command === "UpdateItemCommand" &&
+                    isBestEffort(run, input) &&
+                    (input.UpdateExpression ?? "").startsWith("ADD #c :corr")
+                ) {
                     input.ConditionExpression = withoutClause(input.ConditionExpression, /#g = :g/);
                     prune(input);
                 }
@@ -157,7 +172,11 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
             stack.add(
                 (next: (args: { input: Input }) => Promise<{ output: Record<string, unknown> }>, context: { commandName?: string }) =>
                     async (args: { input: Input }) => {
-                        const decrement = context.commandName === "UpdateItemCommand" && isBestEffort(run, args.input) && args.input.ExpressionAttributeValues?.[":d"]?.N === "-1" && run.state.history.mode === "utilization";
+                        const decrement =
+                            context.commandName === "UpdateItemCommand" &&
+                            isBestEffort(run, args.input) &&
+                            args.input.ExpressionAttributeValues?.[":d"]?.N === "-1" &&
+                            run.state.history.mode === "utilization";
                         try {
                             return await next(args);
                         } catch (error) {
@@ -173,10 +192,16 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
         },
     },
     decrementToBase: {
-        description: "a utilization decrement goes to the count alone: with its life's +1 in the entry, a heal keeps the +1 and drops the -1",
+        description:
+            "a utilization decrement goes to the count alone: with its life's +1 in the entry, a heal keeps the +1 and drops the -1",
         mutate: (run) =>
             rewrite(run.parties.api, "mutantDecrementToBase", (command, input) => {
-                if (command === "UpdateItemCommand" && isBestEffort(run, input) && input.ExpressionAttributeValues?.[":d"]?.N === "-1" && input.ConditionExpression === undefined) {
+                if (
+                    command === "UpdateItemCommand" &&
+                    isBestEffort(run, input) &&
+                    input.ExpressionAttributeValues?.[":d"]?.N === "-1" &&
+                    input.ConditionExpression === undefined
+                ) {
                     input.UpdateExpression = input.UpdateExpression!.replace("ADD #c :d, #e :d", "ADD #c :d");
                     prune(input);
                 }
@@ -201,7 +226,11 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                 (next: (args: { input: Input }) => Promise<{ output: Record<string, unknown> }>, context: { commandName?: string }) =>
                     async (args: { input: Input }) => {
                         const result = await next(args);
-                        if (context.commandName === "UpdateItemCommand" && args.input.TableName === config.tableName && (args.input.UpdateExpression ?? "").startsWith("SET #selFlag")) {
+                        if (
+                            context.commandName === "UpdateItemCommand" &&
+                            args.input.TableName === config.tableName &&
+                            (args.input.UpdateExpression ?? "").startsWith("SET #selFlag")
+                        ) {
                             const key = args.input.Key?.[config.partitionKey]?.S ?? "";
                             await next({
                                 ...args,
@@ -236,7 +265,11 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
         description: "a strict reservation ignores the limit (and a shard's cap)",
         mutate: (run) =>
             rewrite(run.parties.api, "mutantAdmitPastLimit", (command, input) => {
-                if (command === "UpdateItemCommand" && isBestEffort(run, input) && /#c < (:limit|#cap)/.test(input.ConditionExpression ?? "")) {
+                if (
+                    command === "UpdateItemCommand" &&
+                    isBestEffort(run, input) &&
+                    /#c < (:limit|#cap)/.test(input.ConditionExpression ?? "")
+                ) {
                     delete input.ConditionExpression;
                     prune(input);
                 }
@@ -252,7 +285,10 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                     prune(input);
                 }
             };
-            const undo = [rewrite(run.parties.api, "mutantStaleEntriesKeptApi", strip), rewrite(run.parties.settler, "mutantStaleEntriesKeptSettler", strip)];
+            const undo = [
+                rewrite(run.parties.api, "mutantStaleEntriesKeptApi", strip),
+                rewrite(run.parties.settler, "mutantStaleEntriesKeptSettler", strip),
+            ];
             return () => undo.forEach((u) => u());
         },
     },
@@ -261,7 +297,10 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
         mutate: (run) =>
             rewrite(run.parties.pipeline, "mutantThresholdsWithoutOutbox", (command, input) => {
                 if (command === "UpdateItemCommand" && isEventual(run, input) && (input.UpdateExpression ?? "").includes("#th = :th")) {
-                    input.UpdateExpression = input.UpdateExpression!.replace(/, #th = :th|#th = :th, |SET #th = :th/, "").replace(/SET\s*$/, "").trim();
+                    input.UpdateExpression = input
+                        .UpdateExpression!.replace(/, #th = :th|#th = :th, |SET #th = :th/, "")
+                        .replace(/SET\s*$/, "")
+                        .trim();
                     prune(input);
                 }
             }),
@@ -269,11 +308,16 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
     auditBlind: {
         description: "the settler's audit reads nothing: a key whose best-effort write and mark were both lost is never healed",
         mutate: (run) =>
-            rewrite(run.parties.settler, "mutantAuditBlind", () => undefined, (command, output) => {
-                if (command === "ScanCommand") {
-                    output["Items"] = [];
-                    delete output["LastEvaluatedKey"];
-                }
-            }),
+            rewrite(
+                run.parties.settler,
+                "mutantAuditBlind",
+                () => undefined,
+                (command, output) => {
+                    if (command === "ScanCommand") {
+                        output["Items"] = [];
+                        delete output["LastEvaluatedKey"];
+                    }
+                },
+            ),
     },
 };

@@ -22,7 +22,11 @@ export async function otherWrite(dynamodb: DynamoDBClient, system: FuzzSystem, e
                 await dynamodb.send(
                     new PutItemCommand({
                         TableName: tableName,
-                        Item: { ...Key, ...(system.config.selection.kind === "attribute" ? { [STATUS_ATTRIBUTE]: { S: ACTIVE } } : {}), source: { S: "another-service" } },
+                        Item: {
+                            ...Key,
+                            ...(system.config.selection.kind === "attribute" ? { [STATUS_ATTRIBUTE]: { S: ACTIVE } } : {}),
+                            source: { S: "another-service" },
+                        },
                     }),
                 );
                 return true;

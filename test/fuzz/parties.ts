@@ -66,7 +66,9 @@ export async function runEvent(run: Run, event: FuzzEvent, label: string): Promi
         case "otherRetoken":
         case "otherGrow":
         case "ttlDelete":
-            state.stats.otherWritesFailed += (await otherWrite(run.parties.other, state.system, event as OtherEvent, ++state.rewrites)) ? 0 : 1;
+            state.stats.otherWritesFailed += (await otherWrite(run.parties.other, state.system, event as OtherEvent, ++state.rewrites))
+                ? 0
+                : 1;
             return;
         default:
             return runCall(run, event, info, label);
@@ -212,7 +214,13 @@ async function runSettle(run: Run, event: Extract<FuzzEvent, { op: "settle" }>, 
     }
     state.stats.settles++;
     try {
-        const report = await settle({ config: state.system.config, dynamodb: run.parties.settler, keyBudget: event.keyBudget, auditItems: 3, sendEvents: (events) => sendEvents(run, events) });
+        const report = await settle({
+            config: state.system.config,
+            dynamodb: run.parties.settler,
+            keyBudget: event.keyBudget,
+            auditItems: 3,
+            sendEvents: (events) => sendEvents(run, events),
+        });
         state.stats.healed += report.healed;
     } catch (error) {
         if (info.faults === 0) {
@@ -257,7 +265,12 @@ export async function runBackfill(run: Run, runId: string, pageSize: number, inf
     }
 }
 
-async function runAdmin(run: Run, event: Extract<FuzzEvent, { op: "setLimit" | "setDefault" }>, info: TaskInfo, label: string): Promise<void> {
+async function runAdmin(
+    run: Run,
+    event: Extract<FuzzEvent, { op: "setLimit" | "setDefault" }>,
+    info: TaskInfo,
+    label: string,
+): Promise<void> {
     try {
         if (event.op === "setLimit") {
             await run.client.setLimit(event.key, event.limit);

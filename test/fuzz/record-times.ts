@@ -9,7 +9,12 @@
  * first read it, and the run reads the stream right after each released request that wrote the user's table, before
  * anything else moves (run.ts): that time is the write's own.
  */
-import type { DynamoDBStreamsClient, GetRecordsCommandOutput, ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-dynamodb-streams";
+import type {
+    DynamoDBStreamsClient,
+    GetRecordsCommandOutput,
+    ServiceInputTypes,
+    ServiceOutputTypes,
+} from "@aws-sdk/client-dynamodb-streams";
 import type { InitializeMiddleware } from "@smithy/types";
 
 /** The virtual time of each stream record the run has read, by its sequence number's value. */

@@ -144,8 +144,24 @@ async function setUp(engine: LocalEngine, history: History, options: RunOptions,
         released,
         client: new HybridCounterClient({ ...clientOptionsOf(system), dynamodb: parties.api }),
         handlers: {
-            consumers: [0, 1].map(() => createStreamHandler({ config: system.config, dynamodb: parties.pipeline, streams: handlerStreams, fatal, sendEvents: (events) => sendEvents(run, events), sink: process.env.FUZZ_LOG ? (line: string) => console.log(line) : () => undefined })) as unknown as Run["handlers"]["consumers"],
-            redrive: createRedriveHandler({ config: system.config, dynamodb: parties.pipeline, streams: handlerStreams, fatal, sendEvents: (events) => sendEvents(run, events), sink: process.env.FUZZ_LOG ? (line: string) => console.log(line) : () => undefined }),
+            consumers: [0, 1].map(() =>
+                createStreamHandler({
+                    config: system.config,
+                    dynamodb: parties.pipeline,
+                    streams: handlerStreams,
+                    fatal,
+                    sendEvents: (events) => sendEvents(run, events),
+                    sink: process.env.FUZZ_LOG ? (line: string) => console.log(line) : () => undefined,
+                }),
+            ) as unknown as Run["handlers"]["consumers"],
+            redrive: createRedriveHandler({
+                config: system.config,
+                dynamodb: parties.pipeline,
+                streams: handlerStreams,
+                fatal,
+                sendEvents: (events) => sendEvents(run, events),
+                sink: process.env.FUZZ_LOG ? (line: string) => console.log(line) : () => undefined,
+            }),
         },
     };
     return run;
@@ -203,9 +219,17 @@ async function runEvents(run: Run, random: () => number): Promise<void> {
 }
 
 /** The fault a request meets: held (a late call's first put), a burst's, or one drawn at the history's rate. */
-function faultOf(run: Run, request: { task: { id: number }; command: string; input: Record<string, unknown> }, random: () => number): ReturnType<typeof drawFault> | "late" {
+function faultOf(
+    run: Run,
+    request: { task: { id: number }; command: string; input: Record<string, unknown> },
+    random: () => number,
+): ReturnType<typeof drawFault> | "late" {
     const { state } = run;
-    if (request.command === "PutItemCommand" && (request.input as { TableName?: string }).TableName === state.system.config.tableName && state.lateTasks.delete(request.task.id)) {
+    if (
+        request.command === "PutItemCommand" &&
+        (request.input as { TableName?: string }).TableName === state.system.config.tableName &&
+        state.lateTasks.delete(request.task.id)
+    ) {
         state.stats.held++;
         return "late";
     }
@@ -225,10 +249,12 @@ function faultOf(run: Run, request: { task: { id: number }; command: string; inp
 export async function drain(run: Run, work: () => Promise<unknown>, kind: TaskInfo["kind"] = "drain"): Promise<void> {
     const { scheduler } = run.state;
     let failure: unknown;
-    const done = scheduler.spawn(`drain ${kind}`, async () => {
-        run.state.tasks.set(scheduler.current()!.id, { kind, requests: 0, faults: 0, putApplied: false, softDeleted: false });
-        await work();
-    }).catch((error: unknown) => void (failure = error));
+    const done = scheduler
+        .spawn(`drain ${kind}`, async () => {
+            run.state.tasks.set(scheduler.current()!.id, { kind, requests: 0, faults: 0, putApplied: false, softDeleted: false });
+            await work();
+        })
+        .catch((error: unknown) => void (failure = error));
     const before = new Map<Record<string, unknown>, Item | undefined>();
     for (;;) {
         await scheduler.quiescent();

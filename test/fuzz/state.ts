@@ -79,7 +79,19 @@ export class RunState {
     readonly lateTasks = new Set<number>();
     /** Draws whether a threshold send fails. */
     readonly sendRandom: () => number;
-    readonly stats = { settles: 0, healed: 0, backfills: 0, backfillFlagged: 0, otherWritesFailed: 0, held: 0, observations: 0, expired: 0, admissions: 0, healWrites: 0, healWritesLost: 0 };
+    readonly stats = {
+        settles: 0,
+        healed: 0,
+        backfills: 0,
+        backfillFlagged: 0,
+        otherWritesFailed: 0,
+        held: 0,
+        observations: 0,
+        expired: 0,
+        admissions: 0,
+        healWrites: 0,
+        healWritesLost: 0,
+    };
 
     constructor(
         readonly history: History,

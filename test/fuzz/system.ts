@@ -92,7 +92,12 @@ export async function writePreexisting(reader: DynamoDBClient, system: FuzzSyste
         await reader.send(
             new PutItemCommand({
                 TableName: tableName,
-                Item: { [partitionKey]: { S: key }, [sortKey]: { S: id }, ...(status === undefined ? {} : { [STATUS_ATTRIBUTE]: { S: status } }), source: { S: "before-the-counter" } },
+                Item: {
+                    [partitionKey]: { S: key },
+                    [sortKey]: { S: id },
+                    ...(status === undefined ? {} : { [STATUS_ATTRIBUTE]: { S: status } }),
+                    source: { S: "before-the-counter" },
+                },
             }),
         );
     }
@@ -127,7 +132,8 @@ export interface KeyState {
 export async function readKeyState(reader: DynamoDBClient, system: FuzzSystem, key: string): Promise<KeyState> {
     const { config } = system;
     const items: Item[] = await readItems(key, { config, dynamodb: reader });
-    const get = async (itemKey: Item) => (await reader.send(new GetItemCommand({ TableName: config.countersTableName, Key: itemKey, ConsistentRead: true }))).Item;
+    const get = async (itemKey: Item) =>
+        (await reader.send(new GetItemCommand({ TableName: config.countersTableName, Key: itemKey, ConsistentRead: true }))).Item;
     const shards: Array<Item | undefined> = [];
     for (let shard = 0; shard < system.shards; shard++) {
         shards.push(await get(bestEffortKey(config, key, shard)));

@@ -185,7 +185,10 @@ export async function counterFixture(engine: LocalEngine, options: FixtureOption
             const messages = queues.receive(FIRST_DLQ_URL, 1_000);
             const failed = [];
             for (const message of messages) {
-                const response = await redrive(sqsEvent([message], "arn:aws:sqs:us-east-1:000000000000:first-dlq"), untimedContext("redrive", 60_000));
+                const response = await redrive(
+                    sqsEvent([message], "arn:aws:sqs:us-east-1:000000000000:first-dlq"),
+                    untimedContext("redrive", 60_000),
+                );
                 if (response.batchItemFailures.some((f) => f.itemIdentifier === message.messageId)) {
                     failed.push(message);
                 }

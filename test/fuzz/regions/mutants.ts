@@ -12,7 +12,9 @@ export interface RegionsMutantSpec {
 }
 
 type Stack = { add: (middleware: unknown, options: { step: "initialize"; name: string }) => void; remove: (name: string) => boolean };
-type Input = { TransactItems?: Array<{ Update?: { UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> } }> };
+type Input = {
+    TransactItems?: Array<{ Update?: { UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> } }>;
+};
 
 type TransactItem = NonNullable<Input["TransactItems"]>[number] & {
     Update?: { ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string> };
@@ -39,7 +41,8 @@ function rewriteTransactions(region: RegionParties, name: string, fn: (update: N
 
 export const REGIONS_MUTANTS: Readonly<Record<string, RegionsMutantSpec>> = {
     regionCapLeftBehind: {
-        description: "a region cap's move clears the shards' cap tags but leaves their caps, and re-arming expects no cap: the region never admits again",
+        description:
+            "a region cap's move clears the shards' cap tags but leaves their caps, and re-arming expects no cap: the region never admits again",
         mutate: (region) =>
             rewriteTransactions(region, "mutantRegionCapLeftBehind", (update) => {
                 if ((update.UpdateExpression ?? "").includes("REMOVE #ctag, #cap")) {

@@ -5,7 +5,14 @@
  * An applied write shows in the target's stream, as a replicated write does on AWS; the replicator's own writes are not
  * sent on. A replica's TTL deletes what has expired there, and its deletes replicate like any other write.
  */
-import { DeleteItemCommand, GetItemCommand, PutItemCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+    DeleteItemCommand,
+    GetItemCommand,
+    PutItemCommand,
+    ScanCommand,
+    type AttributeValue,
+    type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
 
 type Item = Record<string, AttributeValue>;
 
@@ -54,10 +61,14 @@ export class Replication {
 
     /** A write made in `region` to the item `key` of its `kind` table: queued for every other region. */
     async wrote(region: string, kind: TableKind, item: Item): Promise<void> {
-        const key = { [this.keyNames.partitionKey]: item[this.keyNames.partitionKey]!, [this.keyNames.sortKey]: item[this.keyNames.sortKey]! };
+        const key = {
+            [this.keyNames.partitionKey]: item[this.keyNames.partitionKey]!,
+            [this.keyNames.sortKey]: item[this.keyNames.sortKey]!,
+        };
         const version = this.nextVersion();
         this.versions.set(this.id(region, kind, key), version);
-        const image = (await this.reader.send(new GetItemCommand({ TableName: this.table(region, kind), Key: key, ConsistentRead: true }))).Item;
+        const image = (await this.reader.send(new GetItemCommand({ TableName: this.table(region, kind), Key: key, ConsistentRead: true })))
+            .Item;
         for (const target of this.regions.filter((r) => r !== region)) {
             this.queue.push({ source: region, target, kind, key, image, version });
         }
@@ -111,12 +122,19 @@ export class Replication {
         const expired: Item[] = [];
         let start: Item | undefined;
         do {
-            const page = await this.reader.send(new ScanCommand({ TableName, ...(start === undefined ? {} : { ExclusiveStartKey: start }) }));
-            expired.push(...(page.Items ?? []).filter((item) => item["hc_expires"]?.N !== undefined && Number(item["hc_expires"].N) <= nowSeconds));
+            const page = await this.reader.send(
+                new ScanCommand({ TableName, ...(start === undefined ? {} : { ExclusiveStartKey: start }) }),
+            );
+            expired.push(
+                ...(page.Items ?? []).filter((item) => item["hc_expires"]?.N !== undefined && Number(item["hc_expires"].N) <= nowSeconds),
+            );
             start = page.LastEvaluatedKey;
         } while (start !== undefined);
         for (const item of expired) {
-            const key = { [this.keyNames.partitionKey]: item[this.keyNames.partitionKey]!, [this.keyNames.sortKey]: item[this.keyNames.sortKey]! };
+            const key = {
+                [this.keyNames.partitionKey]: item[this.keyNames.partitionKey]!,
+                [this.keyNames.sortKey]: item[this.keyNames.sortKey]!,
+            };
             await this.reader.send(new DeleteItemCommand({ TableName, Key: key }));
             this.ttlDeleted++;
             await this.wrote(region, "counters", key);

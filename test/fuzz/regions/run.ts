@@ -37,7 +37,16 @@ import type { RegionsMutantSpec } from "./mutants";
 export interface RegionsRunResult {
     readonly violations: string[];
     readonly trace: string;
-    readonly stats: { events: number; requests: number; faults: number; replicated: number; lost: number; ttlDeleted: number; admissions: number; settles: number };
+    readonly stats: {
+        events: number;
+        requests: number;
+        faults: number;
+        replicated: number;
+        lost: number;
+        ttlDeleted: number;
+        admissions: number;
+        settles: number;
+    };
 }
 
 interface TaskInfo {
@@ -106,7 +115,11 @@ export interface RegionsRunOptions {
     readonly mutant?: RegionsMutantSpec["mutate"];
 }
 
-export async function runRegionsHistory(engine: LocalEngine, history: RegionsHistory, options: RegionsRunOptions = {}): Promise<RegionsRunResult> {
+export async function runRegionsHistory(
+    engine: LocalEngine,
+    history: RegionsHistory,
+    options: RegionsRunOptions = {},
+): Promise<RegionsRunResult> {
     return onSeededClock(history, async (scheduler) => {
         const reader = engine.dynamodb({ requestHandler: NO_TIMEOUTS, direct: true });
         const streams = engine.streams({ requestHandler: NO_TIMEOUTS });
@@ -114,7 +127,12 @@ export async function runRegionsHistory(engine: LocalEngine, history: RegionsHis
         scheduler.track(streams);
         scheduler.track(reader);
         const system = await createRegions(engine, reader, streams, history, scheduler);
-        const replication = new Replication(reader, history.regions, (region, kind) => (kind === "user" ? system.regions.get(region)!.tableName : system.regions.get(region)!.countersTableName), { partitionKey: "pk", sortKey: "sk" });
+        const replication = new Replication(
+            reader,
+            history.regions,
+            (region, kind) => (kind === "user" ? system.regions.get(region)!.tableName : system.regions.get(region)!.countersTableName),
+            { partitionKey: "pk", sortKey: "sk" },
+        );
         const trace = new Trace(
             [...system.regions.values()].flatMap((r) => [
                 [r.countersTableName, `COUNTERS-${r.region}`] as const,
@@ -156,7 +174,13 @@ export async function runRegionsHistory(engine: LocalEngine, history: RegionsHis
         return {
             violations: run.violations,
             trace: trace.digest(),
-            stats: { ...run.stats, events: history.events.length, replicated: replication.applied, lost: replication.lost, ttlDeleted: replication.ttlDeleted },
+            stats: {
+                ...run.stats,
+                events: history.events.length,
+                replicated: replication.applied,
+                lost: replication.lost,
+                ttlDeleted: replication.ttlDeleted,
+            },
         };
     });
 }
@@ -226,7 +250,10 @@ async function runEvent(run: RegionsRun, event: RegionsEvent, label: string, ran
         case "count":
             return runCall(run, region!, event, info, label);
         case "consume":
-            return region!.mapping.consume({ op: "consume", max: event.max, overlap: 0, crash: event.crash ? "before" : "none" }, [region!.consumer!, region!.consumer!]);
+            return region!.mapping.consume({ op: "consume", max: event.max, overlap: 0, crash: event.crash ? "before" : "none" }, [
+                region!.consumer!,
+                region!.consumer!,
+            ]);
         case "redrive":
             return region!.mapping.redrive(region!.redrive!);
         case "settle":
@@ -256,7 +283,10 @@ async function runEvent(run: RegionsRun, event: RegionsEvent, label: string, ran
             // new region's deployment follows once their writes have replicated.
             const joining = !region!.members.includes(region!.region) || !event.members.every((r) => region!.members.includes(r));
             const others = [...run.system.regions.values()].filter((r) => r !== region && r.members.includes(r.region));
-            if (!region!.members.includes(region!.region) && (others.some((r) => r.members.length !== event.members.length) || run.replication.pending > 0)) {
+            if (
+                !region!.members.includes(region!.region) &&
+                (others.some((r) => r.members.length !== event.members.length) || run.replication.pending > 0)
+            ) {
                 if (others.every((r) => r.members.length === event.members.length)) {
                     await run.replication.applyAll((target, kind, before, after) => replaced(run, target, kind, before, after));
                 } else {
@@ -271,7 +301,13 @@ async function runEvent(run: RegionsRun, event: RegionsEvent, label: string, ran
     }
 }
 
-async function runCall(run: RegionsRun, region: RegionParties, event: Extract<RegionsEvent, { op: "create" | "tryCreate" | "delete" | "count" }>, info: TaskInfo, label: string): Promise<void> {
+async function runCall(
+    run: RegionsRun,
+    region: RegionParties,
+    event: Extract<RegionsEvent, { op: "create" | "tryCreate" | "delete" | "count" }>,
+    info: TaskInfo,
+    label: string,
+): Promise<void> {
     const client = region.client!;
     if (event.op === "tryCreate") {
         info.limits = await limitsInReplicas(run, event.key);
@@ -287,9 +323,13 @@ async function runCall(run: RegionsRun, region: RegionParties, event: Extract<Re
             await client.count(event.key);
         }
     } catch (error) {
-        const known = (error as { $metadata?: unknown }).$metadata !== undefined || ["DeadlineExceededError", "TimeoutError"].includes((error as Error).name);
+        const known =
+            (error as { $metadata?: unknown }).$metadata !== undefined ||
+            ["DeadlineExceededError", "TimeoutError"].includes((error as Error).name);
         if (!known || info.faults === 0) {
-            run.violations.push(`${label}: threw ${(error as Error).name}: ${(error as Error).message} ${known ? "although none of its requests met a fault" : "(not in the contract)"}`);
+            run.violations.push(
+                `${label}: threw ${(error as Error).name}: ${(error as Error).message} ${known ? "although none of its requests met a fault" : "(not in the contract)"}`,
+            );
         }
     }
 }
@@ -298,14 +338,24 @@ async function runCall(run: RegionsRun, region: RegionParties, event: Extract<Re
 async function limitsInReplicas(run: RegionsRun, key: string): Promise<number[]> {
     const limits: number[] = [];
     for (const region of run.system.regions.values()) {
-        const item = (await run.reader.send(new GetItemCommand({ TableName: region.countersTableName, Key: limitKey(region.config, key), ConsistentRead: true }))).Item;
+        const item = (
+            await run.reader.send(
+                new GetItemCommand({ TableName: region.countersTableName, Key: limitKey(region.config, key), ConsistentRead: true }),
+            )
+        ).Item;
         limits.push(item?.["hc_limit"]?.N === undefined ? Infinity : Number(item["hc_limit"].N));
     }
     return limits;
 }
 
 /** A replicated write replaced an item in `target`'s replica: a life its client stamped may have ended there. */
-async function replaced(run: RegionsRun, target: string, kind: TableKind, before: Item | undefined, after: Item | undefined): Promise<void> {
+async function replaced(
+    run: RegionsRun,
+    target: string,
+    kind: TableKind,
+    before: Item | undefined,
+    after: Item | undefined,
+): Promise<void> {
     if (kind !== "user" || before === undefined) {
         return;
     }
@@ -330,7 +380,13 @@ async function account(run: RegionsRun, request: Released): Promise<void> {
     const line = run.trace.add(request);
     run.onTrace?.(`${run.index} ${line}`);
     const info = run.tasks.get(request.task.id);
-    const input = request.input as { TableName?: string; Key?: Item; Item?: Item; UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> };
+    const input = request.input as {
+        TableName?: string;
+        Key?: Item;
+        Item?: Item;
+        UpdateExpression?: string;
+        ExpressionAttributeValues?: Record<string, AttributeValue>;
+    };
     const where = run.tableOf(input.TableName ?? "");
     if (where === undefined) {
         return;
@@ -339,7 +395,11 @@ async function account(run: RegionsRun, request: Released): Promise<void> {
     if (request.command === "QueryCommand" && where.kind === "user" && info?.event?.op === "settle") {
         run.healReads.set(`${request.task.id}|${input.ExpressionAttributeValues?.[":pk"]?.S}`, { at: run.index, time: Date.now() });
     }
-    if (!request.served || itemKey === undefined || !["PutItemCommand", "UpdateItemCommand", "DeleteItemCommand"].includes(request.command)) {
+    if (
+        !request.served ||
+        itemKey === undefined ||
+        !["PutItemCommand", "UpdateItemCommand", "DeleteItemCommand"].includes(request.command)
+    ) {
         return;
     }
     const key = itemKey["pk"]!.S!;
@@ -347,19 +407,31 @@ async function account(run: RegionsRun, request: Released): Promise<void> {
         const token = input.Item!["counter_token"]!.S!;
         run.clientTokens.add(token);
     }
-    if (where.kind === "user" && request.command === "UpdateItemCommand" && input.ExpressionAttributeValues?.[":true"]?.BOOL === true && info?.region !== undefined) {
+    if (
+        where.kind === "user" &&
+        request.command === "UpdateItemCommand" &&
+        input.ExpressionAttributeValues?.[":true"]?.BOOL === true &&
+        info?.region !== undefined
+    ) {
         // A soft delete: by another region's client, it ends a life the owner's best-effort still counts.
         const before = (await run.reader.send(new GetItemCommand({ TableName: input.TableName, Key: itemKey, ConsistentRead: true }))).Item;
         const owner = before?.["hc_region"]?.S;
         if (owner !== undefined && owner !== info.region && before?.["counter_token"]?.S !== undefined) {
             run.touched.add(before["counter_token"].S);
-            run.allowances.get(owner)?.end(key, before["counter_token"].S, homeShard(before["sk"]!.S!, run.history.counterShards), run.index);
+            run.allowances
+                .get(owner)
+                ?.end(key, before["counter_token"].S, homeShard(before["sk"]!.S!, run.history.counterShards), run.index);
         }
     }
     if (where.kind === "counters" && info?.event?.op === "create") {
         run.plainCreates.add(shardOfPartitionKey(key).key);
     }
-    if (where.kind === "counters" && info?.event?.op === "tryCreate" && run.history.mode === "strict" && input.ExpressionAttributeValues?.[":d"]?.N === "1") {
+    if (
+        where.kind === "counters" &&
+        info?.event?.op === "tryCreate" &&
+        run.history.mode === "strict" &&
+        input.ExpressionAttributeValues?.[":d"]?.N === "1"
+    ) {
         info.admitted = true;
     }
     if (where.kind === "counters" && info?.event?.op === "settle" && (input.UpdateExpression ?? "").startsWith("ADD #c :corr")) {
@@ -380,9 +452,24 @@ async function account(run: RegionsRun, request: Released): Promise<void> {
 }
 
 /** The lives of `key` in `region`'s replica, its best-effort shards and its eventual item. */
-async function readRegion(run: RegionsRun, region: RegionParties, key: string): Promise<{ items: Item[]; shards: Array<Item | undefined>; eventual: Item | undefined }> {
-    const items = (await run.reader.send(new QueryCommand({ TableName: region.tableName, KeyConditionExpression: "pk = :pk", ExpressionAttributeValues: { ":pk": { S: key } }, ConsistentRead: true }))).Items ?? [];
-    const get = async (k: Item) => (await run.reader.send(new GetItemCommand({ TableName: region.countersTableName, Key: k, ConsistentRead: true }))).Item;
+async function readRegion(
+    run: RegionsRun,
+    region: RegionParties,
+    key: string,
+): Promise<{ items: Item[]; shards: Array<Item | undefined>; eventual: Item | undefined }> {
+    const items =
+        (
+            await run.reader.send(
+                new QueryCommand({
+                    TableName: region.tableName,
+                    KeyConditionExpression: "pk = :pk",
+                    ExpressionAttributeValues: { ":pk": { S: key } },
+                    ConsistentRead: true,
+                }),
+            )
+        ).Items ?? [];
+    const get = async (k: Item) =>
+        (await run.reader.send(new GetItemCommand({ TableName: region.countersTableName, Key: k, ConsistentRead: true }))).Item;
     const shards: Array<Item | undefined> = [];
     for (let shard = 0; shard < run.history.counterShards; shard++) {
         shards.push(await get(bestEffortKey(region.config, key, shard, region.region)));
@@ -395,14 +482,21 @@ function ownerOf(run: RegionsRun, image: Item | undefined): string {
 }
 
 function countsIn(run: RegionsRun, region: RegionParties, image: Item | undefined): boolean {
-    return image !== undefined && image["counter_token"]?.S !== undefined && image["deleted"]?.BOOL !== true && image["hc_counted"]?.S === region.generation && ownerOf(run, image) === region.region;
+    return (
+        image !== undefined &&
+        image["counter_token"]?.S !== undefined &&
+        image["deleted"]?.BOOL !== true &&
+        image["hc_counted"]?.S === region.generation &&
+        ownerOf(run, image) === region.region
+    );
 }
 
 const units = (item: Item | undefined) => Number(item?.["count"]?.N ?? 0);
 
 async function observe(run: RegionsRun, region: RegionParties, key: string, context: string, info?: TaskInfo): Promise<void> {
     const state = await readRegion(run, region, key);
-    const mine = (item: Item) => item["deleted"]?.BOOL !== true && item["hc_region"]?.S === region.region && run.clientTokens.has(item["counter_token"]?.S ?? "");
+    const mine = (item: Item) =>
+        item["deleted"]?.BOOL !== true && item["hc_region"]?.S === region.region && run.clientTokens.has(item["counter_token"]?.S ?? "");
     const perShard = new Array<number>(run.history.counterShards).fill(0);
     for (const item of state.items.filter(mine)) {
         if (run.history.mode === "utilization" || !run.touched.has(item["counter_token"]!.S!)) {
@@ -413,10 +507,14 @@ async function observe(run: RegionsRun, region: RegionParties, key: string, cont
     state.shards.forEach((item, shard) => {
         const be = units(item);
         if (run.history.mode === "utilization" && be > perShard[shard]! + allowance.of(key, shard)) {
-            run.violations.push(`${context}: ${region.region} ${key} shard ${shard} best-effort ${be} > ${perShard[shard]} lives its client stamped + ${allowance.of(key, shard)} ended elsewhere`);
+            run.violations.push(
+                `${context}: ${region.region} ${key} shard ${shard} best-effort ${be} > ${perShard[shard]} lives its client stamped + ${allowance.of(key, shard)} ended elsewhere`,
+            );
         }
         if (run.history.mode === "strict" && be < perShard[shard]!) {
-            run.violations.push(`${context}: ${region.region} ${key} shard ${shard} best-effort ${be} < ${perShard[shard]} live lives its client stamped`);
+            run.violations.push(
+                `${context}: ${region.region} ${key} shard ${shard} best-effort ${be} < ${perShard[shard]} live lives its client stamped`,
+            );
         }
     });
     await checkEventual(run, region, key, state.eventual, context);
@@ -426,7 +524,13 @@ async function observe(run: RegionsRun, region: RegionParties, key: string, cont
     }
 }
 
-async function checkEventual(run: RegionsRun, region: RegionParties, key: string, eventual: Item | undefined, context: string): Promise<void> {
+async function checkEventual(
+    run: RegionsRun,
+    region: RegionParties,
+    key: string,
+    eventual: Item | undefined,
+    context: string,
+): Promise<void> {
     let expected = 0;
     for (const { record, shardId } of region.mapping.all) {
         if (record.dynamodb?.Keys?.["pk"]?.S !== key) {
@@ -434,7 +538,10 @@ async function checkEventual(run: RegionsRun, region: RegionParties, key: string
         }
         const mark = eventual?.[markName(shardId)]?.S?.split("|")[0];
         const seenId = `${region.region}|${key}|${shardId}`;
-        const seen = [mark, run.seenMarks.get(seenId)].filter((m): m is string => m !== undefined).sort().at(-1);
+        const seen = [mark, run.seenMarks.get(seenId)]
+            .filter((m): m is string => m !== undefined)
+            .sort()
+            .at(-1);
         if (seen !== undefined) {
             run.seenMarks.set(seenId, seen);
         }
@@ -444,7 +551,9 @@ async function checkEventual(run: RegionsRun, region: RegionParties, key: string
         }
     }
     if (units(eventual) !== expected) {
-        run.violations.push(`${context}: ${region.region} ${key} eventual ${units(eventual)} != ${expected}, the deltas of its records up to its marks`);
+        run.violations.push(
+            `${context}: ${region.region} ${key} eventual ${units(eventual)} != ${expected}, the deltas of its records up to its marks`,
+        );
     }
 }
 
@@ -462,7 +571,9 @@ async function checkAdmission(run: RegionsRun, key: string, info: TaskInfo, cont
     for (const region of run.system.regions.values()) {
         const state = await readRegion(run, region, key);
         sum += state.shards.reduce((s, item) => s + units(item), 0);
-        parts.push(`${region.region} ${state.shards.map((item) => `${units(item)}/${item?.["hc_cap"]?.N ?? "-"}/${item?.["hc_rcap"]?.N ?? "-"}`).join(",")}`);
+        parts.push(
+            `${region.region} ${state.shards.map((item) => `${units(item)}/${item?.["hc_cap"]?.N ?? "-"}/${item?.["hc_rcap"]?.N ?? "-"}`).join(",")}`,
+        );
     }
     const limits = [...(info.limits ?? []), ...(await limitsInReplicas(run, key))];
     if (limits.length === 0 || limits.includes(Infinity)) {
@@ -471,7 +582,9 @@ async function checkAdmission(run: RegionsRun, key: string, info: TaskInfo, cont
     run.stats.admissions++;
     const allowed = Math.max(...limits);
     if (sum > allowed) {
-        run.violations.push(`${context}: ${key} best-effort summed over the regions is ${sum} after a reservation, over the limit ${allowed} [count/cap/region cap per shard: ${parts.join("; ")}]`);
+        run.violations.push(
+            `${context}: ${key} best-effort summed over the regions is ${sum} after a reservation, over the limit ${allowed} [count/cap/region cap per shard: ${parts.join("; ")}]`,
+        );
     }
 }
 
@@ -496,13 +609,16 @@ async function liveness(run: RegionsRun): Promise<void> {
         }
         await done;
     };
-    const onReplace = (target: string, kind: TableKind, before: Item | undefined, after: Item | undefined) => replaced(run, target, kind, before, after);
+    const onReplace = (target: string, kind: TableKind, before: Item | undefined, after: Item | undefined) =>
+        replaced(run, target, kind, before, after);
     const settleAll = async () => {
         for (let round = 0; round < 20; round++) {
             await drain(() => run.replication.applyAll(onReplace));
             let undelivered = false;
             for (const region of [...run.system.regions.values()].filter(active)) {
-                await drain(() => region.mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, [region.consumer!, region.consumer!]));
+                await drain(() =>
+                    region.mapping.consume({ op: "consume", max: 100, overlap: 0, crash: "none" }, [region.consumer!, region.consumer!]),
+                );
                 await drain(() => region.mapping.redrive(region.redrive!));
                 undelivered ||= !(await region.mapping.drained());
             }
@@ -552,9 +668,13 @@ async function checkConverged(run: RegionsRun): Promise<void> {
             if (!active(region)) {
                 continue;
             }
-            const owned = state.items.filter((item) => item["deleted"]?.BOOL !== true && item["counter_token"]?.S !== undefined && ownerOf(run, item) === region.region);
+            const owned = state.items.filter(
+                (item) => item["deleted"]?.BOOL !== true && item["counter_token"]?.S !== undefined && ownerOf(run, item) === region.region,
+            );
             if (units(state.eventual) !== owned.length) {
-                run.violations.push(`at the end: ${region.region} ${key} eventual ${units(state.eventual)} != ${owned.length} live lives it owns`);
+                run.violations.push(
+                    `at the end: ${region.region} ${key} eventual ${units(state.eventual)} != ${owned.length} live lives it owns`,
+                );
             }
             const target = new Array<number>(run.history.counterShards).fill(0);
             for (const item of owned.filter((i) => run.history.mode === "strict" || run.clientTokens.has(i["counter_token"]!.S!))) {
@@ -562,12 +682,16 @@ async function checkConverged(run: RegionsRun): Promise<void> {
             }
             state.shards.forEach((item, shard) => {
                 if (units(item) !== target[shard]) {
-                    run.violations.push(`at the end: ${region.region} ${key} shard ${shard} best-effort ${units(item)} != ${target[shard]}, what a heal sets`);
+                    run.violations.push(
+                        `at the end: ${region.region} ${key} shard ${shard} best-effort ${units(item)} != ${target[shard]}, what a heal sets`,
+                    );
                 }
             });
             const tombstones = state.items.filter((item) => item["deleted"]?.BOOL === true && ownerOf(run, item) === region.region);
             if (tombstones.length > 0) {
-                run.violations.push(`at the end: ${region.region} ${key} has ${tombstones.length} soft-deleted lives it owns left: ${JSON.stringify(tombstones)}`);
+                run.violations.push(
+                    `at the end: ${region.region} ${key} has ${tombstones.length} soft-deleted lives it owns left: ${JSON.stringify(tombstones)}`,
+                );
             }
             if (state.eventual?.["hc_due"] !== undefined) {
                 run.violations.push(`at the end: ${region.region} ${key} is still listed on the heal index`);

@@ -91,7 +91,13 @@ export async function createRegions(
 }
 
 /** (Re)builds a region's configuration and parties for the member list `members`. */
-export function deploy(system: RegionsSystem, parties: RegionParties, history: RegionsHistory, streams: DynamoDBStreamsClient, members: readonly string[]): void {
+export function deploy(
+    system: RegionsSystem,
+    parties: RegionParties,
+    history: RegionsHistory,
+    streams: DynamoDBStreamsClient,
+    members: readonly string[],
+): void {
     parties.members = members;
     const home = system.home;
     parties.config = {
@@ -102,7 +108,10 @@ export function deploy(system: RegionsSystem, parties: RegionParties, history: R
         periodMs: 600_000,
         ...(history.counterShards === 1 ? {} : { counterShards: history.counterShards }),
         // A region not yet a member in its own deployment keeps a configuration for the record (nothing runs with it).
-        regions: { current: members.includes(parties.region) ? parties.region : home, members: members.map((region) => ({ region, ...(region === home ? { role: "home" as const } : {}) })) },
+        regions: {
+            current: members.includes(parties.region) ? parties.region : home,
+            members: members.map((region) => ({ region, ...(region === home ? { role: "home" as const } : {}) })),
+        },
         fatalQueueUrl: "https://sqs.local/000000000000/fatal",
         metricsNamespace: "FuzzRegions",
         thresholds: [0.5, 1],
@@ -116,7 +125,14 @@ export function deploy(system: RegionsSystem, parties: RegionParties, history: R
         return;
     }
     const fatal = { park: async (message: FatalMessage) => (system.fatal.push(message), true) };
-    const deps = { config: parties.config, dynamodb: parties.pipeline, streams, fatal, sendEvents: async () => true, sink: () => undefined };
+    const deps = {
+        config: parties.config,
+        dynamodb: parties.pipeline,
+        streams,
+        fatal,
+        sendEvents: async () => true,
+        sink: () => undefined,
+    };
     parties.client = new HybridCounterClient({ ...clientConfigOf(parties.config), dynamodb: parties.api });
     parties.consumer = createStreamHandler(deps);
     parties.redrive = createRedriveHandler(deps);
