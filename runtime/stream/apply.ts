@@ -63,7 +63,7 @@ interface KeyWork {
     readonly key: string;
     readonly steps: Step[];
     readonly first: string;
-    /** When the key wants a heal (the earliest of its records'). */
+    /** When the key wants a heal (the earliest of its records' that move no count; a step carries its own). */
     dueAt?: number;
 }
 
@@ -78,10 +78,10 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
         if (effects.delta !== 0 || effects.dueAt !== undefined) {
             const work: KeyWork = keys.get(record.key) ?? { key: record.key, steps: [], first: record.sequenceNumber };
             keys.set(record.key, work);
+            const due = effects.dueAt === undefined ? {} : { dueAt: effects.dueAt };
             if (effects.delta !== 0) {
-                work.steps.push({ sequenceNumber: record.sequenceNumber, time: record.time, delta: effects.delta });
-            }
-            if (effects.dueAt !== undefined) {
+                work.steps.push({ sequenceNumber: record.sequenceNumber, time: record.time, delta: effects.delta, ...due });
+            } else if (effects.dueAt !== undefined) {
                 work.dueAt = Math.min(work.dueAt ?? effects.dueAt, effects.dueAt);
             }
         }

@@ -19,6 +19,8 @@ export interface Step {
     readonly sequenceNumber: string;
     readonly time: number;
     readonly delta: number;
+    /** When the record wants the key healed (undefined: it does not). */
+    readonly dueAt?: number;
 }
 
 export interface PlanInput {
@@ -26,8 +28,11 @@ export interface PlanInput {
     readonly shardId: string;
     /** The key's records in this batch that move the count, in stream order. */
     readonly steps: readonly Step[];
-    /** Whether a record asks for the key to be listed for a heal. */
-    /** When the key wants a heal (undefined: no record asked for one). */
+    /**
+     * When a record that moves no count wants the key healed (undefined: none does). A step's own `dueAt` counts only
+     * when the step is applied: a step below the mark asked for its heal in the write that applied it, and a heal may
+     * have taken that listing since, so a record delivered again lists nothing.
+     */
     readonly dueAt?: number;
     /** The eventual item as read (undefined: none yet). */
     readonly item: Record<string, AttributeValue> | undefined;
@@ -77,7 +82,8 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
     const marked = markedSequence(input.item, name);
     const applied = input.steps.filter((step) => aboveMark(marked, step.sequenceNumber));
     const state = readThresholdState(input.item);
-    const mark = input.dueAt === undefined ? undefined : markFor(config, input.key, input.item, input.dueAt, input.now);
+    const dues = [input.dueAt, ...applied.map((step) => step.dueAt)].filter((due) => due !== undefined);
+    const mark = dues.length === 0 ? undefined : markFor(config, input.key, input.item, Math.min(...dues), input.now);
     if (applied.length === 0 && mark === undefined) {
         return { applied, archive: [], late: [], events: state?.pending ?? [], marked: false };
     }
@@ -86,20 +92,21 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
     const names: Record<string, string> = { "#c": config.countAttribute };
     const values: Record<string, AttributeValue> = {};
     const sets: string[] = [];
-    const conditions = [input.item?.[config.countAttribute] === undefined ? "attribute_not_exists(#c)" : "#c = :c0"];
-    if (input.item?.[config.countAttribute] !== undefined) {
-        values[":c0"] = { N: String(start) };
-    }
+    const conditions: string[] = [];
+    const asRead = (ref: string, read: AttributeValue | undefined): void => {
+        conditions.push(read === undefined ? `attribute_not_exists(${ref})` : `${ref} = :${ref.slice(1)}0`);
+        if (read !== undefined) {
+            values[`:${ref.slice(1)}0`] = read;
+        }
+    };
+    asRead("#c", input.item?.[config.countAttribute]);
     let events = state?.pending ?? [];
     if (applied.length > 0) {
         names["#m"] = name;
         values[":m"] = { S: markValue(applied.at(-1)!.sequenceNumber, input.now) };
         values[":d"] = { N: String(applied.reduce((sum, s) => sum + s.delta, 0)) };
         sets.push("#m = :m");
-        conditions.push(marked === undefined ? "attribute_not_exists(#m)" : "#m = :m0");
-        if (marked !== undefined) {
-            values[":m0"] = input.item![name]!;
-        }
+        asRead("#m", marked === undefined ? undefined : input.item![name]);
         if (usage.current !== undefined) {
             names["#day"] = DAY_ATTRIBUTE;
             values[":day"] = { M: usageAttributes(usage.current) };
@@ -109,11 +116,7 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
         // before another stream shard's (one that moved no count, a create and a delete) fails instead of overwriting
         // that shard's tallies and outbox.
         names["#day"] = DAY_ATTRIBUTE;
-        const dayRead = input.item?.[DAY_ATTRIBUTE];
-        conditions.push(dayRead === undefined ? "attribute_not_exists(#day)" : "#day = :day0");
-        if (dayRead !== undefined) {
-            values[":day0"] = dayRead;
-        }
+        asRead("#day", input.item?.[DAY_ATTRIBUTE]);
         const next = advance(state, start, applied, input.key, input.limit, input.thresholds, marked ?? "0", input.announce);
         if (
             state === undefined ||
@@ -131,11 +134,7 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
         Object.assign(values, mark.values);
         sets.push(mark.update);
         // On the mark as read: a mark another writer made since is never put off to a later time.
-        const listed = input.item?.[HEAL_DUE];
-        conditions.push(listed === undefined ? "attribute_not_exists(#hd)" : "#hd = :hd0");
-        if (listed !== undefined) {
-            values[":hd0"] = listed;
-        }
+        asRead("#hd", input.item?.[HEAL_DUE]);
     }
     const stale = staleMarks(input.item, input.now, name);
     stale.forEach((mark, i) => (names[`#x${i}`] = mark));
