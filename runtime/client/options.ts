@@ -115,6 +115,37 @@ function periodOf(options: ClientOptionFields, problems: string[]): number {
     return window;
 }
 
+/** The two table names: both must be set (the same name twice for the same-table placement). */
+function tablesProblems(options: ClientOptionFields): string[] {
+    if (options.countersTableName === undefined) {
+        return [
+            ...tableNameProblem(options.tableName, "tableName"),
+            "[countersTableName] must be set: the counters table the component deploys (its clientConfig's countersTableName), or [tableName] again for the same-table placement",
+        ];
+    }
+    return [...tableNameProblem(options.tableName, "tableName"), ...tableNameProblem(options.countersTableName, "countersTableName")];
+}
+
+/** The attributes a caller's item may not carry: the counter's own (the stamp and the foreign delete's with regions). */
+function reservedAttributes(layout: CounterTableLayout, deleteTokenAttribute: string, regionAttribute: string | undefined): Set<string> {
+    const reserved = new Set([
+        layout.partitionKey,
+        layout.sortKey,
+        layout.deletedAttribute,
+        layout.tokenAttribute,
+        deleteTokenAttribute,
+        COUNTED_ATTRIBUTE,
+    ]);
+    if (layout.selection.kind === "attribute") {
+        reserved.add(layout.selection.name);
+    }
+    if (regionAttribute !== undefined) {
+        reserved.add(regionAttribute);
+        reserved.add(FOREIGN_DELETE_ATTRIBUTE);
+    }
+    return reserved;
+}
+
 /** Checks the constructor's options; throws ConfigurationError naming every bad field. */
 export function resolveClientOptions(options: ClientOptionFields): ResolvedClientOptions {
     const problems: string[] = [];
@@ -124,14 +155,7 @@ export function resolveClientOptions(options: ClientOptionFields): ResolvedClien
             p.replace(/^\[counted(\w+)\]/, (_, f: string) => `[selection.${f.charAt(0).toLowerCase()}${f.slice(1)}]`),
         ),
     );
-    problems.push(...tableNameProblem(options.tableName, "tableName"));
-    if (options.countersTableName === undefined) {
-        problems.push(
-            "[countersTableName] must be set: the counters table the component deploys (its clientConfig's countersTableName), or [tableName] again for the same-table placement",
-        );
-    } else {
-        problems.push(...tableNameProblem(options.countersTableName, "countersTableName"));
-    }
+    problems.push(...tablesProblems(options));
     const tableName = typeof options.tableName === "string" ? options.tableName : undefined;
     const countersTableName = typeof options.countersTableName === "string" ? options.countersTableName : undefined;
     problems.push(...counterShardsProblems(options.counterShards, tableName, countersTableName));
@@ -167,21 +191,11 @@ export function resolveClientOptions(options: ClientOptionFields): ResolvedClien
     }
     const regions = options.regions === undefined ? undefined : normalizedRegions(options.regions as RegionsConfig);
     const regionAttribute = typeof options.regionAttribute === "string" ? options.regionAttribute : undefined;
-    const reserved = new Set([
-        layout.partitionKey,
-        layout.sortKey,
-        layout.deletedAttribute,
-        layout.tokenAttribute,
+    const reserved = reservedAttributes(
+        layout,
         deleteTokenAttribute,
-        COUNTED_ATTRIBUTE,
-    ]);
-    if (layout.selection.kind === "attribute") {
-        reserved.add(layout.selection.name);
-    }
-    if (regions !== undefined) {
-        reserved.add(regionAttribute ?? DEFAULT_REGION_ATTRIBUTE);
-        reserved.add(FOREIGN_DELETE_ATTRIBUTE);
-    }
+        regions === undefined ? undefined : (regionAttribute ?? DEFAULT_REGION_ATTRIBUTE),
+    );
     return {
         config: {
             ...layout,
