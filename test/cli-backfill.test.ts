@@ -49,8 +49,8 @@ describe("hybrid-counter backfill (built bin, the component's outputs, DynamoDB 
     const cli = (args: readonly string[], stdin?: string) => servers().cli(args, stdin === undefined ? {} : { stdin });
 
     /**
-     * Every key's eventual count equal to its items; in strict mode, after a heal, best-effort too, and the heal removed
-     * the tombstone (a life no put attempt of a client can reach).
+     * Every key's eventual count equal to its items; in strict mode, after a heal, best-effort too; and no tombstone left
+     * (the consumer removed each: another writer's, with no client token, so no put attempt of its life can land).
      */
     async function assertCounted(s: CounterSystem, live: Map<string, number>, strict: boolean, flags: readonly string[]): Promise<void> {
         for (const [key, n] of live) {
@@ -66,11 +66,11 @@ describe("hybrid-counter backfill (built bin, the component's outputs, DynamoDB 
                 live: n,
                 counted: n,
                 pendingCreates: 0,
-                pendingDeletes: strict ? 0 : 1,
+                pendingDeletes: 0,
                 malformed: 1,
                 heldSlots: 0,
                 drift: 0,
-                exact: strict,
+                exact: true,
                 value: n,
             });
             assert.equal((shards as unknown[] | undefined)?.length, s.config.counterShards);
@@ -101,15 +101,17 @@ describe("hybrid-counter backfill (built bin, the component's outputs, DynamoDB 
         assert.deepEqual(report.total, { scanned: items, counted: 18, alreadyCounted: 0, skipped: 6 });
         assert.equal(report.thisCall.keysListed, 3);
         assert.equal(first.stderr.split("\n")[0], "backfill (segments): 0/4");
+        // The stream brought each key's tombstone to the consumer, which removed it (it has no client token: no put
+        // attempt of its life can land), so the later runs scan one item fewer per key.
         const again = JSON.parse(second.stdout) as Report;
         assert.deepEqual(
             [again.runId, again.status, again.resumed, again.total],
-            ["again", "complete", false, { scanned: items, counted: 0, alreadyCounted: 18, skipped: 6 }],
+            ["again", "complete", false, { scanned: items - 3, counted: 0, alreadyCounted: 18, skipped: 3 }],
         );
         assert.equal(text.code, 0, text.stderr);
         assert.match(
             text.stdout,
-            /^backfill default: complete\n {11}scanned {2}flagged {2}already counted {2}skipped\nthis call {7}24 {8}0 {15}18 {8}6\nwhole run {7}24 {8}0 {15}18 {8}6\nsegments done: 4 of 4; 0 keys listed for a heal; /,
+            /^backfill default: complete\n {11}scanned {2}flagged {2}already counted {2}skipped\nthis call {7}21 {8}0 {15}18 {8}3\nwhole run {7}21 {8}0 {15}18 {8}3\nsegments done: 4 of 4; 0 keys listed for a heal; /,
         );
         // The counter as the flags describe it, without a config.
         const flags = [

@@ -234,7 +234,7 @@ describe("operator CLI on a multi-region counter (built bin, DynamoDB Local)", f
             results: Array<Record<string, unknown>>;
         };
         assert.deepEqual(reconciled.results, [
-            { key: "r", outcome: "corrected", eventualBefore: 9, eventualAfter: 2, items: 2, flagged: 0 },
+            { key: "r", outcome: "corrected", eventualBefore: 9, eventualAfter: 2, items: 2, unflagged: 0 },
         ]);
         const healed = json(await cli(["heal", "--key", "r", "--region", MEMBER, ...flags]));
         assert.deepEqual(healed, { key: "r", shards: [{ shard: 0, before: 7, after: 2 }], drift: 5, removed: 0, healed: true });

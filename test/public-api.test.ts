@@ -105,6 +105,7 @@ const PUBLIC_NAMES: Record<string, string[]> = {
         "crossings",
         "dayOf",
         "deleteFatal",
+        "deleteTokenAttribute",
         "describeError",
         "dueKeys",
         "effectsOf",

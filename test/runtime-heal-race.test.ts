@@ -306,7 +306,7 @@ describe("the heal races the API's calls, request by request (DynamoDB Local)", 
             const random = seededRandom(seed);
             const limit = mode === "strict" ? 4 : undefined;
             const worker = async (w: number) => {
-                for (let op = 0; op < 14; op++) {
+                for (let op = 0; op < 16; op++) {
                     const id = `i${Math.floor(random() * 5)}`;
                     try {
                         if (random() < 0.55) {

@@ -130,7 +130,7 @@ describe("a function's configuration", () => {
             (e: unknown) =>
                 e instanceof ConfigurationError &&
                 e.problems.join(" | ") ===
-                    `[${ENV.tableName}] must be set | [${ENV.counterMode}] must be "utilization" or "strict" (got "exact") | [${ENV.healQuietWindowSeconds}] must be a positive integer (got "0") | [${ENV.sortKey}] must differ from [partitionKey] (both are "pk") | [${ENV.fatalQueueUrl}] must be set`,
+                    `[${ENV.tableName}] must be set | [${ENV.counterMode}] must be "utilization" or "strict" (got "exact") | [${ENV.healQuietWindowSeconds}] must be a positive integer (got "0") | [${ENV.sortKey}] must differ from [${ENV.partitionKey}] (both are "pk") | [${ENV.fatalQueueUrl}] must be set`,
         );
     });
 });
