@@ -25,13 +25,14 @@ const MUTANT_SEEDS: Readonly<Record<keyof typeof MUTANTS, { readonly seed: numbe
     healWithoutGeneration: { seed: 3, options: { ops: 200, faultRate: 0.2 } },
     decrementToBase: { seed: 1, options: { ops: 80 } },
     deleteDespiteFailedDecrement: { seed: 3, options: { ops: 150 } },
-    releaseWithoutGeneration: { seed: 21, options: { ops: 200, mode: "strict", faultRate: 0.2 } },
+    releaseWithoutGeneration: { seed: 39, options: { ops: 200, mode: "strict", faultRate: 0.2 } },
     backfillCountsFromTable: { seed: 5, options: { ops: 150 } },
     putOverAnything: { seed: 1, options: { ops: 80 } },
     admitPastLimit: { seed: 8, options: { ops: 150, mode: "strict" } },
     staleEntriesKept: { seed: 1, options: { ops: 80 } },
     thresholdsWithoutOutbox: { seed: 1, options: { ops: 80 } },
     auditBlind: { seed: 6, options: { ops: 80 } },
+    dropAfterWrite: { seed: 26, options: { ops: 150, faultRate: 0.2 } },
 };
 
 describe("the model-based checker", function () {

@@ -63,8 +63,6 @@ interface KeyWork {
     readonly key: string;
     readonly steps: Step[];
     readonly first: string;
-    /** When the key wants a heal (the earliest of its records' that move no count; a step carries its own). */
-    dueAt?: number;
 }
 
 /** Applies one stream shard's records (see the header). */
@@ -79,11 +77,7 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
             const work: KeyWork = keys.get(record.key) ?? { key: record.key, steps: [], first: record.sequenceNumber };
             keys.set(record.key, work);
             const due = effects.dueAt === undefined ? {} : { dueAt: effects.dueAt };
-            if (effects.delta !== 0) {
-                work.steps.push({ sequenceNumber: record.sequenceNumber, time: record.time, delta: effects.delta, ...due });
-            } else if (effects.dueAt !== undefined) {
-                work.dueAt = Math.min(work.dueAt ?? effects.dueAt, effects.dueAt);
-            }
+            work.steps.push({ sequenceNumber: record.sequenceNumber, time: record.time, delta: effects.delta, ...due });
         }
         if (effects.flag) {
             flags.push(record);
@@ -106,7 +100,7 @@ export async function applyRecords(records: readonly ParsedRecord[], shardId: st
             failed.push(work.first);
             return;
         }
-        counted += plan.applied.length;
+        counted += plan.applied.filter((step) => step.delta !== 0).length;
         duplicates += work.steps.length - plan.applied.length;
         markedDue += plan.marked ? 1 : 0;
         writes += plan.write === undefined ? 0 : 1;
@@ -144,7 +138,6 @@ async function applyKey(work: KeyWork, shardId: string, ctx: ApplyContext, now: 
             key: work.key,
             shardId,
             steps: work.steps,
-            ...(work.dueAt === undefined ? {} : { dueAt: work.dueAt }),
             item,
             limit,
             thresholds: ctx.config.thresholds,
@@ -174,6 +167,12 @@ async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: Apply
     const { config, dynamodb } = ctx;
     // The retention keeps the current day and the `usageRetentionDays - 1` days before it.
     const kept = daysBefore(plan.today ?? dayOf(Date.now()), config.usageRetentionDays - 1);
+    if (plan.archive.length > 0) {
+        // Before the write that moves the day: once that write lands, a delivery of the same records again moves no
+        // day, so a drop after it that failed would never be tried again. Dropping is idempotent, and a day before
+        // `kept` is past the retention whatever the write's fate (a record of the day `kept` counts from exists).
+        await dropDaysBefore(dynamodb, config, key, kept);
+    }
     for (const late of plan.late.filter((d) => d.day >= kept)) {
         await dynamodb
             .send(
@@ -238,9 +237,6 @@ async function writePlan(key: string, shardId: string, plan: KeyPlan, ctx: Apply
                     ? new ConditionalCheckFailedException({ message: "the eventual item moved", $metadata: {} })
                     : error;
             });
-    }
-    if (plan.archive.length > 0) {
-        await dropDaysBefore(dynamodb, config, key, kept);
     }
 }
 

@@ -14,10 +14,15 @@ import { aboveMark, markName, markValue, markedSequence, staleMarks } from "./ma
 import { addToDay, dayOf, DAY_ATTRIBUTE, usageAttributes, usageDayOf, type UsageDay } from "../limits/usage";
 import { advance, readThresholdState, thresholdStateValue, THRESHOLD_ATTRIBUTE, type ThresholdEvent } from "../limits/thresholds";
 
-/** A record that moves the count. */
+/**
+ * A record that moves the count or wants the key healed. Its mark makes both once: a step below the mark asked for its
+ * heal in the write that applied it, and a heal may have taken that listing since, so a record delivered again lists
+ * nothing.
+ */
 export interface Step {
     readonly sequenceNumber: string;
     readonly time: number;
+    /** What it moves the count by: -1, 0 or 1. */
     readonly delta: number;
     /** When the record wants the key healed (undefined: it does not). */
     readonly dueAt?: number;
@@ -26,14 +31,8 @@ export interface Step {
 export interface PlanInput {
     readonly key: string;
     readonly shardId: string;
-    /** The key's records in this batch that move the count, in stream order. */
+    /** The key's records in this batch that move the count or want a heal, in stream order. */
     readonly steps: readonly Step[];
-    /**
-     * When a record that moves no count wants the key healed (undefined: none does). A step's own `dueAt` counts only
-     * when the step is applied: a step below the mark asked for its heal in the write that applied it, and a heal may
-     * have taken that listing since, so a record delivered again lists nothing.
-     */
-    readonly dueAt?: number;
     /** The eventual item as read (undefined: none yet). */
     readonly item: Record<string, AttributeValue> | undefined;
     /** The limit in force: the key's stored one, else the default. */
@@ -82,7 +81,7 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
     const marked = markedSequence(input.item, name);
     const applied = input.steps.filter((step) => aboveMark(marked, step.sequenceNumber));
     const state = readThresholdState(input.item);
-    const dues = [input.dueAt, ...applied.map((step) => step.dueAt)].filter((due) => due !== undefined);
+    const dues = applied.map((step) => step.dueAt).filter((due) => due !== undefined);
     const mark = dues.length === 0 ? undefined : markFor(config, input.key, input.item, Math.min(...dues), input.now);
     if (applied.length === 0 && mark === undefined) {
         return { applied, archive: [], late: [], events: state?.pending ?? [], marked: false };
@@ -153,7 +152,7 @@ export function planKey(config: Pick<CounterConfig, "countAttribute" | "regions"
     };
 }
 
-/** The day's tallies after `steps`, a finished day to archive, and the records of days already archived. */
+/** The day's tallies after `steps` (those that move the count), a finished day to archive, and the records of days already archived. */
 export function planUsage(
     current: UsageDay | undefined,
     start: number,
@@ -164,7 +163,7 @@ export function planUsage(
     const archive: UsageDay[] = [];
     const late = new Map<string, { creates: number; deletes: number; first: string; last: string }>();
     let count = start;
-    for (const step of steps) {
+    for (const step of steps.filter((s) => s.delta !== 0)) {
         const stepDay = dayOf(step.time);
         if (day !== undefined && stepDay < day.day) {
             const entry = late.get(stepDay) ?? { creates: 0, deletes: 0, first: step.sequenceNumber, last: step.sequenceNumber };

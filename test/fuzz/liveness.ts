@@ -12,15 +12,17 @@
  * 4. threshold events: per key and threshold, the ups sent minus the downs sent is whether the key's band (as stored)
  *    is at or above it, and every event's count is on its side of the threshold;
  * 5. usage: each day the retention keeps holds the creates and deletes of the key's records of that day, and no day
- *    past the retention is kept.
+ *    past the retention is kept;
+ * 6. every record delivered once more (each already applied) changes nothing in the counters table but the stream's
+ *    frontiers, fails nothing and sends nothing to the fatal queue.
  */
-import { ScanCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { ScanCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { reconcileKey } from "../../runtime/ops/reconcile";
 import { settle } from "../../runtime/heal/settle";
 import { level } from "../../runtime/limits/thresholds";
 import { dayOf } from "../../runtime/limits/usage";
 import { homeShard } from "../../runtime/shards/layout";
-import { usagePartitionKey } from "../../runtime/shared/keys";
+import { streamPartitionKey, usagePartitionKey } from "../../runtime/shared/keys";
 import { counts, delta, idOf, live, selected, tokenOf, units } from "./model";
 import { runBackfill, sendEvents } from "./parties";
 import type { Run, TaskInfo } from "./state";
@@ -73,12 +75,66 @@ export async function checkLiveness(run: Run, drain: Drain): Promise<void> {
         await checkUsage(run, key);
     }
     checkThresholds(run, bands);
+    await checkDeliveredAgain(run, drain);
     const checkpoints = await state.reader.send(
         new ScanCommand({ TableName: state.system.config.countersTableName, FilterExpression: "attribute_exists(hc_bf)" }),
     );
     if ((checkpoints.Items ?? []).length > 0) {
         state.violation(`at the end: ${checkpoints.Items!.length} backfill checkpoints left`);
     }
+}
+
+/**
+ * Every record delivered once more, after the end's heals: each was applied, so the consumer writes nothing to a key
+ * (no count, no usage, no heal listing, no event) and sends nothing to the fatal queue. Its shards' frontiers are not
+ * judged (a frontier records how far a process read, not what it counted).
+ */
+async function checkDeliveredAgain(run: Run, drain: Drain): Promise<void> {
+    const { state } = run;
+    const config = state.system.config;
+    const snapshot = async () => {
+        const items: Item[] = [];
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+            const page = await state.reader.send(
+                new ScanCommand({ TableName: config.countersTableName, ConsistentRead: true, ExclusiveStartKey: start }),
+            );
+            items.push(...(page.Items ?? []));
+            start = page.LastEvaluatedKey;
+        } while (start !== undefined);
+        return new Map(
+            items
+                .filter((item: Item) => item[config.partitionKey]?.S !== streamPartitionKey(config))
+                .map((item: Item) => [`${item[config.partitionKey]?.S}/${item[config.sortKey]?.S}`, JSON.stringify(sorted(item))]),
+        );
+    };
+    const before = await snapshot();
+    const fatal = state.fatal.length;
+    let failures = 0;
+    await drain(async () => {
+        failures = await run.mapping.deliverAgain(run.handlers.consumers[0], 100);
+    }, "consumer");
+    const after = await snapshot();
+    const changed = [...new Set([...before.keys(), ...after.keys()])].filter((k) => before.get(k) !== after.get(k));
+    if (changed.length > 0 || failures > 0 || state.fatal.length > fatal) {
+        const what = changed.map((k) => `${k} (${changedAttributes(before.get(k), after.get(k)).join(", ")})`);
+        state.violation(
+            `at the end: every record delivered again changed ${what.join("; ") || "nothing"}, failed ${failures} records, sent ${state.fatal.length - fatal} to the fatal queue`,
+        );
+    }
+}
+
+/** The attributes that differ between two snapshots of an item (a stream shard's mark named as such: its name varies by run). */
+function changedAttributes(before: string | undefined, after: string | undefined): string[] {
+    const [a, b] = [before, after].map((text) => (text === undefined ? {} : (JSON.parse(text) as Record<string, unknown>)));
+    const names = [...new Set([...Object.keys(a!), ...Object.keys(b!)])].filter(
+        (name) => JSON.stringify(a![name]) !== JSON.stringify(b![name]),
+    );
+    return [...new Set(names.map((name) => (name.startsWith("hc_s_") ? "a stream shard's mark" : name)))].sort();
+}
+
+function sorted(item: Item): Item {
+    return Object.fromEntries(Object.entries(item).sort(([a], [b]) => a.localeCompare(b)));
 }
 
 /** Delivers every record and replays the fatal queue until the stream and the queues are empty. */

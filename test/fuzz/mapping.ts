@@ -198,6 +198,27 @@ export class StreamMapping {
         }
     }
 
+    /**
+     * Every record of every shard delivered once more, from the shard's first, in batches of `max` (as a mapping
+     * re-created at TRIM_HORIZON would): each is a record already applied. Returns the batches' failures.
+     */
+    async deliverAgain(consumer: Consumer, max: number): Promise<number> {
+        let failures = 0;
+        for (const lane of this.lanes.values()) {
+            for (let start = 0; start < lane.records.length; start += max) {
+                const response = await consumer({
+                    Records: lane.records.slice(start, start + max),
+                    shardId: lane.shardId,
+                    eventSourceARN: this.streamArn,
+                    state: {},
+                    isFinalInvokeForWindow: false,
+                });
+                failures += response.batchItemFailures?.length ?? 0;
+            }
+        }
+        return failures;
+    }
+
     private deadLetter(lane: Lane, from: number, end: number): void {
         this.deadLettered++;
         this.firstDlq.push({

@@ -6,19 +6,20 @@
  *
  * Every rewrite is a middleware on a party's DynamoDB (or Streams) client, added for one run and removed after it.
  */
-import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { eventualKey } from "../../runtime/shared/keys";
+import { DeleteItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { eventualKey, usagePartitionKey } from "../../runtime/shared/keys";
 import type { Run } from "./state";
 
 type Input = {
     TableName?: string;
+    KeyConditionExpression?: string;
     Key?: Record<string, AttributeValue>;
     UpdateExpression?: string;
     ConditionExpression?: string;
     ExpressionAttributeNames?: Record<string, string>;
     ExpressionAttributeValues?: Record<string, AttributeValue>;
     Item?: Record<string, AttributeValue>;
-    TransactItems?: Array<{ Update?: Input; ConditionCheck?: Input }>;
+    TransactItems?: Array<{ Update?: Input; ConditionCheck?: Input; Put?: Input }>;
 };
 
 type Stack = { add: (middleware: unknown, options: { step: "initialize"; name: string }) => void; remove: (name: string) => boolean };
@@ -319,5 +320,57 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                     }
                 },
             ),
+    },
+    dropAfterWrite: {
+        description:
+            "the consumer drops a key's days past the retention after the write that moves its day: a drop that fails then is never tried again, and the day stays",
+        mutate: (run) => {
+            const client = run.parties.pipeline as unknown as DynamoDBClient;
+            const { config } = run.state.system;
+            const held = new Map<string, Input>();
+            const replaying = new Set<string>();
+            const stack = client.middlewareStack as unknown as Stack;
+            stack.add(
+                (next: (args: { input: Input }) => Promise<{ output: Record<string, unknown> }>, context: { commandName?: string }) =>
+                    async (args: { input: Input }) => {
+                        const partition = args.input.ExpressionAttributeValues?.[":pk"]?.S ?? "";
+                        const drop =
+                            context.commandName === "QueryCommand" &&
+                            (args.input.KeyConditionExpression ?? "").includes("BETWEEN") &&
+                            partition.endsWith(usagePartitionKey(""));
+                        if (drop && !replaying.has(partition)) {
+                            // Held back until the write (as if it came after it): answered with nothing to drop.
+                            held.set(partition, { ...args.input });
+                            return { output: { $metadata: {}, Items: [], Count: 0 } };
+                        }
+                        const result = await next(args);
+                        const key = args.input.TransactItems?.[0]?.Update?.Key?.[config.partitionKey]?.S;
+                        const query = key === undefined ? undefined : held.get(usagePartitionKey(key));
+                        if (context.commandName === "TransactWriteItemsCommand" && key !== undefined && query !== undefined) {
+                            held.delete(usagePartitionKey(key));
+                            replaying.add(usagePartitionKey(key));
+                            try {
+                                const page = await client.send(new QueryCommand(query as never));
+                                for (const item of page.Items ?? []) {
+                                    await client.send(
+                                        new DeleteItemCommand({
+                                            TableName: config.countersTableName,
+                                            Key: {
+                                                [config.partitionKey]: item[config.partitionKey]!,
+                                                [config.sortKey]: item[config.sortKey]!,
+                                            },
+                                        }),
+                                    );
+                                }
+                            } finally {
+                                replaying.delete(usagePartitionKey(key));
+                            }
+                        }
+                        return result;
+                    },
+                { step: "initialize", name: "mutantDropAfterWrite" },
+            );
+            return () => void stack.remove("mutantDropAfterWrite");
+        },
     },
 };
