@@ -6,7 +6,8 @@
  * - each region's best-effort keeps the mode's bound over the lives its own client stamped, in its own replica
  *   (utilization allows the lives another region's client, replication's last-writer-wins or another writer ended);
  * - strict: right after a reservation in any region, the sum over regions of each region's best-effort (read in that
- *   region's own replica) is at most the highest limit any replica held while the call ran, plus the lives of plain
+ *   region's own replica) is at most the highest limit any replica held while the call ran or since replication last
+ *   had nothing queued (a region's admission not yet replicated was made under one of those), plus the lives of plain
  *   creates: through a limit lowered or raised in one region and read elsewhere once replicated, and a region joining
  *   the members one deployment at a time;
  * - once the traffic stops, replication and every stream drain, and two periods later every region's settler has run:
@@ -57,6 +58,8 @@ interface TaskInfo {
     limits?: number[];
     /** Its reservation under a limit (or a cap) has just landed. */
     admitted?: boolean;
+    /** The call has returned. */
+    done?: boolean;
 }
 
 class RegionsRun {
@@ -70,6 +73,11 @@ class RegionsRun {
     readonly allowances = new Map<string, Allowance>();
     readonly seenMarks = new Map<string, string>();
     readonly healReads = new Map<string, { at: number; time: number }>();
+    /**
+     * Per key, every limit a strict tryCreate saw in any replica since replication last had nothing queued: a region's
+     * admission not yet replicated was made under one of them (docs/limits.md, a limit lowered in a multi-region counter).
+     */
+    readonly limitsUnreplicated = new Map<string, number[]>();
     readonly stats = { events: 0, requests: 0, faults: 0, replicated: 0, lost: 0, ttlDeleted: 0, admissions: 0, settles: 0 };
     faultRate: number;
     index = 0;
@@ -311,6 +319,7 @@ async function runCall(
     const client = region.client!;
     if (event.op === "tryCreate") {
         info.limits = await limitsInReplicas(run, event.key);
+        run.limitsUnreplicated.set(event.key, [...(run.limitsUnreplicated.get(event.key) ?? []), ...info.limits]);
     }
     try {
         if (event.op === "create") {
@@ -331,6 +340,8 @@ async function runCall(
                 `${label}: threw ${(error as Error).name}: ${(error as Error).message} ${known ? "although none of its requests met a fault" : "(not in the contract)"}`,
             );
         }
+    } finally {
+        info.done = true;
     }
 }
 
@@ -559,8 +570,8 @@ async function checkEventual(
 
 /**
  * Strict, right after a reservation under a limit: the sum over regions of each one's best-effort (its own replica)
- * stays within the highest limit any replica held while the call ran. A key a plain `create` reserved for (without a
- * limit) is left out: those units are not the limit's.
+ * stays within the highest limit any replica held while the call ran, or since replication last had nothing queued. A
+ * key a plain `create` reserved for (without a limit) is left out: those units are not the limit's.
  */
 async function checkAdmission(run: RegionsRun, key: string, info: TaskInfo, context: string): Promise<void> {
     if (run.plainCreates.has(key)) {
@@ -575,7 +586,13 @@ async function checkAdmission(run: RegionsRun, key: string, info: TaskInfo, cont
             `${region.region} ${state.shards.map((item) => `${units(item)}/${item?.["hc_cap"]?.N ?? "-"}/${item?.["hc_rcap"]?.N ?? "-"}`).join(",")}`,
         );
     }
-    const limits = [...(info.limits ?? []), ...(await limitsInReplicas(run, key))];
+    const now = await limitsInReplicas(run, key);
+    if (run.replication.pending === 0) {
+        // Every write so far has replicated: what is left are the limits in force, and those calls still running read.
+        const running = [...run.tasks.values()].filter((t) => t.event?.op === "tryCreate" && t.event.key === key && t.done !== true);
+        run.limitsUnreplicated.set(key, [...now, ...running.flatMap((t) => t.limits ?? [])]);
+    }
+    const limits = [...(info.limits ?? []), ...now, ...(run.limitsUnreplicated.get(key) ?? [])];
     if (limits.length === 0 || limits.includes(Infinity)) {
         return;
     }
