@@ -18,9 +18,10 @@
  *   every region within its new share). Two regions raising at once each raise to their own share: still within L.
  *
  * What it cannot do: see a region's admissions before they replicate. A region whose latest counter items have not
- * reached R's replica is judged by the older ones, so while a lowered limit replicates the sum stays within the limit
- * before it. A member removed from the list keeps the units its region admitted (no command lowers them), so the other
- * regions refuse on that key until their own are within their shares (docs/limits.md, changing the members).
+ * reached R's replica is judged by the older ones, so until a lowered limit and the admissions made before it have
+ * replicated, the sum stays within the limit before it. A member removed from the list keeps the units its region
+ * admitted (no command lowers them), so the other regions refuse on that key until their own are within their shares
+ * (docs/limits.md, changing the members).
  */
 import { TransactWriteItemsCommand, type AttributeValue, type DynamoDBClient, type TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { CounterConfig } from "../shared/config";
