@@ -171,6 +171,32 @@ describe("counting per region with replication (DynamoDB Local, one table per re
         assert.deepEqual(r.fatal, []);
     });
 
+    it("two regions soft-deleting one old life at once: the tombstone that wins last-writer-wins over the owner's own is removed by the owner's consumer", async () => {
+        // Prepare: an old life of the home, replicated.
+        r = await Replicas.create(engine(), { regions: [HOME, MEMBER] });
+        await r.region(HOME).client.create("k", "x");
+        await r.region(HOME).client.create("k", "y");
+        await r.quiesce();
+        r.advance(TOMBSTONE_SETTLED_MS + 1_000);
+
+        // Act: both regions delete it, each in its own replica; the member's, later, replicates to the owner before the
+        // owner's consumer reads its own delete, so the owner's tombstone is replaced by the member's (same life,
+        // another delete token), and the removal of the owner's own finds another one.
+        assert.deepEqual(await r.region(HOME).client.delete("k", "x"), { deleted: true });
+        assert.deepEqual(await r.region(MEMBER).client.delete("k", "x"), { deleted: true });
+        await r.replicate({ to: HOME });
+        assert.equal((await r.items(HOME, "k")).find((i) => i["sk"]!.S === "x")?.["hc_deleted_in"]?.S, MEMBER);
+        await r.quiesce();
+
+        // Assess: no tombstone left in either replica, counted once.
+        assert.deepEqual(lives(await r.items(HOME, "k")), ["y@us-east-1"]);
+        assert.deepEqual(lives(await r.items(MEMBER, "k")), ["y@us-east-1"]);
+        const owner = await r.counters(HOME, "k", HOME);
+        // The owner's own delete gave its unit back: no heal is owed, and none is listed.
+        assert.deepEqual([owner.bestEffort, owner.eventual, owner.eventualItem?.[HEAL_DUE]], [1, 1, undefined]);
+        assert.deepEqual(r.fatal, []);
+    });
+
     it("count() and usage sum every region with counter items: a region removed from the members is still summed", async () => {
         // Prepare: three members, each with lives of its own.
         r = await Replicas.create(engine(), { regions: [HOME, MEMBER, THIRD] });

@@ -45,13 +45,18 @@ export function effectsOf(record: ParsedRecord, scope: SelectionScope, deleteTok
     const { oldImage, newImage } = record;
     const delta = ((isCounted(newImage, scope) ? 1 : 0) - (isCounted(oldImage, scope) ? 1 : 0)) as -1 | 0 | 1;
     // A tombstone this record made appear: a soft delete, or (a replicated write that won last-writer-wins over the
-    // removal of one) a tombstone where there was none or another life.
+    // removal of one, or over another region's soft delete of the same life) a tombstone where there was none, another
+    // life, or another delete's tombstone. The last one's removal, conditional on its own delete token, finds this one.
     const tokenOf = (image: ItemImage | undefined) => stringOf(image, scope.tokenAttribute) ?? null;
+    const deleteTokenOf = (image: ItemImage | undefined) => stringOf(image, deleteTokenAttribute) ?? null;
     const softDeleted =
         newImage !== undefined &&
         isSelected(newImage, scope) &&
         isSoftDeleted(newImage, scope) &&
-        (oldImage === undefined || !isSoftDeleted(oldImage, scope) || tokenOf(oldImage) !== tokenOf(newImage));
+        (oldImage === undefined ||
+            !isSoftDeleted(oldImage, scope) ||
+            tokenOf(oldImage) !== tokenOf(newImage) ||
+            deleteTokenOf(oldImage) !== deleteTokenOf(newImage));
     let remove: Tombstone | undefined;
     let dueAt = endedByOthers(oldImage, newImage, scope, deleteTokenAttribute) ? now : undefined;
     if (softDeleted) {
