@@ -71,7 +71,9 @@ export async function deleteUtilization(call: Call, id: string, state: ItemState
     const deadline = new CallDeadline(parts.deadlineMs);
     if (!moves(call, state)) {
         call.drifted(foreignRegion(call, state) !== undefined);
-        return { deleted: (await endLife(call, id, state, undefined, deadline)) !== "taken" };
+        // "gone": removed between the read and the soft delete, by another party (or this call's write whose answer
+        // was lost, then the tombstone's removal): not this call's delete to report.
+        return { deleted: (await endLife(call, id, state, undefined, deadline)) === "mine" };
     }
     const claim = newToken();
     const claimed = await parts.puts
