@@ -141,13 +141,19 @@ describe("counting per region with replication (DynamoDB Local, one table per re
         });
     }
 
+    /** Two regions; the home's lives "x" and "y", replicated and old (no put attempt of either can land any more). */
+    async function oldLivesOfTheHome(): Promise<Replicas> {
+        const replicas = await Replicas.create(engine(), { regions: [HOME, MEMBER] });
+        await replicas.region(HOME).client.create("k", "x");
+        await replicas.region(HOME).client.create("k", "y");
+        await replicas.quiesce();
+        replicas.advance(TOMBSTONE_SETTLED_MS + 1_000);
+        return replicas;
+    }
+
     it("a tombstone that reappears in the owner's replica, a soft delete elsewhere having won last-writer-wins over its removal, is removed by the owner's consumer and counted once", async () => {
         // Prepare: an old life of the home (no put attempt of it can land any more), replicated.
-        r = await Replicas.create(engine(), { regions: [HOME, MEMBER] });
-        await r.region(HOME).client.create("k", "x");
-        await r.region(HOME).client.create("k", "y");
-        await r.quiesce();
-        r.advance(TOMBSTONE_SETTLED_MS + 1_000);
+        r = await oldLivesOfTheHome();
 
         // Act: the owner deletes it and its consumer removes the tombstone; then, before either replicates, the member's
         // client (its replica still showing the life) deletes it too, later.
@@ -172,12 +178,8 @@ describe("counting per region with replication (DynamoDB Local, one table per re
     });
 
     it("two regions soft-deleting one old life at once: the tombstone that wins last-writer-wins over the owner's own is removed by the owner's consumer", async () => {
-        // Prepare: an old life of the home, replicated.
-        r = await Replicas.create(engine(), { regions: [HOME, MEMBER] });
-        await r.region(HOME).client.create("k", "x");
-        await r.region(HOME).client.create("k", "y");
-        await r.quiesce();
-        r.advance(TOMBSTONE_SETTLED_MS + 1_000);
+        // Prepare
+        r = await oldLivesOfTheHome();
 
         // Act: both regions delete it, each in its own replica; the member's, later, replicates to the owner before the
         // owner's consumer reads its own delete, so the owner's tombstone is replaced by the member's (same life,
