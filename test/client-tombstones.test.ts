@@ -5,6 +5,8 @@
  * and writes nothing; the settler removes the tombstone once settled; a create of the same id replaces it meanwhile.
  */
 import { strict as assert } from "node:assert";
+import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { deleteTokenAttribute } from "../runtime/shared/config";
 import { useEngine } from "./support/engine";
 import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { itemOf, listedAt } from "./support/heal-probes";
@@ -84,6 +86,58 @@ describe("tombstones and late put attempts (DynamoDB Local)", function () {
             assert.deepEqual(await itemOf(f, "k", "x"), tombstone);
             assert.deepEqual(await f.snapshot("k"), before);
             assert.deepEqual([before.bestEffort, before.eventual, before.live, before.softDeleted], [0, 0, 0, 1]);
+        });
+
+        it(`${mode}: a tombstone whose token another writer rewrote is dated by its delete token: a late put attempt of its life finds the id taken until the delete settles`, async () => {
+            // Prepare: a create's first put attempt stays on the wire; the life is deleted two minutes later; another
+            // writer then sets the tombstone's token to one of its own, which carries no time
+            f = await counterFixture(engine(), { mode });
+            const traffic = new Traffic(f.config);
+            traffic.watch(f.clientDynamo, "api");
+            const creating = traffic.run(() => f.client.create("k", "x"));
+            const late = await traffic.step("put", "api", "late");
+            await traffic.drain();
+            assert.deepEqual(await creating, { created: true });
+            const made = tokenTime(await tokenOf("x"))!;
+            f.clock.advance(120_000);
+            const deleting = traffic.run(() => f.client.delete("k", "x"));
+            await traffic.drain();
+            assert.deepEqual(await deleting, { deleted: true });
+            await f.drain();
+            await f.reader.send(
+                new UpdateItemCommand({
+                    TableName: f.config.tableName,
+                    Key: { [f.config.partitionKey]: { S: "k" }, [f.config.sortKey]: { S: "x" } },
+                    UpdateExpression: "SET #t = :t",
+                    ExpressionAttributeNames: { "#t": f.config.tokenAttribute },
+                    ExpressionAttributeValues: { ":t": { S: "another-service-1" } },
+                }),
+            );
+            const tombstone = await itemOf(f, "k", "x");
+            const deleted = tokenTime(tombstone?.[deleteTokenAttribute(f.config)]?.S)!;
+
+            // Act
+            await f.drain();
+            const kept = await itemOf(f, "k", "x");
+            const landed = await late.landLate!();
+            f.clock.advance(made + TOMBSTONE_SETTLED_MS + 1_000 - Date.now());
+            const early = await f.settle();
+            const keptByHeal = await itemOf(f, "k", "x");
+            const dueAt = await listedAt(f, "k");
+            f.clock.advance(deleted + TOMBSTONE_SETTLED_MS + 1_000 - Date.now());
+            const settled = await f.settle();
+            await f.drain();
+
+            // Assess
+            assert.deepEqual(kept, tombstone, "the consumer kept the tombstone");
+            assert.equal((landed as Error | undefined)?.name, "ConditionalCheckFailedException");
+            assert.deepEqual([early.due, early.removed], [1, 0], "the life's own time has passed, its delete's has not");
+            assert.deepEqual(keptByHeal, tombstone);
+            assert.equal(dueAt, deleted + TOMBSTONE_SETTLED_MS, "listed again for when the delete settles");
+            assert.deepEqual([settled.due, settled.removed], [1, 1]);
+            assert.equal(await itemOf(f, "k", "x"), undefined);
+            const s = await f.snapshot("k");
+            assert.deepEqual([s.bestEffort, s.eventual, s.live, s.softDeleted], [0, 0, 0, 0]);
         });
 
         it(`${mode}: a create of the same id replaces the tombstone with a new life, counted once`, async () => {

@@ -33,6 +33,7 @@ const MUTANT_SEEDS: Readonly<Record<keyof typeof MUTANTS, { readonly seed: numbe
     thresholdsWithoutOutbox: { seed: 1, options: { ops: 80 } },
     auditBlind: { seed: 6, options: { ops: 80 } },
     dropAfterWrite: { seed: 26, options: { ops: 150, faultRate: 0.2 } },
+    tombstoneDatedByTokenOnly: { seed: 9708, options: { ops: 150 } },
 };
 
 describe("the model-based checker", function () {

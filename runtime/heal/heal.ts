@@ -43,7 +43,7 @@ import { tokenTime } from "../shared/tokens";
 import { periodOf } from "../ledger/ledger";
 import { homeShard, shardCount } from "../shards/layout";
 import { GEN } from "../client/units";
-import { lifeMayStillLand } from "../stream/effects";
+import { tombstoneMayStillBlock, tombstoneSettlesAt } from "../stream/effects";
 import { removeTombstone } from "../shared/item-writes";
 import { HEAL_DUE, HEAL_PARTITION, healShard as indexShard } from "./index-marks";
 import { planShardHeal, type LifeView } from "./plan";
@@ -326,10 +326,10 @@ async function removeTombstones(
             continue;
         }
         const token = stringOf(item, config.tokenAttribute) ?? null;
-        if (lifeMayStillLand(token, now)) {
+        const deleteToken = stringOf(item, DELETE_TOKEN(config)) ?? null;
+        if (tombstoneMayStillBlock(token, deleteToken, now)) {
             continue;
         }
-        const deleteToken = stringOf(item, DELETE_TOKEN(config)) ?? null;
         removed += (await removeTombstone(dynamodb, config, key, { id: stringOf(item, config.sortKey)!, token, deleteToken })) ? 1 : 0;
     }
     return removed;
@@ -340,8 +340,13 @@ function tombstonesDueAt(items: ReadonlyArray<Record<string, AttributeValue>>, c
     let at: number | undefined;
     for (const item of items) {
         const token = stringOf(item, config.tokenAttribute) ?? null;
-        if (isSelected(item as ItemImage, config) && isSoftDeleted(item as ItemImage, config) && lifeMayStillLand(token, now)) {
-            at = earliest(at, tokenTime(token ?? undefined)! + settledAfterMs(MAX_CLIENT_DEADLINE_MS));
+        const deleteToken = stringOf(item, DELETE_TOKEN(config)) ?? null;
+        if (
+            isSelected(item as ItemImage, config) &&
+            isSoftDeleted(item as ItemImage, config) &&
+            tombstoneMayStillBlock(token, deleteToken, now)
+        ) {
+            at = earliest(at, tombstoneSettlesAt(token, deleteToken));
         }
     }
     return at;

@@ -6,7 +6,8 @@
  *   flags it, and the flag's own record counts it once.
  * - `tombstone`: the record made a tombstone appear (a soft delete; in a multi-region counter also a replicated soft
  *   delete that won last-writer-wins over the tombstone's removal). The consumer removes the item now when no put attempt of that life can
- *   land any more (its token older than a deadline, a request's lifetime and the clock skew; or it has no client token);
+ *   land any more (its token, or its delete token when another writer rewrote the token, older than a deadline, a
+ *   request's lifetime and the clock skew; or it has neither client time);
  *   a younger tombstone stays, keeping a late attempt from landing, and the key is listed for the settler, whose heal
  *   removes it once it is old enough (runtime/heal/heal.ts).
  * - `dueAt`: when the key wants a heal (runtime/heal/index-marks.ts): now, when best-effort may be off the items by a
@@ -34,10 +35,21 @@ export interface RecordEffects {
     readonly dueAt?: number;
 }
 
-/** Whether a life made at `token`'s time may still get a put attempt at `now`. */
-export function lifeMayStillLand(token: string | null, now: number): boolean {
-    const made = tokenTime(token ?? undefined);
-    return made !== undefined && now < made + TOMBSTONE_SETTLED_MS;
+/**
+ * When a tombstone may go: once no put attempt it keeps out can land. Every such attempt is of a life of the item made
+ * no later than the tombstone's own life, and that life no later than its delete: so the tombstone is dated by its
+ * token, or (a token another writer rewrote) by its delete token. Undefined for a tombstone with neither client time:
+ * no client wrote it, so it keeps out nothing.
+ */
+export function tombstoneSettlesAt(token: string | null, deleteToken: string | null): number | undefined {
+    const made = tokenTime(token ?? undefined) ?? tokenTime(deleteToken ?? undefined);
+    return made === undefined ? undefined : made + TOMBSTONE_SETTLED_MS;
+}
+
+/** Whether a tombstone may still keep out a put attempt at `now`. */
+export function tombstoneMayStillBlock(token: string | null, deleteToken: string | null, now: number): boolean {
+    const settles = tombstoneSettlesAt(token, deleteToken);
+    return settles !== undefined && now < settles;
 }
 
 /** The effects of one record, at `now` (the consumer's clock). */
@@ -60,11 +72,12 @@ export function effectsOf(record: ParsedRecord, scope: SelectionScope, deleteTok
     let remove: Tombstone | undefined;
     let dueAt = endedByOthers(oldImage, newImage, scope, deleteTokenAttribute) ? now : undefined;
     if (softDeleted) {
-        const token = stringOf(newImage, scope.tokenAttribute) ?? null;
-        if (lifeMayStillLand(token, now)) {
-            dueAt ??= tokenTime(token ?? undefined)! + TOMBSTONE_SETTLED_MS;
+        const token = tokenOf(newImage);
+        const deleteToken = deleteTokenOf(newImage);
+        if (tombstoneMayStillBlock(token, deleteToken, now)) {
+            dueAt ??= tombstoneSettlesAt(token, deleteToken);
         } else {
-            remove = { id: record.id, token, deleteToken: stringOf(newImage, deleteTokenAttribute) ?? null };
+            remove = { id: record.id, token, deleteToken };
         }
     }
     return {

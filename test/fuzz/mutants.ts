@@ -7,7 +7,9 @@
  * Every rewrite is a middleware on a party's DynamoDB (or Streams) client, added for one run and removed after it.
  */
 import { DeleteItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { deleteTokenAttribute } from "../../runtime/shared/config";
 import { eventualKey, usagePartitionKey } from "../../runtime/shared/keys";
+import { tokenTime } from "../../runtime/shared/tokens";
 import type { Run } from "./state";
 
 type Input = {
@@ -320,6 +322,44 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                     }
                 },
             ),
+    },
+    tombstoneDatedByTokenOnly: {
+        description:
+            "a tombstone is dated by its token alone: one whose token another writer rewrote goes at once, and a late put attempt of its life lands",
+        mutate: (run) => {
+            const { config } = run.state.system;
+            const deleteToken = deleteTokenAttribute(config);
+            const undatedRecords = (streams: { middlewareStack: unknown }, name: string) =>
+                rewrite(
+                    streams,
+                    name,
+                    () => undefined,
+                    (command, output) => {
+                        if (command !== "GetRecordsCommand") {
+                            return;
+                        }
+                        for (const record of (output["Records"] ?? []) as Array<{
+                            dynamodb?: { NewImage?: Record<string, AttributeValue> };
+                        }>) {
+                            const image = record.dynamodb?.NewImage;
+                            if (image !== undefined && tokenTime(image[config.tokenAttribute]?.S) === undefined) {
+                                delete image[deleteToken];
+                            }
+                        }
+                    },
+                );
+            const undo = [
+                undatedRecords(run.state.streams, "mutantTombstoneDatedByTokenOnlyMapping"),
+                undatedRecords(run.handlerStreams, "mutantTombstoneDatedByTokenOnlyRecords"),
+                rewrite(run.parties.pipeline, "mutantTombstoneDatedByTokenOnlyRemoval", (command, input) => {
+                    if (command === "DeleteItemCommand" && input.TableName === config.tableName) {
+                        input.ConditionExpression = withoutClause(input.ConditionExpression, /attribute_not_exists\(#deleteToken\)/);
+                        prune(input);
+                    }
+                }),
+            ];
+            return () => undo.forEach((u) => u());
+        },
     },
     dropAfterWrite: {
         description:
