@@ -20,7 +20,7 @@ import { createCounterTable } from "../local/engine/table";
 import { snapshotKey } from "../local/harness/observe";
 import { runWorkload, type WorkloadResult, type WorkloadTarget } from "../local/harness/workload";
 import type { CounterMode } from "../runtime/client/client";
-import { MAX_CLIENT_DEADLINE_MS, settledAfterMs } from "../runtime/heal/heal-window";
+import { TOMBSTONE_SETTLED_MS } from "../runtime/stream/effects";
 import { atomicCounter, BASELINE_COUNTER_SK, transactionWithToken } from "./baselines";
 import type { Approach } from "./options";
 import { clockAhead, consumerUnits, r2, startBenchSystem, withServers, type BenchServers, type BenchSystem } from "./system";
@@ -219,7 +219,7 @@ async function settleAfterRun(system: BenchSystem): Promise<number> {
         return 0;
     }
     const meter = meterWrites(client);
-    const restore = clockAhead(settledAfterMs(MAX_CLIENT_DEADLINE_MS) + 1_000);
+    const restore = clockAhead(TOMBSTONE_SETTLED_MS + 1_000); // past every claim and every tombstone
     try {
         await settler();
         await system.pipeline.drain();

@@ -1,7 +1,7 @@
 /**
  * Tombstones and late put attempts (docs/design/core.md, "Late put attempts"), on DynamoDB Local with the consumer
  * applying the stream: a soft-deleted life's tombstone stays until no put attempt of it can land (its token's time +
- * the longest client deadline + a request's 300 s + 60 s of skew), so an attempt still on the wire finds the id taken
+ * the longest client deadline + a request's 300 s + twice 60 s of skew), so an attempt still on the wire finds the id taken
  * and writes nothing; the settler removes the tombstone once settled; a create of the same id replaces it meanwhile.
  */
 import { strict as assert } from "node:assert";
@@ -23,7 +23,7 @@ describe("tombstones and late put attempts (DynamoDB Local)", function () {
     const tokenOf = async (id: string) => (await itemOf(f, "k", id))?.[f.config.tokenAttribute]?.S;
 
     for (const mode of ["utilization", "strict"] as const) {
-        it(`${mode}: a young life's tombstone stays until its token's time + 420 s, the consumer lists the key for then, and the settler removes it then`, async () => {
+        it(`${mode}: a young life's tombstone stays until its token's time + 480 s, the consumer lists the key for then, and the settler removes it then`, async () => {
             // Prepare
             f = await counterFixture(engine(), { mode });
             await f.client.create("k", "x");

@@ -14,6 +14,7 @@ import {
     REQUEST_LIFETIME_MS,
     settledAfterMs,
     smallestPeriodSeconds,
+    tombstoneSettledAfterMs,
 } from "../runtime/heal/heal-window";
 import { HybridCounterClient } from "../runtime/client/client";
 import { DEFAULT_DEADLINE_MS } from "../runtime/client/options";
@@ -38,10 +39,11 @@ describe("the period's floor", () => {
         assert.equal(periodCovers(DEFAULT_PERIOD_SECONDS * 1000, MAX_CLIENT_DEADLINE_MS), true);
     });
 
-    it("settles a tombstone a deadline + 300 s + 60 s after its life's token: the consumer and the heal use the longest deadline", () => {
+    it("ends a call's writes a deadline + 300 s + 60 s after its token, and settles a tombstone a deadline + 300 s + 2 x 60 s after its time: the consumer and the heal use the longest deadline", () => {
         assert.equal(settledAfterMs(10_000), 370_000);
-        assert.equal(TOMBSTONE_SETTLED_MS, settledAfterMs(MAX_CLIENT_DEADLINE_MS));
-        assert.equal(TOMBSTONE_SETTLED_MS, 420_000);
+        assert.equal(tombstoneSettledAfterMs(10_000), 430_000);
+        assert.equal(TOMBSTONE_SETTLED_MS, tombstoneSettledAfterMs(MAX_CLIENT_DEADLINE_MS));
+        assert.equal(TOMBSTONE_SETTLED_MS, 480_000);
     });
 });
 

@@ -37,7 +37,17 @@ export function smallestPeriodSeconds(deadlineMs: number): number {
     return Math.floor(periodFloorMs(deadlineMs) / 1000) + 1;
 }
 
-/** D + L + S: after this long no put attempt of a life can land (its tombstone may go), by any clock. */
+/** D + L + S: after this long no write of a call can land, by any clock (a delete's claim is over). */
 export function settledAfterMs(deadlineMs: number): number {
     return deadlineMs + REQUEST_LIFETIME_MS + CLOCK_SKEW_MS;
+}
+
+/**
+ * D + L + 2S: after this long past a tombstone's time (its life's token, or its delete token) no put attempt it keeps
+ * out can land, by any clock. The attempt may be of an earlier life of the id, made on another host: that life began
+ * before the tombstone's in real time, so its token reads at most S later than the tombstone's time, and its writes
+ * land by D + L + S after its token.
+ */
+export function tombstoneSettledAfterMs(deadlineMs: number): number {
+    return deadlineMs + REQUEST_LIFETIME_MS + 2 * CLOCK_SKEW_MS;
 }

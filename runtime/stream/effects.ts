@@ -7,7 +7,7 @@
  * - `tombstone`: the record made a tombstone appear (a soft delete; in a multi-region counter also a replicated soft
  *   delete that won last-writer-wins over the tombstone's removal). The consumer removes the item now when no put attempt of that life can
  *   land any more (its token, or its delete token when another writer rewrote the token, older than a deadline, a
- *   request's lifetime and the clock skew; or it has neither client time);
+ *   request's lifetime and twice the clock skew; or it has neither client time);
  *   a younger tombstone stays, keeping a late attempt from landing, and the key is listed for the settler, whose heal
  *   removes it once it is old enough (runtime/heal/heal.ts).
  * - `dueAt`: when the key wants a heal (runtime/heal/index-marks.ts): now, when best-effort may be off the items by a
@@ -20,12 +20,12 @@ import { isCounted, isLive, isSelected, isSoftDeleted, wantsFlag, type ItemImage
 import { stringOf } from "../shared/keys";
 import { tokenTime } from "../shared/tokens";
 import { FOREIGN_DELETE_ATTRIBUTE } from "../regions/ownership";
-import { MAX_CLIENT_DEADLINE_MS, settledAfterMs } from "../heal/heal-window";
+import { MAX_CLIENT_DEADLINE_MS, tombstoneSettledAfterMs } from "../heal/heal-window";
 import type { ParsedRecord } from "./records";
 import type { Tombstone } from "../shared/item-writes";
 
 /** After this long no put attempt of a life can land: its tombstone may go. */
-export const TOMBSTONE_SETTLED_MS = settledAfterMs(MAX_CLIENT_DEADLINE_MS);
+export const TOMBSTONE_SETTLED_MS = tombstoneSettledAfterMs(MAX_CLIENT_DEADLINE_MS);
 
 export interface RecordEffects {
     readonly delta: -1 | 0 | 1;
