@@ -13,7 +13,9 @@ import {
     type UnparkedMessage,
 } from "../runtime/ops/fatal-ops";
 import { replayFatal, type ReplayResult } from "../runtime/ops/fatal-replay";
+import { thresholdsProblems } from "../runtime/shared/config";
 import { EXIT, OperationError, UsageError, type CliContext } from "./context";
+import { integerFlag } from "./options";
 import { table } from "./format";
 import type { CliCommand } from "./command";
 
@@ -75,10 +77,42 @@ function replayText(results: readonly ReplayResult[]): string {
     ].join("\n");
 }
 
-async function replay(ctx: CliContext, to: string | undefined): Promise<number> {
+interface ReplayFlags {
+    readonly to?: string;
+    readonly thresholds?: string;
+    readonly usageRetentionDays?: string;
+}
+
+/**
+ * The settings a replayed batch is applied with, as the deployed functions apply it: the flags, else the component's
+ * `thresholds` and `usageRetentionDays` outputs in `--config`, else the component's defaults (what the runtime takes
+ * when none is given).
+ */
+function handlerSettings(ctx: CliContext, flags: ReplayFlags): { thresholds?: readonly number[]; usageRetentionDays?: number } {
+    const target = ctx.target();
+    let thresholds = target.thresholds;
+    if (flags.thresholds !== undefined) {
+        const values = flags.thresholds.split(",").map((t) => (t.trim() === "" ? NaN : Number(t)));
+        if (thresholdsProblems(values).length > 0) {
+            throw new UsageError(
+                `--thresholds must be fractions of the limit, each above 0 and at most 1, none twice (got "${flags.thresholds}")`,
+            );
+        }
+        thresholds = [...values].sort((a, b) => a - b);
+    }
+    const usageRetentionDays = integerFlag("--usage-retention-days", flags.usageRetentionDays, 1, 3_650) ?? target.usageRetentionDays;
+    return {
+        ...(thresholds === undefined ? {} : { thresholds }),
+        ...(usageRetentionDays === undefined ? {} : { usageRetentionDays }),
+    };
+}
+
+async function replay(ctx: CliContext, flags: ReplayFlags): Promise<number> {
+    const { to } = flags;
     if (to !== undefined && to !== "first-dlq") {
         throw new UsageError(`--to must be first-dlq (got "${to}")`);
     }
+    const settings = handlerSettings(ctx, flags);
     const options = queueOptions(ctx);
     const firstDlqUrl = to === "first-dlq" ? ctx.firstDlqUrl() : undefined;
     const config = await ctx.countedConfig();
@@ -88,6 +122,7 @@ async function replay(ctx: CliContext, to: string | undefined): Promise<number> 
     try {
         results = await replayFatal({
             ...options,
+            ...settings,
             config,
             dynamodb: ctx.dynamodb(),
             streams: ctx.streams(),
@@ -151,7 +186,15 @@ export const fatalCommand: CliCommand = {
                 "count what can still be counted (batches applied from the stream, keys reconciled) and delete each message once settled",
             )
             .option("--to <queue>", "first-dlq: send the batches back to the first DLQ instead of applying them here")
-            .action(run<{ to?: string }>(async (ctx, options) => replay(ctx, options.to)));
+            .option(
+                "--thresholds <fractions>",
+                "the threshold fractions the functions announce, comma-separated (default: thresholds in --config, else 0.8,1)",
+            )
+            .option(
+                "--usage-retention-days <days>",
+                "the days of usage history the functions keep, 1..3650 (default: usageRetentionDays in --config, else 90)",
+            )
+            .action(run<ReplayFlags>(async (ctx, options) => replay(ctx, options)));
         fatal
             .command("delete")
             .description("delete one message, only if it is settled (its batch applied, or what it names reconciled)")

@@ -12,6 +12,7 @@ import {
     counterShardsProblems,
     layoutProblems,
     layoutWithDefaults,
+    thresholdsProblems,
     type CounterConfig,
     type CounterMode,
     type CounterTableLayout,
@@ -54,6 +55,9 @@ export interface CounterTarget {
     readonly modeGiven: boolean;
     readonly fatalQueueUrl?: string;
     readonly firstDlqUrl?: string;
+    /** The functions' settings from `--config` (the component's outputs), which a replay applies records with. */
+    readonly thresholds?: readonly number[];
+    readonly usageRetentionDays?: number;
 }
 
 type StringLayoutField = Exclude<keyof CounterTableLayout, "selection">;
@@ -240,5 +244,24 @@ export function resolveTarget(flags: GlobalFlags, readText: (source: string) => 
         modeGiven: given,
         ...(fatalQueueUrl === undefined ? {} : { fatalQueueUrl }),
         ...(firstDlqUrl === undefined ? {} : { firstDlqUrl }),
+        ...handlerSettingsOf(outputs),
+    };
+}
+
+/** The `thresholds` and `usageRetentionDays` outputs, when `--config` has them. */
+function handlerSettingsOf(outputs: Record<string, unknown>): { thresholds?: readonly number[]; usageRetentionDays?: number } {
+    const { thresholds, usageRetentionDays } = outputs;
+    if (thresholds !== undefined) {
+        const problems = thresholdsProblems(thresholds);
+        if (problems.length > 0) {
+            throw new UsageError(`--config: ${problems[0]!}`);
+        }
+    }
+    if (usageRetentionDays !== undefined && !(Number.isInteger(usageRetentionDays) && (usageRetentionDays as number) >= 1)) {
+        throw new UsageError(`--config: [usageRetentionDays] must be a positive integer (got ${JSON.stringify(usageRetentionDays)})`);
+    }
+    return {
+        ...(thresholds === undefined ? {} : { thresholds: [...(thresholds as number[])].sort((a, b) => a - b) }),
+        ...(usageRetentionDays === undefined ? {} : { usageRetentionDays: usageRetentionDays as number }),
     };
 }

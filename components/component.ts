@@ -72,6 +72,13 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
     public readonly thresholdTopicArn: pulumi.Output<string | undefined>;
     /** Name of the CloudWatch dashboard. */
     public readonly dashboardName: pulumi.Output<string>;
+    /**
+     * The fractions of a key's limit whose crossings the functions announce (the `thresholds` arg, or its default):
+     * `npx hybrid-counter fatal replay` applies records with them, as the functions do.
+     */
+    public readonly thresholds: pulumi.Output<number[]>;
+    /** The days of usage history the functions keep (the `usageRetentionDays` arg, or its default); read by `fatal replay` too. */
+    public readonly usageRetentionDays: pulumi.Output<number>;
     /** Everything `HybridCounterClient` needs: `new HybridCounterClient({ ...clientConfig, dynamodb })`. */
     public readonly clientConfig: pulumi.Output<HybridCounterClientConfig>;
     /**
@@ -87,7 +94,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         validateHybridCounterArgs(args);
         assertBundlesExist(HybridCounterComponent.bundlePaths);
         super(COMPONENT_TYPE, name, {}, opts);
-        const built = buildCounter({ name, args, resolved: resolveArgs(args), parent: this, bundles: HybridCounterComponent.bundlePaths });
+        const resolved = resolveArgs(args);
+        const built = buildCounter({ name, args, resolved, parent: this, bundles: HybridCounterComponent.bundlePaths });
         if (built.check !== undefined) {
             TABLE_CHECKS.set(this, built.check);
         }
@@ -111,6 +119,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
         this.clientConfig = built.clientConfig;
         this.apiEnvironment = built.apiEnvironment;
         this.apiPolicyDocument = built.apiPolicyDocument;
+        this.thresholds = pulumi.output(resolved.thresholds);
+        this.usageRetentionDays = pulumi.output(resolved.usageRetentionDays);
         this.registerOutputs({
             tableName: this.tableName,
             tableArn: this.tableArn,
@@ -132,6 +142,8 @@ export class HybridCounterComponent extends pulumi.ComponentResource {
             clientConfig: this.clientConfig,
             apiEnvironment: this.apiEnvironment,
             apiPolicyDocument: this.apiPolicyDocument,
+            thresholds: this.thresholds,
+            usageRetentionDays: this.usageRetentionDays,
         });
     }
 

@@ -35,3 +35,5 @@ export const dashboardName = counter.dashboardName;
 export const clientConfig = counter.clientConfig;
 export const apiEnvironment = counter.apiEnvironment;
 export const apiPolicyDocument = counter.apiPolicyDocument;
+export const thresholds = counter.thresholds;
+export const usageRetentionDays = counter.usageRetentionDays;

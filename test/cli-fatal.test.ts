@@ -4,12 +4,24 @@
  * key), `replay --to first-dlq`, `delete` of a settled message only, and `redrive`; each message is explained, and
  * every key ends exact.
  */
-import { DeleteItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { strict as assert } from "node:assert";
+import { readThresholdState } from "../runtime/limits/thresholds";
+import { DAY_ATTRIBUTE, dayOf, daysBefore, EXPIRES_ATTRIBUTE, usageAttributes } from "../runtime/limits/usage";
+import { eventualKey, usageKey } from "../runtime/shared/keys";
 import { newToken } from "../runtime/shared/tokens";
 import { parsedJson, type Ran } from "./support/cli-bin";
-import { counterSystem, human, setEventual, useServers, type CounterSystem } from "./support/cli-fixture";
+import {
+    clientConfigOf,
+    counterSystem,
+    human,
+    jsonFile,
+    setEventual,
+    useServers,
+    without,
+    type CounterSystem,
+} from "./support/cli-fixture";
 
 const json = parsedJson;
 
@@ -115,6 +127,55 @@ describe("operator CLI: the fatal queue (built bin, DynamoDB Local, local SQS se
         });
         assert.deepEqual(counts(await cli(["status", "--key", "out", ...s.flags])), [2, 2, true]);
         assert.deepEqual(json(await cli(["fatal", "list", ...s.flags])), []);
+    });
+
+    it("replay applies a batch with the functions' thresholds and usage retention, from the stack's outputs in --config", async () => {
+        // Prepare: a key with a stored limit of 2 and a day of usage from yesterday on its eventual item; a batch of one
+        // create Lambda gave up on; the outputs the component exports, with settings other than the defaults.
+        const s = await counterSystem(servers(), "settings");
+        await s.client.setLimit("out", 2);
+        const yesterday = daysBefore(dayOf(Date.now()), 1);
+        await s.admin.send(
+            new UpdateItemCommand({
+                TableName: s.countersTableName,
+                Key: eventualKey(s.config, "out"),
+                UpdateExpression: "SET #day = :day",
+                ExpressionAttributeNames: { "#day": DAY_ATTRIBUTE },
+                ExpressionAttributeValues: { ":day": { M: usageAttributes({ day: yesterday, creates: 0, deletes: 0, peak: 0 }) } },
+            }),
+        );
+        const batch = await givenUp(s, "out", ["o1"]);
+        await send(s.fatal.url, batch);
+        const outputs = jsonFile({
+            clientConfig: clientConfigOf(s),
+            fatalDlqUrl: s.fatal.url,
+            firstDlqUrl: s.first.url,
+            thresholds: [1, 0.5],
+            usageRetentionDays: 400,
+        });
+
+        // Act
+        const replayed = await cli([
+            "fatal",
+            "replay",
+            "--config",
+            outputs,
+            ...without(s.flags, "--table", "--counters-table", "--mode", "--fatal-queue-url", "--first-dlq-url"),
+        ]);
+
+        // Assess: one of two is the band of 0.5 (the default 0.8 needs two); yesterday's item expires 401 days after it
+        const eventual = (await s.admin.send(new GetItemCommand({ TableName: s.countersTableName, Key: eventualKey(s.config, "out") })))
+            .Item;
+        const day = (await s.admin.send(new GetItemCommand({ TableName: s.countersTableName, Key: usageKey(s.config, "out", yesterday) })))
+            .Item;
+        assert.equal(replayed.code, 0, replayed.stderr);
+        assert.deepEqual(
+            (JSON.parse(replayed.stdout) as Array<{ outcome: string }>).map((r) => r.outcome),
+            ["settled"],
+        );
+        assert.equal(eventual?.[s.config.countAttribute]?.N, "1");
+        assert.equal(readThresholdState(eventual)?.band, 1);
+        assert.equal(day?.[EXPIRES_ATTRIBUTE]?.N, String(Date.parse(`${yesterday}T00:00:00Z`) / 1000 + 401 * 86_400));
     });
 
     it("replay --to first-dlq and redrive move batches back to the first DLQ, and leave what is not a batch", async () => {

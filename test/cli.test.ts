@@ -108,6 +108,14 @@ describe("operator CLI: bad input, help, status, heal, reconcile (built bin, Dyn
                 usage('--config: [sortKey] must differ from [partitionKey] (both are "pk")'),
             );
             assert.deepEqual(
+                await cli(["status", "--config", "-"], { stdin: '{"clientConfig": {"tableName": "t"}, "thresholds": [0.8, 0.8]}' }),
+                usage("--config: [thresholds] must not name a fraction twice"),
+            );
+            assert.deepEqual(
+                await cli(["status", "--config", "-"], { stdin: '{"clientConfig": {"tableName": "t"}, "usageRetentionDays": 1.5}' }),
+                usage("--config: [usageRetentionDays] must be a positive integer (got 1.5)"),
+            );
+            assert.deepEqual(
                 await cli(["status", "--table", "t", "--sort-key", "pk"]),
                 usage('--sort-key: must differ from [partitionKey] (both are "pk")'),
             );
@@ -182,6 +190,19 @@ describe("operator CLI: bad input, help, status, heal, reconcile (built bin, Dyn
             assert.deepEqual(
                 await cli(["fatal", "replay", "--table", "t", "--fatal-queue-url", "http://127.0.0.1:1/q", "--to", "elsewhere"]),
                 usage('--to must be first-dlq (got "elsewhere")'),
+            );
+            const replay = ["fatal", "replay", "--table", "t", "--fatal-queue-url", "http://127.0.0.1:1/q"];
+            assert.deepEqual(
+                await cli([...replay, "--thresholds", "0.8,1.5"]),
+                usage('--thresholds must be fractions of the limit, each above 0 and at most 1, none twice (got "0.8,1.5")'),
+            );
+            assert.deepEqual(
+                await cli([...replay, "--thresholds", "0.5,,1"]),
+                usage('--thresholds must be fractions of the limit, each above 0 and at most 1, none twice (got "0.5,,1")'),
+            );
+            assert.deepEqual(
+                await cli([...replay, "--usage-retention-days", "0"]),
+                usage('--usage-retention-days must be an integer from 1 to 3650 (got "0")'),
             );
         });
 

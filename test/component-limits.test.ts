@@ -125,7 +125,7 @@ describe("HybridCounterComponent threshold events and usage history", () => {
 
     it("gives the consumer and the redrive the thresholds and the usage retention, and every function the mode and the period", async () => {
         // Act
-        const { resources } = await run({
+        const { resources, result } = await run({
             thresholds: [0.5, 0.9, 1],
             usageRetentionDays: 30,
             counterMode: "strict",
@@ -151,5 +151,10 @@ describe("HybridCounterComponent threshold events and usage history", () => {
                 fn,
             );
         }
+        assert.deepEqual(
+            [await outputValue(result.thresholds), await outputValue(result.usageRetentionDays)],
+            [[0.5, 0.9, 1], 30],
+            "the outputs fatal replay reads",
+        );
     });
 });

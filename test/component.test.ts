@@ -691,6 +691,8 @@ describe("HybridCounterComponent", () => {
                 clientConfig: await outputValue(component.clientConfig),
                 countersTableName: await outputValue(component.countersTableName),
                 countersTableArn: await outputValue(component.countersTableArn),
+                thresholds: await outputValue(component.thresholds),
+                usageRetentionDays: await outputValue(component.usageRetentionDays),
             };
 
             // Assess
@@ -734,6 +736,8 @@ describe("HybridCounterComponent", () => {
                 },
                 countersTableName: "orders-counters",
                 countersTableArn: COUNTERS_TABLE_ARN,
+                thresholds: [0.8, 1],
+                usageRetentionDays: 90,
             });
         });
     });

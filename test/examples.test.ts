@@ -404,6 +404,8 @@ describe("examples and the root program", () => {
                 "tableName",
                 "tableStreamArn",
                 "thresholdTopicArn",
+                "thresholds",
+                "usageRetentionDays",
             ]);
             assert.equal(await outputValue(run.result.tableName as pulumi.Output<string>), "counter-table");
         });

@@ -104,3 +104,6 @@ export const functionName = fn.name;
 export const clientConfig = counter.clientConfig;
 export const counterDashboardName = counter.dashboardName;
 export const fatalDlqUrl = counter.fatalDlqUrl;
+// What `npx hybrid-counter fatal replay --config` applies a batch with, as the functions do.
+export const thresholds = counter.thresholds;
+export const usageRetentionDays = counter.usageRetentionDays;
