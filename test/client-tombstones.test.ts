@@ -22,6 +22,29 @@ describe("tombstones and late put attempts (DynamoDB Local)", function () {
 
     const tokenOf = async (id: string) => (await itemOf(f, "k", id))?.[f.config.tokenAttribute]?.S;
 
+    /**
+     * A create of x whose first put attempt stays on the wire (its caller sees a 500, the client reads the id, finds
+     * nothing, and puts again): the attempt, to land later.
+     */
+    async function createLeavingAttempt(mode: "utilization" | "strict") {
+        f = await counterFixture(engine(), { mode });
+        const traffic = new Traffic(f.config);
+        traffic.watch(f.clientDynamo, "api");
+        const creating = traffic.run(() => f.client.create("k", "x"));
+        const late = await traffic.step("put", "api", "late");
+        await traffic.drain();
+        assert.deepEqual(await creating, { created: true });
+        return { traffic, late };
+    }
+
+    /** Deletes x through `traffic`, and applies the stream. */
+    async function deleteThrough(traffic: Traffic): Promise<void> {
+        const deleting = traffic.run(() => f.client.delete("k", "x"));
+        await traffic.drain();
+        assert.deepEqual(await deleting, { deleted: true });
+        await f.drain();
+    }
+
     for (const mode of ["utilization", "strict"] as const) {
         it(`${mode}: a young life's tombstone stays until its token's time + 480 s, the consumer lists the key for then, and the settler removes it then`, async () => {
             // Prepare
@@ -54,19 +77,9 @@ describe("tombstones and late put attempts (DynamoDB Local)", function () {
         });
 
         it(`${mode}: a put attempt still on the wire that lands after the delete finds the id taken by the tombstone and writes nothing`, async () => {
-            // Prepare: the create's first put attempt stays on the wire (its caller sees a 500), the client reads
-            // the id, finds nothing, and puts again; then the life is deleted and the stream applied
-            f = await counterFixture(engine(), { mode });
-            const traffic = new Traffic(f.config);
-            traffic.watch(f.clientDynamo, "api");
-            const creating = traffic.run(() => f.client.create("k", "x"));
-            const late = await traffic.step("put", "api", "late");
-            await traffic.drain();
-            assert.deepEqual(await creating, { created: true });
-            const deleting = traffic.run(() => f.client.delete("k", "x"));
-            await traffic.drain();
-            assert.deepEqual(await deleting, { deleted: true });
-            await f.drain();
+            // Prepare: the create's first put attempt stays on the wire; then the life is deleted and the stream applied
+            const { traffic, late } = await createLeavingAttempt(mode);
+            await deleteThrough(traffic);
             const tombstone = await itemOf(f, "k", "x");
             const before = await f.snapshot("k");
 
@@ -91,19 +104,10 @@ describe("tombstones and late put attempts (DynamoDB Local)", function () {
         it(`${mode}: a tombstone whose token another writer rewrote is dated by its delete token: a late put attempt of its life finds the id taken until the delete settles`, async () => {
             // Prepare: a create's first put attempt stays on the wire; the life is deleted two minutes later; another
             // writer then sets the tombstone's token to one of its own, which carries no time
-            f = await counterFixture(engine(), { mode });
-            const traffic = new Traffic(f.config);
-            traffic.watch(f.clientDynamo, "api");
-            const creating = traffic.run(() => f.client.create("k", "x"));
-            const late = await traffic.step("put", "api", "late");
-            await traffic.drain();
-            assert.deepEqual(await creating, { created: true });
+            const { traffic, late } = await createLeavingAttempt(mode);
             const made = tokenTime(await tokenOf("x"))!;
             f.clock.advance(120_000);
-            const deleting = traffic.run(() => f.client.delete("k", "x"));
-            await traffic.drain();
-            assert.deepEqual(await deleting, { deleted: true });
-            await f.drain();
+            await deleteThrough(traffic);
             await f.reader.send(
                 new UpdateItemCommand({
                     TableName: f.config.tableName,
