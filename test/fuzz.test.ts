@@ -5,7 +5,7 @@
  * `npm run fuzz` runs many more seeds (docs/checker.md).
  */
 import { strict as assert } from "node:assert";
-import { generateHistory, type GenerateOptions } from "./fuzz/history";
+import { generateHistory, type GenerateOptions, type History } from "./fuzz/history";
 import { MUTANTS } from "./fuzz/mutants";
 import { FUZZ_ENGINE, runHistory } from "./fuzz/run";
 import { reproduction, shrinkHistory } from "./fuzz/shrink";
@@ -108,6 +108,233 @@ describe("the model-based checker", function () {
         });
     }
 
+    it("strict, seed 39 at 20 % faults, shrunk: a life whose tombstone the table's TTL removed, brought back by its late put attempt, holds no slot, and its delete's release is allowed for", async () => {
+        // Prepare: i1's first put attempt is held past its call (which put it again); i1 is deleted, TTL removes its
+        // tombstone, and the held attempt lands
+        const history = {
+            seed: 39,
+            mode: "strict",
+            selection: "client",
+            placement: "separate",
+            counterShards: 8,
+            faultRate: 0.2,
+            concurrency: 5,
+            profile: { horizon: "short", settings: true, bursts: false, healing: false },
+            limits: {},
+            defaultLimit: 3,
+            preexisting: [],
+            events: [
+                { op: "ttlDelete", key: "k0", id: "i3" },
+                { op: "consume", max: 2, overlap: 0, crash: "after" },
+                { op: "setLimit", key: "k0", limit: 0 },
+                { op: "otherRetoken", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "setDefault", limit: 3 },
+                { op: "settle", keyBudget: 1 },
+                { op: "count", key: "k0" },
+                { op: "consume", max: 8, overlap: 0, crash: "none" },
+                { op: "tryCreate", key: "k0", id: "i1", limit: 0 },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "delete", key: "k0", id: "i1" },
+                { op: "resume" },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i0", limit: 0 },
+                { op: "redrive" },
+                { op: "consume", max: 6, overlap: 0, crash: "none" },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "consume", max: 11, overlap: 3, crash: "after" },
+                { op: "tryCreate", key: "k0", id: "i3", limit: 2 },
+                { op: "tryCreate", key: "k0", id: "i1", late: true, limit: 2 },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "consume", max: 5, overlap: 3, crash: "before" },
+                { op: "redrive" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "consume", max: 1, overlap: 0, crash: "after" },
+                { op: "setLimit", key: "k0", limit: 0 },
+                { op: "consume", max: 2, overlap: 0, crash: "none" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "ttlDelete", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "setLimit", key: "k0", limit: 1 },
+                { op: "otherRetoken", key: "k0", id: "i3" },
+                { op: "redrive" },
+                { op: "ttlDelete", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "ttlDelete", key: "k0", id: "i0" },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "consume", max: 2, overlap: 0, crash: "before" },
+                { op: "tryCreate", key: "k0", id: "i0", limit: 1 },
+                { op: "consume", max: 2, overlap: 3, crash: "after" },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i2", limit: 2 },
+                { op: "tryCreate", key: "k0", id: "i3", limit: 2 },
+                { op: "redrive" },
+                { op: "consume", max: 4, overlap: 0, crash: "none" },
+                { op: "setDefault", limit: 2 },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "settle", keyBudget: 2 },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "settle", keyBudget: 50 },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i2", limit: 1 },
+                { op: "count", key: "k0" },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "setDefault", limit: 3 },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i0", limit: 2 },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "consume", max: 8, overlap: 0, crash: "after" },
+                { op: "setLimit", key: "k0", limit: 0 },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "consume", max: 3, overlap: 3, crash: "none" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "consume", max: 6, overlap: 0, crash: "none" },
+                { op: "consume", max: 11, overlap: 3, crash: "after", twice: true },
+                { op: "invalid", call: "create", key: "k0", field: "limit" },
+                { op: "setLimit", key: "k0", limit: 3 },
+                { op: "ttlDelete", key: "k0", id: "i3" },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "delete", key: "k0", id: "i1" },
+                { op: "redrive" },
+                { op: "settle", keyBudget: 2 },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "ttlDelete", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i2", limit: 1 },
+                { op: "setLimit", key: "k0", limit: 1 },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "land" },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "land" },
+                { op: "land" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "delete", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "setLimit", key: "k0", limit: 2 },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "resume" },
+                { op: "tryCreate", key: "k0", id: "i3", late: true },
+                { op: "setLimit", key: "k0", limit: 3 },
+                { op: "consume", max: 1, overlap: 0, crash: "after" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "redrive" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i0", limit: 3 },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "consume", max: 1, overlap: 0, crash: "none" },
+                { op: "setLimit", key: "k0", limit: 4 },
+                { op: "tryCreate", key: "k0", id: "i2", limit: 0 },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "settle", keyBudget: 2 },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "setLimit", key: "k0", limit: 1 },
+                { op: "setLimit", key: "k0", limit: null },
+                { op: "count", key: "k0" },
+                { op: "count", key: "k0" },
+                { op: "land" },
+                { op: "ttlDelete", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "settle", keyBudget: 2 },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "pause" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i0", limit: 2 },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "setLimit", key: "k0", limit: 2 },
+                { op: "consume", max: 11, overlap: 0, crash: "none" },
+                { op: "setLimit", key: "k0", limit: 1 },
+                { op: "delete", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i1", late: true },
+                { op: "consume", max: 4, overlap: 2, crash: "after" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "delete", key: "k0", id: "i1" },
+                { op: "consume", max: 6, overlap: 0, crash: "none" },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "delete", key: "k0", id: "i0" },
+                { op: "count", key: "k0" },
+                { op: "setLimit", key: "k0", limit: 2 },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i0", limit: 2 },
+                { op: "delete", key: "k0", id: "i2" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i2" },
+                { op: "setLimit", key: "k0", limit: null },
+                { op: "ttlDelete", key: "k0", id: "i3" },
+                { op: "consume", max: 1, overlap: 0, crash: "before" },
+                { op: "count", key: "k0" },
+                { op: "redrive" },
+                { op: "setLimit", key: "k0", limit: null },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "settle", keyBudget: 1 },
+                { op: "ttlDelete", key: "k0", id: "i3" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "otherRetoken", key: "k0", id: "i0" },
+                { op: "tryCreate", key: "k0", id: "i1" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "settle", keyBudget: 2 },
+                { op: "pause" },
+                { op: "tryCreate", key: "k0", id: "i3" },
+                { op: "delete", key: "k0", id: "i3" },
+                { op: "count", key: "k0" },
+                { op: "tryCreate", key: "k0", id: "i0" },
+                { op: "delete", key: "k0", id: "i2" },
+            ],
+        } as History;
+
+        // Act
+        const result = await runHistory(engine(), history);
+
+        // Assess
+        assert.deepEqual(result.violations, []);
+        assert.equal(result.stats.resurrected, 1, "the late attempt brought i1 back");
+    });
+
     for (const [name, { seed, options }] of Object.entries(MUTANT_SEEDS)) {
         it(`rejects the mutant ${name}: ${MUTANTS[name as keyof typeof MUTANTS].description}`, async () => {
             // Prepare
@@ -159,18 +386,15 @@ describe("the checker's model (test/fuzz/model.ts)", () => {
         assert.equal(delta(record(undefined, item("#counter#eventual")), system), 0);
     });
 
-    it("holds utilization to the live lives plus the allowance, and strict to at least the owned lives", () => {
+    it("holds utilization to the live lives plus the allowance, and strict to at least the owned lives less those brought back without a slot", () => {
         const state = (units: number) => ({ items: [], shards: [{ count: { N: String(units) } }], eventual: undefined });
-        assert.deepEqual(
-            boundProblems(state(2), system, [1], () => 1),
-            [],
-        );
-        assert.equal(boundProblems(state(3), system, [1], () => 1).length, 1);
+        const allowed = (over: number, under: number) => ({ over: () => over, under: () => under });
+        assert.deepEqual(boundProblems(state(2), system, [1], allowed(1, 5)), []);
+        assert.equal(boundProblems(state(3), system, [1], allowed(1, 5)).length, 1);
         const strict = { ...system, config: { ...system.config, mode: "strict" } } as FuzzSystem;
-        assert.deepEqual(
-            boundProblems(state(1), strict, [1], () => 0),
-            [],
-        );
-        assert.equal(boundProblems(state(0), strict, [1], () => 0).length, 1);
+        assert.deepEqual(boundProblems(state(1), strict, [1], allowed(5, 0)), []);
+        assert.equal(boundProblems(state(0), strict, [1], allowed(5, 0)).length, 1);
+        assert.deepEqual(boundProblems(state(0), strict, [1], allowed(0, 1)), []);
+        assert.equal(boundProblems(state(-1), strict, [1], allowed(0, 1)).length, 1);
     });
 });

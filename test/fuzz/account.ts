@@ -122,6 +122,7 @@ export async function account(run: Run, request: Released, before: Item | undefi
         const read = state.healReads.get(`${request.task.id}|${key}`);
         if (read !== undefined) {
             state.allowance.healed(key, shard, read.at, read.time);
+            state.resurrections.healed(key, shard, read.at, read.time);
         }
     }
     await observe(run, key, `after ${request.task.label} ${request.command}`, admitted ? info : undefined);
@@ -140,13 +141,26 @@ async function accountResourceWrite(
     const id = itemKey[config.sortKey]?.S ?? "";
     const input = request.input as { Item?: Item; UpdateExpression?: string; ExpressionAttributeValues?: Record<string, AttributeValue> };
     if (info?.kind === "call" && request.command === "PutItemCommand") {
-        state.ownership.clientPut(tokenOf(input.Item, state.system)!);
+        const token = tokenOf(input.Item, state.system)!;
+        const touched = state.ownership.everPut(token) && !state.ownership.owned(token);
+        state.ownership.clientPut(token);
+        const after = touched ? await itemBefore(run, request) : undefined;
+        if (live(after, state.system) && tokenOf(after, state.system) === token) {
+            // A put attempt of a life another writer ended (its item deleted, a tombstone removed) landed late: the life
+            // is back with no slot, and a client delete of it gives one back (docs/limits.md).
+            state.resurrections.end(key, token, homeShard(id, state.system.shards), state.index);
+            state.stats.resurrected++;
+        }
     }
     if (info?.kind === "other") {
         state.keysWithOthers.add(key);
         const token = tokenOf(before, state.system);
-        if (before !== undefined && live(before, state.system) && state.ownership.everPut(token)) {
+        if (before !== undefined && state.ownership.everPut(token)) {
+            // Live or a tombstone, the item holding the life is another writer's now: a put attempt of the life still
+            // on the wire may land where a removed tombstone kept it out, and strict's bound is not for that life.
             state.ownership.othersWrote(token!);
+        }
+        if (before !== undefined && live(before, state.system) && state.ownership.everPut(token)) {
             // The life ended unless the item is still live with its token (another writer grew it, say).
             const after = await itemBefore(run, request);
             if (!(live(after, state.system) && tokenOf(after, state.system) === token)) {
@@ -202,7 +216,8 @@ export async function observe(run: Run, key: string, context: string, admitting?
     const keyState = await readKeyState(state.reader, system, key);
     state.stats.observations++;
     const owned = state.ownership.liveLives(keyState, system);
-    for (const problem of boundProblems(keyState, system, owned, (shard) => state.allowance.of(key, shard))) {
+    const allowed = { over: (shard?: number) => state.allowance.of(key, shard), under: (shard?: number) => state.resurrections.of(key, shard) };
+    for (const problem of boundProblems(keyState, system, owned, allowed)) {
         state.violation(`${context}: ${key} ${problem} [lives: ${JSON.stringify(state.ownership.liveIds(keyState, system))}]`);
     }
     if (!state.reconciled.has(key)) {

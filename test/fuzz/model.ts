@@ -168,24 +168,27 @@ export function boundProblems(
     state: KeyState,
     system: FuzzSystem,
     owned: readonly number[],
-    allowance: (shard?: number) => number,
+    allowance: { readonly over: (shard?: number) => number; readonly under: (shard?: number) => number },
 ): string[] {
     const problems: string[] = [];
     const shardUnits = state.shards.map((item) => units(item, system));
     const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
-    const check = (be: number, own: number, allowed: number, where: string) => {
-        if (system.config.mode === "utilization" && be > own + allowed) {
+    const check = (be: number, own: number, shard: number | undefined, where: string) => {
+        const over = allowance.over(shard);
+        if (system.config.mode === "utilization" && be > own + over) {
             problems.push(
-                `${where}best-effort ${be} > ${own} live client lives + ${allowed} ended by other writers (utilization may only undercount)`,
+                `${where}best-effort ${be} > ${own} live client lives + ${over} ended by other writers (utilization may only undercount)`,
             );
         }
-        if (system.config.mode === "strict" && be < own) {
-            problems.push(`${where}best-effort ${be} < ${own} client-owned live items (strict must hold a slot for each)`);
+        const under = allowance.under(shard);
+        if (system.config.mode === "strict" && be < own - under) {
+            const excused = under > 0 ? ` - ${under} brought back after other writers ended them` : "";
+            problems.push(`${where}best-effort ${be} < ${own} client-owned live items${excused} (strict must hold a slot for each)`);
         }
     };
-    check(sum(shardUnits), sum(owned), allowance(), "");
+    check(sum(shardUnits), sum(owned), undefined, "");
     if (system.shards > 1) {
-        shardUnits.forEach((be, shard) => check(be, owned[shard]!, allowance(shard), `shard ${shard}: `));
+        shardUnits.forEach((be, shard) => check(be, owned[shard]!, shard, `shard ${shard}: `));
     }
     return problems;
 }

@@ -54,6 +54,8 @@ export class RunState {
     readonly tasks = new Map<number, TaskInfo>();
     readonly ownership = new Ownership();
     readonly allowance: Allowance;
+    /** Strict: client lives brought back by a late put attempt after another writer ended them (no slot held). */
+    readonly resurrections: Allowance;
     /** Keys other writers, the backfill or the consumer's flags put items of in: strict's admission check skips them. */
     readonly keysWithOthers = new Set<string>();
     /** Keys a plain `create` (strict: a reservation without a limit) wrote. */
@@ -91,6 +93,8 @@ export class RunState {
         admissions: 0,
         healWrites: 0,
         healWritesLost: 0,
+        /** Client lives a late put attempt brought back after another writer ended them (account.ts). */
+        resurrected: 0,
     };
 
     constructor(
@@ -103,6 +107,7 @@ export class RunState {
         readonly keys: readonly string[],
     ) {
         this.allowance = new Allowance(system.config.periodMs);
+        this.resurrections = new Allowance(system.config.periodMs);
         this.faultRate = history.faultRate;
         this.sendFailRate = history.faultRate;
         for (const [key, limit] of Object.entries(history.limits)) {
