@@ -26,6 +26,7 @@ const MUTANT_SEEDS: Readonly<Record<keyof typeof MUTANTS, { readonly seed: numbe
     decrementToBase: { seed: 1, options: { ops: 80 } },
     deleteDespiteFailedDecrement: { seed: 3, options: { ops: 150 } },
     releaseWithoutGeneration: { seed: 39, options: { ops: 200, mode: "strict", faultRate: 0.2 } },
+    healBlindToReleases: { seed: 8, options: { ops: 200, mode: "strict", faultRate: 0.2 } },
     backfillCountsFromTable: { seed: 5, options: { ops: 150 } },
     putOverAnything: { seed: 1, options: { ops: 80 } },
     admitPastLimit: { seed: 8, options: { ops: 150, mode: "strict" } },

@@ -10,8 +10,8 @@
  * (it may or may not have landed) ends the call with its error before the soft delete: the item stays live.
  *
  * Strict (live <= best-effort): soft delete -> release, once, by the call whose soft delete committed. A release of a
- * life no ledger entry holds is conditional on the heal generation read before the soft delete; refused, the slot is
- * held until the next heal, which counts the table without the item.
+ * life no young ledger entry holds is fenced (runtime/client/units.ts): conditional on the heal generation read before
+ * the soft delete; refused, the slot is held until the next heal, which counts the table without the item.
  */
 import { isItemTooLarge } from "../shared/aws-errors";
 import { CallDeadline } from "../shared/retry";

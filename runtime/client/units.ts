@@ -6,9 +6,10 @@
  *   period's entry. A strict reservation is conditional on the limit (`count < limit`), or on the shard's cap for a
  *   sharded key or a region (runtime/shards/caps.ts).
  * - A delete's write (a decrement, a release) uses its life's entry if it exists, and the count alone otherwise. A
- *   strict release of a life no entry holds is also conditional on the heal generation it read before the delete's
- *   soft delete (`hc_g`): a heal that read the table since may have counted the item already, and the release then
- *   holds its slot rather than take the unit twice (runtime/heal/heal.ts).
+ *   strict release of a life no young entry holds is *fenced*: conditional on the heal generation it read before the
+ *   delete's soft delete (`hc_g`), and counted in `hc_rel`. A heal that wrote since may have taken the unit from the
+ *   table already, so the release then holds its slot rather than take it twice; a heal whose reads it lands between
+ *   finds `hc_rel` moved and reads again (runtime/heal/heal.ts).
  *
  * Repeats: a write whose repeat could move the count the unsafe way (a utilization increment, a strict release) is
  * sent once and repeated only after a refusal that wrote nothing (throttling, a transaction or replicated-write
@@ -126,9 +127,9 @@ export class BestEffortWriter {
      *   meet in one entry, or a heal would keep the +1 as a young unit and drop the -1 with the base.
      * - Otherwise its entry while it exists, else the count alone: the condition decides, not the clock. So a -1 of
      *   an old life creates no entry, and the entries stay the few periods around the key's writes.
-     * - A strict release of a delete (`gen`) is conditional on the heal generation it read before the soft delete,
-     *   unless it goes to the entry of this clock's current period, which every heal sees young
-     *   (runtime/heal/heal.ts says why).
+     * - A strict release of a delete (`gen`) is fenced (conditional on the heal generation it read before the soft
+     *   delete, and counted in `hc_rel`), unless it goes to the entry of this clock's current period, which every heal
+     *   sees young (runtime/heal/heal.ts says why).
      */
     async end(
         key: string,
@@ -230,7 +231,7 @@ export class BestEffortWriter {
         const values: Record<string, AttributeValue> = { ":d": { N: "-1" } };
         const conditions = ["attribute_exists(#e)", ...generationCondition(gen, names, values)];
         return {
-            update: `ADD #c :d, #e :d${this.removals(key, shard, names, [period])}`,
+            update: `ADD #c :d, #e :d${fencedCount(gen, names, values)}${this.removals(key, shard, names, [period])}`,
             condition: conditions.join(" AND "),
             names,
             values,
@@ -248,7 +249,7 @@ export class BestEffortWriter {
         conditions.push(...generationCondition(gen, names, values));
         const keep = period === undefined ? [] : [period];
         return {
-            update: `ADD #c :d${this.removals(key, shard, names, keep)}`,
+            update: `ADD #c :d${fencedCount(gen, names, values)}${this.removals(key, shard, names, keep)}`,
             condition: conditions.length > 0 ? conditions.join(" AND ") : undefined,
             names,
             values,
@@ -343,13 +344,26 @@ function generationCondition(gen: number | undefined, names: Record<string, stri
     return [gen === 0 ? "(attribute_not_exists(#g) OR #g = :g)" : "#g = :g"];
 }
 
+/** A fenced release (one with a generation) also counts itself in RELEASES: ", #rel :one" (nothing without one). */
+function fencedCount(gen: number | undefined, names: Record<string, string>, values: Record<string, AttributeValue>): string {
+    if (gen === undefined) {
+        return "";
+    }
+    names["#rel"] = RELEASES;
+    values[":one"] = { N: "1" };
+    return ", #rel :one";
+}
+
 type Sent =
     | { kind: "ok"; item: Record<string, AttributeValue> }
     | { kind: "condition"; item?: Record<string, AttributeValue> }
     | { kind: "error"; error: unknown };
 
-/** The heal generation on a best-effort item: +1 by every heal (runtime/heal/heal.ts). */
+/** The heal generation on a best-effort item: +1 by every heal's write (runtime/heal/heal.ts). */
 export const GEN = "hc_g";
+
+/** The fenced releases a best-effort item took: +1 by each; a heal writes only if none landed since its read. */
+export const RELEASES = "hc_rel";
 
 /** The strict cap attributes of a sharded key's or a region's best-effort item (runtime/shards/caps.ts). */
 export const CAP = "hc_cap";

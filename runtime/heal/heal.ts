@@ -2,27 +2,27 @@
  * Healing a key's best-effort from its items: every shard brought to the units the table and the young ledger say it
  * should hold (plan.ts), while the API writes the key, with no quiet window and no transaction.
  *
- * Each attempt is one read of each shard (R), one read of the key's items (T), and per shard one conditional
- * UpdateItem (W) that adds the difference and removes the stale entries (at most STALE_PER_WRITE; the key stays
- * listed for the rest), conditional on the heal generation alone (`hc_g`, which W bumps: no two heals add the same
- * difference, and no repeat of one W adds it twice). Client writes to young entries commute with W, and removing a
- * stale entry moves no count: a -1 that lands in one between the reads and W is kept by the ADD, and a strict release
- * there is fenced by the generation (only a release into its clock's current period, young to every heal, is not).
- * What else could land between the reads and W, and why the bound holds (runtime/heal/heal-window.ts gives the time
- * bounds):
+ * Each attempt is one read of each shard (R) and one read of the key's items (T), in the mode's order, then per shard
+ * one UpdateItem (W) that adds the difference and removes the stale entries (at most STALE_PER_WRITE; the key stays
+ * listed for the rest), conditional on two numbers R read: the heal generation (`hc_g`, which W moves: no two heals
+ * add the same difference, and no repeat of one W adds it twice) and the fenced releases (`hc_rel`, which only a
+ * strict release of an old life moves). Client writes to young entries commute with W, and removing a stale entry
+ * moves no count: a -1 that lands in one between the reads and W is kept by the ADD. What else could land between the
+ * reads and W, and why the bound holds (runtime/heal/heal-window.ts gives the time bounds):
  *
- * - Utilization (best-effort <= live) reads R, then T. A delete of an old life sends -1 (to the count) after its claim
- *   and before its soft delete. If the -1 landed before R, the claim was there before T: the heal leaves a live item
- *   with a claim younger than a call's reach out (and the key listed), or the call is over and its item is live (the
- *   -1 was lost) or gone. If it lands after R, the heal counted the item without that -1 (claimed after T: the -1 then
- *   moves the count with the item), or left it out (claimed before T: the -1 is one too many, an undercount, and the
- *   key stays listed until the claim is old). Never an overcount.
- * - Strict (live <= best-effort) reads T, then R by bumping the generation. A release of an old life is conditional
- *   on the generation its delete read before its soft delete. One sent after R with the old generation is refused
- *   (its slot held, the key listed): the heal either left the item out (soft-deleted before T) or counted it, safe
- *   either way. One that landed before R: its soft delete came first, so T saw it gone, or saw it live and the count
- *   keeps one slot too many (held, safe). A delete that read the new generation soft-deleted after R, so after T:
- *   the heal counted the item, and the release moves the count with it.
+ * - Utilization (best-effort <= live) reads R, then T. A delete of an old life sends -1 (to the count) after its claim and before its
+ *   soft delete. If the -1 landed before R, the claim was there before T: the heal leaves a live item with a claim
+ *   younger than a call's reach out (and the key listed), or the call is over and its item is live (the -1 was lost)
+ *   or gone. If it lands after R, the heal counted the item without that -1 (claimed after T: the -1 then moves the
+ *   count with the item), or left it out (claimed before T: the -1 is one too many, an undercount, and the key stays
+ *   listed until the claim is old). Never an overcount.
+ * - Strict (live <= best-effort) reads T, then R: a create reserves before its put, so every client life T sees has
+ *   its slot in what R reads. A release of an old life is fenced: conditional on the generation its delete read
+ *   before its soft delete, and counted in `hc_rel`. One that landed before R: T saw the item gone (exact) or, soft-
+ *   deleted after T, live (a slot held, safe). One that lands between R and W moves `hc_rel`: W is refused, and the
+ *   next attempt reads again. One sent after W with the generation of before is refused, its slot held (safe, the key
+ *   listed). One with W's generation was read after W, so its soft delete came after T: the heal counted the item,
+ *   and the release moves the count with it.
  * - A create's writes go to its period's entry, which stays young until they have all landed (the period's floor),
  *   and a young life is taken from the ledger, not the table.
  *
@@ -42,7 +42,7 @@ import { isCounted, isLive, isSelected, isSoftDeleted, type ItemImage } from "..
 import { tokenTime } from "../shared/tokens";
 import { periodOf } from "../ledger/ledger";
 import { homeShard, shardCount } from "../shards/layout";
-import { GEN } from "../client/units";
+import { GEN, RELEASES } from "../client/units";
 import { tombstoneMayStillBlock, tombstoneSettlesAt } from "../stream/effects";
 import { removeTombstone } from "../shared/item-writes";
 import { HEAL_DUE, HEAL_PARTITION, healShard as indexShard } from "./index-marks";
@@ -137,16 +137,18 @@ export async function healKey(key: string, options: HealOptions, listing?: { rea
     };
 }
 
+/** What R read of a shard: the item, and the two numbers W is conditional on. */
 interface ShardRead {
     readonly item?: Item;
     readonly gen: number;
+    readonly releases: number;
 }
 
 /**
- * One attempt's reads, in the mode's order (see the header): utilization reads the shards, then the items; strict
- * reads the items, then bumps each shard's generation (the bump returns the item). `at`: the clock just before the
- * first read, by which the plan judges which lives are young, never later: a life created after that read is young
- * then, so its units come from its entry, however long the heal stalls between its reads.
+ * One attempt's reads, in the mode's order (see the header): utilization reads the shards, then the items; strict the
+ * items, then the shards. `at`: the clock just before the first read, by which the plan judges which lives are young,
+ * never later: a life created after that read is young then, so its units come from its entry, however long the heal
+ * stalls between its reads.
  */
 async function readKey(
     key: string,
@@ -154,13 +156,12 @@ async function readKey(
     options: HealOptions,
 ): Promise<{ at: number; items: Item[]; shards: Map<number, ShardRead> }> {
     const at = Date.now();
-    const readEach = async (read: (shard: number) => Promise<ShardRead>) =>
-        new Map(await Promise.all(shards.map(async (s) => [s, await read(s)] as const)));
+    const readShards = async () => new Map(await Promise.all(shards.map(async (s) => [s, await readShard(key, s, options)] as const)));
     if (options.config.mode === "strict") {
         const items = await readItems(key, options);
-        return { at, items, shards: await readEach((s) => bumpGeneration(key, s, options)) };
+        return { at, items, shards: await readShards() };
     }
-    const read = await readEach((s) => readShard(key, s, options));
+    const read = await readShards();
     return { at, items: await readItems(key, options), shards: read };
 }
 
@@ -183,7 +184,7 @@ async function healShard(
     );
     const stale = plan.stale.slice(0, STALE_PER_WRITE);
     const done =
-        plan.correction === 0 && stale.length === 0 ? true : await writeShard(key, shard, read.gen, plan.correction, stale, options);
+        plan.correction === 0 && stale.length === 0 ? true : await writeShard(key, shard, read, plan.correction, stale, options);
     if (!done) {
         return undefined;
     }
@@ -237,35 +238,25 @@ async function readShard(key: string, shard: number, options: HealOptions): Prom
         }),
     );
     const item = response.Items?.[0];
-    return { ...(item === undefined ? {} : { item }), gen: numberOf(item, GEN) };
+    return { ...(item === undefined ? {} : { item }), gen: numberOf(item, GEN), releases: numberOf(item, RELEASES) };
 }
 
-async function bumpGeneration(key: string, shard: number, options: HealOptions): Promise<ShardRead> {
-    const { config, dynamodb } = options;
-    const response = await dynamodb.send(
-        new UpdateItemCommand({
-            TableName: config.countersTableName,
-            Key: bestEffortKey(config, key, shard),
-            UpdateExpression: "ADD #g :one",
-            ExpressionAttributeNames: { "#g": GEN },
-            ExpressionAttributeValues: { ":one": { N: "1" } },
-            ReturnValues: "ALL_NEW",
-        }),
-    );
-    return { ...(response.Attributes === undefined ? {} : { item: response.Attributes }), gen: numberOf(response.Attributes, GEN) };
+/** `#name = :value`, or (for 0, which the item may not hold yet) also its absence. */
+function stillReads(name: string, value: number): string {
+    return value === 0 ? `(attribute_not_exists(${name}) OR ${name} = :${name.slice(1)})` : `${name} = :${name.slice(1)}`;
 }
 
-/** W: adds the correction and removes `stale`, if no other heal wrote since the read (the generation). */
+/** W: adds the correction and removes `stale`, if no heal wrote and no fenced release landed since R (`read`). */
 async function writeShard(
     key: string,
     shard: number,
-    gen: number,
+    read: ShardRead,
     correction: number,
     stale: ReadonlyArray<{ readonly name: string }>,
     options: HealOptions,
 ): Promise<boolean> {
     const { config, dynamodb } = options;
-    const names: Record<string, string> = { "#c": config.countAttribute, "#g": GEN };
+    const names: Record<string, string> = { "#c": config.countAttribute, "#g": GEN, "#rel": RELEASES };
     stale.forEach((entry, i) => (names[`#s${i}`] = entry.name));
     // W moves the generation too: a repeat of a W whose answer was lost (a 500 after it committed, which the SDK
     // retries) then fails its condition instead of adding the correction twice.
@@ -276,9 +267,14 @@ async function writeShard(
                 TableName: config.countersTableName,
                 Key: bestEffortKey(config, key, shard),
                 UpdateExpression: `ADD #c :corr, #g :one${remove}`,
-                ConditionExpression: gen === 0 ? "(attribute_not_exists(#g) OR #g = :g)" : "#g = :g",
+                ConditionExpression: `${stillReads("#g", read.gen)} AND ${stillReads("#rel", read.releases)}`,
                 ExpressionAttributeNames: names,
-                ExpressionAttributeValues: { ":corr": { N: String(correction) }, ":g": { N: String(gen) }, ":one": { N: "1" } },
+                ExpressionAttributeValues: {
+                    ":corr": { N: String(correction) },
+                    ":g": { N: String(read.gen) },
+                    ":rel": { N: String(read.releases) },
+                    ":one": { N: "1" },
+                },
             }),
         );
         return true;

@@ -9,8 +9,8 @@
  *
  * The write adds a difference rather than setting a value, so a client write to a young entry that lands between the
  * read and the write changes count and entry alike and is kept. What a write between them could break is guarded
- * (runtime/heal/heal.ts says how): another heal (the generation), a stale entry that moved (its value), a delete of an
- * old life (the order of the reads and the generation).
+ * (runtime/heal/heal.ts says how): another heal (the generation), a delete of an old life (the order of the reads,
+ * and in strict the fenced releases' count).
  *
  * Which units an old life has, by mode:
  * - utilization: a client life (token) that is live and not claimed by a delete still in flight (a claim younger
@@ -40,8 +40,8 @@ export interface ShardHealPlan {
     readonly target: number;
     /** What to add to the count. */
     readonly correction: number;
-    /** Stale entries (not young at the read) to remove, with the values they must still hold. */
-    readonly stale: ReadonlyArray<{ readonly name: string; readonly value: AttributeValue }>;
+    /** Stale entries (not young at the read) to remove. */
+    readonly stale: ReadonlyArray<{ readonly name: string }>;
     /** The periods of young lives the ledger and the table disagree on: heal again once they are old. */
     readonly unsettled: readonly number[];
     /** Items left out because a delete of them is in flight: heal again once it is over. */
@@ -58,13 +58,12 @@ export function planShardHeal(
 ): ShardHealPlan {
     const entries = entriesOf(item);
     let young = 0;
-    const stale: Array<{ name: string; value: AttributeValue }> = [];
+    const stale: Array<{ name: string }> = [];
     for (const [period, value] of entries) {
         if (isYoung(period, nowPeriod)) {
             young += value;
         } else {
-            const name = `hc_y_${period}`;
-            stale.push({ name, value: item![name]! });
+            stale.push({ name: `hc_y_${period}` });
         }
     }
     let old = 0;

@@ -168,6 +168,21 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
                 }
             }),
     },
+    healBlindToReleases: {
+        description:
+            "a strict heal's write is not conditional on the fenced releases it read: a release that lands between its reads and its write is taken twice",
+        mutate: (run) =>
+            rewrite(run.parties.settler, "mutantHealBlindToReleases", (command, input) => {
+                if (
+                    command === "UpdateItemCommand" &&
+                    isBestEffort(run, input) &&
+                    (input.UpdateExpression ?? "").startsWith("ADD #c :corr")
+                ) {
+                    input.ConditionExpression = withoutClause(input.ConditionExpression, /#rel = :rel/);
+                    prune(input);
+                }
+            }),
+    },
     deleteDespiteFailedDecrement: {
         description: "a utilization delete whose -1 failed goes on to its soft delete: best-effort counts a life that is gone",
         mutate: (run) => {

@@ -42,7 +42,6 @@ export type Label =
     | "read shard"
     | "read counters"
     | "read due"
-    | "heal bump"
     | "heal write"
     | "read caps"
     | "write caps"
@@ -377,9 +376,6 @@ export function labelOf(config: CounterConfig, command: string, input: Record<st
             }
             if (update.startsWith("ADD #c :corr")) {
                 return "heal write";
-            }
-            if (update.startsWith("ADD #g :one")) {
-                return "heal bump";
             }
             if (input.ExpressionAttributeValues?.[":d"]?.N === "1") {
                 return "+1";
