@@ -185,8 +185,13 @@ export function busyBoundHolds(mode: CounterMode, o: BusyObservation, limit: num
     return o.bestEffort <= o.clientLive + o.deletes + o.otherDeletes;
 }
 
-/** Which part of a settler run a request belongs to. */
-export type SettlerPart = "index" | "audit" | "heal";
+/**
+ * Which part of a settler run a request belongs to. A heal's own requests by what they touch: its shards (R and W),
+ * the key's items (T), its listing (the mark read and removed), the tombstones it removes.
+ */
+export type SettlerPart = "index" | "audit" | HealPart;
+export type HealPart = "heal shards" | "heal items" | "heal listing" | "heal tombstones";
+export const HEAL_PARTS: readonly HealPart[] = ["heal shards", "heal items", "heal listing", "heal tombstones"];
 
 /** A request as the settler sent it: the command's name and its input. */
 export interface SettlerRequest {
@@ -199,14 +204,16 @@ export interface SettlerRequest {
     };
 }
 
+/** The layout `settlerPart` reads requests by. */
+export type SettlerLayout = Pick<CounterConfig, "partitionKey" | "sortKey" | "counterPrefix">;
+
 /**
  * The part of a settler run (runtime/heal/settle.ts) a request belongs to: the heal index's query ("index"); the audit's
  * scan, its reads of the keys it looks at (a query of a key's counter items by prefix), its cursor and the stream
  * progress it expires (items under the counter prefix's own partitions) ("audit"); everything else is a heal's own
- * (runtime/heal/heal.ts): the reads of the key's listing, its items and its shards, the writes of the shards, the
- * tombstones and the listing.
+ * (runtime/heal/heal.ts), by what it touches (`HealPart`).
  */
-export function settlerPart(request: SettlerRequest, config: Pick<CounterConfig, "partitionKey" | "counterPrefix">): SettlerPart {
+export function settlerPart(request: SettlerRequest, config: SettlerLayout): SettlerPart {
     const { command, input } = request;
     if (command === "QueryCommand" && input.IndexName !== undefined) {
         return "index";
@@ -215,7 +222,17 @@ export function settlerPart(request: SettlerRequest, config: Pick<CounterConfig,
         return "audit";
     }
     const partition = input.Key?.[config.partitionKey]?.S ?? input.ExpressionAttributeValues?.[":pk"]?.S;
-    return partition !== undefined && partition.startsWith(config.counterPrefix) ? "audit" : "heal";
+    if (partition !== undefined && partition.startsWith(config.counterPrefix)) {
+        return "audit";
+    }
+    if (command === "DeleteItemCommand") {
+        return "heal tombstones";
+    }
+    const sortKey = input.Key?.[config.sortKey]?.S ?? input.ExpressionAttributeValues?.[":sk"]?.S;
+    if (sortKey === undefined) {
+        return "heal items";
+    }
+    return sortKey.endsWith("best-effort") ? "heal shards" : "heal listing";
 }
 
 /** One row: a mode and a shard count. */
@@ -232,6 +249,8 @@ export interface BusyHealRow {
     /** Read and write units of the heals' own requests (`settlerPart`), per key healed. */
     readonly rcuPerKeyHealed: number;
     readonly wcuPerKeyHealed: number;
+    /** The same, by what the requests touched (`HealPart`): [RCU, WCU] per key healed. */
+    readonly perKeyHealed: Readonly<Record<HealPart, readonly [number, number]>>;
     /** Every request of the runs (the index, the audit, the heals), per key healed. */
     readonly runRcuPerKeyHealed: number;
     readonly runWcuPerKeyHealed: number;
@@ -262,8 +281,12 @@ export interface BusyMeasured {
     readonly samples: number[];
     readonly end: { readonly off: number; readonly over: number };
     readonly settler: { readonly runs: number; readonly runsWithCallsInFlight: number; readonly healed: number; readonly drift: number };
-    /** Units of the heals' own requests, and of every request of the runs. */
-    readonly units: { readonly heal: { read: number; write: number }; readonly run: { read: number; write: number } };
+    /** Units of the heals' own requests (in all, and by part), and of every request of the runs. */
+    readonly units: {
+        readonly heal: { read: number; write: number };
+        readonly parts: Readonly<Record<HealPart, { read: number; write: number }>>;
+        readonly run: { read: number; write: number };
+    };
     readonly driftMade: number;
     readonly otherDeletes: number;
     readonly boundViolations: number;
@@ -285,6 +308,9 @@ export function busyHealRow(mode: CounterMode, shards: number, m: BusyMeasured):
         healedDrift: m.settler.drift,
         rcuPerKeyHealed: per(m.units.heal.read),
         wcuPerKeyHealed: per(m.units.heal.write),
+        perKeyHealed: Object.fromEntries(
+            HEAL_PARTS.map((part) => [part, [per(m.units.parts[part].read), per(m.units.parts[part].write)] as const]),
+        ) as Record<HealPart, readonly [number, number]>,
         runRcuPerKeyHealed: per(m.units.run.read),
         runWcuPerKeyHealed: per(m.units.run.write),
         driftMade: m.driftMade,
@@ -332,6 +358,8 @@ export function formatBusyHeal(rows: readonly BusyHealRow[]): string[] {
         const samples = r.heldSlotsSamples ?? r.undercountSamples ?? [];
         lines.push(
             `  ${r.mode} ${r.shards} shard(s), ${r.heldSlotsSamples ? "held slots" : "undercount"} every ${SAMPLE_EVERY_MS / 1000} s: ${samples.join(" ")}`,
+            `  ${r.mode} ${r.shards} shard(s), RCU/WCU per key healed by part: ` +
+                HEAL_PARTS.map((part) => `${part.slice("heal ".length)} ${r.perKeyHealed[part].join("/")}`).join(", "),
         );
     }
     return lines;

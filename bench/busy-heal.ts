@@ -38,12 +38,14 @@ import {
     WORKERS_PER_KEY,
     busyBoundHolds,
     busyHealRow,
+    HEAL_PARTS,
     faultAfter,
     faultBefore,
     scheduledFault,
     settlerPart,
     type BusyHealOptions,
     type BusyHealRow,
+    type BusyMeasured,
     type CallFault,
 } from "./busy-heal-plan";
 
@@ -328,7 +330,11 @@ export async function measureBusyRow(
                 samples,
                 end,
                 settler: { runs: heals.runs, runsWithCallsInFlight, healed: heals.healed, drift: heals.drift },
-                units: { heal: unitsOf(meter, ["heal"]), run: unitsOf(meter) },
+                units: {
+                    heal: unitsOf(meter, HEAL_PARTS),
+                    parts: Object.fromEntries(HEAL_PARTS.map((part) => [part, unitsOf(meter, [part])])) as unknown as BusyMeasured["units"]["parts"],
+                    run: unitsOf(meter),
+                },
                 driftMade: run.figures.driftMade,
                 otherDeletes: [...run.otherDeletes.values()].reduce((a, b) => a + b, 0),
                 boundViolations: run.figures.boundViolations,

@@ -119,9 +119,9 @@ describe("busy-heal: the bound, the settler's parts and the rows", () => {
         assert.equal(busyBoundHolds("utilization", { ...o, deletes: 0 }, 0), false);
     });
 
-    it("tells the heals' own requests from the heal index's query and the audit's", () => {
+    it("tells the heals' own requests from the heal index's query and the audit's, and each heal request by what it touches", () => {
         // Prepare: the requests a settler run sends (runtime/heal/settle.ts, runtime/heal/heal.ts), by their shape.
-        const config = { partitionKey: "pk", counterPrefix: "#counter#" };
+        const config = { partitionKey: "pk", sortKey: "sk", counterPrefix: "#counter#" };
         const eventual = { ":pk": { S: "busy-0" }, ":sk": { S: "#counter#eventual" } };
         // Act + Assess
         assert.equal(settlerPart({ command: "QueryCommand", input: { IndexName: "heal-index" } }, config), "index");
@@ -148,7 +148,26 @@ describe("busy-heal: the bound, the settler's parts and the rows", () => {
                 },
                 config,
             ),
-            "heal",
+            "heal listing",
+        );
+        assert.equal(
+            settlerPart({ command: "UpdateItemCommand", input: { Key: { pk: { S: "busy-0" }, sk: { S: "#counter#eventual" } } } }, config),
+            "heal listing",
+            "the mark's removal",
+        );
+        assert.equal(
+            settlerPart(
+                {
+                    command: "QueryCommand",
+                    input: {
+                        KeyConditionExpression: "#pk = :pk AND #sk = :sk",
+                        ExpressionAttributeValues: { ":pk": { S: "busy-0\u00002" }, ":sk": { S: "#counter#best-effort" } },
+                    },
+                },
+                config,
+            ),
+            "heal shards",
+            "R",
         );
         assert.equal(
             settlerPart(
@@ -158,15 +177,18 @@ describe("busy-heal: the bound, the settler's parts and the rows", () => {
                 },
                 config,
             ),
-            "heal",
+            "heal items",
             "the key's items",
         );
         assert.equal(
-            settlerPart({ command: "UpdateItemCommand", input: { Key: { pk: { S: "busy-0\u00001" } } } }, config),
-            "heal",
-            "a shard",
+            settlerPart({ command: "UpdateItemCommand", input: { Key: { pk: { S: "busy-0\u00001" }, sk: { S: "#counter#best-effort" } } } }, config),
+            "heal shards",
+            "W",
         );
-        assert.equal(settlerPart({ command: "DeleteItemCommand", input: { Key: { pk: { S: "busy-0" } } } }, config), "heal", "a tombstone");
+        assert.equal(
+            settlerPart({ command: "DeleteItemCommand", input: { Key: { pk: { S: "busy-0" }, sk: { S: "i7" } } } }, config),
+            "heal tombstones",
+        );
     });
 
     it("a row gives units per key healed, names its figures after its mode and leaves the other mode's null", () => {
@@ -176,7 +198,16 @@ describe("busy-heal: the bound, the settler's parts and the rows", () => {
             samples: [3, 4],
             end: { off: 2, over: 1 },
             settler: { runs: 4, runsWithCallsInFlight: 3, healed: 8, drift: 5 },
-            units: { heal: { read: 30, write: 20 }, run: { read: 40, write: 22 } },
+            units: {
+                heal: { read: 30, write: 20 },
+                parts: {
+                    "heal shards": { read: 8, write: 9 },
+                    "heal items": { read: 22, write: 0 },
+                    "heal listing": { read: 0, write: 8 },
+                    "heal tombstones": { read: 0, write: 3 },
+                },
+                run: { read: 40, write: 22 },
+            },
             driftMade: 9,
             otherDeletes: 6,
             boundViolations: 0,
@@ -197,6 +228,12 @@ describe("busy-heal: the bound, the settler's parts and the rows", () => {
             healedDrift: 5,
             rcuPerKeyHealed: 3.75,
             wcuPerKeyHealed: 2.5,
+            perKeyHealed: {
+                "heal shards": [1, 1.13],
+                "heal items": [2.75, 0],
+                "heal listing": [0, 1],
+                "heal tombstones": [0, 0.38],
+            },
             runRcuPerKeyHealed: 5,
             runWcuPerKeyHealed: 2.75,
             driftMade: 9,
@@ -214,8 +251,9 @@ describe("busy-heal: the bound, the settler's parts and the rows", () => {
         assert.deepEqual([utilization.heldSlotsSamples, utilization.heldSlotsEnd], [null, null]);
         assert.equal(utilization.rcuPerKeyHealed, 0, "no key healed: no units per key");
         const lines = formatBusyHeal([strict, utilization]);
-        assert.equal(lines.length, 2 + 2 * 2, "a title, a header, a line per row and one of samples per row");
+        assert.equal(lines.length, 2 + 2 * 3, "a title, a header, a line per row, one of samples and one of parts per row");
         assert.ok(lines[4]!.includes("held slots every 10 s: 3 4"), lines[4]);
+        assert.ok(lines[5]!.endsWith("per key healed by part: shards 1/1.13, items 2.75/0, listing 0/1, tombstones 0/0.38"), lines[5]);
     });
 });
 
