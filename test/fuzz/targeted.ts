@@ -1,0 +1,42 @@
+/**
+ * Targeted histories: the shape a rare interleaving needs, written out, with the interleaving itself left to the
+ * seed's scheduler (run.ts). A random history seldom holds such a shape; test/fuzz.test.ts runs a mutant on one where
+ * no random seed rejects it.
+ */
+import type { FuzzEvent, History } from "./history";
+
+/**
+ * Strict deletes of old lives under heals of their key. Forty lives are made and the clock moves an hour, so they are
+ * old; then twenty rounds of: the table's TTL deletes one (the consumer lists the key), a client delete of another, a
+ * settler run. The heal of the listed key often reads the table between a delete's soft delete and its release.
+ */
+export function oldLifeDeletesUnderHeals(seed: number): History {
+    const ids = Array.from({ length: 40 }, (_, n) => `i${n}`);
+    const consume: FuzzEvent = { op: "consume", max: 12, overlap: 0, crash: "none" };
+    const events: FuzzEvent[] = [
+        ...ids.map((id): FuzzEvent => ({ op: "tryCreate", key: "k0", id })),
+        consume,
+        { op: "advance", ms: 3_600_000 },
+    ];
+    for (let round = 0; round < ids.length / 2; round++) {
+        events.push(
+            { op: "ttlDelete", key: "k0", id: ids[2 * round]! },
+            consume,
+            { op: "delete", key: "k0", id: ids[2 * round + 1]! },
+            { op: "settle", keyBudget: 50 },
+        );
+    }
+    return {
+        seed,
+        mode: "strict",
+        selection: "client",
+        placement: "separate",
+        counterShards: 1,
+        faultRate: 0.05,
+        concurrency: 3,
+        profile: { horizon: "long", settings: false, bursts: false, healing: false },
+        limits: {},
+        preexisting: [],
+        events,
+    };
+}
