@@ -62,11 +62,18 @@ describe("the multi-region checker", function () {
 
     for (const [name, { seed, ops, regions }] of Object.entries(MUTANT_SEEDS)) {
         it(`rejects the mutant ${name}: ${REGIONS_MUTANTS[name as keyof typeof REGIONS_MUTANTS].description}`, async () => {
+            // Prepare
             const history = generateRegionsHistory(seed, { ops, regions });
+
+            // Act
             const result = await runRegionsHistory(engine(), history, {
                 mutant: REGIONS_MUTANTS[name as keyof typeof REGIONS_MUTANTS].mutate,
             });
+            const clean = await runRegionsHistory(engine(), history);
+
+            // Assess: the mutant is what breaks the contract, not the history
             assert.ok(result.violations.length > 0, `seed ${seed} no longer rejects ${name}`);
+            assert.deepEqual(clean.violations, [], `seed ${seed} fails without ${name} too`);
         });
     }
 

@@ -71,6 +71,34 @@ export function noteOutcome(run: Run, request: Released): void {
     }
 }
 
+/**
+ * A heal's read of a key: its shards (R) or its items (T). A heal judges lives by its clock before its attempt's first
+ * read, R in utilization and T in strict (runtime/heal/heal.ts): a life young then keeps its entry's units however late
+ * the second read comes. A repeat of the first read (the SDK's) belongs to the same attempt; a first read after a
+ * second begins the next.
+ */
+function noteHealRead(run: Run, request: Released): void {
+    const { state } = run;
+    const { config } = state.system;
+    const values = (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues;
+    const items = targetOf(request).table === config.tableName && values?.[":sk"] === undefined;
+    if (!items && !(values?.[":sk"]?.S ?? "").endsWith("best-effort")) {
+        return;
+    }
+    const id = `${request.task.id}|${counterKeyOf(values?.[":pk"]?.S ?? "").key}`;
+    const first = items === (config.mode === "strict");
+    const attempt = state.healAttempts.get(id);
+    if (first) {
+        const time = attempt === undefined || attempt.second ? Date.now() : Math.min(attempt.time, Date.now());
+        state.healAttempts.set(id, { time, second: false });
+    } else if (attempt !== undefined) {
+        attempt.second = true;
+    }
+    if (items) {
+        state.healReads.set(id, { at: state.index, time: state.healAttempts.get(id)?.time ?? Date.now() });
+    }
+}
+
 /** Accounts for one released request (see the top). `before`: the item another writer's write replaced. */
 export async function account(run: Run, request: Released, before: Item | undefined): Promise<void> {
     const { state } = run;
@@ -82,10 +110,8 @@ export async function account(run: Run, request: Released, before: Item | undefi
     const line = state.trace.add(request);
     state.onTrace?.(`${state.index} ${line}`);
     const { table, key: itemKey } = targetOf(request);
-    if (request.command === "QueryCommand" && info?.kind === "settle" && table === config.tableName) {
-        const key =
-            (request.input as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues?.[":pk"]?.S ?? "";
-        state.healReads.set(`${request.task.id}|${key}`, { at: state.index, time: Date.now() });
+    if (request.command === "QueryCommand" && info?.kind === "settle") {
+        noteHealRead(run, request);
     }
     if (!request.served || !WRITES.has(request.command) || itemKey === undefined) {
         return;

@@ -136,8 +136,9 @@ interface Ended {
 /**
  * The client lives other writers ended, per key: utilization's best-effort may hold each one's unit until a heal of its
  * shard reads the table after it ended, at a time the life is old for the ledger (heal.ts takes young lives from their
- * entry, old ones from the table). A heal's time is taken from its read of the items, which comes before the clock it
- * plans by: a life old then is old for the heal.
+ * entry, old ones from the table). A heal's time is the clock at its first read of the key (its shards' in utilization,
+ * its items' in strict), which the heal plans by: a life old then is old for the heal, and one young then keeps its
+ * entry's units however late the heal reads the items.
  */
 export class Allowance {
     private readonly ended = new Map<string, Ended[]>();

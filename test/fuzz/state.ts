@@ -62,6 +62,8 @@ export class RunState {
     readonly plainCreates = new Set<string>();
     /** Per settler task and key: the request index and virtual time of its last read of the key's items. */
     readonly healReads = new Map<string, { at: number; time: number }>();
+    /** Per settler task and key: the clock at its heal attempt's first read, and whether the second read came. */
+    readonly healAttempts = new Map<string, { time: number; second: boolean }>();
     readonly storedLimits = new Map<string, number>();
     defaultLimit: number | undefined;
     /** The highest mark seen per key and eventual mark attribute (a mark is removed once stale). */
