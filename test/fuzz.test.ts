@@ -43,6 +43,11 @@ const MUTANT_SEEDS: Readonly<Record<keyof typeof MUTANTS, MutantHistory>> = {
     tombstoneDatedByTokenOnly: { seed: 9708, options: { ops: 150 } },
 };
 
+/** A shrunk history kept as a test: what its seed drew, on the client's selection and a counters table of its own. */
+function kept(fields: Omit<History, "selection" | "placement" | "preexisting">): History {
+    return { selection: "client", placement: "separate", preexisting: [], ...fields };
+}
+
 describe("the model-based checker", function () {
     const engine = useEngine(FUZZ_ENGINE);
 
@@ -118,18 +123,15 @@ describe("the model-based checker", function () {
     it("strict, seed 39 at 20 % faults, shrunk: a life whose tombstone the table's TTL removed, brought back by its late put attempt, holds no slot, and its delete's release is allowed for", async () => {
         // Prepare: i1's first put attempt is held past its call (which put it again); i1 is deleted, TTL removes its
         // tombstone, and the held attempt lands
-        const history = {
+        const history = kept({
             seed: 39,
             mode: "strict",
-            selection: "client",
-            placement: "separate",
             counterShards: 8,
             faultRate: 0.2,
             concurrency: 5,
             profile: { horizon: "short", settings: true, bursts: false, healing: false },
             limits: {},
             defaultLimit: 3,
-            preexisting: [],
             events: [
                 { op: "tryCreate", key: "k0", id: "i3", limit: 2 },
                 { op: "tryCreate", key: "k0", id: "i1", late: true, limit: 2 },
@@ -143,7 +145,7 @@ describe("the model-based checker", function () {
                 { op: "tryCreate", key: "k0", id: "i3" },
                 { op: "ttlDelete", key: "k0", id: "i1" },
             ],
-        } as History;
+        });
 
         // Act
         const result = await runHistory(engine(), history);
@@ -156,17 +158,14 @@ describe("the model-based checker", function () {
     it("utilization, seed 3 at 20 % faults, shrunk: a heal judges lives by its clock before its shard read, however late it reads the items: young lives other writers ended keep their entry's units, as the allowance says", async () => {
         // Prepare: a heal reads the shard, then its read of the items fails until the clock has moved hours; i2 and i3,
         // young at the shard read, were retokened by another writer meanwhile
-        const history = {
+        const history = kept({
             seed: 3,
             mode: "utilization",
-            selection: "client",
-            placement: "separate",
             counterShards: 1,
             faultRate: 0.2,
             concurrency: 5,
             profile: { horizon: "long", settings: false, bursts: false, healing: false },
             limits: { k0: 1 },
-            preexisting: [],
             events: [
                 { op: "create", key: "k0", id: "i0" },
                 { op: "create", key: "k0", id: "i1" },
@@ -228,7 +227,7 @@ describe("the model-based checker", function () {
                 { op: "otherRetoken", key: "k0", id: "i1" },
                 { op: "advance", ms: 21600000 },
             ],
-        } as History;
+        });
 
         // Act
         const result = await runHistory(engine(), history);
