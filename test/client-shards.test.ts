@@ -11,6 +11,7 @@ import { counterFixture, type CounterFixture } from "./support/counter-fixture";
 import { boundBroken } from "./support/heal-probes";
 import { Traffic } from "./support/heal-traffic";
 import { seededRandom } from "../local/engine/faults";
+import { homeShard } from "../runtime/shards/layout";
 
 const KEY = "k";
 
@@ -177,5 +178,37 @@ describe("a strict limit over 3 shards (DynamoDB Local)", function () {
             s.shards.map((shard) => shard.bestEffort),
             s.shards.map((shard) => shard.live),
         );
+    });
+
+    it("a reservation under no limit takes its shard's cap tag away: the same limit set again re-arms the caps from the counts, and refuses at the limit", async () => {
+        // Prepare: caps armed for a limit of 10 with one life (room in every shard); the limit removed, and 11 more
+        // lives made in shard 0 alone, far past its cap, while shards 1 and 2 keep room under theirs
+        f = await counterFixture(engine(), { mode: "strict", counterShards: 3 });
+        const inShard = (shard: number, count: number) =>
+            Array.from({ length: 200 }, (_, n) => `s${shard}-${n}`)
+                .filter((id) => homeShard(id, 3) === shard)
+                .slice(0, count);
+        await f.client.setLimit(KEY, 10);
+        assert.equal((await f.client.tryCreate(KEY, "first")).created, true);
+        await f.client.setLimit(KEY, null);
+        for (const id of inShard(0, 11)) {
+            assert.equal((await f.client.tryCreate(KEY, id)).created, true);
+        }
+
+        // Act: the same limit again, with the key at 12
+        await f.client.setLimit(KEY, 10);
+        const attempts = [];
+        for (const id of [...inShard(1, 2), ...inShard(2, 2)]) {
+            attempts.push(await f.client.tryCreate(KEY, id));
+        }
+
+        // Assess
+        assert.deepEqual(
+            attempts,
+            attempts.map(() => ({ created: false, count: 12, reason: "limit" })),
+            "shards 1 and 2 refuse: their caps from the first arming still had room",
+        );
+        const s = await f.snapshot(KEY);
+        assert.deepEqual([s.bestEffort, s.live], [12, 12]);
     });
 });

@@ -41,6 +41,7 @@ const MUTANT_SEEDS: Readonly<Record<keyof typeof MUTANTS, MutantHistory>> = {
     auditBlind: { seed: 6, options: { ops: 80 } },
     dropAfterWrite: { seed: 26, options: { ops: 150, faultRate: 0.2 } },
     tombstoneDatedByTokenOnly: { seed: 9708, options: { ops: 150 } },
+    uncappedPastCaps: { seed: 10556, options: { ops: 150 } },
 };
 
 /** A shrunk history kept as a test: what its seed drew, on the client's selection and a counters table of its own. */

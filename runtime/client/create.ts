@@ -13,7 +13,7 @@ import { DeadlineExceededError } from "../shared/errors";
 import { CallDeadline } from "../shared/retry";
 import { tokenTime } from "../shared/tokens";
 import { shardCount } from "../shards/layout";
-import { capTag, planCaps, readCaps, writeCaps, type RegionGuard } from "../shards/caps";
+import { capTag, clearCaps, planCaps, readCaps, writeCaps, type RegionGuard } from "../shards/caps";
 import { readKeyCounters } from "./read";
 import { readLimits, resolveLimit } from "../limits/limits";
 import { isRetryable } from "../shared/aws-errors";
@@ -149,7 +149,7 @@ async function reserveUnder(
         return read === undefined ? { outcome: "failed" } : { outcome: "refused", count: read.bestEffort };
     }
     if (limit === undefined) {
-        return parts.units.reserve(call.key, shard, period, { unlimited: true }, deadline);
+        return reserveUncapped(call, shard, period, deadline);
     }
     if (parts.config.regions !== undefined) {
         return reserveInRegion(call, shard, period, limit, deadline);
@@ -158,6 +158,19 @@ async function reserveUnder(
         return parts.units.reserve(call.key, shard, period, { limit }, deadline);
     }
     return reserveInShards(call, shard, period, capTag(limit), limit, deadline);
+}
+
+/** Under no limit: where no caps are armed; caps found armed are taken away from every shard first (runtime/shards/caps.ts). */
+async function reserveUncapped(call: Call, shard: number, period: number, deadline: CallDeadline): Promise<Reservation> {
+    const { parts } = call;
+    for (let round = 0; deadline.open() && round < parts.attempts; round++) {
+        const reservation = await parts.units.reserve(call.key, shard, period, { unlimited: true }, deadline);
+        if (reservation.outcome !== "refused") {
+            return reservation;
+        }
+        await clearCaps(parts.dynamodb, parts.config, call.key, shardCount(parts.config)).catch(() => undefined);
+    }
+    return { outcome: "failed" };
 }
 
 /**

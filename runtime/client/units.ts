@@ -371,7 +371,8 @@ export const CAP_TAG = "hc_capl";
 
 function admissionCondition(admission: Admission, countAttribute: string): Update | undefined {
     if ("unlimited" in admission) {
-        return undefined;
+        // No limit in force: anywhere no caps are armed (runtime/shards/caps.ts `clearCaps` takes them away first).
+        return { update: "", condition: "attribute_not_exists(#tag)", names: { "#tag": CAP_TAG }, values: {} };
     }
     if ("limit" in admission) {
         return {

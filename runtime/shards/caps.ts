@@ -10,6 +10,9 @@
  *   - arming for a new limit: every shard's cap is set from one serializable read of all of them, to its count plus
  *     a share of `limit - sum(counts)`, conditional on each count still at or below the count read; with no room
  *     left nothing is written and the call refuses.
+ * - A reservation under no limit (none in force, or a plain `create`) is conditional on its shard carrying no tag:
+ *   where caps are armed, `clearCaps` first takes every shard's cap and tag away in one transaction, so no shard keeps
+ *   a cap the key's sum has outgrown, and the next reservation under a limit arms them afresh from the counts.
  * - A release lowers a count, which only makes room. A heal that raises a shard's count (items best-effort did not
  *   account for: another writer's, one from before the counter) may take that shard past its cap; the key's sum can
  *   then pass the limit by those items, which were not the client's to refuse (docs/limits.md).
@@ -198,4 +201,20 @@ const GUARD_CONDITION = "#rtag = :guardTag AND #rcap = :guardCap";
 
 function guardValues(guard: RegionGuard): Record<string, AttributeValue> {
     return { ":guardTag": { S: guard.tag }, ":guardCap": { N: String(guard.cap) } };
+}
+
+/** Takes every shard's cap and tag away at once (before a reservation under no limit: see the top). */
+export async function clearCaps(dynamodb: DynamoDBClient, config: CounterConfig, key: string, shards: number): Promise<void> {
+    await dynamodb.send(
+        new TransactWriteItemsCommand({
+            TransactItems: Array.from({ length: shards }, (_, shard) => ({
+                Update: {
+                    TableName: config.countersTableName,
+                    Key: bestEffortKey(config, key, shard),
+                    UpdateExpression: "REMOVE #tag, #cap",
+                    ExpressionAttributeNames: { "#tag": CAP_TAG, "#cap": CAP },
+                },
+            })),
+        }),
+    );
 }
