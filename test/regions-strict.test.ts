@@ -92,6 +92,33 @@ describe("strict mode over regions (DynamoDB Local, one table per replica)", fun
         );
     });
 
+    it("a limit removed and set again: a region that created past its share meanwhile makes the others refuse under their caps until it is back within it", async () => {
+        // Prepare: limit 4 over two members, each region at its cap of 2; the limit removed, and the home creates 3 more
+        r = await Replicas.create(engine(), { regions: [HOME, MEMBER], mode: "strict" });
+        await r.region(HOME).client.setLimit("k", 4);
+        await r.quiesce();
+        assert.deepEqual([await tryCreates(r, HOME, "h", 2), await tryCreates(r, MEMBER, "m", 1)], [2, 1]);
+        await r.region(HOME).client.setLimit("k", null);
+        await r.quiesce();
+        assert.equal(await tryCreates(r, HOME, "u", 3), 3);
+        await r.region(HOME).client.setLimit("k", 4);
+        await r.quiesce();
+
+        // Act: the member still holds a cap of 2 under the same limit, with room for one
+        const member = await r.region(MEMBER).client.tryCreate("k", "m9");
+        for (const id of ["h0", "h1", "u0", "u1"]) {
+            await r.region(HOME).client.delete("k", id);
+        }
+        await r.quiesce();
+        const afterDeletes = await r.region(MEMBER).client.tryCreate("k", "m10");
+        await r.quiesce();
+
+        // Assess
+        assert.deepEqual(member, { created: false, count: 1, reason: "limit" }, "the home holds 5 of a limit of 4");
+        assert.equal(afterDeletes.created, true, "the home back at 1, within its share of 2");
+        assert.deepEqual(await totals(r, [HOME, MEMBER]), { bestEffort: 3, live: 3 });
+    });
+
     it("answers a refusal with this region's best-effort as its count, also when other regions hold it back (docs/client.md)", async () => {
         // Prepare: limit 4, each region at its share of 2; the member lowers it to 2, replicated.
         r = await Replicas.create(engine(), { regions: [HOME, MEMBER], mode: "strict" });

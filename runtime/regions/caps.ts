@@ -85,9 +85,6 @@ export async function regionAdmission(
     const tag = regionTag(limit, regions);
     const ownTag = stringOf(own, REGION_TAG);
     const ownCap = numberOf(own, REGION_CAP);
-    if (ownTag === tag && ownCap > 0) {
-        return { kind: "reserve", regionTag: tag, cap: ownCap };
-    }
     const others = new Map<string, RegionView>();
     for (const [region, view] of all) {
         if (region !== regions.current) {
@@ -95,6 +92,11 @@ export async function regionAdmission(
         }
     }
     const cap = capFor(limit, regions, others);
+    // A cap stands only while every other region is within its share: one past it (reservations made while no limit
+    // was in force, a heal's count of other writers' items) takes this region's cap to 0 until it is back within.
+    if (ownTag === tag && ownCap > 0 && cap > 0) {
+        return { kind: "reserve", regionTag: tag, cap: ownCap };
+    }
     if (ownTag !== tag || ownCap !== cap) {
         const written = await writeRegionCap(
             dynamodb,
