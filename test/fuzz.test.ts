@@ -7,7 +7,7 @@
 import { strict as assert } from "node:assert";
 import { generateHistory, type GenerateOptions, type History } from "./fuzz/history";
 import { MUTANTS } from "./fuzz/mutants";
-import { oldLifeDeletesUnderHeals } from "./fuzz/targeted";
+import { lateAttemptUnderRetokenedTombstone, oldLifeDeletesUnderHeals } from "./fuzz/targeted";
 import { FUZZ_ENGINE, runHistory } from "./fuzz/run";
 import { reproduction, shrinkHistory } from "./fuzz/shrink";
 import { boundProblems, delta } from "./fuzz/model";
@@ -40,7 +40,7 @@ const MUTANT_SEEDS: Readonly<Record<keyof typeof MUTANTS, MutantHistory>> = {
     thresholdsWithoutOutbox: { seed: 1, options: { ops: 80 } },
     auditBlind: { seed: 6, options: { ops: 80 } },
     dropAfterWrite: { seed: 26, options: { ops: 150, faultRate: 0.2 } },
-    tombstoneDatedByTokenOnly: { seed: 9708, options: { ops: 150 } },
+    tombstoneDatedByTokenOnly: { seed: 1, targeted: lateAttemptUnderRetokenedTombstone },
     uncappedPastCaps: { seed: 10556, options: { ops: 150 } },
 };
 

@@ -40,3 +40,35 @@ export function oldLifeDeletesUnderHeals(seed: number): History {
         events,
     };
 }
+
+/**
+ * A put attempt of an earlier life still on the wire when another writer rewrites the token of a later life's
+ * tombstone: a create whose first attempt is held (it puts again and succeeds), its life deleted, the id created
+ * again over the tombstone and deleted again, the tombstone's token rewritten, the stream consumed, then the held
+ * attempt lands. One call at a time.
+ */
+export function lateAttemptUnderRetokenedTombstone(seed: number): History {
+    const consume: FuzzEvent = { op: "consume", max: 12, overlap: 0, crash: "none" };
+    return {
+        seed,
+        mode: "strict",
+        selection: "client",
+        placement: "separate",
+        counterShards: 1,
+        faultRate: 0,
+        concurrency: 1,
+        profile: { horizon: "short", settings: false, bursts: false, healing: false },
+        limits: {},
+        preexisting: [],
+        events: [
+            { op: "tryCreate", key: "k0", id: "i0", late: true },
+            { op: "delete", key: "k0", id: "i0" },
+            { op: "tryCreate", key: "k0", id: "i0" },
+            { op: "delete", key: "k0", id: "i0" },
+            { op: "otherRetoken", key: "k0", id: "i0" },
+            consume,
+            { op: "land" },
+            consume,
+        ],
+    };
+}
