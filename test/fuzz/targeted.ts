@@ -26,19 +26,7 @@ export function oldLifeDeletesUnderHeals(seed: number): History {
             { op: "settle", keyBudget: 50 },
         );
     }
-    return {
-        seed,
-        mode: "strict",
-        selection: "client",
-        placement: "separate",
-        counterShards: 1,
-        faultRate: 0.05,
-        concurrency: 3,
-        profile: { horizon: "long", settings: false, bursts: false, healing: false },
-        limits: {},
-        preexisting: [],
-        events,
-    };
+    return strictHistory(seed, { faultRate: 0.05, concurrency: 3, horizon: "long", events });
 }
 
 /**
@@ -49,17 +37,10 @@ export function oldLifeDeletesUnderHeals(seed: number): History {
  */
 export function lateAttemptUnderRetokenedTombstone(seed: number): History {
     const consume: FuzzEvent = { op: "consume", max: 12, overlap: 0, crash: "none" };
-    return {
-        seed,
-        mode: "strict",
-        selection: "client",
-        placement: "separate",
-        counterShards: 1,
+    return strictHistory(seed, {
         faultRate: 0,
         concurrency: 1,
-        profile: { horizon: "short", settings: false, bursts: false, healing: false },
-        limits: {},
-        preexisting: [],
+        horizon: "short",
         events: [
             { op: "tryCreate", key: "k0", id: "i0", late: true },
             { op: "delete", key: "k0", id: "i0" },
@@ -70,5 +51,24 @@ export function lateAttemptUnderRetokenedTombstone(seed: number): History {
             { op: "land" },
             consume,
         ],
+    });
+}
+
+/** A strict history of one key with one shard, on the client's selection and a counters table of its own. */
+function strictHistory(
+    seed: number,
+    fields: Pick<History, "faultRate" | "concurrency" | "events"> & { readonly horizon: History["profile"]["horizon"] },
+): History {
+    const { horizon, ...rest } = fields;
+    return {
+        seed,
+        mode: "strict",
+        selection: "client",
+        placement: "separate",
+        counterShards: 1,
+        profile: { horizon, settings: false, bursts: false, healing: false },
+        limits: {},
+        preexisting: [],
+        ...rest,
     };
 }
