@@ -332,7 +332,9 @@ export async function measureBusyRow(
                 settler: { runs: heals.runs, runsWithCallsInFlight, healed: heals.healed, drift: heals.drift },
                 units: {
                     heal: unitsOf(meter, HEAL_PARTS),
-                    parts: Object.fromEntries(HEAL_PARTS.map((part) => [part, unitsOf(meter, [part])])) as unknown as BusyMeasured["units"]["parts"],
+                    parts: Object.fromEntries(
+                        HEAL_PARTS.map((part) => [part, unitsOf(meter, [part])]),
+                    ) as unknown as BusyMeasured["units"]["parts"],
                     run: unitsOf(meter),
                 },
                 driftMade: run.figures.driftMade,

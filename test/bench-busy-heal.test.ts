@@ -181,7 +181,10 @@ describe("busy-heal: the bound, the settler's parts and the rows", () => {
             "the key's items",
         );
         assert.equal(
-            settlerPart({ command: "UpdateItemCommand", input: { Key: { pk: { S: "busy-0\u00001" }, sk: { S: "#counter#best-effort" } } } }, config),
+            settlerPart(
+                { command: "UpdateItemCommand", input: { Key: { pk: { S: "busy-0\u00001" }, sk: { S: "#counter#best-effort" } } } },
+                config,
+            ),
             "heal shards",
             "W",
         );

@@ -58,10 +58,7 @@ describe("the heal's plan for one shard", () => {
             assert.equal(plan.correction, -3);
             assert.deepEqual(
                 [...plan.stale].sort((a, b) => a.name.localeCompare(b.name)),
-                [
-                    { name: `hc_y_${NOW - 9}` },
-                    { name: `hc_y_${NOW - 2}` },
-                ],
+                [{ name: `hc_y_${NOW - 9}` }, { name: `hc_y_${NOW - 2}` }],
             );
             assert.deepEqual(plan.unsettled, []);
         });

@@ -136,10 +136,20 @@ describe("the heal races the API's calls, request by request (DynamoDB Local)", 
 
         // Assess: (the SDK may send a refused write again: the fixture's clock is ahead of the engine's)
         assert.deepEqual(result, { deleted: true });
-        const settler = traffic.log.filter((e) => e.party === "settler").map((e) => `${e.label}${e.error === undefined ? "" : ` ${e.error}`}`);
+        const settler = traffic.log
+            .filter((e) => e.party === "settler")
+            .map((e) => `${e.label}${e.error === undefined ? "" : ` ${e.error}`}`);
         assert.deepEqual(
             settler.filter((label, i) => label !== settler[i - 1]),
-            ["read due", "read items", "read shard", "remove item", "heal write ConditionalCheckFailedException", "read items", "read shard"],
+            [
+                "read due",
+                "read items",
+                "read shard",
+                "remove item",
+                "heal write ConditionalCheckFailedException",
+                "read items",
+                "read shard",
+            ],
             "the write planned without the release was refused; the second attempt read again and found nothing to correct",
         );
         assert.deepEqual([healed.healed, healed.drift], [true, 0]);
@@ -249,11 +259,7 @@ describe("the heal races the API's calls, request by request (DynamoDB Local)", 
             assert.equal(before.count, mode === "strict" ? 5 : 0);
             const after = await ledgerOf(f, KEY);
             assert.equal(after.count, 3, "the correction applied once");
-            assert.equal(
-                after.gen,
-                1,
-                "one write committed",
-            );
+            assert.equal(after.gen, 1, "one write committed");
             assert.equal(result.healed, true);
         });
     }

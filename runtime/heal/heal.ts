@@ -183,8 +183,7 @@ async function healShard(
         periodOf(at, config.periodMs),
     );
     const stale = plan.stale.slice(0, STALE_PER_WRITE);
-    const done =
-        plan.correction === 0 && stale.length === 0 ? true : await writeShard(key, shard, read, plan.correction, stale, options);
+    const done = plan.correction === 0 && stale.length === 0 ? true : await writeShard(key, shard, read, plan.correction, stale, options);
     if (!done) {
         return undefined;
     }

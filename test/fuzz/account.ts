@@ -242,7 +242,10 @@ export async function observe(run: Run, key: string, context: string, admitting?
     const keyState = await readKeyState(state.reader, system, key);
     state.stats.observations++;
     const owned = state.ownership.liveLives(keyState, system);
-    const allowed = { over: (shard?: number) => state.allowance.of(key, shard), under: (shard?: number) => state.resurrections.of(key, shard) };
+    const allowed = {
+        over: (shard?: number) => state.allowance.of(key, shard),
+        under: (shard?: number) => state.resurrections.of(key, shard),
+    };
     for (const problem of boundProblems(keyState, system, owned, allowed)) {
         state.violation(`${context}: ${key} ${problem} [lives: ${JSON.stringify(state.ownership.liveIds(keyState, system))}]`);
     }

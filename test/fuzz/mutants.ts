@@ -298,7 +298,11 @@ export const MUTANTS: Readonly<Record<string, MutantSpec>> = {
             "a strict reservation under no limit ignores the caps armed on its shard: the same limit set again finds caps the key's sum outgrew, and a shard with room admits past the limit",
         mutate: (run) =>
             rewrite(run.parties.api, "mutantUncappedPastCaps", (command, input) => {
-                if (command === "UpdateItemCommand" && isBestEffort(run, input) && input.ConditionExpression === "attribute_not_exists(#tag)") {
+                if (
+                    command === "UpdateItemCommand" &&
+                    isBestEffort(run, input) &&
+                    input.ConditionExpression === "attribute_not_exists(#tag)"
+                ) {
                     input.ConditionExpression = undefined;
                     prune(input);
                 }
